@@ -1,0 +1,299 @@
+//! Key templates (`pay:{date}:{uuid}`): parsing, worst-case length, how
+//! guessable the key is, and the regular expression servers validate with.
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Uuid,
+    Ulid,
+    /// N random bytes, base64url without padding.
+    Random(u32),
+    Date,
+    Timestamp,
+    Seq,
+    /// Must equal the request-body field at this JSON pointer.
+    Field(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Part {
+    Literal(String),
+    Segment(Segment),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyTemplate {
+    pub source: String,
+    pub parts: Vec<Part>,
+}
+
+const SEGMENT_NAMES: [&str; 7] = [
+    "uuid",
+    "ulid",
+    "random:N",
+    "date",
+    "timestamp",
+    "seq",
+    "field:/pointer",
+];
+
+/// How hard a key is to guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Predictability {
+    /// Has a CSPRNG segment (`{uuid}`, `{ulid}`, `{random:N≥16}`).
+    Unpredictable,
+    /// Its only non-guessable part comes from request fields.
+    FieldDerived,
+    /// Only dates, timestamps, counters and literals.
+    Guessable,
+}
+
+impl Segment {
+    /// Longest text the segment can produce; `None` when unbounded.
+    pub fn max_len(&self) -> Option<usize> {
+        match self {
+            Segment::Uuid => Some(36),
+            Segment::Ulid => Some(26),
+            Segment::Random(bytes) => Some((*bytes as usize * 4).div_ceil(3)),
+            Segment::Date => Some(8),
+            Segment::Timestamp => Some(13),
+            Segment::Seq => Some(20),
+            Segment::Field(_) => None,
+        }
+    }
+
+    pub fn is_random(&self) -> bool {
+        match self {
+            Segment::Uuid | Segment::Ulid => true,
+            Segment::Random(bytes) => *bytes >= 16,
+            _ => false,
+        }
+    }
+
+    /// A regular expression (Rust `regex` syntax) for the segment's text.
+    pub fn pattern(&self) -> String {
+        match self {
+            Segment::Uuid => {
+                "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}"
+                    .into()
+            }
+            Segment::Ulid => "[0-7][0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{25}".into(),
+            Segment::Random(bytes) => {
+                format!("[A-Za-z0-9_-]{{{}}}", (*bytes as usize * 4).div_ceil(3))
+            }
+            Segment::Date => "[0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])".into(),
+            Segment::Timestamp => "[0-9]{1,13}".into(),
+            Segment::Seq => "[0-9]{1,20}".into(),
+            Segment::Field(_) => "[^:]+".into(),
+        }
+    }
+}
+
+impl KeyTemplate {
+    pub fn parse(source: &str) -> Result<KeyTemplate, String> {
+        let mut parts = Vec::new();
+        let mut literal = String::new();
+        let mut rest = source;
+        while let Some(open) = rest.find(['{', '}']) {
+            if rest.as_bytes()[open] == b'}' {
+                return Err(format!("`}}` without a matching `{{` in `{source}`"));
+            }
+            literal.push_str(&rest[..open]);
+            let after = &rest[open + 1..];
+            let Some(close) = after.find('}') else {
+                return Err(format!("`{{` is never closed in `{source}`"));
+            };
+            if !literal.is_empty() {
+                parts.push(Part::Literal(std::mem::take(&mut literal)));
+            }
+            parts.push(Part::Segment(parse_segment(&after[..close])?));
+            rest = &after[close + 1..];
+        }
+        literal.push_str(rest);
+        if !literal.is_empty() {
+            parts.push(Part::Literal(literal));
+        }
+        if !parts.iter().any(|part| matches!(part, Part::Segment(_))) {
+            return Err(format!(
+                "`{source}` has no segment, so every request would share one key; add one such as `{{uuid}}`"
+            ));
+        }
+        Ok(KeyTemplate {
+            source: source.to_string(),
+            parts,
+        })
+    }
+
+    /// The literal text before the first segment, e.g. `pay:`.
+    pub fn prefix(&self) -> &str {
+        match self.parts.first() {
+            Some(Part::Literal(text)) => text,
+            _ => "",
+        }
+    }
+
+    /// Whether the template starts with a business prefix: a name of
+    /// letters, digits, `_`, `-` or `.` that starts with a letter, then `:`.
+    pub fn has_business_prefix(&self) -> bool {
+        let prefix = self.prefix();
+        let Some(name) = prefix.split(':').next().filter(|_| prefix.contains(':')) else {
+            return false;
+        };
+        name.starts_with(|c: char| c.is_ascii_alphabetic())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    }
+
+    pub fn segments(&self) -> impl Iterator<Item = &Segment> {
+        self.parts.iter().filter_map(|part| match part {
+            Part::Segment(segment) => Some(segment),
+            Part::Literal(_) => None,
+        })
+    }
+
+    /// Longest key the template admits; `field_len` gives each `{field:…}`
+    /// segment's `maxLength` when the schema declares one. `None`: unbounded.
+    pub fn max_len(&self, field_len: impl Fn(&str) -> Option<usize>) -> Option<usize> {
+        self.parts.iter().try_fold(0usize, |total, part| {
+            let len = match part {
+                Part::Literal(text) => text.chars().count(),
+                Part::Segment(Segment::Field(pointer)) => field_len(pointer)?,
+                Part::Segment(segment) => segment.max_len()?,
+            };
+            Some(total + len)
+        })
+    }
+
+    pub fn predictability(&self) -> Predictability {
+        if self.segments().any(Segment::is_random) {
+            Predictability::Unpredictable
+        } else if self.segments().any(|s| matches!(s, Segment::Field(_))) {
+            Predictability::FieldDerived
+        } else {
+            Predictability::Guessable
+        }
+    }
+
+    /// An anchored regular expression that accepts exactly the keys the
+    /// template describes (field segments accept any text without `:`).
+    pub fn regex(&self) -> String {
+        let mut pattern = String::from("^");
+        for part in &self.parts {
+            match part {
+                Part::Literal(text) => pattern.push_str(&regex_escape(text)),
+                Part::Segment(segment) => {
+                    pattern.push('(');
+                    pattern.push_str(&segment.pattern());
+                    pattern.push(')');
+                }
+            }
+        }
+        pattern.push('$');
+        pattern
+    }
+}
+
+fn parse_segment(text: &str) -> Result<Segment, String> {
+    let (name, argument) = match text.split_once(':') {
+        Some((name, argument)) => (name.trim(), Some(argument.trim())),
+        None => (text.trim(), None),
+    };
+    match (name, argument) {
+        ("uuid", None) => Ok(Segment::Uuid),
+        ("ulid", None) => Ok(Segment::Ulid),
+        ("date", None) => Ok(Segment::Date),
+        ("timestamp", None) => Ok(Segment::Timestamp),
+        ("seq", None) => Ok(Segment::Seq),
+        ("random", Some(count)) => match count.parse::<u32>() {
+            Ok(bytes @ 1..=1024) => Ok(Segment::Random(bytes)),
+            _ => Err(format!(
+                "`{{random:{count}}}` needs a byte count from 1 to 1024, e.g. `{{random:16}}`"
+            )),
+        },
+        ("random", None) => Err("`{random}` needs a byte count, e.g. `{random:16}`".into()),
+        ("field", Some(pointer)) if pointer.starts_with('/') => Ok(Segment::Field(pointer.into())),
+        ("field", _) => Err(format!(
+            "`{{{text}}}` needs a JSON pointer into the request body, e.g. `{{field:/txn_id}}`"
+        )),
+        _ => {
+            let suggestion = crate::contract::suggest::closest(name, SEGMENT_NAMES.iter().copied())
+                .map(|name| format!("; did you mean `{{{name}}}`?"))
+                .unwrap_or_default();
+            Err(format!(
+                "unknown key segment `{{{text}}}`{suggestion} (segments: {})",
+                SEGMENT_NAMES.map(|name| format!("{{{name}}}")).join(", ")
+            ))
+        }
+    }
+}
+
+fn regex_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_article_template() {
+        let template = KeyTemplate::parse("pay:{date}:{uuid}").unwrap();
+        assert_eq!(template.prefix(), "pay:");
+        assert!(template.has_business_prefix());
+        assert_eq!(template.max_len(|_| None), Some(4 + 8 + 1 + 36));
+        assert_eq!(template.predictability(), Predictability::Unpredictable);
+    }
+
+    #[test]
+    fn field_segments() {
+        let template = KeyTemplate::parse("pay:{date}:{field:/txn_id}").unwrap();
+        assert_eq!(template.predictability(), Predictability::FieldDerived);
+        assert_eq!(template.max_len(|_| None), None);
+        assert_eq!(template.max_len(|_| Some(32)), Some(4 + 8 + 1 + 32));
+    }
+
+    #[test]
+    fn guessable_and_prefixless() {
+        let template = KeyTemplate::parse("{date}-{seq}").unwrap();
+        assert_eq!(template.predictability(), Predictability::Guessable);
+        assert!(!template.has_business_prefix());
+        assert_eq!(
+            KeyTemplate::parse("{random:8}").unwrap().predictability(),
+            Predictability::Guessable
+        );
+    }
+
+    #[test]
+    fn errors() {
+        assert!(
+            KeyTemplate::parse("pay:{uuid")
+                .unwrap_err()
+                .contains("never closed")
+        );
+        assert!(
+            KeyTemplate::parse("pay:{uid}")
+                .unwrap_err()
+                .contains("did you mean `{uuid}`")
+        );
+        assert!(
+            KeyTemplate::parse("pay:")
+                .unwrap_err()
+                .contains("no segment")
+        );
+        assert!(KeyTemplate::parse("pay:{random:0}").is_err());
+    }
+
+    #[test]
+    fn regex_is_anchored_and_escaped() {
+        let template = KeyTemplate::parse("pay.v1:{date}:{uuid}").unwrap();
+        assert!(template.regex().starts_with("^pay\\.v1:("));
+        assert!(template.regex().ends_with(")$"));
+    }
+}

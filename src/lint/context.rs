@@ -1,0 +1,192 @@
+//! What rules see: the document, one operation with its merged contract,
+//! and helpers to look up parameters, responses and request schemas with
+//! `$ref`s followed.
+
+use crate::contract::parse::ContractError;
+use crate::contract::{Contract, Origin, RawContract};
+use crate::spec::operations::Operation;
+use crate::spec::{Node, Workspace};
+
+/// The document as a whole, for document-level rules.
+pub struct DocumentContext<'a> {
+    pub workspace: &'a Workspace,
+    /// The document-level `x-idempotency` block, if any.
+    pub document_contract: Option<&'a RawContract>,
+    /// Problems in the document-level block.
+    pub contract_errors: &'a [ContractError],
+}
+
+/// What an operation says about idempotency.
+#[derive(Debug)]
+pub enum ContractState {
+    /// No `x-idempotency` on the operation.
+    Absent,
+    /// `x-idempotency: false`.
+    OptedOut(Origin),
+    /// A block that could not be read at all (reported as `contract-invalid`).
+    Unreadable(Origin),
+    Present(Box<Contract>),
+}
+
+pub struct OperationContext<'a> {
+    pub workspace: &'a Workspace,
+    pub operation: &'a Operation<'a>,
+    pub state: &'a ContractState,
+    /// Problems in the operation's own block, and required fields missing
+    /// after merging.
+    pub contract_errors: &'a [ContractError],
+}
+
+impl<'a> OperationContext<'a> {
+    pub fn contract(&self) -> Option<&'a Contract> {
+        match self.state {
+            ContractState::Present(contract) => Some(contract),
+            _ => None,
+        }
+    }
+
+    /// Name for messages: operationId, else `METHOD /path`.
+    pub fn name(&self) -> String {
+        self.operation.name()
+    }
+
+    /// Where to point when a finding is about the operation as a whole.
+    pub fn operation_origin(&self) -> Origin {
+        Origin {
+            span: self.operation.node.span,
+            pointer: self.operation.pointer.clone(),
+        }
+    }
+
+    /// Where to point for a finding about the operation's responses.
+    pub fn responses_origin(&self) -> Origin {
+        match self.operation.node.get("responses") {
+            Some(node) => Origin {
+                span: node.span,
+                pointer: format!("{}/responses", self.operation.pointer),
+            },
+            None => self.operation_origin(),
+        }
+    }
+
+    /// Declared parameters: the path item's, overridden by the operation's
+    /// (same name and location), each with `$ref`s followed.
+    pub fn parameters(&self) -> Vec<&'a Node> {
+        let mut found: Vec<&'a Node> = Vec::new();
+        let lists = [self.operation.node, self.operation.path_item]
+            .into_iter()
+            .filter_map(|holder| holder.get("parameters").and_then(Node::as_seq));
+        for list in lists {
+            for raw in list {
+                let Some(parameter) = self.workspace.deref(raw) else {
+                    continue;
+                };
+                let identity = |node: &Node| {
+                    (
+                        node.get("in")
+                            .and_then(Node::as_str)
+                            .map(str::to_ascii_lowercase),
+                        node.get("name")
+                            .and_then(Node::as_str)
+                            .map(str::to_ascii_lowercase),
+                    )
+                };
+                if !found
+                    .iter()
+                    .any(|seen| identity(seen) == identity(parameter))
+                {
+                    found.push(parameter);
+                }
+            }
+        }
+        found
+    }
+
+    /// The declared parameter `name` in `location` (`header` names are
+    /// case-insensitive).
+    pub fn parameter(&self, location: &str, name: &str) -> Option<&'a Node> {
+        self.parameters().into_iter().find(|parameter| {
+            let declared_in = parameter.get("in").and_then(Node::as_str);
+            let declared_name = parameter.get("name").and_then(Node::as_str).unwrap_or("");
+            declared_in == Some(location)
+                && if location == "header" {
+                    declared_name.eq_ignore_ascii_case(name)
+                } else {
+                    declared_name == name
+                }
+        })
+    }
+
+    /// The response declared for `status`: the exact code, else its range
+    /// (`4XX`). `default` does not count: it declares nothing specific.
+    pub fn response(&self, status: u16) -> Option<&'a Node> {
+        let responses = self
+            .workspace
+            .deref(self.operation.node.get("responses")?)?;
+        let exact = status.to_string();
+        let range = format!("{}XX", status / 100);
+        let entry = responses
+            .as_map()?
+            .iter()
+            .find(|entry| *entry.key == *exact || entry.key.eq_ignore_ascii_case(&range))?;
+        self.workspace.deref(&entry.value)
+    }
+
+    /// The header `name` of a response, case-insensitively.
+    pub fn response_header(&self, response: &'a Node, name: &str) -> Option<&'a Node> {
+        let headers = self.workspace.deref(response.get("headers")?)?;
+        let entry = headers
+            .as_map()?
+            .iter()
+            .find(|entry| entry.key.eq_ignore_ascii_case(name))?;
+        self.workspace.deref(&entry.value)
+    }
+
+    /// The request body's schema: JSON media types first, else the first.
+    pub fn request_schema(&self) -> Option<&'a Node> {
+        let body = self
+            .workspace
+            .deref(self.operation.node.get("requestBody")?)?;
+        let content = body.get("content")?.as_map()?;
+        let media = content
+            .iter()
+            .find(|entry| entry.key.contains("json"))
+            .or_else(|| content.first())?;
+        self.workspace.deref(media.value.get("schema")?)
+    }
+
+    /// The schema of the request-body field at `pointer` (`/txn_id`,
+    /// `/payer/id`), looking through `$ref`, `allOf`, `oneOf` and `anyOf`.
+    pub fn request_field(&self, pointer: &str) -> Option<&'a Node> {
+        let mut schema = self.request_schema()?;
+        for raw in pointer.strip_prefix('/')?.split('/') {
+            let name = raw.replace("~1", "/").replace("~0", "~");
+            schema = self.schema_property(schema, &name, 0)?;
+        }
+        Some(schema)
+    }
+
+    fn schema_property(&self, schema: &'a Node, name: &str, depth: usize) -> Option<&'a Node> {
+        if depth > 32 {
+            return None;
+        }
+        let schema = self.workspace.deref(schema)?;
+        if let Some(property) = schema
+            .get("properties")
+            .and_then(|properties| properties.get(name))
+        {
+            return self.workspace.deref(property);
+        }
+        if let Some(items) = schema
+            .get("items")
+            .filter(|_| name.parse::<usize>().is_ok())
+        {
+            return self.workspace.deref(items);
+        }
+        ["allOf", "oneOf", "anyOf"]
+            .into_iter()
+            .filter_map(|combinator| schema.get(combinator).and_then(Node::as_seq))
+            .flatten()
+            .find_map(|branch| self.schema_property(branch, name, depth + 1))
+    }
+}

@@ -1,0 +1,83 @@
+//! A finding: which rule, how bad, what to say and exactly where.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// A place in a source file. `line` and `column` are 1-based (columns in
+/// characters); `offset` and `length` are bytes, for snippets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    #[serde(skip)]
+    pub offset: usize,
+    #[serde(skip)]
+    pub length: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Stable kebab-case rule id, e.g. `window-too-short`.
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// One line that names the operation and shows the numbers.
+    pub message: String,
+    pub location: Location,
+    /// JSON pointer of the offending value in the root document's logical
+    /// tree (through `$ref`s), stable when lines move.
+    pub pointer: String,
+    /// The operation's operationId, else `METHOD /path`; `None` for
+    /// document-level findings.
+    pub operation: Option<String>,
+    /// What to do about it.
+    pub help: Option<String>,
+    /// Short text shown under the snippet's underline.
+    pub label: Option<String>,
+}
+
+/// Everything one lint run found, plus what reporters need to show it.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    /// Number of root files linted.
+    pub files: usize,
+    /// Number of operations seen in them.
+    pub operations: usize,
+    /// Text of every file a diagnostic points into, by display name.
+    pub sources: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+}
+
+impl Report {
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == severity)
+            .count()
+    }
+
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+}

@@ -1,0 +1,75 @@
+//! What every rule is: an id, a default severity, its documentation and a
+//! check over one operation or the whole document.
+
+use super::context::{DocumentContext, OperationContext};
+use super::diagnostic::Severity;
+use super::sink::Sink;
+
+pub enum Check {
+    /// Runs once per linted document.
+    Document(fn(&DocumentContext<'_>, &mut Sink<'_>)),
+    /// Runs once per operation.
+    Operation(fn(&OperationContext<'_>, &mut Sink<'_>)),
+    /// Runs once per document and once per operation.
+    Both(
+        fn(&DocumentContext<'_>, &mut Sink<'_>),
+        fn(&OperationContext<'_>, &mut Sink<'_>),
+    ),
+}
+
+impl Check {
+    pub fn document(&self) -> Option<fn(&DocumentContext<'_>, &mut Sink<'_>)> {
+        match self {
+            Check::Document(check) | Check::Both(check, _) => Some(*check),
+            Check::Operation(_) => None,
+        }
+    }
+
+    pub fn operation(&self) -> Option<fn(&OperationContext<'_>, &mut Sink<'_>)> {
+        match self {
+            Check::Operation(check) | Check::Both(_, check) => Some(*check),
+            Check::Document(_) => None,
+        }
+    }
+}
+
+pub struct Rule {
+    /// Stable kebab-case id, e.g. `window-too-short`.
+    pub id: &'static str,
+    pub severity: Severity,
+    /// One line: what the rule checks.
+    pub summary: &'static str,
+    /// The rule file's source; its leading `//!` lines are the documentation.
+    pub source: &'static str,
+    pub check: Check,
+}
+
+impl Rule {
+    /// The long explanation `idemgen rule ID` prints: the rule file's
+    /// leading `//!` documentation, as Markdown.
+    pub fn docs(&self) -> String {
+        let mut docs = String::new();
+        for line in self.source.lines() {
+            let Some(text) = line.strip_prefix("//!") else {
+                break;
+            };
+            docs.push_str(text.strip_prefix(' ').unwrap_or(text));
+            docs.push('\n');
+        }
+        docs.trim().to_string()
+    }
+}
+
+/// Declares a rule from inside its own file, taking the file's documentation.
+#[macro_export]
+macro_rules! declare_rule {
+    ($file:literal, $id:literal, $severity:ident, $summary:literal, $check:expr) => {
+        pub const RULE: $crate::lint::rule::Rule = $crate::lint::rule::Rule {
+            id: $id,
+            severity: $crate::lint::diagnostic::Severity::$severity,
+            summary: $summary,
+            source: include_str!($file),
+            check: $check,
+        };
+    };
+}

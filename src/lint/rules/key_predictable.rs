@@ -1,0 +1,60 @@
+//! # key-predictable
+//!
+//! **What it checks.** `key.format` contains an unpredictable segment
+//! (`{uuid}`, `{ulid}`, or `{random:N}` with N ≥ 16). A format made only of
+//! `{date}`, `{timestamp}` and `{seq}` is an error. A format whose only
+//! other source is `{field:…}` (a value from the request body, such as the
+//! provider's transaction id) is a warning unless `key.scope` namespaces it.
+//!
+//! **Why it matters.** Two clients that build the same guessable key (two
+//! orders in the same millisecond, a counter reset after a deploy) collide:
+//! the second payment is answered with the first one's stored response and
+//! never runs. Guessable keys also let one caller replay another's answer.
+//!
+//! **Example fix.** `format: "pay:{date}:{seq}"` becomes
+//! `format: "pay:{date}:{uuid}"`; for keys taken from business data, add a
+//! scope: `scope: [header:X-Merchant-Id]`.
+use super::prelude::*;
+use crate::contract::key_template::Predictability;
+
+declare_rule!(
+    "key_predictable.rs",
+    "key-predictable",
+    Error,
+    "key.format has only guessable segments ({date}, {timestamp}, {seq})",
+    Check::Operation(check)
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let Some(key) = context
+        .contract()
+        .and_then(|contract| contract.key.as_ref())
+    else {
+        return;
+    };
+    let format = &key.format.value.source;
+    match key.format.value.predictability() {
+        Predictability::Unpredictable => {}
+        Predictability::Guessable => {
+            sink.report(
+                &key.format.origin,
+                format!(
+                    "{}: key format `{format}` is guessable: only dates, timestamps and counters",
+                    context.name()
+                ),
+            )
+            .with_help("add a random segment such as `{uuid}` or `{random:16}`");
+        }
+        Predictability::FieldDerived if key.scope.is_empty() => {
+            sink.report_milder(
+                &key.format.origin,
+                format!(
+                    "{}: key format `{format}` comes only from request fields and has no `key.scope`",
+                    context.name()
+                ),
+            )
+            .with_help("namespace it by caller, e.g. `scope: [header:X-Merchant-Id]`, or add `{uuid}`");
+        }
+        Predictability::FieldDerived => {}
+    }
+}

@@ -1,0 +1,45 @@
+//! # key-prefix-missing
+//!
+//! **What it checks.** `key.format` starts with a literal business prefix:
+//! a name that starts with a letter, then `:` (for example `pay:`).
+//!
+//! **Why it matters.** Keys from different businesses share one record
+//! table. Without a prefix, a refund and a payment that happen to carry
+//! the same UUID or the same provider transaction id collide, and one of
+//! them is answered with the other's stored response. A prefix also makes
+//! the records readable when someone investigates an incident.
+//!
+//! **Example fix.** `format: "{uuid}"` becomes `format: "pay:{uuid}"`.
+use super::prelude::*;
+
+declare_rule!(
+    "key_prefix_missing.rs",
+    "key-prefix-missing",
+    Error,
+    "key.format does not start with a literal business prefix such as `pay:`",
+    Check::Operation(check)
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let Some(key) = context
+        .contract()
+        .and_then(|contract| contract.key.as_ref())
+    else {
+        return;
+    };
+    if key.format.value.has_business_prefix() {
+        return;
+    }
+    sink.report(
+        &key.format.origin,
+        format!(
+            "{}: key format `{}` has no business prefix",
+            context.name(),
+            key.format.value.source
+        ),
+    )
+    .with_help(format!(
+        "start it with a name and a colon, e.g. `pay:{}`",
+        key.format.value.source
+    ));
+}

@@ -1,0 +1,59 @@
+//! # missing-idempotency
+//!
+//! **What it checks.** Every POST and PATCH under `paths` either carries an
+//! `x-idempotency` block or opts out with `x-idempotency: false`.
+//!
+//! **Why it matters.** POST and PATCH are not idempotent by HTTP's
+//! definition, yet clients retry them on timeouts. Without a contract, a
+//! retry after a lost response runs the write twice: the article's team
+//! paid 417 orders twice in three months this way.
+//!
+//! **Example fix.** Add a contract, or say explicitly that the operation
+//! is safe to repeat:
+//!
+//! ```yaml
+//! post:
+//!   operationId: createRefund
+//!   x-idempotency:
+//!     key: {in: header, name: Idempotency-Key, format: "refund:{uuid}"}
+//!     window: 18s
+//! ```
+//!
+//! ```yaml
+//! post:
+//!   operationId: search   # a read that uses POST for its body
+//!   x-idempotency: false
+//! ```
+use super::prelude::*;
+use crate::spec::operations::OperationKind;
+
+declare_rule!(
+    "missing_idempotency.rs",
+    "missing-idempotency",
+    Warning,
+    "a POST or PATCH has no x-idempotency (and is not `false`)",
+    Check::Operation(check)
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let operation = context.operation;
+    if operation.kind != OperationKind::Path
+        || !operation.is_write()
+        || !matches!(context.state, ContractState::Absent)
+    {
+        return;
+    }
+    sink.report(
+        &context.operation_origin(),
+        format!(
+            "{} ({} {}) has no x-idempotency: a retried request can run the write twice",
+            context.name(),
+            operation.method,
+            operation.path
+        ),
+    )
+    .with_help(
+        "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless",
+    )
+    .with_label("no idempotency contract");
+}

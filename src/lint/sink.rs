@@ -1,0 +1,90 @@
+//! Where rules put findings: turns an [`Origin`] into a file location and
+//! stamps the rule id, severity and operation.
+
+use crate::contract::Origin;
+use crate::spec::{Span, Workspace};
+
+use super::diagnostic::{Diagnostic, Location, Severity};
+
+pub struct Sink<'a> {
+    pub(super) workspace: &'a Workspace,
+    pub(super) rule: &'static str,
+    pub(super) severity: Severity,
+    pub(super) operation: Option<String>,
+    pub(super) out: &'a mut Vec<Diagnostic>,
+}
+
+impl Sink<'_> {
+    /// Reports a finding at `origin` with the rule's severity.
+    pub fn report(&mut self, origin: &Origin, message: impl Into<String>) -> &mut Diagnostic {
+        self.report_as(self.severity, origin, message)
+    }
+
+    /// Reports a milder form of the rule's finding: one level below its
+    /// severity (an error becomes a warning).
+    pub fn report_milder(
+        &mut self,
+        origin: &Origin,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        let severity = match self.severity {
+            Severity::Error => Severity::Warning,
+            _ => Severity::Info,
+        };
+        self.report_as(severity, origin, message)
+    }
+
+    fn report_as(
+        &mut self,
+        severity: Severity,
+        origin: &Origin,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        let location = location(self.workspace, origin.span);
+        self.out.push(Diagnostic {
+            rule: self.rule,
+            severity,
+            message: message.into(),
+            location,
+            pointer: origin.pointer.clone(),
+            operation: self.operation.clone(),
+            help: None,
+            label: None,
+        });
+        self.out.last_mut().expect("just pushed")
+    }
+}
+
+impl Diagnostic {
+    pub fn with_help(&mut self, help: impl Into<String>) -> &mut Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_label(&mut self, label: impl Into<String>) -> &mut Self {
+        self.label = Some(label.into());
+        self
+    }
+}
+
+/// A span as a location; the underline stops at the end of the first line
+/// so a whole mapping is not highlighted.
+pub fn location(workspace: &Workspace, span: Span) -> Location {
+    let file = workspace.file(span.file);
+    let offset = file.byte_offset(span.start as usize);
+    let end = file.byte_offset(span.end as usize).max(offset);
+    let first_line_end = file.text[offset..end]
+        .find('\n')
+        .map_or(end, |at| offset + at);
+    let trimmed = file.text[offset..first_line_end].trim_end();
+    Location {
+        file: file.display.clone(),
+        line: span.line as usize,
+        column: span.col as usize + 1,
+        offset,
+        length: trimmed
+            .len()
+            .max(1)
+            .min(file.text.len().saturating_sub(offset)),
+    }
+}

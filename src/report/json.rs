@@ -1,0 +1,37 @@
+//! `--format json`: one JSON object, exactly as the contract specifies.
+
+use serde_json::{Value, json};
+
+use crate::lint::diagnostic::Report;
+
+pub fn render(report: &Report) -> String {
+    let diagnostics: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            json!({
+                "rule": diagnostic.rule,
+                "severity": diagnostic.severity.as_str(),
+                "message": diagnostic.message,
+                "file": diagnostic.location.file,
+                "line": diagnostic.location.line,
+                "column": diagnostic.location.column,
+                "pointer": diagnostic.pointer,
+                "operation": diagnostic.operation,
+                "help": diagnostic.help,
+            })
+        })
+        .collect();
+    let document = json!({
+        "diagnostics": diagnostics,
+        "summary": {
+            "errors": report.errors(),
+            "warnings": report.warnings(),
+            "files": report.files,
+            "operations": report.operations,
+        }
+    });
+    let mut text = serde_json::to_string_pretty(&document).expect("JSON values always serialise");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,154 @@
+//! The default output: miette diagnostics with the source snippet, the
+//! offending value underlined, and what to do about it.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+
+use crate::lint::diagnostic::{Diagnostic, Report, Severity};
+
+/// One finding as a miette diagnostic, with its file attached.
+#[derive(Debug)]
+struct Finding<'a> {
+    diagnostic: &'a Diagnostic,
+    source: Option<NamedSource<Arc<str>>>,
+}
+
+impl std::fmt::Display for Finding<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.diagnostic.message)
+    }
+}
+
+impl std::error::Error for Finding<'_> {}
+
+impl miette::Diagnostic for Finding<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        Some(Box::new(self.diagnostic.rule))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.diagnostic.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+            Severity::Info => miette::Severity::Advice,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.diagnostic
+            .help
+            .as_ref()
+            .map(|help| Box::new(help) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source
+            .as_ref()
+            .map(|source| source as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        self.source.as_ref()?;
+        let location = &self.diagnostic.location;
+        let label = self
+            .diagnostic
+            .label
+            .clone()
+            .or_else(|| Some("here".into()));
+        Some(Box::new(std::iter::once(LabeledSpan::new(
+            label,
+            location.offset,
+            location.length,
+        ))))
+    }
+}
+
+/// Whether to colour: a terminal, and `NO_COLOR` unset.
+pub fn use_color(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+}
+
+pub fn render(report: &Report, color: bool) -> String {
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_context_lines(2)
+        .with_width(100);
+    let mut out = String::new();
+    for diagnostic in &report.diagnostics {
+        let location = &diagnostic.location;
+        let _ = writeln!(
+            out,
+            "{}:{}:{}: {} [{}]",
+            location.file,
+            location.line,
+            location.column,
+            diagnostic.severity.as_str(),
+            diagnostic.rule
+        );
+        let finding = Finding {
+            diagnostic,
+            source: report.sources.get(&location.file).map(|text| {
+                NamedSource::new(&location.file, Arc::clone(text)).with_language("yaml")
+            }),
+        };
+        if handler.render_report(&mut out, &finding).is_err() {
+            let _ = writeln!(out, "  {}", diagnostic.message);
+        }
+    }
+    let _ = writeln!(out, "{}", summary(report));
+    out
+}
+
+/// `2 errors, 1 warning in 1 file (3 operations)`.
+pub fn summary(report: &Report) -> String {
+    let plural =
+        |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
+    let infos = report.count(Severity::Info);
+    let mut counts = vec![
+        plural(report.errors(), "error"),
+        plural(report.warnings(), "warning"),
+    ];
+    if infos > 0 {
+        counts.push(plural(infos, "note"));
+    }
+    format!(
+        "{} in {} ({})",
+        counts.join(", "),
+        plural(report.files, "file"),
+        plural(report.operations, "operation")
+    )
+}
+
+/// A file that could not be loaded, with a snippet when the place is known.
+pub fn render_load_error(error: &crate::spec::LoadError, color: bool) -> String {
+    let mut out = match error.location {
+        Some((_, line, column)) => {
+            format!("{}:{line}:{column}: error: {}\n", error.file, error.message)
+        }
+        None => format!("{}: error: {}\n", error.file, error.message),
+    };
+    if let (Some((offset, _, _)), Some(text)) = (error.location, &error.text) {
+        let diagnostic = miette::MietteDiagnostic::new(error.message.clone())
+            .with_help(error.help.clone())
+            .with_label(LabeledSpan::at_offset(offset.min(text.len()), "here"));
+        let report = miette::Report::new(diagnostic)
+            .with_source_code(NamedSource::new(&error.file, text.clone()));
+        let theme = if color {
+            GraphicalTheme::unicode()
+        } else {
+            GraphicalTheme::unicode_nocolor()
+        };
+        let _ = GraphicalReportHandler::new_themed(theme)
+            .with_width(100)
+            .render_report(&mut out, report.as_ref());
+    } else {
+        let _ = writeln!(out, "  help: {}", error.help);
+    }
+    out
+}

@@ -1,0 +1,456 @@
+//! Loading: files → positioned trees, with every `$ref` checked.
+//!
+//! One [`Workspace`] holds the root document and every file it references,
+//! each parsed once. Nothing is inlined: consumers follow `$ref`s with
+//! [`Workspace::deref`], so every node keeps the position of the file it was
+//! written in.
+
+pub mod node;
+pub mod operations;
+pub mod parse;
+pub mod refs;
+pub mod source;
+pub mod version;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::{Component, Path, PathBuf};
+
+pub use node::{Entry, Node, Span, Value};
+pub use source::{FileId, SourceFile};
+pub use version::OpenApiVersion;
+
+use refs::{RefProblem, split_ref};
+
+/// Largest file accepted (8 copies of the Stripe spec still fit).
+pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Most files one document may pull in through `$ref`s.
+pub const MAX_FILES: usize = 20_000;
+/// Longest chain of `$ref`s to `$ref`s followed before giving up.
+const MAX_REF_HOPS: usize = 64;
+
+/// A problem that makes the input unusable: exit code 2.
+#[derive(Debug)]
+pub struct LoadError {
+    pub file: String,
+    pub message: String,
+    pub help: String,
+    /// Byte offset, line (1-based) and column (1-based), when known.
+    pub location: Option<(usize, usize, usize)>,
+    /// The file's text, for a snippet.
+    pub text: Option<String>,
+}
+
+/// A problem found while loading that lint reports as a finding.
+#[derive(Debug, Clone)]
+pub enum LoadProblem {
+    DuplicateKey {
+        key: String,
+        first: Span,
+        again: Span,
+    },
+    Ref {
+        reference: String,
+        at: Span,
+        message: String,
+    },
+}
+
+pub struct LoadedFile {
+    pub source: SourceFile,
+    pub root: Node,
+}
+
+pub struct Workspace {
+    pub files: Vec<LoadedFile>,
+    pub version: OpenApiVersion,
+    pub problems: Vec<LoadProblem>,
+    /// `(file that holds the $ref, its file part)` → the file it names.
+    ref_files: HashMap<(FileId, Box<str>), FileId>,
+}
+
+impl Workspace {
+    /// Loads `path` and every file its `$ref`s reach.
+    pub fn load(path: &Path) -> Result<Workspace, LoadError> {
+        let display = path.display().to_string();
+        let text = read_text(path, &display)?;
+        Workspace::from_text(path, display, text)
+    }
+
+    /// Loads a root document from text already in memory (its relative
+    /// `$ref`s are read from `path`'s directory).
+    pub fn from_text(path: &Path, display: String, text: String) -> Result<Workspace, LoadError> {
+        let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
+        let mut workspace = Workspace {
+            files: Vec::new(),
+            version: OpenApiVersion::V3_1,
+            problems: Vec::new(),
+            ref_files: HashMap::new(),
+        };
+        workspace.add_file(normalize(&real_path), display, text)?;
+        let root = &workspace.files[0];
+        workspace.version = version::detect(&root.root).map_err(|unsupported| {
+            let span = unsupported.node.span;
+            let mut error = located_error(
+                &root.source,
+                span.start as usize,
+                span.line as usize,
+                span.col as usize,
+            );
+            error.message = unsupported.message;
+            error.help = unsupported.help;
+            error
+        })?;
+        workspace.load_referenced_files(&root_dir)?;
+        workspace.check_ref_targets();
+        Ok(workspace)
+    }
+
+    pub fn root(&self) -> &Node {
+        &self.files[0].root
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize].source
+    }
+
+    /// JSON pointer of the innermost node that starts at `span`, found by
+    /// descending through the nodes whose spans contain it. Pointers into
+    /// referenced files are prefixed with the file's name and `#`.
+    pub fn pointer_at(&self, span: Span) -> String {
+        let loaded = &self.files[span.file.0 as usize];
+        let mut pointer = String::new();
+        let mut node = &loaded.root;
+        'descend: loop {
+            let children: Vec<(String, &Node, Span)> = match &node.value {
+                Value::Map(entries) => entries
+                    .iter()
+                    .map(|entry| (entry.key.to_string(), &entry.value, entry.key_span))
+                    .collect(),
+                Value::Seq(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| (index.to_string(), item, item.span))
+                    .collect(),
+                _ => break,
+            };
+            for (segment, child, key_span) in children {
+                let starts = key_span.start.min(child.span.start);
+                if starts <= span.start && span.start <= child.span.end.max(key_span.end) {
+                    pointer = node::pointer_join(&pointer, &segment);
+                    if child.span.start == span.start || key_span.start == span.start {
+                        break 'descend;
+                    }
+                    node = child;
+                    continue 'descend;
+                }
+            }
+            break;
+        }
+        if span.file.0 == 0 {
+            pointer
+        } else {
+            format!("{}#{pointer}", loaded.source.display)
+        }
+    }
+
+    /// Follows `$ref`s from `node` to the node they name. A node without a
+    /// `$ref` is returned as it is; `None` when the chain dangles or loops.
+    pub fn deref<'a>(&'a self, node: &'a Node) -> Option<&'a Node> {
+        let mut current = node;
+        for _ in 0..MAX_REF_HOPS {
+            let Some(reference) = current.get("$ref").and_then(Node::as_str) else {
+                return Some(current);
+            };
+            current = self.ref_target(current.span.file, reference)?;
+        }
+        None
+    }
+
+    /// The node a `$ref` string written in `file` names.
+    pub fn ref_target(&self, file: FileId, reference: &str) -> Option<&Node> {
+        let target = split_ref(reference).ok()?;
+        let target_file = if target.file.is_empty() {
+            file
+        } else {
+            *self.ref_files.get(&(file, target.file.into()))?
+        };
+        refs::evaluate(&self.files[target_file.0 as usize].root, &target.pointer)
+    }
+
+    fn add_file(
+        &mut self,
+        path: PathBuf,
+        display: String,
+        text: String,
+    ) -> Result<FileId, LoadError> {
+        let id = FileId(self.files.len() as u32);
+        let source = SourceFile::new(path, display, text);
+        let parsed = parse::parse(id, &source.text).map_err(|error| {
+            let mut located = located_error(&source, error.index, error.line, error.col);
+            located.message = error.message;
+            located.help = error.help;
+            located
+        })?;
+        for duplicate in parsed.duplicates {
+            self.problems.push(LoadProblem::DuplicateKey {
+                key: duplicate.key,
+                first: duplicate.first,
+                again: duplicate.again,
+            });
+        }
+        self.files.push(LoadedFile {
+            source,
+            root: parsed.root,
+        });
+        Ok(id)
+    }
+
+    /// Breadth-first over external `$ref`s: each file is read and parsed once.
+    fn load_referenced_files(&mut self, root_dir: &Path) -> Result<(), LoadError> {
+        let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
+        by_path.insert(self.files[0].source.path.clone(), FileId(0));
+        let mut queue = VecDeque::from([FileId(0)]);
+        while let Some(file) = queue.pop_front() {
+            let mut external = Vec::new();
+            collect_refs(
+                &self.files[file.0 as usize].root,
+                &mut |reference, span| match split_ref(reference) {
+                    Err(RefProblem::Remote) => self.problems.push(LoadProblem::Ref {
+                        reference: reference.into(),
+                        at: span,
+                        message:
+                            "remote references are not fetched, so what they name is not checked"
+                                .into(),
+                    }),
+                    Err(RefProblem::Malformed(why)) => self.problems.push(LoadProblem::Ref {
+                        reference: reference.into(),
+                        at: span,
+                        message: why,
+                    }),
+                    Ok(target) if !target.file.is_empty() => {
+                        external.push((target.file.to_string(), span));
+                    }
+                    Ok(_) => {}
+                },
+            );
+            let (base_dir, base_display) = {
+                let source = &self.files[file.0 as usize].source;
+                (
+                    source.path.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                    Path::new(&source.display)
+                        .parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_default(),
+                )
+            };
+            for (relative, span) in external {
+                if self
+                    .ref_files
+                    .contains_key(&(file, relative.as_str().into()))
+                {
+                    continue;
+                }
+                let decoded = relative.replace("%20", " ");
+                let path = normalize(&base_dir.join(&decoded));
+                if !path.starts_with(root_dir) {
+                    self.problems.push(LoadProblem::Ref {
+                        reference: relative,
+                        at: span,
+                        message: "it leaves the directory of the root document, so it is not read"
+                            .into(),
+                    });
+                    continue;
+                }
+                let id = match by_path.get(&path) {
+                    Some(&id) => id,
+                    None => {
+                        if !path.is_file() {
+                            self.problems.push(LoadProblem::Ref {
+                                reference: relative,
+                                at: span,
+                                message: format!("the file {} does not exist", path.display()),
+                            });
+                            continue;
+                        }
+                        if self.files.len() >= MAX_FILES {
+                            return Err(LoadError::plain(
+                                &self.files[0].source.display,
+                                format!("the document references more than {MAX_FILES} files"),
+                                "bundle the document, or split it into smaller APIs",
+                            ));
+                        }
+                        let display = normalize(&base_display.join(&decoded))
+                            .display()
+                            .to_string();
+                        let text = read_text(&path, &display)?;
+                        let id = self.add_file(path.clone(), display, text)?;
+                        by_path.insert(path, id);
+                        queue.push_back(id);
+                        id
+                    }
+                };
+                self.ref_files.insert((file, relative.into()), id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports `$ref`s whose pointer names nothing, or that only loop.
+    fn check_ref_targets(&mut self) {
+        let mut problems = Vec::new();
+        for loaded in &self.files {
+            collect_refs(&loaded.root, &mut |reference, span| {
+                let Ok(target) = split_ref(reference) else {
+                    return;
+                };
+                if !target.file.is_empty()
+                    && !self
+                        .ref_files
+                        .contains_key(&(span.file, target.file.into()))
+                {
+                    return; // already reported: missing or refused file
+                }
+                let message = match self.ref_target(span.file, reference) {
+                    None => format!("nothing is at `#{}`", target.pointer),
+                    Some(node) if self.deref(node).is_none() => {
+                        "it is part of a cycle of references that never reaches a value".into()
+                    }
+                    Some(_) => return,
+                };
+                problems.push(LoadProblem::Ref {
+                    reference: reference.into(),
+                    at: span,
+                    message,
+                });
+            });
+        }
+        self.problems.extend(problems);
+    }
+}
+
+impl LoadError {
+    pub fn plain(file: &str, message: String, help: &str) -> LoadError {
+        LoadError {
+            file: file.to_string(),
+            message,
+            help: help.to_string(),
+            location: None,
+            text: None,
+        }
+    }
+}
+
+fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize) -> LoadError {
+    LoadError {
+        file: source.display.clone(),
+        message: String::new(),
+        help: String::new(),
+        location: Some((source.byte_offset(char_index), line.max(1), col + 1)),
+        text: Some(source.text.clone()),
+    }
+}
+
+/// Reads a file as UTF-8 text within the size limit.
+fn read_text(path: &Path, display: &str) -> Result<String, LoadError> {
+    let metadata = std::fs::metadata(path).map_err(|error| {
+        LoadError::plain(
+            display,
+            format!("cannot read the file: {error}"),
+            "check the path",
+        )
+    })?;
+    if metadata.is_dir() {
+        return Err(LoadError::plain(
+            display,
+            "is a directory, not a file".into(),
+            "pass the root document of the API, for example openapi.yaml",
+        ));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(LoadError::plain(
+            display,
+            format!(
+                "the file is {} MiB, more than the {} MiB limit",
+                metadata.len() / (1024 * 1024),
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            "split the API description into several files",
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|error| {
+        LoadError::plain(
+            display,
+            format!("cannot read the file: {error}"),
+            "check the path and its permissions",
+        )
+    })?;
+    decode(bytes, display)
+}
+
+/// UTF-8 with an optional byte-order mark; anything else is refused.
+pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, LoadError> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    } else if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Err(LoadError::plain(
+            display,
+            "the file is UTF-16 encoded".into(),
+            "save it as UTF-8",
+        ));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        LoadError::plain(
+            display,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ),
+            "save it as UTF-8; binary files are not API descriptions",
+        )
+    })
+}
+
+/// Calls `visit` with every `$ref` string in a tree.
+fn collect_refs(node: &Node, visit: &mut impl FnMut(&str, Span)) {
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        match &node.value {
+            Value::Map(entries) => {
+                for entry in entries {
+                    if &*entry.key == "$ref" {
+                        if let Some(reference) = entry.value.as_str() {
+                            visit(reference, entry.value.span);
+                        }
+                    } else {
+                        stack.push(&entry.value);
+                    }
+                }
+            }
+            Value::Seq(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+}
+
+/// Resolves `.` and `..` without touching the file system, keeping leading
+/// `..` of relative paths.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last_is_normal =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)));
+                if last_is_normal {
+                    out.pop();
+                } else if !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}

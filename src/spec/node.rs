@@ -1,0 +1,113 @@
+//! The positioned document tree: every value remembers where it was written.
+
+use super::source::FileId;
+
+/// Where a node was written. `start`/`end` are character indices (the
+/// parser's unit); `line` is 1-based and `col` 0-based, both in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub file: FileId,
+    pub start: u32,
+    pub end: u32,
+    pub line: u32,
+    pub col: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(Box<str>),
+    Seq(Vec<Node>),
+    Map(Vec<Entry>),
+}
+
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub key: Box<str>,
+    pub key_span: Span,
+    pub value: Node,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub value: Value,
+    pub span: Span,
+}
+
+impl Node {
+    pub fn as_map(&self) -> Option<&[Entry]> {
+        match &self.value {
+            Value::Map(entries) => Some(entries),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self.value {
+            Value::Bool(flag) => Some(flag),
+            _ => None,
+        }
+    }
+
+    /// The value of `key` when this node is a mapping that has it.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entry(key).map(|entry| &entry.value)
+    }
+
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.as_map()?.iter().find(|entry| &*entry.key == key)
+    }
+
+    /// A short name for the node's type, for "expected X, found Y" messages.
+    pub fn kind(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) => "an integer",
+            Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    /// Number of nodes in this subtree, itself included.
+    pub fn size(&self) -> usize {
+        match &self.value {
+            Value::Seq(items) => 1 + items.iter().map(Node::size).sum::<usize>(),
+            Value::Map(entries) => 1 + entries.iter().map(|e| e.value.size()).sum::<usize>(),
+            _ => 1,
+        }
+    }
+}
+
+/// Escapes one JSON pointer segment (RFC 6901).
+pub fn escape_pointer_segment(segment: &str) -> String {
+    segment.replace('~', "~0").replace('/', "~1")
+}
+
+/// Appends a segment to a JSON pointer.
+pub fn pointer_join(base: &str, segment: &str) -> String {
+    let mut pointer = String::with_capacity(base.len() + segment.len() + 1);
+    pointer.push_str(base);
+    pointer.push('/');
+    pointer.push_str(&escape_pointer_segment(segment));
+    pointer
+}

@@ -1,0 +1,397 @@
+//! YAML/JSON text → positioned [`Node`] tree, with limits that keep hostile
+//! input (deep nesting, alias bombs) to a clear error instead of a crash.
+//!
+//! The tree is built from saphyr's event stream with an explicit stack, so
+//! nesting depth never turns into native recursion.
+
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
+
+use super::node::{Entry, Node, Span, Value};
+use super::source::FileId;
+
+/// Deepest nesting of mappings and lists accepted. Real specs stay under 40.
+pub const MAX_DEPTH: usize = 256;
+/// Most nodes that alias expansion may add to one file (YAML bombs).
+pub const MAX_ALIAS_NODES: usize = 1_000_000;
+
+/// A fatal problem with one file's text.
+#[derive(Debug, Clone)]
+pub struct ParseError {
+    pub message: String,
+    pub help: String,
+    /// Character index, line (1-based) and column (0-based) of the problem.
+    pub index: usize,
+    pub line: usize,
+    pub col: usize,
+}
+
+/// A problem that does not stop the load.
+#[derive(Debug, Clone)]
+pub struct DuplicateKey {
+    pub key: String,
+    pub first: Span,
+    pub again: Span,
+}
+
+pub struct Parsed {
+    pub root: Node,
+    pub duplicates: Vec<DuplicateKey>,
+}
+
+enum Frame {
+    Seq {
+        anchor: usize,
+        span: Span,
+        items: Vec<Node>,
+    },
+    Map {
+        anchor: usize,
+        span: Span,
+        entries: Vec<Entry>,
+        pending_key: Option<(Box<str>, Span)>,
+    },
+}
+
+pub fn parse(file: FileId, text: &str) -> Result<Parsed, ParseError> {
+    let mut builder = Builder {
+        file,
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        alias_nodes: 0,
+        duplicates: Vec::new(),
+        root: None,
+        documents: 0,
+    };
+    let mut parser = Parser::new_from_str(text);
+    while let Some(next) = parser.next_event() {
+        let (event, span) = next.map_err(|error| {
+            let marker = error.marker();
+            ParseError {
+                message: format!("invalid YAML/JSON: {}", error.info()),
+                help: "fix the syntax at this position; a YAML linter shows more context".into(),
+                index: marker.index(),
+                line: marker.line(),
+                col: marker.col(),
+            }
+        })?;
+        if matches!(event, Event::StreamEnd) {
+            break;
+        }
+        builder.event(event, span)?;
+    }
+    let root = builder.root.ok_or_else(|| ParseError {
+        message: "the file is empty: it holds no YAML or JSON document".into(),
+        help: "an OpenAPI document starts with `openapi: 3.1.0`".into(),
+        index: 0,
+        line: 1,
+        col: 0,
+    })?;
+    Ok(Parsed {
+        root,
+        duplicates: builder.duplicates,
+    })
+}
+
+struct Builder {
+    file: FileId,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Node>,
+    alias_nodes: usize,
+    duplicates: Vec<DuplicateKey>,
+    root: Option<Node>,
+    documents: usize,
+}
+
+impl Builder {
+    fn span(&self, span: ParserSpan) -> Span {
+        Span {
+            file: self.file,
+            start: clamp(span.start.index()),
+            end: clamp(span.end.index()),
+            line: clamp(span.start.line()),
+            col: clamp(span.start.col()),
+        }
+    }
+
+    fn event(&mut self, event: Event<'_>, parser_span: ParserSpan) -> Result<(), ParseError> {
+        let span = self.span(parser_span);
+        let error_here = |message: String, help: &str| ParseError {
+            message,
+            help: help.into(),
+            index: parser_span.start.index(),
+            line: parser_span.start.line(),
+            col: parser_span.start.col(),
+        };
+        match event {
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err(error_here(
+                        "the file holds more than one YAML document".into(),
+                        "keep one OpenAPI document per file; remove the `---` separator",
+                    ));
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let tag_suffix = tag.as_ref().map(|tag| tag.suffix.as_str());
+                let value = scalar_value(&text, style, tag_suffix);
+                self.finish(Node { value, span }, anchor)?;
+            }
+            Event::SequenceStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    return Err(error_here(
+                        format!("nesting deeper than {MAX_DEPTH} levels"),
+                        "real API descriptions nest far less; flatten the structure or use $ref",
+                    ));
+                }
+                self.stack.push(Frame::Seq {
+                    anchor,
+                    span,
+                    items: Vec::new(),
+                });
+            }
+            Event::MappingStart(anchor, _) => {
+                if self.stack.len() >= MAX_DEPTH {
+                    return Err(error_here(
+                        format!("nesting deeper than {MAX_DEPTH} levels"),
+                        "real API descriptions nest far less; flatten the structure or use $ref",
+                    ));
+                }
+                self.stack.push(Frame::Map {
+                    anchor,
+                    span,
+                    entries: Vec::new(),
+                    pending_key: None,
+                });
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let frame = self.stack.pop().expect("parser balances collection events");
+                let (anchor, mut start_span, value) = match frame {
+                    Frame::Seq {
+                        anchor,
+                        span,
+                        items,
+                    } => (anchor, span, Value::Seq(items)),
+                    Frame::Map {
+                        anchor,
+                        span,
+                        entries,
+                        ..
+                    } => (anchor, span, Value::Map(entries)),
+                };
+                start_span.end = span.end;
+                self.finish(
+                    Node {
+                        value,
+                        span: start_span,
+                    },
+                    anchor,
+                )?;
+            }
+            Event::Alias(anchor) => {
+                let Some(target) = self.anchors.get(&anchor) else {
+                    return Err(error_here(
+                        "alias to an unknown anchor".into(),
+                        "define the anchor (`&name`) before using it (`*name`)",
+                    ));
+                };
+                self.alias_nodes += target.size();
+                if self.alias_nodes > MAX_ALIAS_NODES {
+                    return Err(error_here(
+                        format!("YAML aliases expand to more than {MAX_ALIAS_NODES} nodes"),
+                        "this looks like an alias bomb; write the repeated parts once and use $ref",
+                    ));
+                }
+                let mut copy = target.clone();
+                copy.span = span;
+                self.finish(copy, 0)?;
+            }
+            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => {}
+        }
+        Ok(())
+    }
+
+    /// Places a finished node into its parent (or as the root).
+    fn finish(&mut self, node: Node, anchor: usize) -> Result<(), ParseError> {
+        if anchor != 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq { items, .. }) => items.push(node),
+            Some(Frame::Map {
+                entries,
+                pending_key,
+                ..
+            }) => match pending_key.take() {
+                None => *pending_key = Some((key_text(&node), node.span)),
+                Some((key, key_span)) => {
+                    if let Some(first) = entries.iter().find(|entry| entry.key == key) {
+                        self.duplicates.push(DuplicateKey {
+                            key: key.to_string(),
+                            first: first.key_span,
+                            again: key_span,
+                        });
+                    } else {
+                        entries.push(Entry {
+                            key,
+                            key_span,
+                            value: node,
+                        });
+                    }
+                }
+            },
+        }
+        Ok(())
+    }
+}
+
+fn clamp(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
+/// A mapping key as text: scalars as written, anything else as a marker.
+fn key_text(node: &Node) -> Box<str> {
+    match &node.value {
+        Value::Str(text) => text.clone(),
+        Value::Int(number) => number.to_string().into(),
+        Value::Float(number) => number.to_string().into(),
+        Value::Bool(flag) => flag.to_string().into(),
+        Value::Null => "null".into(),
+        Value::Seq(_) | Value::Map(_) => "<complex key>".into(),
+    }
+}
+
+/// Resolves a scalar with the YAML 1.2 core schema (which JSON also fits).
+fn scalar_value(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
+    if style != ScalarStyle::Plain || tag == Some("str") {
+        return Value::Str(text.into());
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" => return Value::Bool(true),
+        "false" | "False" | "FALSE" => return Value::Bool(false),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Value::Float(f64::INFINITY);
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Value::Float(f64::NEG_INFINITY),
+        ".nan" | ".NaN" | ".NAN" => return Value::Float(f64::NAN),
+        _ => {}
+    }
+    let first = text.as_bytes()[0];
+    if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
+        return Value::Str(text.into());
+    }
+    if let Some(hex) = text.strip_prefix("0x") {
+        if let Ok(number) = i64::from_str_radix(hex, 16) {
+            return Value::Int(number);
+        }
+    } else if let Some(octal) = text.strip_prefix("0o") {
+        if let Ok(number) = i64::from_str_radix(octal, 8) {
+            return Value::Int(number);
+        }
+    } else if is_decimal_integer(text) {
+        if let Ok(number) = text.parse::<i64>() {
+            return Value::Int(number);
+        }
+        // Too large for i64: keep the digits rather than lose precision.
+        return Value::Str(text.into());
+    } else if is_float(text) {
+        if let Ok(number) = text.parse::<f64>() {
+            return Value::Float(number);
+        }
+    }
+    Value::Str(text.into())
+}
+
+fn is_decimal_integer(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_float(text: &str) -> bool {
+    let body = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let (mantissa, exponent) = match body.find(['e', 'E']) {
+        Some(at) => (&body[..at], Some(&body[at + 1..])),
+        None => (body, None),
+    };
+    let mantissa_ok = match mantissa.split_once('.') {
+        Some((whole, fraction)) => {
+            (!whole.is_empty() || !fraction.is_empty())
+                && whole.bytes().all(|b| b.is_ascii_digit())
+                && fraction.bytes().all(|b| b.is_ascii_digit())
+        }
+        None => !mantissa.is_empty() && mantissa.bytes().all(|b| b.is_ascii_digit()),
+    };
+    let exponent_ok = exponent.is_none_or(|exp| is_decimal_integer(exp));
+    mantissa_ok && exponent_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(text: &str) -> Node {
+        parse(FileId(0), text).map(|parsed| parsed.root).unwrap()
+    }
+
+    #[test]
+    fn scalars_follow_the_core_schema() {
+        let node = root("a: 1\nb: '1'\nc: 1.5\nd: true\ne: ~\nf: 0x1F\ng: 2024-06-15\n");
+        assert!(matches!(node.get("a").unwrap().value, Value::Int(1)));
+        assert_eq!(node.get("b").unwrap().as_str(), Some("1"));
+        assert!(matches!(node.get("c").unwrap().value, Value::Float(x) if x == 1.5));
+        assert_eq!(node.get("d").unwrap().as_bool(), Some(true));
+        assert!(matches!(node.get("e").unwrap().value, Value::Null));
+        assert!(matches!(node.get("f").unwrap().value, Value::Int(31)));
+        assert_eq!(node.get("g").unwrap().as_str(), Some("2024-06-15"));
+    }
+
+    #[test]
+    fn positions_are_kept() {
+        let node = root("openapi: 3.1.0\npaths:\n  /a:\n    post: {}\n");
+        let post = node
+            .get("paths")
+            .unwrap()
+            .get("/a")
+            .unwrap()
+            .get("post")
+            .unwrap();
+        assert_eq!((post.span.line, post.span.col), (4, 10));
+    }
+
+    #[test]
+    fn duplicate_keys_are_reported() {
+        let parsed = parse(FileId(0), "a: 1\nb: 2\na: 3\n").unwrap();
+        assert_eq!(parsed.duplicates.len(), 1);
+        assert_eq!(parsed.duplicates[0].again.line, 3);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused() {
+        let text = "- ".repeat(100_000);
+        let error = parse(FileId(0), &text).err().unwrap();
+        assert!(error.message.contains("nesting"), "{}", error.message);
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x]\n");
+        let mut previous = 'a';
+        for name in 'b'..='k' {
+            let refs = vec![format!("*{previous}"); 9].join(", ");
+            text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+            previous = name;
+        }
+        let error = parse(FileId(0), &text).err().unwrap();
+        assert!(error.message.contains("alias"), "{}", error.message);
+    }
+
+    #[test]
+    fn empty_input_is_an_error() {
+        assert!(parse(FileId(0), "").is_err());
+        assert!(parse(FileId(0), "# only a comment\n").is_err());
+    }
+}

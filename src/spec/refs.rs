@@ -1,0 +1,102 @@
+//! `$ref` strings: splitting them into a file part and a JSON pointer, and
+//! evaluating a pointer inside a tree.
+
+use super::node::Node;
+
+/// A `$ref` split into its parts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefTarget<'a> {
+    /// The relative file part, empty for a same-document reference.
+    pub file: &'a str,
+    /// The JSON pointer after `#`, percent-decoded; empty for the whole file.
+    pub pointer: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefProblem {
+    Remote,
+    Malformed(String),
+}
+
+pub fn split_ref(reference: &str) -> Result<RefTarget<'_>, RefProblem> {
+    let lower = reference.get(..8).unwrap_or(reference).to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("//") {
+        return Err(RefProblem::Remote);
+    }
+    let (file, fragment) = match reference.split_once('#') {
+        Some((file, fragment)) => (file, fragment),
+        None => (reference, ""),
+    };
+    if !fragment.is_empty() && !fragment.starts_with('/') {
+        return Err(RefProblem::Malformed(format!(
+            "the fragment `#{fragment}` is not a JSON pointer (it must start with `#/`)"
+        )));
+    }
+    let pointer = percent_decode(fragment)
+        .ok_or_else(|| RefProblem::Malformed("bad percent-encoding".into()))?;
+    Ok(RefTarget { file, pointer })
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_string());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Evaluates a JSON pointer (`/a/b~1c/0`) against a tree.
+pub fn evaluate<'n>(root: &'n Node, pointer: &str) -> Option<&'n Node> {
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let mut node = root;
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let segment = raw.replace("~1", "/").replace("~0", "~");
+        node = match node.as_seq() {
+            Some(items) => items.get(segment.parse::<usize>().ok()?)?,
+            None => node.get(&segment)?,
+        };
+    }
+    Some(node)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_local_and_file_refs() {
+        let local = split_ref("#/components/schemas/Pet").unwrap();
+        assert_eq!(local.file, "");
+        assert_eq!(local.pointer, "/components/schemas/Pet");
+        let file = split_ref("../shared/models.yml#/Address%20Book").unwrap();
+        assert_eq!(file.file, "../shared/models.yml");
+        assert_eq!(file.pointer, "/Address Book");
+        assert_eq!(split_ref("paths/pets.yaml").unwrap().pointer, "");
+    }
+
+    #[test]
+    fn remote_refs_are_refused() {
+        assert_eq!(
+            split_ref("https://example.com/a.yaml"),
+            Err(RefProblem::Remote)
+        );
+        assert_eq!(
+            split_ref("HTTP://example.com/a.yaml#/x"),
+            Err(RefProblem::Remote)
+        );
+    }
+}
