@@ -82,15 +82,6 @@ pub fn render(report: &Report, color: bool) -> String {
     let mut out = String::new();
     for diagnostic in &report.diagnostics {
         let location = &diagnostic.location;
-        let _ = writeln!(
-            out,
-            "{}:{}:{}: {} [{}]",
-            location.file,
-            location.line,
-            location.column,
-            diagnostic.severity.as_str(),
-            diagnostic.rule
-        );
         let finding = Finding {
             diagnostic,
             source: report.sources.get(&location.file).map(|text| {
@@ -148,7 +139,11 @@ pub fn render_load_error(error: &crate::spec::LoadError, color: bool) -> String 
             .with_width(100)
             .render_report(&mut out, report.as_ref());
     } else {
-        let _ = writeln!(out, "  help: {}", error.help);
+        let _ = writeln!(
+            out,
+            "error: {}: {}\n  help: {}",
+            error.file, error.message, error.help
+        );
     }
     out
 }

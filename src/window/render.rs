@@ -82,11 +82,14 @@ pub(super) fn format_retries(retries_ms: &[u64]) -> String {
             .map(|ms| format_ms(*ms))
             .collect::<Vec<_>>()
             .join(", "),
+        count if retries_ms.iter().all(|ms| *ms == retries_ms[0]) => {
+            format!("{count} × {}", format_ms(retries_ms[0]))
+        }
         count => {
             let total = retries_ms
                 .iter()
                 .fold(0u64, |sum, ms| sum.saturating_add(*ms));
-            format!("{count} retries, Σ {}", format_ms(total))
+            format!("{count} delays, Σ {}", format_ms(total))
         }
     }
 }
@@ -411,7 +414,9 @@ pub(crate) mod tests {
         let text = table(&[row.clone()]);
         assert!(!text.contains('\u{1b}'));
         assert_eq!(text.lines().count(), 2);
-        assert!(text.contains("30 retries, Σ 3s"));
+        assert!(text.contains("30 × 100ms"));
+        row.inputs.retries_ms.push(900);
+        assert!(table(&[row.clone()]).contains("31 delays, Σ 3.9s"));
 
         row.operation = "x".repeat(200);
         let first_cell = table(&[row])

@@ -13,7 +13,7 @@ use super::{Verdict, WindowMath};
 const WIDTH: f64 = 1000.0;
 const PANEL_X: f64 = 10.0;
 const PANEL_WIDTH: f64 = WIDTH - 2.0 * PANEL_X;
-const PLOT_LEFT: f64 = 150.0;
+const PLOT_LEFT: f64 = 160.0;
 const PLOT_RIGHT: f64 = 950.0;
 const PLOT_WIDTH: f64 = PLOT_RIGHT - PLOT_LEFT;
 const PANEL_GAP: f64 = 14.0;
@@ -185,7 +185,7 @@ fn panel(out: &mut String, row: &WindowRow, top: f64) -> f64 {
         0.0,
         PANEL_WIDTH,
         height,
-        "#fafbfc",
+        PANEL_FILL,
         "stroke=\"#d0d7de\" rx=\"6\"",
     ));
     title(out, row);
@@ -457,10 +457,14 @@ fn timeline_panel(out: &mut String, row: &WindowRow, timeout_ms: u64, processing
     );
     lane_label(out, "key remembered", KEY_Y + KEY_HEIGHT / 2.0);
 
-    client_lane(out, &attempts, &scale);
-    server_lane(out, &attempts, processing_ms, &scale);
-    key_lane(out, math, &scale);
-    markers(out, math, &scale);
+    // Labels go on top of the marker lines, each with a halo in its
+    // background colour, so a dashed line never runs through a word.
+    let mut labels = String::new();
+    client_lane(out, &mut labels, &attempts, &scale);
+    server_lane(out, &mut labels, &attempts, processing_ms, &scale);
+    key_lane(out, &mut labels, math, &scale);
+    markers(out, &mut labels, math, &scale);
+    out.push_str(&labels);
     caption(out, math);
 }
 
@@ -475,50 +479,42 @@ fn lane_label(out: &mut String, label: &str, centre_y: f64) {
     ));
 }
 
-fn client_lane(out: &mut String, attempts: &[Attempt], scale: &Scale) {
-    let drawn: Vec<(usize, &Attempt)> = if attempts.len() > MAX_DRAWN_ATTEMPTS {
-        let last_index = attempts.len() - 1;
-        let first = &attempts[0];
-        let middle_start = attempts[1].start_ms;
-        let middle_end = attempts[last_index].start_ms;
+fn client_lane(out: &mut String, labels: &mut String, attempts: &[Attempt], scale: &Scale) {
+    let centre_y = CLIENT_Y + CLIENT_HEIGHT / 2.0;
+    let grouped = attempts.len() > MAX_DRAWN_ATTEMPTS;
+    let last_index = attempts.len() - 1;
+    let mut every_label_fits = true;
+    let drawn: Vec<(usize, &Attempt)> = if grouped {
         // The middle retries as one block: still every ms accounted for.
-        let (x1, x2) = (scale.x(middle_start), scale.x(middle_end));
-        out.push_str(&rect(
-            x1,
-            CLIENT_Y,
-            (x2 - x1).max(1.0),
-            CLIENT_HEIGHT,
-            ATTEMPT_COLOUR,
-            "fill-opacity=\"0.55\"",
-        ));
-        bar_label(
-            out,
+        let (x1, x2) = (
+            scale.x(attempts[1].start_ms),
+            scale.x(attempts[last_index].start_ms),
+        );
+        let block = Bar::new(x1, x2, centre_y, "#93abc9");
+        out.push_str(&block.rect(CLIENT_Y, CLIENT_HEIGHT, ""));
+        every_label_fits &= block.label(
+            labels,
             &[
                 &format!("retries 1–{} (each timeout + backoff)", last_index - 1),
                 &format!("retries 1–{}", last_index - 1),
             ],
-            x1,
-            x2,
-            CLIENT_Y + CLIENT_HEIGHT / 2.0,
+            Placement::InsideOnly,
         );
-        vec![(0, first), (last_index, &attempts[last_index])]
+        vec![(0, &attempts[0]), (last_index, &attempts[last_index])]
     } else {
         attempts.iter().enumerate().collect()
     };
 
     for (index, attempt) in drawn {
-        let (x1, x2) = (
+        let bar = Bar::new(
             scale.x(attempt.start_ms),
-            scale
-                .x(attempt.timeout_end_ms)
-                .max(scale.x(attempt.start_ms) + 1.0),
-        );
-        out.push_str(&rect(
-            x1,
-            CLIENT_Y,
-            x2 - x1,
-            CLIENT_HEIGHT,
+            scale.x(attempt.timeout_end_ms),
+            centre_y,
             ATTEMPT_COLOUR,
+        );
+        out.push_str(&bar.rect(
+            CLIENT_Y,
+            CLIENT_HEIGHT,
             "stroke=\"#ffffff\" stroke-width=\"0.5\"",
         ));
         let (long, short) = if index == 0 {
@@ -526,15 +522,10 @@ fn client_lane(out: &mut String, attempts: &[Attempt], scale: &Scale) {
         } else {
             (format!("retry {index}"), format!("r{index}"))
         };
-        bar_label(
-            out,
-            &[&long, &short],
-            x1,
-            x2,
-            CLIENT_Y + CLIENT_HEIGHT / 2.0,
-        );
-        if attempts.len() > MAX_DRAWN_ATTEMPTS && index == 0 {
-            // The block above covers this attempt's backoff.
+        // Beside-the-bar labels would land on the next attempt: inside only.
+        every_label_fits &= bar.label(labels, &[&long, &short], Placement::InsideOnly);
+        if grouped && index == 0 {
+            // The block covers this attempt's backoff.
             continue;
         }
         if let Some((backoff_end, next_start)) = attempt.backoff {
@@ -543,8 +534,8 @@ fn client_lane(out: &mut String, attempts: &[Attempt], scale: &Scale) {
                 scale.x(backoff_end),
                 scale.x(next_start),
             );
-            let thin_y = CLIENT_Y + CLIENT_HEIGHT / 2.0 - 5.0;
-            if b2 > b1 {
+            let thin_y = centre_y - 5.0;
+            if backoff_end > attempt.timeout_end_ms {
                 out.push_str(&rect(
                     b1,
                     thin_y,
@@ -554,7 +545,7 @@ fn client_lane(out: &mut String, attempts: &[Attempt], scale: &Scale) {
                     "",
                 ));
             }
-            if j2 > b2 {
+            if next_start > backoff_end {
                 out.push_str(&rect(
                     b2,
                     thin_y,
@@ -566,17 +557,47 @@ fn client_lane(out: &mut String, attempts: &[Attempt], scale: &Scale) {
             }
         }
     }
+
+    // Bars too narrow to name: say what the lane holds after its end.
+    if !every_label_fits {
+        let last = &attempts[last_index];
+        let summary = format!(
+            "{} attempts: attempt 1 + {last_index} retries, the last starting at {}",
+            attempts.len(),
+            format_ms(last.start_ms)
+        );
+        let x = scale.x(last.timeout_end_ms) + 8.0;
+        if x + text_width(&summary, LABEL_FONT) <= PLOT_RIGHT {
+            labels.push_str(&halo_text(
+                x,
+                centre_y + 4.0,
+                TEXT_COLOUR,
+                PANEL_FILL,
+                "",
+                &summary,
+            ));
+        }
+    }
 }
 
-fn server_lane(out: &mut String, attempts: &[Attempt], processing_ms: u64, scale: &Scale) {
+fn server_lane(
+    out: &mut String,
+    labels: &mut String,
+    attempts: &[Attempt],
+    processing_ms: u64,
+    scale: &Scale,
+) {
     let processing = format_ms(processing_ms);
-    let lease_end = scale.x(processing_ms).max(PLOT_LEFT + 1.0);
-    out.push_str(&rect(
+    let lease = Bar::new(
         PLOT_LEFT,
-        LEASE_Y,
-        lease_end - PLOT_LEFT,
-        SERVER_HEIGHT,
+        scale.x(processing_ms),
+        LEASE_Y + SERVER_HEIGHT / 2.0,
         LEASE_COLOUR,
+    )
+    .with_text_colour(TEXT_COLOUR);
+    out.push_str(&lease.rect(
+        LEASE_Y,
+        SERVER_HEIGHT,
         &format!("stroke=\"{LEASE_STROKE}\""),
     ));
     let lease_label = if attempts.len() == 1 {
@@ -584,92 +605,65 @@ fn server_lane(out: &mut String, attempts: &[Attempt], processing_ms: u64, scale
     } else {
         format!("lease of attempt 1 (max-processing {processing})")
     };
-    bar_label_coloured(
-        out,
-        &[&lease_label, &processing],
-        PLOT_LEFT,
-        lease_end,
-        LEASE_Y + SERVER_HEIGHT / 2.0,
-        TEXT_COLOUR,
-    );
+    lease.label(labels, &[&lease_label, &processing], Placement::Beside);
 
     let last_index = attempts.len() - 1;
     if last_index == 0 {
         return;
     }
     let start_ms = attempts[last_index].start_ms;
-    let x1 = scale.x(start_ms);
-    let x2 = scale
-        .x(start_ms.saturating_add(processing_ms))
-        .max(x1 + 1.0);
-    out.push_str(&rect(
-        x1,
-        LAST_PROCESSING_Y,
-        x2 - x1,
-        SERVER_HEIGHT,
+    let last = Bar::new(
+        scale.x(start_ms),
+        scale.x(start_ms.saturating_add(processing_ms)),
+        LAST_PROCESSING_Y + SERVER_HEIGHT / 2.0,
         PROCESSING_COLOUR,
-        "",
-    ));
-    bar_label(
-        out,
+    );
+    out.push_str(&last.rect(LAST_PROCESSING_Y, SERVER_HEIGHT, ""));
+    last.label(
+        labels,
         &[
             &format!("retry {last_index}: worst-case processing {processing}"),
-            &format!("retry {last_index} processing"),
             &processing,
         ],
-        x1,
-        x2,
-        LAST_PROCESSING_Y + SERVER_HEIGHT / 2.0,
+        Placement::Beside,
     );
 }
 
-fn key_lane(out: &mut String, math: &WindowMath, scale: &Scale) {
+fn key_lane(out: &mut String, labels: &mut String, math: &WindowMath, scale: &Scale) {
     let (Some(window_ms), Some(safe_ms)) = (math.window_ms, math.smallest_safe_ms) else {
         return;
     };
-    let window_end = scale.x(window_ms);
+    let centre_y = KEY_Y + KEY_HEIGHT / 2.0;
+    let window = Bar::new(PLOT_LEFT, scale.x(window_ms), centre_y, WINDOW_COLOUR);
     if window_ms > 0 {
-        out.push_str(&rect(
-            PLOT_LEFT,
-            KEY_Y,
-            (window_end - PLOT_LEFT).max(1.0),
-            KEY_HEIGHT,
-            WINDOW_COLOUR,
-            "",
-        ));
-        let label = format!("window {}", format_ms(window_ms));
-        bar_label(
-            out,
-            &[&label, &format_ms(window_ms)],
-            PLOT_LEFT,
-            window_end,
-            KEY_Y + KEY_HEIGHT / 2.0,
+        out.push_str(&window.rect(KEY_Y, KEY_HEIGHT, ""));
+        let length = format_ms(window_ms);
+        window.label(
+            labels,
+            &[&format!("window {length}"), &length],
+            Placement::InsideOnly,
         );
     }
     if window_ms < safe_ms {
-        let uncovered_end = scale.x(safe_ms).max(window_end + 2.0);
-        out.push_str(&rect(
-            window_end,
-            KEY_Y,
-            uncovered_end - window_end,
-            KEY_HEIGHT,
-            "url(#idemgen-uncovered)",
-            &format!("stroke=\"{UNCOVERED_COLOUR}\""),
-        ));
+        let uncovered = Bar::new(
+            window.x2,
+            scale.x(safe_ms).max(window.x2 + 2.0),
+            centre_y,
+            UNCOVERED_COLOUR,
+        );
+        out.push_str(&uncovered.rect(KEY_Y, KEY_HEIGHT, &format!("stroke=\"{UNCOVERED_COLOUR}\"")));
         let gap = format_ms(safe_ms - window_ms);
-        bar_label(
-            out,
+        uncovered.label(
+            labels,
             &[&format!("forgotten too early: {gap}"), &gap],
-            window_end,
-            uncovered_end,
-            KEY_Y + KEY_HEIGHT / 2.0,
+            Placement::InsideOnly,
         );
     }
 }
 
 /// Dashed lines at the 2× bound (label above the lanes) and the retry span
 /// (label below the key lane), so the two labels never collide.
-fn markers(out: &mut String, math: &WindowMath, scale: &Scale) {
+fn markers(out: &mut String, labels: &mut String, math: &WindowMath, scale: &Scale) {
     let bounds = [
         (
             math.required_ms,
@@ -696,14 +690,14 @@ fn markers(out: &mut String, math: &WindowMath, scale: &Scale) {
             y2 = AXIS_Y,
         ));
         let label = format!("{name} {}", format_ms(bound_ms));
-        let half = text_width(&label, 11.5) / 2.0;
+        let half = text_width(&label, LABEL_FONT) / 2.0;
         let label_x = x.clamp(PLOT_LEFT + half, WIDTH - PANEL_X - 4.0 - half);
-        out.push_str(&text(
+        labels.push_str(&halo_text(
             label_x,
             label_y,
-            11.5,
             colour,
-            "font-weight=\"600\" text-anchor=\"middle\"",
+            PANEL_FILL,
+            "text-anchor=\"middle\"",
             &label,
         ));
     }
@@ -747,6 +741,12 @@ fn caption(out: &mut String, math: &WindowMath) {
                 },
                 format_ms(required - window)
             ));
+        } else {
+            // Exactly the case the article's rule misses: worth saying.
+            parts.push(format!(
+                "(the 2× bound, {}, misses this)",
+                format_ms(required)
+            ));
         }
         (
             format!(
@@ -767,47 +767,128 @@ fn caption(out: &mut String, math: &WindowMath) {
     ));
 }
 
-/// Puts the first label that fits inside the bar (white on colour); if none
-/// fits, the shortest goes right of the bar when there is room, else nothing.
-fn bar_label(out: &mut String, labels: &[&str], x1: f64, x2: f64, centre_y: f64) {
-    bar_label_coloured(out, labels, x1, x2, centre_y, "#ffffff");
+const LABEL_FONT: f64 = 11.5;
+const LABEL_PADDING: f64 = 6.0;
+const PANEL_FILL: &str = "#fafbfc";
+
+/// Where a label may go when it does not fit inside its bar.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// Neighbouring bars sit right next to it: inside or nothing.
+    InsideOnly,
+    /// The row is otherwise empty: try the full label right, then left of
+    /// the bar, before settling for a short one inside.
+    Beside,
 }
 
-fn bar_label_coloured(
-    out: &mut String,
-    labels: &[&str],
+/// A horizontal bar in plot coordinates, at least 1 px wide so that even a
+/// tiny duration stays visible.
+struct Bar<'a> {
     x1: f64,
     x2: f64,
     centre_y: f64,
-    inside_colour: &str,
-) {
-    const FONT: f64 = 11.5;
-    const PADDING: f64 = 6.0;
-    for label in labels {
-        if text_width(label, FONT) + 2.0 * PADDING <= x2 - x1 {
-            out.push_str(&text(
-                (x1 + x2) / 2.0,
-                centre_y + 4.0,
-                FONT,
-                inside_colour,
-                "font-weight=\"600\" text-anchor=\"middle\"",
-                label,
-            ));
-            return;
+    fill: &'a str,
+    text_colour: &'a str,
+}
+
+impl<'a> Bar<'a> {
+    fn new(x1: f64, x2: f64, centre_y: f64, fill: &'a str) -> Bar<'a> {
+        Bar {
+            x1,
+            x2: x2.max(x1 + 1.0),
+            centre_y,
+            fill,
+            text_colour: "#ffffff",
         }
     }
-    if let Some(label) = labels.first() {
-        if x2 + PADDING + text_width(label, FONT) <= PLOT_RIGHT {
-            out.push_str(&text(
-                x2 + PADDING,
-                centre_y + 4.0,
-                FONT,
-                TEXT_COLOUR,
-                "",
-                label,
-            ));
+
+    fn with_text_colour(self, text_colour: &'a str) -> Bar<'a> {
+        Bar {
+            text_colour,
+            ..self
         }
     }
+
+    fn rect(&self, y: f64, height: f64, extra: &str) -> String {
+        let fill = if self.fill == UNCOVERED_COLOUR {
+            "url(#idemgen-uncovered)"
+        } else {
+            self.fill
+        };
+        rect(self.x1, y, self.x2 - self.x1, height, fill, extra)
+    }
+
+    /// Places the first candidate that fits; returns false when none did.
+    fn label(&self, labels: &mut String, candidates: &[&str], placement: Placement) -> bool {
+        let fits_inside =
+            |label: &str| text_width(label, LABEL_FONT) + 2.0 * LABEL_PADDING <= self.x2 - self.x1;
+        let baseline = self.centre_y + 4.0;
+        let inside = |labels: &mut String, label: &str| {
+            labels.push_str(&halo_text(
+                (self.x1 + self.x2) / 2.0,
+                baseline,
+                self.text_colour,
+                self.fill,
+                "text-anchor=\"middle\"",
+                label,
+            ));
+        };
+        let Some(full) = candidates.first() else {
+            return true;
+        };
+        if fits_inside(full) {
+            inside(labels, full);
+            return true;
+        }
+        if placement == Placement::Beside {
+            let width = text_width(full, LABEL_FONT);
+            if self.x2 + LABEL_PADDING + width <= PLOT_RIGHT {
+                labels.push_str(&halo_text(
+                    self.x2 + LABEL_PADDING,
+                    baseline,
+                    TEXT_COLOUR,
+                    PANEL_FILL,
+                    "",
+                    full,
+                ));
+                return true;
+            }
+            if self.x1 - LABEL_PADDING - width >= PLOT_LEFT {
+                labels.push_str(&halo_text(
+                    self.x1 - LABEL_PADDING,
+                    baseline,
+                    TEXT_COLOUR,
+                    PANEL_FILL,
+                    "text-anchor=\"end\"",
+                    full,
+                ));
+                return true;
+            }
+        }
+        match candidates[1..].iter().find(|label| fits_inside(label)) {
+            Some(short) => {
+                inside(labels, short);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Bold label text with a halo in the colour behind it, so lines crossing
+/// the label do not cut through the letters.
+fn halo_text(x: f64, y: f64, fill: &str, halo: &str, extra: &str, content: &str) -> String {
+    text(
+        x,
+        y,
+        LABEL_FONT,
+        fill,
+        &format!(
+            "font-weight=\"600\" stroke=\"{halo}\" stroke-width=\"3\" \
+             stroke-linejoin=\"round\" paint-order=\"stroke\" {extra}"
+        ),
+        content,
+    )
 }
 
 fn rect(x: f64, y: f64, width: f64, height: f64, fill: &str, extra: &str) -> String {
@@ -830,7 +911,11 @@ fn text(x: f64, y: f64, size: f64, fill: &str, extra: &str, content: &str) -> St
 fn text_width(text: &str, font_size: f64) -> f64 {
     let ems: f64 = text
         .chars()
-        .map(|c| if (c as u32) < 0x1100 { 0.6 } else { 1.0 })
+        .map(|c| match c {
+            'A'..='Z' | 'm' | 'w' => 0.75,
+            c if (c as u32) < 0x1100 => 0.6,
+            _ => 1.0,
+        })
         .sum();
     ems * font_size
 }

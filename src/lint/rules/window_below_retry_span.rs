@@ -13,7 +13,7 @@
 //! `max-processing: 1s`, the span is 8×5 + 8 + 1 = 49 s: set `window: 49s`
 //! or more, or retry less.
 use super::prelude::*;
-use super::window_too_short::inputs;
+use super::window_too_short::{inputs, jitter_term};
 use crate::window::compute;
 
 declare_rule!(
@@ -45,14 +45,13 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     sink.report(
         &window.origin,
         format!(
-            "{}: window {} ends before the last retry can finish: {} retries × timeout {} + retries {} + jitter {}×{} + max-processing {} = {}",
+            "{}: window {} ends before the last retry can finish: {} retries × timeout {} + retries {}{} + max-processing {} = {}",
             context.name(),
             format_ms(window.value),
             retries.len(),
             format_ms(timeout.value),
             format_ms(retries.iter().sum()),
-            retries.len(),
-            format_ms(contract.jitter_ms.value),
+            jitter_term(retries.len(), contract.jitter_ms.value),
             format_ms(processing.value),
             format_ms(span)
         ),

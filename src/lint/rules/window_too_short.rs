@@ -37,6 +37,15 @@ pub fn inputs(contract: &crate::contract::Contract) -> WindowInputs {
     }
 }
 
+/// ` + jitter 3×100ms`, or nothing when there is no jitter.
+pub fn jitter_term(retries: usize, jitter_ms: u64) -> String {
+    if jitter_ms == 0 {
+        String::new()
+    } else {
+        format!(" + jitter {retries}×{}", format_ms(jitter_ms))
+    }
+}
+
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     let Some(contract) = context.contract() else {
         return;
@@ -57,16 +66,15 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     }
     let retries = contract.retry_delays();
     let retries_total: u64 = retries.iter().sum();
+    let jitter = jitter_term(retries.len(), contract.jitter_ms.value);
     sink.report(
         &window.origin,
         format!(
-            "{}: window {} is shorter than 2 × (timeout {} + retries {} + jitter {}×{} + max-processing {}) = {}",
+            "{}: window {} is shorter than 2 × (timeout {} + retries {}{jitter} + max-processing {}) = {}",
             context.name(),
             format_ms(window.value),
             format_ms(timeout.value),
             format_ms(retries_total),
-            retries.len(),
-            format_ms(contract.jitter_ms.value),
             format_ms(processing.value),
             format_ms(required)
         ),

@@ -1,0 +1,155 @@
+//! Commands and flags; each command (one file each) loads, runs one
+//! consumer and prints.
+
+mod lint;
+mod rules;
+mod window;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+
+use crate::contract::duration::parse_duration;
+use crate::report;
+use crate::spec::LoadError;
+
+#[derive(Parser)]
+#[command(name = "idemgen", version, about = "Make API idempotency a checked contract", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check the x-idempotency contract of every operation.
+    Lint(LintArgs),
+    /// Show the window math per operation, for review.
+    Window(WindowArgs),
+    /// Explain one rule: what it checks, why, and an example fix.
+    Rule {
+        /// Rule id, e.g. window-too-short.
+        id: String,
+    },
+    /// List every rule with its default severity.
+    Rules,
+    /// Print shell completions.
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum LintFormat {
+    Pretty,
+    Json,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(clap::Args)]
+pub struct LintArgs {
+    /// OpenAPI 3.0/3.1 documents (YAML or JSON); referenced files are read too.
+    #[arg(required = true)]
+    pub specs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub format: LintFormat,
+    /// Exit 1 on warnings too.
+    #[arg(long)]
+    pub deny_warnings: bool,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub color: ColorChoice,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum WindowFormat {
+    Table,
+    Markdown,
+    Json,
+    Svg,
+}
+
+#[derive(clap::Args)]
+pub struct WindowArgs {
+    pub spec: PathBuf,
+    /// Only these operations (operationId, or `METHOD /path`).
+    #[arg(long = "op")]
+    pub operations: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: WindowFormat,
+    /// What if the client timeout were this (e.g. 10s)?
+    #[arg(long, value_parser = duration_arg)]
+    pub timeout: Option<u64>,
+    /// What if the retry delays were these (e.g. 200ms,800ms; empty for none)?
+    #[arg(long, value_parser = retries_arg, allow_hyphen_values = true)]
+    pub retries: Option<Retries>,
+    /// What if the worst server processing time were this?
+    #[arg(long, value_parser = duration_arg)]
+    pub max_processing: Option<u64>,
+}
+
+#[derive(Clone)]
+pub struct Retries(pub Vec<u64>);
+
+fn duration_arg(text: &str) -> Result<u64, String> {
+    parse_duration(text)
+}
+
+fn retries_arg(text: &str) -> Result<Retries, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(parse_duration)
+        .collect::<Result<Vec<_>, _>>()
+        .map(Retries)
+}
+
+/// Exit codes: 0 clean, 1 findings, 2 bad usage or input.
+pub const EXIT_FINDINGS: u8 = 1;
+pub const EXIT_BAD_INPUT: u8 = 2;
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() {
+                EXIT_BAD_INPUT
+            } else {
+                0
+            });
+        }
+    };
+    match cli.command {
+        Command::Lint(args) => lint::run(&args),
+        Command::Window(args) => window::run(&args),
+        Command::Rule { id } => rules::explain(&id),
+        Command::Rules => rules::list(),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "idemgen",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// Writes to stdout; a closed pipe (`| head`) is not an error.
+pub(crate) fn print(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.flush();
+}
+
+pub(crate) fn print_load_error(error: &LoadError) {
+    let color = report::pretty::use_color(std::io::stderr().is_terminal());
+    eprint!("{}", report::pretty::render_load_error(error, color));
+}
