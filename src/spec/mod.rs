@@ -5,6 +5,7 @@
 //! [`Workspace::deref`], so every node keeps the position of the file it was
 //! written in.
 
+pub mod json_escapes;
 pub mod node;
 pub mod operations;
 pub mod parse;
@@ -52,6 +53,8 @@ pub enum LoadProblem {
         reference: String,
         at: Span,
         message: String,
+        /// Remote references are merely unchecked, not wrong.
+        remote: bool,
     },
 }
 
@@ -70,7 +73,7 @@ pub struct Workspace {
 
 impl Workspace {
     /// Loads `path` and every file its `$ref`s reach.
-    pub fn load(path: &Path) -> Result<Workspace, LoadError> {
+    pub fn load(path: &Path) -> Result<Workspace, Box<LoadError>> {
         let display = path.display().to_string();
         let text = read_text(path, &display)?;
         Workspace::from_text(path, display, text)
@@ -78,7 +81,7 @@ impl Workspace {
 
     /// Loads a root document from text already in memory (its relative
     /// `$ref`s are read from `path`'s directory).
-    pub fn from_text(path: &Path, display: String, text: String) -> Result<Workspace, LoadError> {
+    pub fn from_text(path: &Path, display: String, text: String) -> Result<Workspace, Box<LoadError>> {
         let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
         let mut workspace = Workspace {
@@ -99,7 +102,7 @@ impl Workspace {
             );
             error.message = unsupported.message;
             error.help = unsupported.help;
-            error
+            Box::new(error)
         })?;
         workspace.load_referenced_files(&root_dir)?;
         workspace.check_ref_targets();
@@ -183,15 +186,19 @@ impl Workspace {
         path: PathBuf,
         display: String,
         text: String,
-    ) -> Result<FileId, LoadError> {
+    ) -> Result<FileId, Box<LoadError>> {
         let id = FileId(self.files.len() as u32);
         let source = SourceFile::new(path, display, text);
-        let parsed = parse::parse(id, &source.text).map_err(|error| {
-            let mut located = located_error(&source, error.index, error.line, error.col);
-            located.message = error.message;
-            located.help = error.help;
-            located
-        })?;
+        let rewritten = json_escapes::looks_like_json(&source.text)
+            .then(|| json_escapes::rewrite_surrogates(&source.text))
+            .flatten();
+        let parsed =
+            parse::parse(id, rewritten.as_deref().unwrap_or(&source.text)).map_err(|error| {
+                let mut located = located_error(&source, error.index, error.line, error.col);
+                located.message = error.message;
+                located.help = error.help;
+                Box::new(located)
+            })?;
         for duplicate in parsed.duplicates {
             self.problems.push(LoadProblem::DuplicateKey {
                 key: duplicate.key,
@@ -207,7 +214,7 @@ impl Workspace {
     }
 
     /// Breadth-first over external `$ref`s: each file is read and parsed once.
-    fn load_referenced_files(&mut self, root_dir: &Path) -> Result<(), LoadError> {
+    fn load_referenced_files(&mut self, root_dir: &Path) -> Result<(), Box<LoadError>> {
         let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
         by_path.insert(self.files[0].source.path.clone(), FileId(0));
         let mut queue = VecDeque::from([FileId(0)]);
@@ -222,11 +229,13 @@ impl Workspace {
                         message:
                             "remote references are not fetched, so what they name is not checked"
                                 .into(),
+                        remote: true,
                     }),
                     Err(RefProblem::Malformed(why)) => self.problems.push(LoadProblem::Ref {
                         reference: reference.into(),
                         at: span,
                         message: why,
+                        remote: false,
                     }),
                     Ok(target) if !target.file.is_empty() => {
                         external.push((target.file.to_string(), span));
@@ -259,6 +268,7 @@ impl Workspace {
                         at: span,
                         message: "it leaves the directory of the root document, so it is not read"
                             .into(),
+                        remote: false,
                     });
                     continue;
                 }
@@ -270,6 +280,7 @@ impl Workspace {
                                 reference: relative,
                                 at: span,
                                 message: format!("the file {} does not exist", path.display()),
+                                remote: false,
                             });
                             continue;
                         }
@@ -322,6 +333,7 @@ impl Workspace {
                     reference: reference.into(),
                     at: span,
                     message,
+                    remote: false,
                 });
             });
         }
@@ -330,14 +342,14 @@ impl Workspace {
 }
 
 impl LoadError {
-    pub fn plain(file: &str, message: String, help: &str) -> LoadError {
-        LoadError {
+    pub fn plain(file: &str, message: String, help: &str) -> Box<LoadError> {
+        Box::new(LoadError {
             file: file.to_string(),
             message,
             help: help.to_string(),
             location: None,
             text: None,
-        }
+        })
     }
 }
 
@@ -352,7 +364,7 @@ fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize
 }
 
 /// Reads a file as UTF-8 text within the size limit.
-fn read_text(path: &Path, display: &str) -> Result<String, LoadError> {
+fn read_text(path: &Path, display: &str) -> Result<String, Box<LoadError>> {
     let metadata = std::fs::metadata(path).map_err(|error| {
         LoadError::plain(
             display,
@@ -389,7 +401,7 @@ fn read_text(path: &Path, display: &str) -> Result<String, LoadError> {
 }
 
 /// UTF-8 with an optional byte-order mark; anything else is refused.
-pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, LoadError> {
+pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, Box<LoadError>> {
     if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
         bytes.drain(..3);
     } else if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
@@ -411,23 +423,41 @@ pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, LoadError> {
     })
 }
 
-/// Calls `visit` with every `$ref` string in a tree.
+/// Calls `visit` with every `$ref` string in a tree, skipping example
+/// data (`example`, `examples` lists, an Example Object's `value`), where
+/// a `$ref` key is payload, not a reference.
 fn collect_refs(node: &Node, visit: &mut impl FnMut(&str, Span)) {
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Place {
+        Normal,
+        /// The mapping under `examples:`: each value is an Example Object.
+        ExampleMap,
+        /// An Example Object: its `value` is data.
+        Example,
+    }
+    let mut stack = vec![(node, Place::Normal)];
+    while let Some((node, place)) = stack.pop() {
         match &node.value {
             Value::Map(entries) => {
                 for entry in entries {
-                    if &*entry.key == "$ref" {
+                    let key = &*entry.key;
+                    if key == "$ref" {
                         if let Some(reference) = entry.value.as_str() {
                             visit(reference, entry.value.span);
                         }
-                    } else {
-                        stack.push(&entry.value);
+                        continue;
                     }
+                    let child = match (place, key) {
+                        (Place::Example, "value") | (_, "example") => continue,
+                        (Place::ExampleMap, _) => Place::Example,
+                        (_, "examples") if entry.value.as_seq().is_some() => continue,
+                        (_, "examples") => Place::ExampleMap,
+                        _ => Place::Normal,
+                    };
+                    stack.push((&entry.value, child));
                 }
             }
-            Value::Seq(items) => stack.extend(items),
+            Value::Seq(items) => stack.extend(items.iter().map(|item| (item, Place::Normal))),
             _ => {}
         }
     }

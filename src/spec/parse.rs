@@ -325,7 +325,7 @@ fn is_float(text: &str) -> bool {
         }
         None => !mantissa.is_empty() && mantissa.bytes().all(|b| b.is_ascii_digit()),
     };
-    let exponent_ok = exponent.is_none_or(|exp| is_decimal_integer(exp));
+    let exponent_ok = exponent.is_none_or(is_decimal_integer);
     mantissa_ok && exponent_ok
 }
 
