@@ -39,10 +39,34 @@ enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
 pub enum LintFormat {
+    /// Diagnostics with source snippets (the default).
     Pretty,
+    /// One JSON object: diagnostics and a summary.
     Json,
+    /// SARIF 2.1.0, for GitHub code scanning and other SARIF viewers.
+    Sarif,
+    /// GitHub Actions annotations (`::error file=…,line=…::…`).
+    Github,
+    /// JUnit XML: one testcase per operation and rule.
+    Junit,
+    /// A Markdown summary for a pull-request comment.
+    Markdown,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum ProfileArg {
+    RetryAfter,
+    IetfDraft,
+    Stripe,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum DialectArg {
+    Mysql,
+    Postgres,
+    Sqlite,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -64,6 +88,41 @@ pub struct LintArgs {
     pub deny_warnings: bool,
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
+    /// Write the report to this file instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Configuration file (default: the first idemgen.toml in the working
+    /// directory or its parents).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    pub config: Option<PathBuf>,
+    /// Ignore every idemgen.toml.
+    #[arg(long)]
+    pub no_config: bool,
+    /// Default status-code profile (overrides idemgen.toml).
+    #[arg(long, value_enum)]
+    pub profile: Option<ProfileArg>,
+    /// Default store.dialect (overrides idemgen.toml).
+    #[arg(long, value_enum)]
+    pub dialect: Option<DialectArg>,
+    /// Set a rule's severity: RULE=error|warning|info|off (repeatable;
+    /// overrides idemgen.toml).
+    #[arg(long = "severity", value_name = "RULE=LEVEL", value_parser = rule_level_arg)]
+    pub severities: Vec<(String, Option<crate::lint::diagnostic::Severity>)>,
+    /// Report only findings this older version of the spec did not have
+    /// (matched by rule, operation and JSON pointer, not by line).
+    #[arg(long, value_name = "OLD_SPEC", conflicts_with = "since")]
+    pub baseline: Option<PathBuf>,
+    /// Like --baseline, with the old version of each spec read from git at
+    /// this revision (`git show REF:path`); referenced files come from the
+    /// working tree.
+    #[arg(long, value_name = "GITREF")]
+    pub since: Option<String>,
+}
+
+fn rule_level_arg(
+    text: &str,
+) -> Result<(String, Option<crate::lint::diagnostic::Severity>), String> {
+    crate::config::parse_rule_level(text)
 }
 
 #[derive(Clone, Copy, ValueEnum)]

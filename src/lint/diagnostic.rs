@@ -63,6 +63,23 @@ pub struct Report {
     pub operations: usize,
     /// Text of every file a diagnostic points into, by display name.
     pub sources: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// Each root file linted with its operations' names, in document order
+    /// (reporters that list passing checks, such as JUnit, need them).
+    pub linted: Vec<LintedFile>,
+    /// Ids of the rules that ran (not turned off), in registry order.
+    pub rules: Vec<&'static str>,
+    /// Findings left out because the baseline already had them.
+    pub baseline_matched: usize,
+}
+
+/// One linted root file and the names of its operations.
+#[derive(Debug, Clone, Default)]
+pub struct LintedFile {
+    pub file: String,
+    pub operations: Vec<String>,
+    /// Which of [`Report::diagnostics`] came from this file (and the files
+    /// it references).
+    pub findings: std::ops::Range<usize>,
 }
 
 impl Report {

@@ -1,11 +1,13 @@
 //! The lint engine: builds each operation's merged contract once, then runs
 //! every rule over the document and its operations.
 
+pub mod baseline;
 pub mod context;
 pub mod diagnostic;
 pub mod rule;
 pub mod rules;
 pub mod sink;
+pub mod suppress;
 
 use std::collections::HashMap;
 
@@ -39,6 +41,10 @@ pub fn rule(id: &str) -> Option<&'static Rule> {
 pub struct DocumentLint {
     pub diagnostics: Vec<Diagnostic>,
     pub operations: usize,
+    /// Each operation's name (operationId, else `METHOD /path`), in order.
+    pub operation_names: Vec<String>,
+    /// Findings silenced by `x-idemgen-ignore`.
+    pub suppressed: usize,
 }
 
 /// Each operation with its merged contract, read once for every consumer
@@ -137,6 +143,7 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
             }
         }
     }
+    let suppressed = suppress::apply(workspace, &operations, options, &mut diagnostics);
     diagnostics.sort_by(|a, b| {
         (&a.location.file, a.location.line, a.location.column, a.rule).cmp(&(
             &b.location.file,
@@ -149,6 +156,8 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
     DocumentLint {
         diagnostics,
         operations: operations.len(),
+        operation_names: operations.iter().map(Operation::name).collect(),
+        suppressed,
     }
 }
 

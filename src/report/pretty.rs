@@ -92,8 +92,22 @@ pub fn render(report: &Report, color: bool) -> String {
             let _ = writeln!(out, "  {}", diagnostic.message);
         }
     }
-    let _ = writeln!(out, "{}", summary(report));
+    let _ = writeln!(
+        out,
+        "{}{}",
+        summary(report),
+        baseline_note(report.baseline_matched)
+    );
     out
+}
+
+/// `; 3 findings already in the baseline not shown`, or nothing.
+pub fn baseline_note(matched: usize) -> String {
+    match matched {
+        0 => String::new(),
+        1 => "; 1 finding already in the baseline not shown".into(),
+        _ => format!("; {matched} findings already in the baseline not shown"),
+    }
 }
 
 /// `2 errors, 1 warning in 1 file (3 operations)`.

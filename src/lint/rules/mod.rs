@@ -31,6 +31,7 @@ pub mod store_cross_database;
 pub mod store_identifier_invalid;
 pub mod store_volatile;
 pub mod undeclared_key_header;
+pub mod unused_ignore;
 pub mod window_below_retry_span;
 pub mod window_missing;
 pub mod window_too_short;
@@ -63,4 +64,5 @@ pub const RULES: &[Rule] = &[
     replay_alert_too_high::RULE,
     ref_unresolved::RULE,
     duplicate_key::RULE,
+    unused_ignore::RULE,
 ];
