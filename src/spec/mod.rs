@@ -81,7 +81,11 @@ impl Workspace {
 
     /// Loads a root document from text already in memory (its relative
     /// `$ref`s are read from `path`'s directory).
-    pub fn from_text(path: &Path, display: String, text: String) -> Result<Workspace, Box<LoadError>> {
+    pub fn from_text(
+        path: &Path,
+        display: String,
+        text: String,
+    ) -> Result<Workspace, Box<LoadError>> {
         let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
         let mut workspace = Workspace {
@@ -279,7 +283,10 @@ impl Workspace {
                             self.problems.push(LoadProblem::Ref {
                                 reference: relative,
                                 at: span,
-                                message: format!("the file {} does not exist", path.display()),
+                                message: format!(
+                                    "the file {} does not exist",
+                                    normalize(&base_display.join(&decoded)).display()
+                                ),
                                 remote: false,
                             });
                             continue;

@@ -1,0 +1,470 @@
+//! The `idemgen` binary as users run it: outputs are snapshots, exit codes
+//! and rule ids are asserted.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn idemgen(args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .args(args)
+        .current_dir(root())
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("UTF-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("UTF-8 stderr"),
+    }
+}
+
+fn lint_json(path: &str) -> (i32, Value) {
+    let run = idemgen(&["lint", "--format", "json", path]);
+    let json = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|error| panic!("{path}: not JSON ({error}): {}{}", run.stdout, run.stderr));
+    (run.code, json)
+}
+
+fn rules_fired(json: &Value) -> Vec<String> {
+    json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnostic| diagnostic["rule"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn broken_examples() -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = std::fs::read_dir(root().join("examples/broken"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .map(|path| {
+            let rule = path.file_stem().unwrap().to_string_lossy().to_string();
+            (rule.clone(), format!("examples/broken/{rule}.yaml"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn every_rule_fires_in_its_broken_example() {
+    let examples = broken_examples();
+    assert!(examples.len() >= 22, "one broken example per contract rule");
+    for (rule, path) in examples {
+        let (code, json) = lint_json(&path);
+        let fired = rules_fired(&json);
+        assert!(
+            fired.contains(&rule),
+            "{path}: expected {rule}, got {fired:?}"
+        );
+        let severity = idemgen(&["rules"]).stdout;
+        let is_error = severity
+            .lines()
+            .any(|line| line.split_whitespace().take(2).eq([rule.as_str(), "error"]));
+        assert_eq!(code, i32::from(is_error), "{path}: exit code for {fired:?}");
+        let pretty = idemgen(&["lint", &path]);
+        insta::assert_snapshot!(format!("rule_{rule}"), pretty.stdout);
+    }
+}
+
+#[test]
+fn the_payment_callback_example_lints_clean() {
+    let (code, json) = lint_json("examples/payment-callback/openapi.yaml");
+    assert_eq!(code, 0);
+    assert_eq!(json["diagnostics"], Value::Array(vec![]));
+    assert_eq!(json["summary"]["operations"], 2);
+}
+
+#[test]
+fn json_output_has_exactly_the_contract_fields() {
+    let (_, json) = lint_json("examples/broken/window-too-short.yaml");
+    let diagnostic = &json["diagnostics"][0];
+    let mut keys: Vec<&str> = diagnostic
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "column",
+            "file",
+            "help",
+            "line",
+            "message",
+            "operation",
+            "pointer",
+            "rule",
+            "severity"
+        ]
+    );
+    assert_eq!(diagnostic["rule"], "window-too-short");
+    assert_eq!(diagnostic["severity"], "error");
+    assert_eq!(diagnostic["file"], "examples/broken/window-too-short.yaml");
+    assert_eq!(diagnostic["operation"], "onPayCallback");
+    assert_eq!(
+        diagnostic["pointer"],
+        "/paths/~1callbacks~1pay/post/x-idempotency/window"
+    );
+    let source =
+        std::fs::read_to_string(root().join("examples/broken/window-too-short.yaml")).unwrap();
+    let line = source
+        .lines()
+        .nth(diagnostic["line"].as_u64().unwrap() as usize - 1)
+        .unwrap();
+    let column = diagnostic["column"].as_u64().unwrap() as usize;
+    assert!(
+        line[column - 1..].starts_with("16s"),
+        "points at the value: {line}"
+    );
+    assert!(diagnostic["message"].as_str().unwrap().contains("= 18s"));
+    let summary = &json["summary"];
+    assert_eq!(
+        (summary["errors"].as_u64(), summary["warnings"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert_eq!(
+        (summary["files"].as_u64(), summary["operations"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
+#[test]
+fn warnings_fail_only_with_deny_warnings() {
+    let path = "examples/broken/missing-idempotency.yaml";
+    assert_eq!(idemgen(&["lint", path]).code, 0);
+    assert_eq!(idemgen(&["lint", "--deny-warnings", path]).code, 1);
+}
+
+#[test]
+fn several_files_in_one_run() {
+    let run = idemgen(&[
+        "lint",
+        "--format",
+        "json",
+        "examples/payment-callback/openapi.yaml",
+        "examples/broken/window-too-short.yaml",
+        "examples/broken/key-predictable.yaml",
+    ]);
+    assert_eq!(run.code, 1);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(json["summary"]["files"], 3);
+    assert_eq!(rules_fired(&json), ["window-too-short", "key-predictable"]);
+}
+
+#[test]
+fn a_bad_file_among_good_ones_exits_2_but_still_reports_the_rest() {
+    let run = idemgen(&[
+        "lint",
+        "--format",
+        "json",
+        "examples/broken/window-too-short.yaml",
+        "does/not/exist.yaml",
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("does/not/exist.yaml"), "{}", run.stderr);
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(rules_fired(&json), ["window-too-short"]);
+}
+
+#[test]
+fn inherited_values_point_at_the_document_level_block() {
+    let (code, json) = lint_json("tests/fixtures/lint/inherited.yaml");
+    assert_eq!(code, 1);
+    let diagnostics = json["diagnostics"].as_array().unwrap();
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:#?}");
+    let finding = &diagnostics[0];
+    assert_eq!(finding["rule"], "window-too-short");
+    // The operation's timeout (6s) merged over the document's retries (1s).
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("timeout 6s + retries 1s"),
+        "{finding}"
+    );
+    assert_eq!(finding["pointer"], "/x-idempotency/window");
+    assert_eq!(
+        (finding["line"].as_u64(), finding["column"].as_u64()),
+        (Some(7), Some(11))
+    );
+}
+
+#[test]
+fn findings_in_referenced_files_point_into_those_files() {
+    let (code, json) = lint_json("tests/fixtures/refs/openapi.yaml");
+    assert_eq!(code, 1);
+    let diagnostics = json["diagnostics"].as_array().unwrap();
+    let window = diagnostics
+        .iter()
+        .find(|d| d["rule"] == "window-too-short")
+        .expect("window finding");
+    assert_eq!(window["file"], "tests/fixtures/refs/paths/payments.yaml");
+    assert_eq!(window["line"], 7);
+    assert_eq!(window["operation"], "createPayment");
+    assert_eq!(
+        window["pointer"],
+        "/paths/~1payments/post/x-idempotency/window"
+    );
+    let refs: Vec<String> = diagnostics
+        .iter()
+        .filter(|d| d["rule"] == "ref-unresolved")
+        .map(|d| format!("{} {}", d["severity"], d["message"]))
+        .collect();
+    let expect = [
+        "cycle of references",
+        "remote references are not fetched",
+        "leaves the directory",
+        "does not exist",
+        "nothing is at `#/components/pathItems/nope`",
+    ];
+    for needle in expect {
+        assert!(
+            refs.iter().any(|r| r.contains(needle)),
+            "{needle} not in {refs:#?}"
+        );
+    }
+    assert!(
+        refs.iter()
+            .any(|r| r.starts_with("\"warning\"") && r.contains("remote"))
+    );
+    insta::assert_snapshot!(
+        "refs",
+        idemgen(&["lint", "tests/fixtures/refs/openapi.yaml"]).stdout
+    );
+}
+
+#[test]
+fn duplicate_keys_are_findings() {
+    let (code, json) = lint_json("tests/fixtures/lint/duplicate-key.yaml");
+    assert_eq!(code, 1);
+    let finding = &json["diagnostics"][0];
+    assert_eq!(finding["rule"], "duplicate-key");
+    assert_eq!(finding["line"], 10);
+    assert_eq!(finding["pointer"], "/paths/~1pay/post");
+    insta::assert_snapshot!(
+        "duplicate_key",
+        idemgen(&["lint", "tests/fixtures/lint/duplicate-key.yaml"]).stdout
+    );
+}
+
+#[test]
+fn wrong_types_inside_the_contract_are_contract_invalid_findings() {
+    let (code, json) = lint_json("tests/fixtures/lint/wrong-types.yaml");
+    assert_eq!(code, 1);
+    let messages: Vec<&str> = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "contract-invalid")
+        .map(|d| d["message"].as_str().unwrap())
+        .collect();
+    for needle in [
+        "`key.in` is `cookie`",
+        "`key.name` must be a string",
+        "unknown key segment `{uid}`; did you mean",
+        "`key.max-length` must be an integer",
+        "`18` has no unit",
+        "unknown field `timeout`",
+        "longer than a year",
+        "`client.retries` must be a list",
+        "unknown field `jiter`",
+        "bad duration for `server.max-processing`",
+        "from 100 to 599",
+        "`responses.failed` is `maybe`",
+        "`store.dialect` is `oracle`",
+        "must be a percentage",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.contains(needle)),
+            "{needle} not in {messages:#?}"
+        );
+    }
+    insta::assert_snapshot!(
+        "wrong_types",
+        idemgen(&["lint", "tests/fixtures/lint/wrong-types.yaml"]).stdout
+    );
+}
+
+#[test]
+fn rules_list_and_rule_docs() {
+    let list = idemgen(&["rules"]);
+    assert_eq!(list.code, 0);
+    insta::assert_snapshot!("rules", list.stdout);
+    for line in list.stdout.lines() {
+        let id = line.split_whitespace().next().unwrap();
+        let doc = idemgen(&["rule", id]);
+        assert_eq!(doc.code, 0);
+        assert!(
+            doc.stdout.starts_with(&format!("# {id}\n")),
+            "{id}: {}",
+            doc.stdout
+        );
+        for section in [
+            "**What it checks.**",
+            "**Why it matters.**",
+            "**Example fix.**",
+            "Default severity:",
+        ] {
+            assert!(doc.stdout.contains(section), "{id} docs lack {section}");
+        }
+    }
+    insta::assert_snapshot!(
+        "docs_window_too_short",
+        idemgen(&["rule", "window-too-short"]).stdout
+    );
+    let unknown = idemgen(&["rule", "window-to-short"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("Did you mean `window-too-short`"),
+        "{}",
+        unknown.stderr
+    );
+}
+
+#[test]
+fn unsupported_documents_exit_2_naming_what_was_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "swagger.yaml",
+            "swagger: \"2.0\"\ninfo: {title: x, version: 1}\npaths: {}\n",
+            "Swagger 2.0 is not supported",
+        ),
+        (
+            "async.yaml",
+            "asyncapi: 2.6.0\ninfo: {title: x, version: 1}\n",
+            "AsyncAPI 2.6.0 is not an OpenAPI document",
+        ),
+        (
+            "v32.yaml",
+            "openapi: 3.2.0\ninfo: {title: x, version: 1}\n",
+            "OpenAPI 3.2.0 is not supported",
+        ),
+        (
+            "none.yaml",
+            "info: {title: x, version: 1}\n",
+            "no `openapi` version field",
+        ),
+        ("list.yaml", "- a\n- b\n", "the top level is a list"),
+    ];
+    for (name, text, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let run = idemgen(&["lint", path.to_str().unwrap()]);
+        assert_eq!(run.code, 2, "{name}");
+        assert!(run.stderr.contains(expected), "{name}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(name),
+            "{name}: the message names the file"
+        );
+    }
+}
+
+#[test]
+fn hostile_input_ends_in_a_clear_error_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bomb = String::from("openapi: 3.1.0\na: &a [x, x, x, x, x, x, x, x, x]\n");
+    let mut previous = 'a';
+    for name in 'b'..='m' {
+        bomb.push_str(&format!(
+            "{name}: &{name} [{}]\n",
+            vec![format!("*{previous}"); 9].join(", ")
+        ));
+        previous = name;
+    }
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("empty.yaml", Vec::new(), "the file is empty"),
+        ("comment.yaml", b"# nothing\n".to_vec(), "the file is empty"),
+        (
+            "garbage.yaml",
+            b"\x00\x01\x02{[}]::".to_vec(),
+            "invalid YAML/JSON",
+        ),
+        (
+            "latin1.yaml",
+            b"openapi: 3.1.0\ninfo: {title: caf\xe9}\n".to_vec(),
+            "not UTF-8",
+        ),
+        ("utf16.yaml", vec![0xFF, 0xFE, b'o', 0, b'p', 0], "UTF-16"),
+        (
+            "deep.yaml",
+            "- ".repeat(100_000).into_bytes(),
+            "nesting deeper than",
+        ),
+        (
+            "deep-flow.json",
+            "[".repeat(100_000).into_bytes(),
+            "invalid YAML/JSON",
+        ),
+        ("bomb.yaml", bomb.into_bytes(), "alias"),
+        (
+            "two-docs.yaml",
+            b"openapi: 3.1.0\n---\nopenapi: 3.1.0\n".to_vec(),
+            "more than one YAML document",
+        ),
+        (
+            "tab.yaml",
+            b"openapi: 3.1.0\npaths:\n\t/a: {}\n".to_vec(),
+            "invalid YAML/JSON",
+        ),
+    ];
+    for (name, bytes, expected) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let run = idemgen(&["lint", path.to_str().unwrap()]);
+        assert_eq!(run.code, 2, "{name}: {}", run.stderr);
+        assert!(run.stderr.contains(expected), "{name}: {}", run.stderr);
+    }
+    let missing = idemgen(&["lint", "no/such/spec.yaml"]);
+    assert_eq!(missing.code, 2);
+    assert!(missing.stderr.contains("no/such/spec.yaml"));
+    let directory = idemgen(&["lint", "examples"]);
+    assert_eq!(directory.code, 2);
+    assert!(directory.stderr.contains("is a directory"));
+}
+
+#[test]
+fn a_huge_scalar_loads_within_the_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.yaml");
+    let text = format!(
+        "openapi: 3.1.0\ninfo: {{title: x, version: '1', description: '{}'}}\n",
+        "x".repeat(8 << 20)
+    );
+    std::fs::write(&path, text).unwrap();
+    assert_eq!(idemgen(&["lint", path.to_str().unwrap()]).code, 0);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(idemgen(&["lint"]).code, 2);
+    assert_eq!(idemgen(&["frobnicate"]).code, 2);
+    assert_eq!(idemgen(&["lint", "--format", "yaml", "x.yaml"]).code, 2);
+    assert_eq!(idemgen(&["--help"]).code, 0);
+}
+
+#[test]
+fn completions_are_printed() {
+    for shell in ["bash", "zsh", "fish"] {
+        let run = idemgen(&["completions", shell]);
+        assert_eq!(run.code, 0);
+        assert!(run.stdout.contains("idemgen"), "{shell}");
+    }
+}
