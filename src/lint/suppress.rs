@@ -95,18 +95,21 @@ pub fn apply(
                 workspace,
                 scope,
                 severity,
-                *span,
-                pointer,
-                message.clone(),
-                Some(format!(
-                    "write `{KEY}: [rule-id, ...]`, e.g. `{KEY}: [missing-key-undeclared]`"
-                )),
+                (*span, pointer),
+                (
+                    message.clone(),
+                    "not a list of rule ids",
+                    Some(format!(
+                        "write `{KEY}: [rule-id, ...]`, e.g. `{KEY}: [missing-key-undeclared]`"
+                    )),
+                ),
             ));
         }
         for entry in scope.entries.iter().filter(|entry| !entry.used) {
+            let known = super::rule(&entry.rule).is_some();
             let (message, help) = if entry.rule == UNUSED_IGNORE {
                 continue;
-            } else if super::rule(&entry.rule).is_none() {
+            } else if !known {
                 let suggestion = closest(&entry.rule, RULES.iter().map(|rule| rule.id));
                 (
                     format!(
@@ -139,10 +142,16 @@ pub fn apply(
                 workspace,
                 scope,
                 severity,
-                entry.span,
-                &entry.pointer,
-                message,
-                help,
+                (entry.span, &entry.pointer),
+                (
+                    message,
+                    if known {
+                        "silences nothing"
+                    } else {
+                        "not a rule"
+                    },
+                    help,
+                ),
             ));
         }
     }
@@ -169,14 +178,13 @@ fn silence(scopes: &mut [Scope], diagnostic: &Diagnostic) -> bool {
     silenced
 }
 
+/// An `unused-ignore` finding at `span`, about `scope`'s operation (if any).
 fn finding(
     workspace: &Workspace,
     scope: &Scope,
     severity: Severity,
-    span: Span,
-    pointer: &str,
-    message: String,
-    help: Option<String>,
+    (span, pointer): (Span, &str),
+    (message, label, help): (String, &str, Option<String>),
 ) -> Diagnostic {
     Diagnostic {
         rule: UNUSED_IGNORE,
@@ -186,7 +194,7 @@ fn finding(
         pointer: pointer.to_string(),
         operation: scope.operation.clone(),
         help,
-        label: Some("silences nothing".into()),
+        label: Some(label.into()),
     }
 }
 
