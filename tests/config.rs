@@ -1,0 +1,201 @@
+//! `idemgen.toml`: found in the working directory or its parents, or given
+//! with `--config`; command-line flags win; unknown keys and rule ids are
+//! errors that name them.
+
+use std::path::Path;
+use std::process::Command;
+
+const SPEC: &str = include_str!("data/specs/payments.yaml");
+
+struct Run {
+    rules: Vec<(String, String)>,
+    code: i32,
+    stderr: String,
+}
+
+/// `idemgen lint --format json ARGS… payments.yaml` run in `dir`.
+fn lint_in(dir: &Path, spec: &Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir)
+        .args(["lint", "--format", "json"])
+        .args(args)
+        .arg(spec)
+        .output()
+        .expect("idemgen runs");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let rules = if stdout.is_empty() {
+        Vec::new()
+    } else {
+        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        json["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                (
+                    d["rule"].as_str().unwrap().to_string(),
+                    d["severity"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    Run {
+        rules,
+        code: output.status.code().unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(rule, severity)| (rule.to_string(), severity.to_string()))
+        .collect()
+}
+
+/// A project: `root/idemgen.toml` (when given) and `root/api/spec.yaml`.
+fn project(config: Option<&str>, spec: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    if let Some(config) = config {
+        std::fs::write(root.path().join("idemgen.toml"), config).unwrap();
+    }
+    let api = root.path().join("api");
+    std::fs::create_dir(&api).unwrap();
+    let spec_path = api.join("spec.yaml");
+    std::fs::write(&spec_path, spec).unwrap();
+    (root, spec_path)
+}
+
+#[test]
+fn the_config_in_a_parent_directory_is_found_and_applied() {
+    let (root, spec) = project(
+        Some("[rules]\nmissing-idempotency = \"off\"\nwindow-too-short = \"warning\"\n"),
+        SPEC,
+    );
+    // Run from the spec's directory: the config is one level up.
+    let run = lint_in(&root.path().join("api"), &spec, &[]);
+    assert_eq!(run.rules, pairs(&[("window-too-short", "warning")]));
+    assert_eq!(run.code, 0, "a warning only: exit 0");
+
+    // --no-config ignores it.
+    let run = lint_in(&root.path().join("api"), &spec, &["--no-config"]);
+    assert_eq!(
+        run.rules,
+        pairs(&[
+            ("window-too-short", "error"),
+            ("missing-idempotency", "warning")
+        ])
+    );
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn an_explicit_config_is_used_instead_of_the_discovered_one() {
+    let (root, spec) = project(Some("[rules]\nmissing-idempotency = \"off\"\n"), SPEC);
+    let other = root.path().join("strict.toml");
+    std::fs::write(&other, "[rules]\nmissing-idempotency = \"error\"\n").unwrap();
+    let run = lint_in(root.path(), &spec, &["--config", other.to_str().unwrap()]);
+    assert_eq!(
+        run.rules,
+        pairs(&[
+            ("window-too-short", "error"),
+            ("missing-idempotency", "error")
+        ])
+    );
+}
+
+#[test]
+fn command_line_flags_win_over_the_config() {
+    let (root, spec) = project(
+        Some(
+            "profile = \"ietf-draft\"\n[rules]\nwindow-too-short = \"off\"\nmissing-idempotency = \"info\"\n",
+        ),
+        SPEC,
+    );
+    // The config's profile expects 422 for a conflict, which the spec does not declare.
+    let run = lint_in(root.path(), &spec, &[]);
+    assert_eq!(
+        run.rules,
+        pairs(&[
+            ("conflict-undeclared", "error"),
+            ("missing-idempotency", "info")
+        ])
+    );
+    let run = lint_in(
+        root.path(),
+        &spec,
+        &[
+            "--profile",
+            "retry-after",
+            "--severity",
+            "window-too-short=warning",
+            "--severity",
+            "missing-idempotency=off",
+        ],
+    );
+    assert_eq!(run.rules, pairs(&[("window-too-short", "warning")]));
+    assert_eq!(run.code, 0);
+}
+
+#[test]
+fn the_default_dialect_comes_from_the_config_unless_the_flag_says_otherwise() {
+    // No store.dialect in the document, and a key longer than PostgreSQL's
+    // unique index can hold (but within MySQL's and SQLite's).
+    let spec = SPEC
+        .replace(
+            "  store: {dialect: sqlite, table: idempotent_record, database: payments}\n",
+            "",
+        )
+        .replace(
+            "format: \"pay:{date}:{uuid}\"}",
+            "format: \"pay:{date}:{uuid}\", max-length: 2700}",
+        );
+    let (root, path) = project(Some("[store]\ndialect = \"postgres\"\n"), &spec);
+    let key_too_long = |run: &Run| run.rules.iter().any(|(rule, _)| rule == "key-too-long");
+    assert!(key_too_long(&lint_in(root.path(), &path, &[])));
+    assert!(!key_too_long(&lint_in(
+        root.path(),
+        &path,
+        &["--dialect", "mysql"]
+    )));
+    assert!(!key_too_long(&lint_in(
+        root.path(),
+        &path,
+        &["--no-config"]
+    )));
+}
+
+#[test]
+fn unknown_rule_ids_keys_and_values_are_errors_that_name_them() {
+    for (config, expected) in [
+        (
+            "[rules]\nwindow-to-short = \"off\"\n",
+            "unknown rule id `window-to-short` (did you mean `window-too-short`?)",
+        ),
+        ("profil = \"stripe\"\n", "unknown field `profil`"),
+        ("[store]\ntable = \"records\"\n", "unknown field `table`"),
+        (
+            "[rules]\nwindow-too-short = \"warn\"\n",
+            "unknown level `warn` (did you mean `warning`?)",
+        ),
+        ("profile = \"paypal\"\n", "unknown profile `paypal`"),
+        (
+            "[store]\ndialect = \"oracle\"\n",
+            "unknown store.dialect `oracle`",
+        ),
+    ] {
+        let (root, spec) = project(Some(config), SPEC);
+        let run = lint_in(root.path(), &spec, &[]);
+        assert_eq!(run.code, 2, "{config}");
+        assert!(run.stderr.contains(expected), "{config}: {}", run.stderr);
+        assert!(run.stderr.contains("idemgen.toml"), "{}", run.stderr);
+        assert!(run.rules.is_empty());
+    }
+    let (root, spec) = project(None, SPEC);
+    let run = lint_in(root.path(), &spec, &["--severity", "window-to-short=off"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("unknown rule id `window-to-short`"),
+        "{}",
+        run.stderr
+    );
+}
