@@ -23,6 +23,7 @@ fn lint(args: &[&str]) -> (String, i32) {
         .arg("--color=never")
         .args(args)
         .env("NO_COLOR", "1")
+        .env_remove("GITHUB_WORKSPACE")
         .output()
         .expect("idemgen runs");
     let code = output.status.code().expect("exits, no signal");

@@ -28,10 +28,9 @@ pub fn annotation(report: &Report, diagnostic: &Diagnostic) -> String {
         Severity::Info => "notice",
     };
     let location = &diagnostic.location;
-    let file = location.file.replace('\\', "/");
-    let file = file.strip_prefix("./").unwrap_or(&file);
+    let file = super::checkout_relative(&location.file);
     let mut properties = vec![
-        format!("file={}", escape_property(file)),
+        format!("file={}", escape_property(&file)),
         format!("line={}", location.line),
         format!("col={}", location.column),
     ];

@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use crate::lint::diagnostic::{Diagnostic, Report, Severity};
 
 pub const SCHEMA_URI: &str = "https://json.schemastore.org/sarif-2.1.0.json";
-const INFORMATION_URI: &str = "https://github.com/idemgen/idemgen";
 
 pub fn render(report: &Report) -> String {
     let mut text =
@@ -48,7 +47,7 @@ pub fn document(report: &Report) -> Value {
         .iter()
         .map(|file| json!({"location": artifact_location(&file.file)}))
         .collect();
-    json!({
+    let mut log = json!({
         "$schema": SCHEMA_URI,
         "version": "2.1.0",
         "runs": [{
@@ -57,7 +56,6 @@ pub fn document(report: &Report) -> Value {
                     "name": "idemgen",
                     "semanticVersion": env!("CARGO_PKG_VERSION"),
                     "version": env!("CARGO_PKG_VERSION"),
-                    "informationUri": INFORMATION_URI,
                     "rules": rules,
                 }
             },
@@ -71,7 +69,14 @@ pub fn document(report: &Report) -> Value {
                 "operations": report.operations,
             },
         }]
-    })
+    });
+    let home = option_env!("CARGO_PKG_HOMEPAGE")
+        .filter(|uri| !uri.is_empty())
+        .or(option_env!("CARGO_PKG_REPOSITORY").filter(|uri| !uri.is_empty()));
+    if let Some(home) = home {
+        log["runs"][0]["tool"]["driver"]["informationUri"] = json!(home);
+    }
+    log
 }
 
 /// SARIF's level for a severity.
@@ -164,7 +169,7 @@ pub fn fingerprint(diagnostic: &Diagnostic) -> String {
 /// Where a file is: relative to the checkout (`%SRCROOT%`), or a `file:`
 /// URI when the path given was absolute.
 fn artifact_location(file: &str) -> Value {
-    let path = uri(file);
+    let path = uri(&super::checkout_relative(file));
     if path.starts_with('/') {
         json!({"uri": format!("file://{path}")})
     } else {
