@@ -50,6 +50,10 @@ fn spec_sets() -> Vec<Vec<String>> {
     examples.push("examples/payment-callback/openapi.yaml".into());
     vec![
         vec!["tests/data/specs/payments.yaml".into()],
+        vec![
+            "tests/data/specs/ignores.yaml".into(),
+            "tests/data/specs/payments.yaml".into(),
+        ],
         vec!["examples/payment-callback/openapi.yaml".into()],
         examples,
     ]

@@ -208,3 +208,34 @@ fn a_malformed_list_is_reported_and_a_single_string_works() {
     let (keys, _) = run(&on_operation("window-too-short"), &LintOptions::default());
     assert_eq!(rules(&keys), ["missing-idempotency"]);
 }
+
+#[test]
+fn the_silenced_findings_are_counted_and_shown_in_the_summary() {
+    let text = on_operation("[window-too-short]");
+    let workspace = Workspace::from_text(
+        Path::new("/nonexistent/spec.yaml"),
+        "spec.yaml".into(),
+        text,
+    )
+    .expect("loads");
+    assert_eq!(lint(&workspace, &LintOptions::default()).suppressed, 1);
+
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "lint",
+            "--no-config",
+            "--color=never",
+            "tests/data/specs/ignores.yaml",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.ends_with(
+            "0 errors, 3 warnings in 1 file (2 operations); 1 silenced by x-idemgen-ignore\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(output.status.code(), Some(0));
+}

@@ -67,6 +67,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
         }
         report.files += 1;
         report.operations += linted.operations;
+        report.suppressed += linted.suppressed;
         for diagnostic in &diagnostics {
             let file = &diagnostic.location.file;
             if !report.sources.contains_key(file) {

@@ -70,6 +70,8 @@ pub struct Report {
     pub rules: Vec<&'static str>,
     /// Findings left out because the baseline already had them.
     pub baseline_matched: usize,
+    /// Findings silenced by `x-idemgen-ignore`.
+    pub suppressed: usize,
 }
 
 /// One linted root file and the names of its operations.

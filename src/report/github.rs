@@ -15,7 +15,7 @@ pub fn render(report: &Report) -> String {
         out.push('\n');
     }
     out.push_str(&super::pretty::summary(report));
-    out.push_str(&super::pretty::baseline_note(report.baseline_matched));
+    out.push_str(&super::pretty::notes(report));
     out.push('\n');
     out
 }

@@ -25,6 +25,13 @@ pub fn render(report: &Report) -> String {
         "### {icon} idemgen: {}\n",
         super::pretty::summary(report)
     );
+    if report.suppressed > 0 {
+        let _ = writeln!(
+            out,
+            "{} silenced by `x-idemgen-ignore`.\n",
+            plural(report.suppressed, "finding")
+        );
+    }
     if report.baseline_matched > 0 {
         let _ = writeln!(
             out,
@@ -91,4 +98,8 @@ pub fn render(report: &Report) -> String {
 /// Text safe inside a table cell: no pipes or line breaks.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\r', '\n'], " ")
+}
+
+fn plural(count: usize, word: &str) -> String {
+    format!("{count} {word}{}", if count == 1 { "" } else { "s" })
 }

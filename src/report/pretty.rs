@@ -92,22 +92,28 @@ pub fn render(report: &Report, color: bool) -> String {
             let _ = writeln!(out, "  {}", diagnostic.message);
         }
     }
-    let _ = writeln!(
-        out,
-        "{}{}",
-        summary(report),
-        baseline_note(report.baseline_matched)
-    );
+    let _ = writeln!(out, "{}{}", summary(report), notes(report));
     out
 }
 
-/// `; 3 findings already in the baseline not shown`, or nothing.
-pub fn baseline_note(matched: usize) -> String {
-    match matched {
-        0 => String::new(),
-        1 => "; 1 finding already in the baseline not shown".into(),
-        _ => format!("; {matched} findings already in the baseline not shown"),
+/// What the counts leave out: `; 2 silenced by x-idemgen-ignore; 3 findings
+/// already in the baseline not shown`, or nothing.
+pub fn notes(report: &Report) -> String {
+    let mut notes = String::new();
+    if report.suppressed > 0 {
+        notes.push_str(&format!(
+            "; {} silenced by x-idemgen-ignore",
+            report.suppressed
+        ));
     }
+    match report.baseline_matched {
+        0 => {}
+        1 => notes.push_str("; 1 finding already in the baseline not shown"),
+        matched => notes.push_str(&format!(
+            "; {matched} findings already in the baseline not shown"
+        )),
+    }
+    notes
 }
 
 /// `2 errors, 1 warning in 1 file (3 operations)`.
