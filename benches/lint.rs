@@ -14,6 +14,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use idemgen::lint::{LintOptions, lint};
+use saphyr::LoadableYamlNode;
 use idemgen::spec::Workspace;
 
 const RUNS: usize = 7;

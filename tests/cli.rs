@@ -278,7 +278,7 @@ fn wrong_types_inside_the_contract_are_contract_invalid_findings() {
     for needle in [
         "`key.in` is `cookie`",
         "`key.name` must be a string",
-        "unknown key segment `{uid}`; did you mean",
+        "did you mean `{uuid}`",
         "`key.max-length` must be an integer",
         "`18` has no unit",
         "unknown field `timeout`",

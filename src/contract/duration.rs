@@ -23,20 +23,40 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     Ok(total.round() as u64)
 }
 
-/// Formats milliseconds the way people write them: `18s`, `1.5s`, `250ms`.
+/// Formats milliseconds the way the contract writes durations: `250ms`,
+/// `18s`, `1.5s`, `2m`, `1m30s`, `1h`, `3d`. Every output parses back.
 pub fn format_ms(ms: u64) -> String {
-    match ms {
-        0 => "0s".into(),
-        ms if ms % 86_400_000 == 0 => format!("{}d", ms / 86_400_000),
-        ms if ms % 3_600_000 == 0 => format!("{}h", ms / 3_600_000),
-        ms if ms % 60_000 == 0 => format!("{}m", ms / 60_000),
-        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
-        ms if ms > 1000 => {
-            let seconds = format!("{:.3}", ms as f64 / 1000.0);
-            format!("{}s", seconds.trim_end_matches('0'))
-        }
-        ms => format!("{ms}ms"),
+    const SECOND: u64 = 1_000;
+    const MINUTE: u64 = 60 * SECOND;
+    const HOUR: u64 = 60 * MINUTE;
+    const DAY: u64 = 24 * HOUR;
+    if ms == 0 {
+        return "0s".into();
     }
+    if ms < SECOND {
+        return format!("{ms}ms");
+    }
+    let mut text = String::new();
+    let mut rest = ms;
+    for (unit_ms, unit) in [(DAY, "d"), (HOUR, "h"), (MINUTE, "m")] {
+        if rest >= unit_ms {
+            text.push_str(&format!("{}{unit}", rest / unit_ms));
+            rest %= unit_ms;
+        }
+    }
+    if rest > 0 {
+        let (whole, millis) = (rest / SECOND, rest % SECOND);
+        if millis == 0 {
+            text.push_str(&format!("{whole}s"));
+        } else if text.is_empty() || whole > 0 {
+            let fraction = format!("{millis:03}");
+            text.push_str(&format!("{whole}.{}s", fraction.trim_end_matches('0')));
+        } else {
+            // `1m0.5s` reads oddly; `1m500ms` is what a person writes.
+            text.push_str(&format!("{millis}ms"));
+        }
+    }
+    text
 }
 
 fn unit_ms(unit: &str) -> Option<f64> {
@@ -174,5 +194,7 @@ mod tests {
         assert_eq!(format_ms(250), "250ms");
         assert_eq!(format_ms(1500), "1.5s");
         assert_eq!(format_ms(120_000), "2m");
+        assert_eq!(format_ms(90_500), "1m30.5s");
+        assert_eq!(format_ms(60_500), "1m500ms");
     }
 }

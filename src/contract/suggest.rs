@@ -1,11 +1,36 @@
 //! "Did you mean …?" for misspelt names.
 
-/// The candidate closest to `word`, when it is close enough to be a typo.
+/// The candidate closest to `word`, when it is close enough to be a typo:
+/// fewest edits first (earlier candidates win ties), else a name that
+/// shares most of its start.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .into_iter()
-        .map(|candidate| (strsim::jaro_winkler(word, candidate), candidate))
-        .filter(|(score, _)| *score >= 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate)
+    let candidates: Vec<&str> = candidates.into_iter().collect();
+    let allowed_edits = (word.chars().count() / 3).max(1);
+    let by_edits = candidates
+        .iter()
+        .map(|candidate| (strsim::damerau_levenshtein(word, candidate), *candidate))
+        .filter(|(edits, _)| *edits <= allowed_edits)
+        .min_by_key(|(edits, _)| *edits)
+        .map(|(_, candidate)| candidate);
+    by_edits.or_else(|| {
+        candidates
+            .iter()
+            .map(|candidate| (strsim::jaro_winkler(word, candidate), *candidate))
+            .filter(|(score, _)| *score >= 0.85)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, candidate)| candidate)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::closest;
+
+    #[test]
+    fn suggests_typos() {
+        assert_eq!(closest("windw", ["window", "key"]), Some("window"));
+        assert_eq!(closest("uid", ["uuid", "ulid"]), Some("uuid"));
+        assert_eq!(closest("max-lenght", ["max-length", "name"]), Some("max-length"));
+        assert_eq!(closest("zebra", ["window", "key"]), None);
+    }
 }

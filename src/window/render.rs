@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+pub use crate::contract::duration::format_ms;
+
 use super::{Verdict, WindowInputs, WindowMath, compute};
 
 /// One operation's window math, ready to render.
@@ -33,42 +35,6 @@ impl WindowRow {
             math,
         }
     }
-}
-
-/// Formats milliseconds the way the contract writes durations: `250ms`,
-/// `18s`, `1.5s`, `2m`, `1m30s`, `1h`, `3d`. Every output parses back.
-pub fn format_ms(ms: u64) -> String {
-    const SECOND: u64 = 1_000;
-    const MINUTE: u64 = 60 * SECOND;
-    const HOUR: u64 = 60 * MINUTE;
-    const DAY: u64 = 24 * HOUR;
-    if ms == 0 {
-        return "0s".into();
-    }
-    if ms < SECOND {
-        return format!("{ms}ms");
-    }
-    let mut text = String::new();
-    let mut rest = ms;
-    for (unit_ms, unit) in [(DAY, "d"), (HOUR, "h"), (MINUTE, "m")] {
-        if rest >= unit_ms {
-            text.push_str(&format!("{}{unit}", rest / unit_ms));
-            rest %= unit_ms;
-        }
-    }
-    if rest > 0 {
-        let (whole, millis) = (rest / SECOND, rest % SECOND);
-        if millis == 0 {
-            text.push_str(&format!("{whole}s"));
-        } else if text.is_empty() || whole > 0 {
-            let fraction = format!("{millis:03}");
-            text.push_str(&format!("{whole}.{}s", fraction.trim_end_matches('0')));
-        } else {
-            // `1m0.5s` reads oddly; `1m500ms` is what a person writes.
-            text.push_str(&format!("{millis}ms"));
-        }
-    }
-    text
 }
 
 /// Short form of the retry list: every delay when there are a few, else the
