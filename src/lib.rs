@@ -6,6 +6,7 @@
 //! [`window`] holds the window math that rules and `idemgen window` share.
 
 pub mod cli;
+pub mod codegen;
 pub mod config;
 pub mod contract;
 pub mod lint;

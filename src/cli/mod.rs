@@ -1,6 +1,9 @@
 //! Commands and flags; each command (one file each) loads, runs one
 //! consumer and prints.
 
+mod ddl;
+#[path = "gen.rs"]
+mod generate;
 mod lint;
 mod rules;
 mod window;
@@ -35,8 +38,33 @@ enum Command {
     },
     /// List every rule with its default severity.
     Rules,
+    /// Scaffold an axum + sqlx service that serves the spec's operations.
+    Gen(generate::GenArgs),
+    /// Print the idempotency record table's DDL.
+    Ddl(ddl::DdlArgs),
     /// Print shell completions.
     Completions { shell: clap_complete::Shell },
+}
+
+/// A `--db` value.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum DbArg {
+    Sqlite,
+    #[value(alias = "mariadb")]
+    Mysql,
+    #[value(alias = "postgresql")]
+    Postgres,
+}
+
+impl DbArg {
+    pub fn dialect(self) -> crate::contract::model::Dialect {
+        use crate::contract::model::Dialect;
+        match self {
+            DbArg::Sqlite => Dialect::Sqlite,
+            DbArg::Mysql => Dialect::Mysql,
+            DbArg::Postgres => Dialect::Postgres,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
@@ -189,6 +217,8 @@ pub fn run() -> ExitCode {
         Command::Window(args) => window::run(&args),
         Command::Rule { id } => rules::explain(&id),
         Command::Rules => rules::list(),
+        Command::Gen(args) => generate::run(&args),
+        Command::Ddl(args) => ddl::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
