@@ -26,6 +26,8 @@ use refs::{RefProblem, split_ref};
 pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// Most files one document may pull in through `$ref`s.
 pub const MAX_FILES: usize = 20_000;
+/// Most `$ref` problems reported per document.
+const MAX_REF_PROBLEMS: usize = 1000;
 /// Longest chain of `$ref`s to `$ref`s followed before giving up.
 const MAX_REF_HOPS: usize = 64;
 
@@ -128,31 +130,40 @@ impl Workspace {
         let loaded = &self.files[span.file.0 as usize];
         let mut pointer = String::new();
         let mut node = &loaded.root;
-        'descend: loop {
-            let children: Vec<(String, &Node, Span)> = match &node.value {
-                Value::Map(entries) => entries
-                    .iter()
-                    .map(|entry| (entry.key.to_string(), &entry.value, entry.key_span))
-                    .collect(),
-                Value::Seq(items) => items
-                    .iter()
-                    .enumerate()
-                    .map(|(index, item)| (index.to_string(), item, item.span))
-                    .collect(),
+        // Children are in source order, so the one holding `span` is found
+        // by binary search on where each starts.
+        loop {
+            let (segment, child, starts_here) = match &node.value {
+                Value::Map(entries) => {
+                    let after = entries.partition_point(|entry| entry.key_span.start <= span.start);
+                    let Some(entry) = after.checked_sub(1).map(|at| &entries[at]) else {
+                        break;
+                    };
+                    let starts_here =
+                        entry.key_span.start == span.start || entry.value.span.start == span.start;
+                    (entry.key.to_string(), &entry.value, starts_here)
+                }
+                Value::Seq(items) => {
+                    let after = items.partition_point(|item| item.span.start <= span.start);
+                    let Some(at) = after.checked_sub(1) else {
+                        break;
+                    };
+                    (
+                        at.to_string(),
+                        &items[at],
+                        items[at].span.start == span.start,
+                    )
+                }
                 _ => break,
             };
-            for (segment, child, key_span) in children {
-                let starts = key_span.start.min(child.span.start);
-                if starts <= span.start && span.start <= child.span.end.max(key_span.end) {
-                    pointer = node::pointer_join(&pointer, &segment);
-                    if child.span.start == span.start || key_span.start == span.start {
-                        break 'descend;
-                    }
-                    node = child;
-                    continue 'descend;
-                }
+            if span.start > child.span.end.max(child.span.start) && !starts_here {
+                break;
             }
-            break;
+            pointer = node::pointer_join(&pointer, &segment);
+            if starts_here {
+                break;
+            }
+            node = child;
         }
         if span.file.0 == 0 {
             pointer
@@ -319,6 +330,9 @@ impl Workspace {
         let mut problems = Vec::new();
         for loaded in &self.files {
             collect_refs(&loaded.root, &mut |reference, span| {
+                if problems.len() >= MAX_REF_PROBLEMS {
+                    return;
+                }
                 let Ok(target) = split_ref(reference) else {
                     return;
                 };
@@ -345,6 +359,16 @@ impl Workspace {
             });
         }
         self.problems.extend(problems);
+        // Keep every duplicate-key problem (already capped per file) and at
+        // most MAX_REF_PROBLEMS reference problems.
+        let mut refs_seen = 0;
+        self.problems.retain(|problem| match problem {
+            LoadProblem::Ref { .. } => {
+                refs_seen += 1;
+                refs_seen <= MAX_REF_PROBLEMS
+            }
+            LoadProblem::DuplicateKey { .. } => true,
+        });
     }
 }
 

@@ -15,6 +15,11 @@ use super::source::FileId;
 pub const MAX_DEPTH: usize = 256;
 /// Most nodes that alias expansion may add to one file (YAML bombs).
 pub const MAX_ALIAS_NODES: usize = 1_000_000;
+/// Most duplicate keys reported per file: past this, the file has a
+/// problem no list of findings will make clearer.
+pub const MAX_DUPLICATES_REPORTED: usize = 100;
+/// Mappings up to this size look keys up by scanning; larger ones by hash.
+const INDEX_KEYS_FROM: usize = 16;
 
 /// A fatal problem with one file's text.
 #[derive(Debug, Clone)]
@@ -51,6 +56,9 @@ enum Frame {
         span: Span,
         entries: Vec<Entry>,
         pending_key: Option<(Box<str>, Span)>,
+        /// Key → entry index, built once a mapping grows past
+        /// `INDEX_KEYS_FROM` entries, so duplicate checks stay linear.
+        index: Option<HashMap<Box<str>, usize>>,
     },
 }
 
@@ -164,6 +172,7 @@ impl Builder {
                     span,
                     entries: Vec::new(),
                     pending_key: None,
+                    index: None,
                 });
             }
             Event::SequenceEnd | Event::MappingEnd => {
@@ -224,17 +233,37 @@ impl Builder {
             Some(Frame::Map {
                 entries,
                 pending_key,
+                index,
                 ..
             }) => match pending_key.take() {
                 None => *pending_key = Some((key_text(&node), node.span)),
                 Some((key, key_span)) => {
-                    if let Some(first) = entries.iter().find(|entry| entry.key == key) {
+                    if index.is_none() && entries.len() >= INDEX_KEYS_FROM {
+                        *index = Some(
+                            entries
+                                .iter()
+                                .enumerate()
+                                .map(|(at, entry)| (entry.key.clone(), at))
+                                .collect(),
+                        );
+                    }
+                    let first = match index {
+                        Some(index) => index.get(&key).map(|&at| &entries[at]),
+                        None => entries.iter().find(|entry| entry.key == key),
+                    };
+                    if let Some(first) = first {
+                        if self.duplicates.len() >= MAX_DUPLICATES_REPORTED {
+                            return Ok(());
+                        }
                         self.duplicates.push(DuplicateKey {
                             key: key.to_string(),
                             first: first.key_span,
                             again: key_span,
                         });
                     } else {
+                        if let Some(index) = index {
+                            index.insert(key.clone(), entries.len());
+                        }
                         entries.push(Entry {
                             key,
                             key_span,
@@ -367,6 +396,16 @@ mod tests {
         let parsed = parse(FileId(0), "a: 1\nb: 2\na: 3\n").unwrap();
         assert_eq!(parsed.duplicates.len(), 1);
         assert_eq!(parsed.duplicates[0].again.line, 3);
+    }
+
+    #[test]
+    fn duplicates_in_large_mappings_are_found() {
+        let mut text: String = (0..100).map(|i| format!("k{i}: {i}\n")).collect();
+        text.push_str("k7: again\nk99: again\n");
+        let parsed = parse(FileId(0), &text).unwrap();
+        let keys: Vec<&str> = parsed.duplicates.iter().map(|d| d.key.as_str()).collect();
+        assert_eq!(keys, ["k7", "k99"]);
+        assert_eq!(parsed.root.as_map().unwrap().len(), 100);
     }
 
     #[test]
