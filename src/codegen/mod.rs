@@ -456,7 +456,11 @@ fn test_context(op: &Value, table: &str) -> Value {
     let mut key_lines = Vec::new();
     for part in c["key_parts"].as_array().into_iter().flatten() {
         let line = if let Some(literal) = part["literal"].as_str() {
-            format!("key.push_str({});", names::rust_string(literal))
+            let mut chars = literal.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => format!("key.push({c:?});"),
+                _ => format!("key.push_str({});", names::rust_string(literal)),
+            }
         } else {
             match part["segment"].as_str().unwrap_or_default() {
                 "uuid" => "key.push_str(&uuid::Uuid::new_v4().to_string());".to_string(),

@@ -158,17 +158,18 @@ impl Identifiers {
 /// with control characters and bidirectional overrides removed (they
 /// could end the comment or disguise the code around it).
 pub fn comment_lines(text: &str) -> Vec<String> {
-    text.split([
-        '\n', '\r', '\u{0b}', '\u{0c}', '\u{85}', '\u{2028}', '\u{2029}',
-    ])
-    .map(|line| {
-        line.chars()
-            .filter(|c| !c.is_control() && !is_bidi_control(*c))
-            .collect::<String>()
-            .trim_end()
-            .to_string()
-    })
-    .collect()
+    text.replace("\r\n", "\n")
+        .split([
+            '\n', '\r', '\u{0b}', '\u{0c}', '\u{85}', '\u{2028}', '\u{2029}',
+        ])
+        .map(|line| {
+            line.chars()
+                .filter(|c| !c.is_control() && !is_bidi_control(*c))
+                .collect::<String>()
+                .trim_end()
+                .to_string()
+        })
+        .collect()
 }
 
 fn is_bidi_control(c: char) -> bool {
@@ -219,7 +220,7 @@ mod tests {
     #[test]
     fn comments_cannot_escape() {
         let lines = comment_lines("a\nb\r\nc\u{2028}d */ \u{202e}e");
-        assert_eq!(lines, ["a", "b", "", "c", "d */ e"]);
+        assert_eq!(lines, ["a", "b", "c", "d */ e"]);
     }
 
     #[test]

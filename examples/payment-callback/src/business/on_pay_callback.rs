@@ -1,0 +1,170 @@
+//! onPayCallback: POST /callbacks/pay
+//!
+//! The article's payment callback: mark the order paid and log the payment,
+//! in the transaction that also completes the idempotency record, so the
+//! payment and its record commit together or not at all.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+use crate::Tx;
+use crate::http::{Reply, Request};
+use crate::idempotency::{now_ms, rfc3339};
+
+/// The provider's notification.
+#[derive(Debug, Deserialize)]
+struct PayCallback {
+    txn_id: String,
+    order_no: String,
+    amount: i64,
+    /// `yyyyMMdd`.
+    date: String,
+}
+
+/// The answer stored with the key and replayed to every retry.
+#[derive(Debug, Serialize)]
+struct PaymentResult {
+    order_no: String,
+    txn_id: String,
+    amount: i64,
+    status: &'static str,
+    paid_at: String,
+}
+
+/// `DOWNSTREAM_DELAY_MS`: time spent "calling downstream" inside the
+/// business step (default 0), to watch duplicates arrive mid-payment.
+static DOWNSTREAM_DELAY: LazyLock<Duration> = LazyLock::new(|| {
+    let millis = std::env::var("DOWNSTREAM_DELAY_MS")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0);
+    Duration::from_millis(millis)
+});
+
+pub async fn handle(tx: &mut Tx, request: &Request) -> Result<Reply, sqlx::Error> {
+    let callback: PayCallback = match request.json() {
+        Ok(callback) => callback,
+        Err(reply) => return Ok(reply),
+    };
+    if callback.amount < 1
+        || callback.date.len() != 8
+        || !callback.date.bytes().all(|byte| byte.is_ascii_digit())
+    {
+        return Ok(Reply::problem(
+            StatusCode::BAD_REQUEST,
+            "invalid callback",
+            "`amount` must be at least 1 and `date` must be yyyyMMdd",
+        ));
+    }
+    if !DOWNSTREAM_DELAY.is_zero() {
+        tokio::time::sleep(*DOWNSTREAM_DELAY).await;
+    }
+
+    let paid_at = now_ms();
+    // One conditional UPDATE, never "SELECT, then UPDATE": only an unpaid
+    // order with this amount becomes paid.
+    let paid = crate::per_dialect! {
+        sqlite: sqlx::query!(
+            "UPDATE orders SET status = 'PAID', txn_id = ?1, paid_at = ?2 \
+             WHERE order_no = ?3 AND amount = ?4 AND status = 'UNPAID'",
+            callback.txn_id,
+            paid_at,
+            callback.order_no,
+            callback.amount,
+        ),
+        mysql: sqlx::query!(
+            "UPDATE orders SET status = 'PAID', txn_id = ?, paid_at = ? \
+             WHERE order_no = ? AND amount = ? AND status = 'UNPAID'",
+            callback.txn_id,
+            paid_at,
+            callback.order_no,
+            callback.amount,
+        ),
+        postgres: sqlx::query!(
+            "UPDATE orders SET status = 'PAID', txn_id = $1, paid_at = $2 \
+             WHERE order_no = $3 AND amount = $4 AND status = 'UNPAID'",
+            callback.txn_id,
+            paid_at,
+            callback.order_no,
+            callback.amount,
+        ),
+    }
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !paid {
+        return explain_unpaid(tx, &callback).await;
+    }
+
+    crate::per_dialect! {
+        sqlite: sqlx::query!(
+            "INSERT INTO paid_log (order_no, txn_id, amount, paid_at) VALUES (?1, ?2, ?3, ?4)",
+            callback.order_no,
+            callback.txn_id,
+            callback.amount,
+            paid_at,
+        ),
+        mysql: sqlx::query!(
+            "INSERT INTO paid_log (order_no, txn_id, amount, paid_at) VALUES (?, ?, ?, ?)",
+            callback.order_no,
+            callback.txn_id,
+            callback.amount,
+            paid_at,
+        ),
+        postgres: sqlx::query!(
+            "INSERT INTO paid_log (order_no, txn_id, amount, paid_at) VALUES ($1, $2, $3, $4)",
+            callback.order_no,
+            callback.txn_id,
+            callback.amount,
+            paid_at,
+        ),
+    }
+    .execute(&mut **tx)
+    .await?;
+
+    Ok(Reply::json(
+        StatusCode::OK,
+        &PaymentResult {
+            order_no: callback.order_no,
+            txn_id: callback.txn_id,
+            amount: callback.amount,
+            status: "paid",
+            paid_at: rfc3339(paid_at),
+        },
+    ))
+}
+
+/// Why the order was not marked paid: unknown (404, recorded as failed so a
+/// retry succeeds once the order exists), already paid, or another amount.
+async fn explain_unpaid(tx: &mut Tx, callback: &PayCallback) -> Result<Reply, sqlx::Error> {
+    let order = super::get_order::find(tx, &callback.order_no).await?;
+    let reply = match order {
+        None => Reply::problem(
+            StatusCode::NOT_FOUND,
+            "unknown order",
+            &format!("no order `{}` exists", callback.order_no),
+        ),
+        Some(order) if order.status == "PAID" => Reply::problem(
+            StatusCode::CONFLICT,
+            "order already paid",
+            &format!(
+                "order `{}` was paid by transaction `{}`",
+                order.order_no,
+                order.txn_id.unwrap_or_default()
+            ),
+        ),
+        Some(order) => Reply::problem(
+            StatusCode::BAD_REQUEST,
+            "amount mismatch",
+            &format!(
+                "order `{}` is due {}, the callback paid {}",
+                order.order_no, order.amount, callback.amount
+            ),
+        ),
+    };
+    Ok(reply)
+}

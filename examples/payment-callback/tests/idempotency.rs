@@ -1,0 +1,353 @@
+//! Tests of the generated idempotency layer on `onPayCallback`, against
+//! `TEST_DATABASE_URL` (default: a fresh SQLite file when built for SQLite;
+//! skipped otherwise). They drive the layer directly, so they hold whatever
+//! the business functions do.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use tower::ServiceExt;
+
+use axum::response::Response;
+use payment_callback::App;
+use payment_callback::http::Reply;
+use payment_callback::idempotency::{Call, REPLAYED_HEADER};
+use payment_callback::operations::ON_PAY_CALLBACK as OPERATION;
+use serde_json::{Value, json};
+
+async fn app() -> Option<App> {
+    let url = match std::env::var("TEST_DATABASE_URL") {
+        Ok(url) => url,
+        Err(_) if cfg!(feature = "sqlite") => {
+            let file = std::env::temp_dir()
+                .join(format!("payment-callback-test-{}.db", uuid::Uuid::new_v4()));
+            format!("sqlite://{}", file.display())
+        }
+        Err(_) => {
+            eprintln!("skipped: set TEST_DATABASE_URL to run these tests on this database");
+            return None;
+        }
+    };
+    Some(App::connect(&url).await.expect("connect and migrate"))
+}
+
+#[tokio::test]
+async fn health_and_metrics_are_served() {
+    let Some(app) = app().await else { return };
+    let health = app
+        .router()
+        .oneshot(Request::get("/healthz").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(health.status(), StatusCode::OK);
+    let metrics = app
+        .router()
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK);
+    let text = body_text(metrics.into_body()).await;
+    assert!(
+        text.contains("# TYPE idempotency_replays_total counter"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# TYPE idempotency_takeovers_total counter"),
+        "{text}"
+    );
+}
+
+async fn body_text(body: Body) -> String {
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One valid request of the operation under test: a fresh key that matches
+/// `pay:{date}:{uuid}`, and a body that carries what the key needs.
+#[derive(Clone)]
+struct Case {
+    key: String,
+    body: Value,
+}
+
+impl Case {
+    fn new() -> Case {
+        let body = json!({});
+        let mut key = String::new();
+        key.push_str("pay:");
+        key.push_str("20240615");
+        key.push(':');
+        key.push_str(&uuid::Uuid::new_v4().to_string());
+        Case { key, body }
+    }
+
+    /// The same key with a different body.
+    fn changed(&self) -> Case {
+        let mut case = self.clone();
+        case.body["idemgen_test_change"] = json!(true);
+        case
+    }
+
+    fn request(&self) -> axum::extract::Request {
+        self.request_with_key(Some(&self.key))
+    }
+
+    fn request_with_key(&self, key: Option<&str>) -> axum::extract::Request {
+        let body = self.body.clone();
+        let uri = "/callbacks/pay".to_string();
+        let builder = Request::builder()
+            .method("POST")
+            .header("content-type", "application/json");
+        let builder = match key {
+            Some(key) => builder.header("Idempotency-Key", key),
+            None => builder,
+        };
+        builder
+            .uri(uri)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    }
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+#[allow(dead_code)]
+fn set(target: &mut Value, pointer: &str, value: Value) {
+    let mut node = target;
+    let names: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|name| name.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, name) in names.iter().enumerate() {
+        if !node.is_object() {
+            *node = json!({});
+        }
+        let map = node.as_object_mut().unwrap();
+        if i + 1 == names.len() {
+            map.insert(name.clone(), value);
+            return;
+        }
+        node = map.entry(name.clone()).or_insert_with(|| json!({}));
+    }
+}
+
+#[allow(dead_code)]
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
+}
+
+/// `len` random characters of `alphabet`.
+#[allow(dead_code)]
+fn random_text(alphabet: &str, len: usize) -> String {
+    let alphabet: Vec<char> = alphabet.chars().collect();
+    let mut out = String::new();
+    while out.len() < len {
+        for byte in uuid::Uuid::new_v4().as_bytes() {
+            if out.len() < len {
+                out.push(alphabet[usize::from(*byte) % alphabet.len()]);
+            }
+        }
+    }
+    out
+}
+
+async fn claim(app: &App, request: axum::extract::Request) -> Call {
+    match app.begin(&OPERATION, request).await {
+        Ok(call) => call,
+        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
+    }
+}
+
+async fn answer(app: &App, request: axum::extract::Request) -> Response {
+    match app.begin(&OPERATION, request).await {
+        Ok(_) => panic!("expected an answer, but the key was claimed"),
+        Err(answer) => answer,
+    }
+}
+
+fn created(marker: &str) -> Reply {
+    Reply::json(StatusCode::CREATED, &json!({ "marker": marker }))
+}
+
+/// Sets a time column of the case's record, as if time had passed.
+async fn age(app: &App, case: &Case, column: &str) {
+    let placeholder = if cfg!(feature = "postgres") {
+        "$1"
+    } else {
+        "?"
+    };
+    // Only test-chosen column names are formatted in; the key is bound.
+    let sql = format!("UPDATE idempotent_record SET {column} = 0 WHERE idem_key = {placeholder}");
+    sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(&case.key)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn success_is_stored_and_replayed_faithfully() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let call = claim(&app, case.request()).await;
+    let first = call.finish(Ok(created("first"))).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(first.headers().get(REPLAYED_HEADER).is_none());
+    let first_body = body_text(first.into_body()).await;
+
+    let replay = answer(&app, case.request()).await;
+    assert_eq!(replay.status(), StatusCode::CREATED);
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert_eq!(replay.headers()["content-type"], "application/json");
+    assert_eq!(replay.headers().len(), 2, "{:?}", replay.headers());
+    assert_eq!(body_text(replay.into_body()).await, first_body);
+    assert!(OPERATION.counters.replays.get() >= 1);
+}
+
+#[tokio::test]
+async fn a_duplicate_while_in_progress_is_told_to_retry() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let call = claim(&app, case.request()).await;
+    let duplicate = answer(&app, case.request()).await;
+    assert_eq!(duplicate.status().as_u16(), 429);
+    assert_eq!(duplicate.headers()["retry-after"], "1");
+    call.finish(Ok(created("done"))).await;
+}
+
+#[tokio::test]
+async fn concurrent_claims_have_exactly_one_winner() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let attempts: Vec<_> = (0..8)
+        .map(|_| {
+            let app = app.clone();
+            let request = case.request();
+            tokio::spawn(async move { app.begin(&OPERATION, request).await })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(call) => winners.push(call),
+            Err(answer) => assert_eq!(answer.status().as_u16(), 429),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    let winner = winners.pop().unwrap();
+    assert_eq!(
+        winner.finish(Ok(created("one"))).await.status(),
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_body_is_a_conflict() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    claim(&app, case.request())
+        .await
+        .finish(Ok(created("first")))
+        .await;
+    let conflict = answer(&app, case.changed().request()).await;
+    assert_eq!(conflict.status().as_u16(), 409);
+    let replay = answer(&app, case.request()).await;
+    assert_eq!(replay.status(), StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn a_recorded_failure_is_claimed_again_by_one_retry() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let failed = claim(&app, case.request())
+        .await
+        .finish(Ok(Reply::problem(
+            StatusCode::NOT_FOUND,
+            "no such thing",
+            "",
+        )))
+        .await;
+    assert_eq!(failed.status(), StatusCode::NOT_FOUND);
+    let retries: Vec<_> = (0..6)
+        .map(|_| {
+            let app = app.clone();
+            let request = case.request();
+            tokio::spawn(async move { app.begin(&OPERATION, request).await })
+        })
+        .collect();
+    let mut winners = Vec::new();
+    for retry in retries {
+        match retry.await.unwrap() {
+            Ok(call) => winners.push(call),
+            Err(answer) => assert_eq!(answer.status().as_u16(), 429),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    let done = winners.pop().unwrap().finish(Ok(created("retried"))).await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+}
+
+#[tokio::test]
+async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let stale = claim(&app, case.request()).await;
+    age(&app, &case, "lease_expires_at").await;
+    let fresh = claim(&app, case.request()).await;
+    assert!(OPERATION.counters.takeovers.get() >= 1);
+
+    let late = stale.finish(Ok(created("stale"))).await;
+    assert_eq!(late.status().as_u16(), 429);
+    let done = fresh.finish(Ok(created("fresh"))).await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+
+    let replay = answer(&app, case.request()).await;
+    assert!(body_text(replay.into_body()).await.contains("fresh"));
+}
+
+#[tokio::test]
+async fn a_key_past_its_window_is_new() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    claim(&app, case.request())
+        .await
+        .finish(Ok(created("old")))
+        .await;
+    age(&app, &case, "expires_at").await;
+    let call = claim(&app, case.changed().request()).await;
+    let done = call.finish(Ok(created("new"))).await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+    let purged = app.purge_expired().await.unwrap();
+    let _ = purged;
+}
+
+#[tokio::test]
+async fn missing_malformed_and_overlong_keys_are_refused() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    for key in [
+        None,
+        Some("x".to_string()),
+        Some(format!("{}{}", case.key, "0".repeat(128))),
+    ] {
+        let refused = answer(&app, case.request_with_key(key.as_deref())).await;
+        assert_eq!(refused.status().as_u16(), 400, "{key:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_413() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let mut request = case.request();
+    *request.body_mut() = Body::from(vec![b' '; 1024 * 1024 + 1]);
+    request.headers_mut().remove("content-length");
+    let refused = answer(&app, request).await;
+    assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+}
