@@ -10,6 +10,7 @@ pub mod codegen;
 pub mod config;
 pub mod contract;
 pub mod lint;
+pub mod probe;
 pub mod report;
 pub mod spec;
 pub mod window;

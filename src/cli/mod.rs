@@ -5,6 +5,7 @@ mod ddl;
 #[path = "gen.rs"]
 mod generate;
 mod lint;
+mod probe;
 mod rules;
 mod window;
 
@@ -42,6 +43,9 @@ enum Command {
     Gen(generate::GenArgs),
     /// Print the idempotency record table's DDL.
     Ddl(ddl::DdlArgs),
+    /// Attack a running service's idempotent operations (bursts, replays,
+    /// changed bodies, bad keys) and report which promises hold.
+    Probe(Box<probe::ProbeArgs>),
     /// Print shell completions.
     Completions { shell: clap_complete::Shell },
 }
@@ -219,6 +223,7 @@ pub fn run() -> ExitCode {
         Command::Rules => rules::list(),
         Command::Gen(args) => generate::run(&args),
         Command::Ddl(args) => ddl::run(&args),
+        Command::Probe(args) => probe::run(&args),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

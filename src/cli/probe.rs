@@ -1,0 +1,167 @@
+//! `idemgen probe`: attack a running service's idempotent operations and
+//! report which promises of the contract hold.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::ValueEnum;
+
+use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print, print_load_error};
+use crate::probe::request::RequestOptions;
+use crate::probe::{self, ProbeOptions, report};
+use crate::spec::Workspace;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ProbeFormat {
+    Table,
+    Json,
+    Junit,
+}
+
+#[derive(clap::Args)]
+pub struct ProbeArgs {
+    /// The OpenAPI document the service implements.
+    pub spec: PathBuf,
+    /// Where the service listens, e.g. http://127.0.0.1:8080. Only
+    /// loopback hosts unless --allow-remote.
+    #[arg(long, value_name = "URL")]
+    pub base_url: String,
+    /// Only these operations (operationId, or `METHOD /path`).
+    #[arg(long = "op", value_name = "ID")]
+    pub operations: Vec<String>,
+    /// Identical requests sent at once in the burst check.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub burst: u16,
+    /// Requests of the burst in flight at once (default: all of them).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub concurrency: Option<u16>,
+    /// Extra request header, e.g. 'Authorization: Bearer …' (repeatable).
+    #[arg(long = "header", value_name = "'NAME: VALUE'", value_parser = header_arg)]
+    pub headers: Vec<(String, String)>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ProbeFormat,
+    /// Send writes to a host that is not loopback.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Most requests the whole probe sends.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_requests: usize,
+    /// Longest wait for one answer.
+    #[arg(long, default_value = "10s", value_parser = duration_arg, value_name = "DURATION")]
+    pub timeout: u64,
+    /// Longest the whole probe may take; no request is sent after it.
+    #[arg(long, default_value = "2m", value_parser = duration_arg, value_name = "DURATION")]
+    pub deadline: u64,
+    /// Request body (JSON) to send instead of the spec's example.
+    #[arg(long, value_name = "FILE", conflicts_with = "example")]
+    pub body_file: Option<PathBuf>,
+    /// Use this named example of the request body.
+    #[arg(long, value_name = "NAME")]
+    pub example: Option<String>,
+    /// Set a body value: `/order_no=ORD-1` (JSON values such as `5` or
+    /// `true` are parsed; anything else is a string). Repeatable.
+    #[arg(long = "set", value_name = "POINTER=VALUE", value_parser = set_arg)]
+    pub sets: Vec<(String, serde_json::Value)>,
+    /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param_arg)]
+    pub params: Vec<(String, String)>,
+}
+
+fn header_arg(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once(':')
+        .ok_or("write a header as 'Name: value'")?;
+    let name = name.trim();
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(format!("`{name}` is not a header name"));
+    }
+    Ok((name.to_string(), value.trim().to_string()))
+}
+
+fn set_arg(text: &str) -> Result<(String, serde_json::Value), String> {
+    let (pointer, value) = text
+        .split_once('=')
+        .ok_or("write it as POINTER=VALUE, e.g. /order_no=ORD-1")?;
+    if !pointer.starts_with('/') {
+        return Err(format!(
+            "`{pointer}` is not a JSON pointer; write /{pointer}"
+        ));
+    }
+    let value = serde_json::from_str(value)
+        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+    Ok((pointer.to_string(), value))
+}
+
+fn param_arg(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .ok_or_else(|| "write it as NAME=VALUE, e.g. order_no=ORD-1".to_string())
+}
+
+pub fn run(args: &ProbeArgs) -> ExitCode {
+    let workspace = match Workspace::load(&args.spec) {
+        Ok(workspace) => workspace,
+        Err(error) => {
+            print_load_error(&error);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let body = match &args.body_file {
+        None => None,
+        Some(path) => match std::fs::read(path)
+            .map_err(|error| error.to_string())
+            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|error| error.to_string()))
+        {
+            Ok(body) => Some(body),
+            Err(error) => {
+                eprintln!(
+                    "error: --body-file {}: {error}; it must be one JSON document",
+                    path.display()
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+    };
+    let options = ProbeOptions {
+        base_url: args.base_url.clone(),
+        operations: args.operations.clone(),
+        burst: usize::from(args.burst),
+        concurrency: usize::from(args.concurrency.unwrap_or(args.burst)),
+        allow_remote: args.allow_remote,
+        max_requests: args.max_requests,
+        request_timeout: Duration::from_millis(args.timeout.max(1)),
+        deadline: Duration::from_millis(args.deadline.max(1)),
+        request: RequestOptions {
+            body,
+            example: args.example.clone(),
+            sets: args.sets.clone(),
+            params: args.params.clone(),
+            headers: args.headers.clone(),
+        },
+    };
+    let spec = args.spec.display().to_string();
+    let report = match probe::run(&workspace, &spec, &options) {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: {}", error.0);
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    let text = match args.format {
+        ProbeFormat::Table => report::table(&report),
+        ProbeFormat::Json => {
+            let mut text = serde_json::to_string_pretty(&report::json(&report))
+                .expect("JSON values always serialise");
+            text.push('\n');
+            text
+        }
+        ProbeFormat::Junit => report::junit(&report),
+    };
+    print(&text);
+    if report.failed() {
+        ExitCode::from(EXIT_FINDINGS)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

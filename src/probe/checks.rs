@@ -1,0 +1,507 @@
+//! One function per promise of the contract. Each sends its requests and
+//! returns pass / fail / not applicable with the evidence.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::time::Duration;
+
+use crate::contract::model::FailedPolicy;
+
+use super::http::{Answer, Client, SendError, excerpt};
+use super::key;
+use super::request::{Event, KeyUse, Plan};
+use super::{CheckResult, Outcome};
+
+/// Most replay attempts that meet an in-progress answer before giving up.
+const REPLAY_ATTEMPTS: usize = 4;
+/// Longest wait honoured from a `Retry-After`.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
+/// Most duplicates sent while the first attempt of the in-progress check runs.
+const STAGGERED_DUPLICATES: usize = 8;
+
+pub struct Probe<'a> {
+    pub client: &'a Client,
+    pub plan: &'a Plan,
+    pub burst: usize,
+    pub concurrency: usize,
+}
+
+/// What the burst settled on: the first success, else the first answer
+/// that is not "in progress".
+pub struct Settled(pub Option<Answer>);
+
+impl Probe<'_> {
+    fn in_progress(&self, answer: &Answer) -> bool {
+        answer.status == self.plan.expect.in_progress
+    }
+
+    /// Evidence about an in-progress answer's `Retry-After`: `Err` when
+    /// absent, `Ok(Some(warning))` when it disagrees with the contract.
+    fn retry_after(&self, answer: &Answer) -> Result<Option<String>, String> {
+        let Some(value) = answer.header("retry-after") else {
+            return Err(format!(
+                "{} without Retry-After: clients cannot tell when to retry",
+                answer.describe()
+            ));
+        };
+        let promised = self.plan.expect.retry_after_ms.div_ceil(1000);
+        Ok(match value.trim().parse::<u64>() {
+            Ok(seconds) if seconds == promised => None,
+            Ok(seconds) => Some(format!(
+                "Retry-After: {seconds}, the contract's in-progress retry-after is {promised} s"
+            )),
+            Err(_) => Some(format!(
+                "Retry-After: `{value}` is not whole seconds (an HTTP date works, but seconds are what the contract says)"
+            )),
+        })
+    }
+
+    /// N identical requests released at once.
+    pub fn burst(&self, event: &Event) -> (CheckResult, Settled) {
+        let mut check = CheckResult::new("burst");
+        let request = self.plan.request(event, KeyUse::Valid);
+        let total = self.burst.max(1);
+        let threads = self.concurrency.clamp(1, total);
+        let barrier = Barrier::new(threads);
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(Vec::with_capacity(total));
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    barrier.wait();
+                    while next.fetch_add(1, Ordering::SeqCst) < total {
+                        let result = self.client.send(&request);
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(result);
+                    }
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut answers: Vec<Answer> = Vec::new();
+        let mut lost: Vec<SendError> = Vec::new();
+        for result in results {
+            match result {
+                Ok(answer) => answers.push(answer),
+                Err(error) => lost.push(error),
+            }
+        }
+        answers.sort_by_key(|answer| answer.received);
+        check.summary = format!(
+            "{total} identical requests at once: {}",
+            tally(&answers, self)
+        );
+        if let Some(error) = lost
+            .iter()
+            .find(|error| !matches!(error, SendError::Transport(_)))
+        {
+            check.outcome = Outcome::NotApplicable;
+            check.evidence.push(error.to_string());
+            return (check, Settled(None));
+        }
+        if !lost.is_empty() {
+            check.fail(format!(
+                "{} of {total} requests got no answer ({})",
+                lost.len(),
+                lost[0]
+            ));
+        }
+
+        let successes: Vec<&Answer> = answers.iter().filter(|a| a.is_success()).collect();
+        let mut bodies: Vec<&[u8]> = Vec::new();
+        for answer in &successes {
+            if !bodies.contains(&answer.body.as_slice()) {
+                bodies.push(&answer.body);
+            }
+        }
+        if bodies.len() > 1 {
+            check.fail(format!(
+                "{} different 2xx bodies for one key: the business step ran more than once",
+                bodies.len()
+            ));
+            for body in bodies.iter().take(3) {
+                check.evidence.push(format!("2xx body: {}", excerpt(body)));
+            }
+        }
+        let firsts = successes
+            .iter()
+            .filter(|answer| answer.header("idempotent-replayed").is_none())
+            .count();
+        if firsts > 1 && bodies.len() == 1 {
+            check.warn(format!(
+                "{firsts} 2xx answers without `Idempotent-Replayed`: replays are unmarked, or the step ran {firsts} times with identical output"
+            ));
+        }
+        let mut others = Vec::new();
+        for answer in &answers {
+            if self.in_progress(answer) && !answer.is_success() {
+                match self.retry_after(answer) {
+                    Err(why) => check.fail(why),
+                    Ok(Some(warning)) => check.warn(warning),
+                    Ok(None) => {}
+                }
+            } else if !answer.is_success() {
+                others.push(answer);
+            }
+        }
+        check.dedup();
+        let settled = successes
+            .first()
+            .map(|answer| (*answer).clone())
+            .or_else(|| others.first().map(|answer| (*answer).clone()));
+        if successes.is_empty() {
+            if let Some(first) = others.first() {
+                check.evidence.push(format!(
+                    "first answer: {} {}",
+                    first.describe(),
+                    first.excerpt()
+                ));
+            }
+            if check.outcome != Outcome::Fail {
+                check.outcome = Outcome::NotApplicable;
+                check.evidence.push(
+                    "no request succeeded, so nothing shows whether the business step ran once; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
+                        .into(),
+                );
+            }
+            return (check, Settled(settled));
+        }
+        for answer in &others {
+            check.fail(format!(
+                "{} while the first attempt {}: expected {} with Retry-After or the first answer",
+                answer.describe(),
+                if answer.received < successes[0].received {
+                    "ran"
+                } else {
+                    "had finished"
+                },
+                self.plan.expect.in_progress
+            ));
+            check
+                .evidence
+                .push(format!("its body: {}", answer.excerpt()));
+        }
+        check.dedup();
+        let in_progress = answers.iter().filter(|a| self.in_progress(a)).count();
+        if in_progress == 0 && total > 1 && check.outcome == Outcome::Pass {
+            let first = successes[0];
+            check.warn(format!(
+                "no duplicate arrived while the first attempt ran (it took {} ms), so the race was not exercised; slow the business step (the payment-callback example: DOWNSTREAM_DELAY_MS=300)",
+                (first.received - first.sent).as_millis()
+            ));
+        }
+        (check, Settled(settled))
+    }
+
+    /// The same request after the burst: the stored answer again.
+    pub fn replay(&self, event: &Event, settled: &Settled) -> CheckResult {
+        let mut check = CheckResult::new("replay");
+        let Some(first) = &settled.0 else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "the burst left no answer to replay".into();
+            return check;
+        };
+        let expect_conflict =
+            !first.is_success() && self.plan.expect.failed == FailedPolicy::Reject;
+        if !first.is_success() && !expect_conflict {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "the first attempt answered {}, and under `failed: retry` a retry runs again instead of replaying",
+                first.describe()
+            );
+            return check;
+        }
+        let answer = match self.settle(&self.plan.request(event, KeyUse::Valid)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        if expect_conflict {
+            let conflict = self.plan.expect.conflict;
+            check.summary = format!(
+                "after a recorded failure ({}), `failed: reject` answered {}",
+                first.describe(),
+                answer.describe()
+            );
+            if answer.status != conflict {
+                check.fail(format!("expected {conflict}: {}", answer.excerpt()));
+            }
+            return check;
+        }
+        let replayed = answer
+            .header("idempotent-replayed")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        if answer.status == first.status && answer.body == first.body {
+            check.summary = format!(
+                "{} with the first answer's {} bytes{}",
+                answer.describe(),
+                answer.body.len(),
+                if replayed {
+                    ", Idempotent-Replayed: true"
+                } else {
+                    ""
+                }
+            );
+            if !replayed {
+                check.warn(
+                    "the replay has no `Idempotent-Replayed: true` header, so clients and logs cannot tell it from a first answer"
+                        .into(),
+                );
+            }
+        } else {
+            check.summary = format!("{}, not the stored answer", answer.describe());
+            check.fail(format!(
+                "first answer {} {}",
+                first.describe(),
+                first.excerpt()
+            ));
+            check
+                .evidence
+                .push(format!("replay {} {}", answer.describe(), answer.excerpt()));
+        }
+        check
+    }
+
+    /// Sends `request`, waiting out in-progress answers (bounded).
+    fn settle(&self, request: &super::http::Outgoing) -> Result<Answer, SendError> {
+        let mut answer = self.client.send(request)?;
+        for _ in 1..REPLAY_ATTEMPTS {
+            if !self.in_progress(&answer) || answer.is_success() {
+                break;
+            }
+            let wait = answer
+                .header("retry-after")
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map_or(Duration::from_millis(200), Duration::from_secs);
+            std::thread::sleep(wait.min(MAX_RETRY_WAIT));
+            answer = self.client.send(request)?;
+        }
+        Ok(answer)
+    }
+
+    /// Same key, different body: the conflict status.
+    pub fn conflict(&self, event: &Event, settled: &Settled) -> CheckResult {
+        let mut check = CheckResult::new("conflict");
+        let expect = self.plan.expect.conflict;
+        if !self.plan.expect.fingerprint_body {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "`fingerprint.include` leaves out the body".into();
+            return check;
+        }
+        let Some((changed, pointer)) = self.plan.changed(event) else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "the request body has no value the probe can change".into();
+            return check;
+        };
+        let answer = match self.settle(&self.plan.request(&changed, KeyUse::Valid)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        let show = |event: &Event| {
+            event
+                .body
+                .as_ref()
+                .and_then(|body| body.pointer(&pointer))
+                .map_or_else(String::new, |value| value.to_string())
+        };
+        check.summary = format!(
+            "same key, `{pointer}` {} → {}: {}",
+            show(event),
+            show(&changed),
+            answer.describe()
+        );
+        if answer.status != expect {
+            check.fail(format!("expected {expect}: {}", answer.excerpt()));
+            let first_body = settled.0.as_ref().map(|first| first.body.as_slice());
+            if answer.is_success() && first_body == Some(answer.body.as_slice()) {
+                check.evidence.push(
+                    "it is the first answer replayed: the request fingerprint is ignored, so a different payment under a reused key is silently dropped"
+                        .into(),
+                );
+            }
+        }
+        check
+    }
+
+    /// No key, a malformed key, an over-long key: the missing-key status.
+    pub fn key_checks(&self, event: &Event, rng: &mut key::Rng) -> Vec<CheckResult> {
+        let Some(expect) = self.plan.expect.missing_key else {
+            return ["missing-key", "malformed-key", "long-key"]
+                .into_iter()
+                .map(|id| {
+                    let mut check = CheckResult::new(id);
+                    check.outcome = Outcome::NotApplicable;
+                    check.summary = format!(
+                        "profile `{}` makes the key optional",
+                        self.plan.expect.profile
+                    );
+                    check
+                })
+                .collect();
+        };
+        let body = event.body.clone().unwrap_or(serde_json::Value::Null);
+        let malformed = key::malformed(&self.plan.template, &body, rng);
+        let long = (self.plan.max_length < 8192)
+            .then(|| key::over_long(&self.plan.template, self.plan.max_length));
+        let cases: [(&str, Option<KeyUse<'_>>, String); 3] = [
+            (
+                "missing-key",
+                Some(KeyUse::Missing),
+                format!("no {}", self.plan.key_label()),
+            ),
+            (
+                "malformed-key",
+                malformed.as_deref().map(KeyUse::Given),
+                format!("`{}`", malformed.as_deref().unwrap_or("")),
+            ),
+            (
+                "long-key",
+                long.as_deref().map(KeyUse::Given),
+                format!(
+                    "a {}-character key (max-length {})",
+                    long.as_ref().map_or(0, String::len),
+                    self.plan.max_length
+                ),
+            ),
+        ];
+        cases
+            .into_iter()
+            .map(|(id, key_use, what)| {
+                let mut check = CheckResult::new(id);
+                let Some(key_use) = key_use else {
+                    check.outcome = Outcome::NotApplicable;
+                    check.summary = "no such key can be built from this template".into();
+                    return check;
+                };
+                let answer = match self.client.send(&self.plan.request(event, key_use)) {
+                    Ok(answer) => answer,
+                    Err(error) => return check.no_answer(error),
+                };
+                check.summary = format!("{what}: {}", answer.describe());
+                if answer.status != expect {
+                    check.fail(format!("expected {expect}: {}", answer.excerpt()));
+                    if answer.is_success() {
+                        check
+                            .evidence
+                            .push("the request was processed without a valid key".into());
+                    }
+                }
+                check
+            })
+            .collect()
+    }
+
+    /// Duplicates sent one after another while a first attempt runs: each
+    /// must be the in-progress answer, never a 2xx with an empty or
+    /// different body.
+    pub fn in_progress_honesty(&self, event: &Event) -> CheckResult {
+        let mut check = CheckResult::new("in-progress");
+        let request = self.plan.request(event, KeyUse::Valid);
+        let done = AtomicBool::new(false);
+        let (first, duplicates) = std::thread::scope(|scope| {
+            let first = scope.spawn(|| {
+                let answer = self.client.send(&request);
+                done.store(true, Ordering::SeqCst);
+                answer
+            });
+            let mut duplicates = Vec::new();
+            std::thread::sleep(Duration::from_millis(5));
+            while !done.load(Ordering::SeqCst) && duplicates.len() < STAGGERED_DUPLICATES {
+                duplicates.push(self.client.send(&request));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let first = first
+                .join()
+                .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into())));
+            (first, duplicates)
+        });
+        let first = match first {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        let mut during = Vec::new();
+        for duplicate in duplicates {
+            match duplicate {
+                Ok(answer) if answer.sent < first.received => during.push(answer),
+                Ok(_) => {}
+                Err(error) => return check.no_answer(error),
+            }
+        }
+        check.summary = format!(
+            "{} duplicate(s) sent while the first attempt ran ({} ms, answered {}): {}",
+            during.len(),
+            (first.received - first.sent).as_millis(),
+            first.describe(),
+            tally(&during, self)
+        );
+        if during.is_empty() {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "the first attempt answered in {} ms, before a duplicate could be sent; slow the business step (the payment-callback example: DOWNSTREAM_DELAY_MS=300)",
+                (first.received - first.sent).as_millis()
+            );
+            return check;
+        }
+        for answer in &during {
+            let same_as_first = answer.status == first.status && answer.body == first.body;
+            if same_as_first {
+                continue; // a replay that raced the first answer's delivery
+            }
+            if self.in_progress(answer) && !answer.is_success() {
+                match self.retry_after(answer) {
+                    Err(why) => check.fail(why),
+                    Ok(Some(warning)) => check.warn(warning),
+                    Ok(None) => {}
+                }
+            } else if answer.is_success() && answer.body.is_empty() {
+                check.fail(format!(
+                    "{} with an empty body while the first attempt was still running: a client would take it as done",
+                    answer.describe()
+                ));
+            } else if answer.is_success() {
+                check.fail(format!(
+                    "{} with a different body than the first attempt's: the business step ran again",
+                    answer.describe()
+                ));
+                check
+                    .evidence
+                    .push(format!("duplicate: {}", answer.excerpt()));
+                check.evidence.push(format!("first: {}", first.excerpt()));
+            } else {
+                check.fail(format!(
+                    "{} while the first attempt ran: expected {} with Retry-After",
+                    answer.describe(),
+                    self.plan.expect.in_progress
+                ));
+            }
+        }
+        check.dedup();
+        check
+    }
+}
+
+/// `1 × 200 OK, 7 × 429 Too Many Requests`, in order of first appearance.
+fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for answer in answers {
+        let mut label = format!("{}", answer.status);
+        if probe.in_progress(answer) && answer.header("retry-after").is_some() {
+            label.push_str(" with Retry-After");
+        } else if answer.header("idempotent-replayed").is_some() && answer.is_success() {
+            label.push_str(" replayed");
+        }
+        match counts.iter_mut().find(|(seen, _)| *seen == label) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((label, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return "no answers".into();
+    }
+    counts
+        .iter()
+        .map(|(label, count)| format!("{count} × {label}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
