@@ -19,6 +19,7 @@ pub mod operations;
 pub mod routes;
 pub mod store;
 
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use axum::Router;
@@ -96,6 +97,7 @@ pub async fn serve() -> Result<(), Box<dyn std::error::Error>> {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_ansi(std::io::stdout().is_terminal())
         .init();
     let database_url =
         std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string());

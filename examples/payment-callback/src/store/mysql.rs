@@ -3,8 +3,8 @@
 //! sqlx connects to MySQL with `CLIENT_FOUND_ROWS`, so the claim's
 //! `ON DUPLICATE KEY UPDATE` reports one affected row whether it inserted or
 //! not: the caller reads the claim token back instead. The fenced UPDATEs
-//! count matched rows, which is what they need. On a Galera cluster, set
-//! `wsrep_sync_wait = 1` for the service's user so that reading the record
+//! count matched rows, which is what they need. Each connection sets
+//! `wsrep_sync_wait = 1` so that, on a Galera cluster, reading the record
 //! back sees a claim committed on another node.
 
 use std::time::Duration;
@@ -21,7 +21,23 @@ pub const DEFAULT_DATABASE_URL: &str = "mysql://root@127.0.0.1:3306/payment_call
 
 /// Connects and applies the migrations in `migrations/mysql/`.
 pub async fn connect(url: &str) -> Result<Pool, sqlx::Error> {
-    let pool = sqlx::pool::PoolOptions::<Db>::new().connect(url).await?;
+    let pool = sqlx::pool::PoolOptions::<Db>::new()
+        .after_connect(|connection, _| {
+            Box::pin(async move {
+                // On a Galera cluster a read may miss a claim committed on
+                // another node a moment ago unless it waits for it. Other
+                // servers do not know the variable, and need not.
+                if let Err(error) = sqlx::query("SET SESSION wsrep_sync_wait = 1")
+                    .execute(&mut *connection)
+                    .await
+                {
+                    tracing::debug!(%error, "wsrep_sync_wait not set");
+                }
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await?;
     // Instances starting together race to migrate; the losers see the
     // winner's bookkeeping (a duplicate or "dirty" version) and try again.
     let mut attempt = 0;
