@@ -398,36 +398,56 @@ impl Probe<'_> {
     pub fn in_progress_honesty(&self, event: &Event) -> CheckResult {
         let mut check = CheckResult::new("in-progress");
         let request = self.plan.request(event, KeyUse::Valid);
-        let done = AtomicBool::new(false);
-        let (first, duplicates) = std::thread::scope(|scope| {
+        // Set once any answer is final (not "in progress"): no more
+        // duplicates are needed after that.
+        let settled = AtomicBool::new(false);
+        let is_final = |answer: &Result<Answer, SendError>| {
+            answer
+                .as_ref()
+                .is_ok_and(|answer| answer.is_success() || !self.in_progress(answer))
+        };
+        let mut results = std::thread::scope(|scope| {
             let first = scope.spawn(|| {
                 let answer = self.client.send(&request);
-                done.store(true, Ordering::SeqCst);
+                if is_final(&answer) {
+                    settled.store(true, Ordering::SeqCst);
+                }
                 answer
             });
-            let mut duplicates = Vec::new();
+            let mut results = Vec::new();
             std::thread::sleep(Duration::from_millis(5));
-            while !done.load(Ordering::SeqCst) && duplicates.len() < STAGGERED_DUPLICATES {
-                duplicates.push(self.client.send(&request));
+            while !settled.load(Ordering::SeqCst) && results.len() < STAGGERED_DUPLICATES {
+                let answer = self.client.send(&request);
+                if is_final(&answer) {
+                    settled.store(true, Ordering::SeqCst);
+                }
+                results.push(answer);
                 std::thread::sleep(Duration::from_millis(10));
             }
-            let first = first
-                .join()
-                .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into())));
-            (first, duplicates)
+            results.push(
+                first
+                    .join()
+                    .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into()))),
+            );
+            results
         });
-        let first = match first {
-            Ok(answer) => answer,
-            Err(error) => return check.no_answer(error),
-        };
-        let mut during = Vec::new();
-        for duplicate in duplicates {
-            match duplicate {
-                Ok(answer) if answer.sent < first.received => during.push(answer),
-                Ok(_) => {}
-                Err(error) => return check.no_answer(error),
-            }
+        if let Some(position) = results.iter().position(Result::is_err) {
+            let Err(error) = results.swap_remove(position) else {
+                unreachable!("position found an error")
+            };
+            return check.no_answer(error);
         }
+        let mut answers: Vec<Answer> = results.into_iter().filter_map(Result::ok).collect();
+        // Which request reached the server first is unknown; the one that
+        // did the work is the one that took longest.
+        answers.sort_by_key(|answer| answer.received - answer.sent);
+        let Some(first) = answers.pop() else {
+            return check.no_answer(SendError::Transport("no request was sent".into()));
+        };
+        let during: Vec<Answer> = answers
+            .into_iter()
+            .filter(|answer| answer.sent < first.received)
+            .collect();
         check.summary = format!(
             "{} duplicate(s) sent while the first attempt ran ({} ms, answered {}): {}",
             during.len(),

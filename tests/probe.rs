@@ -1,0 +1,628 @@
+//! `idemgen probe` against servers written here with std::net: one that
+//! keeps every promise, and three that each break one (check-then-write,
+//! an empty 200 while in progress, an ignored fingerprint). Then against
+//! the real payment-callback example when it is in the tree.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe test, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [order_no, amount, date]
+              properties:
+                order_no: {type: string, maxLength: 32, example: ORD-1}
+                amount: {type: integer, minimum: 1}
+                date: {type: string, pattern: "^[0-9]{8}$"}
+      x-idempotency:
+        key: {in: header, name: Idempotency-Key, format: "pay:{date}:{uuid}"}
+        window: 18s
+        responses:
+          in-progress: {status: 429, retry-after: 1s}
+      responses:
+        "200": {description: paid}
+        "400": {description: bad key}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+"#;
+
+/// What a test server gets wrong.
+#[derive(Clone, Copy, PartialEq)]
+enum Flaw {
+    None,
+    /// Looks for a finished record, works, then writes: no claim.
+    CheckThenWrite,
+    /// Answers an empty 200 while the first attempt runs.
+    EmptyWhileInProgress,
+    /// Replays for the same key whatever the body.
+    IgnoresFingerprint,
+}
+
+enum Record {
+    InProgress { body: Vec<u8> },
+    Done { body: Vec<u8>, answer: Vec<u8> },
+}
+
+struct Request {
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+fn reply(status: u16, body: &str) -> Reply {
+    Reply {
+        status,
+        headers: Vec::new(),
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn valid_key(key: &str) -> bool {
+    let Some(rest) = key.strip_prefix("pay:") else {
+        return false;
+    };
+    let Some((date, uuid)) = rest.split_once(':') else {
+        return false;
+    };
+    key.len() <= 128
+        && date.len() == 8
+        && date.bytes().all(|b| b.is_ascii_digit())
+        && uuid.len() == 36
+        && uuid.bytes().enumerate().all(|(at, b)| {
+            matches!(at, 8 | 13 | 18 | 23) == (b == b'-') && (b == b'-' || b.is_ascii_hexdigit())
+        })
+}
+
+/// The payment handler, with one promise broken by `flaw`.
+fn handle(
+    flaw: Flaw,
+    records: &Mutex<HashMap<String, Record>>,
+    ids: &AtomicU64,
+    request: Request,
+) -> Reply {
+    let key = request
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+        .map(|(_, value)| value.clone());
+    let Some(key) = key.filter(|key| valid_key(key)) else {
+        return reply(400, r#"{"title":"missing or malformed key"}"#);
+    };
+    let work = || {
+        std::thread::sleep(Duration::from_millis(60));
+        let id = ids.fetch_add(1, Ordering::SeqCst);
+        format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes()
+    };
+    if flaw == Flaw::CheckThenWrite {
+        if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
+            return replayed(answer.clone());
+        }
+        let answer = work();
+        records.lock().unwrap().insert(
+            key,
+            Record::Done {
+                body: request.body,
+                answer: answer.clone(),
+            },
+        );
+        return Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: answer,
+        };
+    }
+    {
+        let mut records = records.lock().unwrap();
+        match records.get(&key) {
+            Some(Record::InProgress { body } | Record::Done { body, .. })
+                if *body != request.body && flaw != Flaw::IgnoresFingerprint =>
+            {
+                return reply(409, r#"{"title":"key reused with another body"}"#);
+            }
+            Some(Record::InProgress { .. }) if flaw == Flaw::EmptyWhileInProgress => {
+                return reply(200, "");
+            }
+            Some(Record::InProgress { .. }) => {
+                let mut busy = reply(429, r#"{"title":"in progress"}"#);
+                busy.headers.push(("Retry-After", "1".into()));
+                return busy;
+            }
+            Some(Record::Done { answer, .. }) => return replayed(answer.clone()),
+            None => {
+                records.insert(
+                    key.clone(),
+                    Record::InProgress {
+                        body: request.body.clone(),
+                    },
+                );
+            }
+        }
+    }
+    let answer = work();
+    records.lock().unwrap().insert(
+        key,
+        Record::Done {
+            body: request.body,
+            answer: answer.clone(),
+        },
+    );
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: answer,
+    }
+}
+
+fn replayed(answer: Vec<u8>) -> Reply {
+    Reply {
+        status: 200,
+        headers: vec![("Idempotent-Replayed", "true".into())],
+        body: answer,
+    }
+}
+
+/// Serves `flaw`'s handler on a free loopback port, one thread per
+/// connection, one request per connection; returns the base URL.
+fn serve(flaw: Flaw) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let records = Arc::new(Mutex::new(HashMap::new()));
+    let ids = Arc::new(AtomicU64::new(1000));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let records = Arc::clone(&records);
+            let ids = Arc::clone(&ids);
+            std::thread::spawn(move || {
+                let _ = answer(stream, |request| handle(flaw, &records, &ids, request));
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Minimal HTTP/1.1: request line, headers, a Content-Length body.
+fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = trimmed.split_once(':') {
+            headers.push((name.trim().to_string(), value.trim().to_string()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let reply = handler(Request { headers, body });
+    let mut out = format!(
+        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n",
+        reply.status,
+        reply.body.len()
+    );
+    for (name, value) in reply.headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut stream = stream;
+    stream.write_all(out.as_bytes())?;
+    stream.write_all(&reply.body)?;
+    stream.flush()
+}
+
+fn spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, SPEC).unwrap();
+    (dir, path)
+}
+
+fn probe(spec: &Path, base_url: &str, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .arg("probe")
+        .arg(spec)
+        .args(["--base-url", base_url])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Runs the probe with `--format json`: exit code and check id → outcome.
+fn probe_json(spec: &Path, base_url: &str) -> (i32, HashMap<String, Value>, Value) {
+    let output = probe(spec, base_url, &["--format", "json"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let checks = report["operations"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| (check["check"].as_str().unwrap().to_string(), check.clone()))
+        .collect();
+    (output.status.code().unwrap(), checks, report)
+}
+
+fn outcome(checks: &HashMap<String, Value>, id: &str) -> String {
+    checks[id]["outcome"].as_str().unwrap().to_string()
+}
+
+fn evidence(checks: &HashMap<String, Value>, id: &str) -> String {
+    checks[id]["evidence"].to_string()
+}
+
+const ALL: [&str; 7] = [
+    "burst",
+    "replay",
+    "conflict",
+    "missing-key",
+    "malformed-key",
+    "long-key",
+    "in-progress",
+];
+
+#[test]
+fn a_correct_server_keeps_every_promise() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::None);
+    let (code, checks, report) = probe_json(&spec, &base);
+    for id in ALL {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0);
+    assert_eq!(report["summary"]["failed"], 0);
+    assert!(
+        checks["burst"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("429 with Retry-After"),
+        "{report:#}"
+    );
+
+    let table = probe(&spec, &base, &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("PASS  burst"), "{text}");
+    assert!(text.contains("7 passed, 0 failed"), "{text}");
+}
+
+#[test]
+fn check_then_write_runs_the_business_step_twice() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::CheckThenWrite));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("the business step ran more than once"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "missing-key"), "pass");
+}
+
+#[test]
+fn an_empty_200_while_in_progress_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::EmptyWhileInProgress));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "in-progress")
+            .contains("empty body while the first attempt was still running"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "conflict"), "pass");
+}
+
+#[test]
+fn an_ignored_fingerprint_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::IgnoresFingerprint));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "conflict"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "conflict").contains("fingerprint is ignored"),
+        "{report:#}"
+    );
+    for id in ["burst", "replay", "missing-key", "in-progress"] {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+
+    let table = probe(&spec, &serve(Flaw::IgnoresFingerprint), &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("FAIL  conflict"), "{text}");
+}
+
+#[test]
+fn junit_has_one_testcase_per_check() {
+    let (_dir, spec) = spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::IgnoresFingerprint),
+        &["--format", "junit"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let xml = String::from_utf8(output.stdout).unwrap();
+    let document = roxmltree::Document::parse(&xml).unwrap();
+    let cases: Vec<_> = document
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(cases.len(), 7, "{xml}");
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
+        .map(|case| case.attribute("name").unwrap())
+        .collect();
+    assert_eq!(failed, ["conflict"], "{xml}");
+}
+
+#[test]
+fn refuses_remote_hosts_and_reports_unreachable_services() {
+    let (_dir, spec) = spec_file();
+    let remote = probe(&spec, "http://192.0.2.10:8080", &[]);
+    assert_eq!(remote.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&remote.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+
+    // A port that was free a moment ago.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = probe(&spec, &format!("http://127.0.0.1:{port}"), &[]);
+    assert_eq!(down.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+
+    let unknown = probe(&spec, &serve(Flaw::None), &["--op", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn the_request_budget_bounds_the_probe() {
+    let (_dir, spec) = spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::None),
+        &["--max-requests", "3", "--format", "json"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["summary"]["requests"], 3, "{report:#}");
+    assert!(
+        report.to_string().contains("--max-requests 3"),
+        "{report:#}"
+    );
+}
+
+// The payment-callback example: a real generated service on a database.
+
+struct Service(Child);
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn example_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/payment-callback")
+}
+
+/// Builds the example for `feature` and starts it on a free port; `None`
+/// (with a note) when the example is not in the tree.
+fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)> {
+    let dir = example_dir();
+    if !dir.join("Cargo.toml").is_file() {
+        eprintln!("note: examples/payment-callback is not in the tree; skipping");
+        return None;
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Another feature set gets its own target directory, so the default
+    // (SQLite) build is not thrown away.
+    let target = match feature {
+        "sqlite" => root.join("target"),
+        other => root.join("target").join(format!("probe-{other}")),
+    };
+    let build = Command::new(env!("CARGO"))
+        .current_dir(root)
+        .args([
+            "build",
+            "-p",
+            "payment-callback",
+            "--bin",
+            "payment-callback",
+        ])
+        .args(if feature == "sqlite" {
+            vec![]
+        } else {
+            vec!["--no-default-features", "--features", feature]
+        })
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .unwrap();
+    assert!(
+        build.success(),
+        "building the payment-callback example failed"
+    );
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(target.join("debug/payment-callback"))
+        .env("DATABASE_URL", database_url)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("DOWNSTREAM_DELAY_MS", "300")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let service = Service(child);
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the payment-callback example did not start listening"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some((service, format!("http://127.0.0.1:{port}")))
+}
+
+/// Probes the running example with a freshly seeded unpaid order.
+fn probe_example(base: &str, order_no: &str) {
+    let spec = example_dir().join("openapi.yaml");
+    let output = probe(
+        &spec,
+        base,
+        &[
+            "--set",
+            &format!("/order_no={order_no}"),
+            "--set",
+            "/amount=1999",
+        ],
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    for id in ALL {
+        assert!(text.contains(&format!("PASS  {id}")), "{id}: {text}");
+    }
+}
+
+fn order_no() -> String {
+    format!(
+        "ORD-PROBE-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    )
+}
+
+fn seed_sql(order_no: &str) -> String {
+    format!("INSERT INTO orders (order_no, amount) VALUES ('{order_no}', 1999)")
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        eprintln!("note: the sqlite3 command is needed to seed an order; skipping");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("payments.db");
+    let url = format!("sqlite://{}", db.display());
+    let Some((_service, base)) = start_example("sqlite", &url) else {
+        return;
+    };
+    let order = order_no();
+    let seeded = Command::new("sqlite3")
+        .arg(&db)
+        .arg(seed_sql(&order))
+        .status()
+        .unwrap();
+    assert!(seeded.success());
+    probe_example(&base, &order);
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_mariadb() {
+    let Ok(url) = std::env::var("IDEMGEN_TEST_MYSQL_URL") else {
+        eprintln!("note: set IDEMGEN_TEST_MYSQL_URL to probe the example on MariaDB/MySQL");
+        return;
+    };
+    let Some((_service, base)) = start_example("mysql", &url) else {
+        return;
+    };
+    // mysql://user[:password]@host[:port]/database
+    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
+    let (credentials, location) = rest.rsplit_once('@').unwrap_or(("root", rest));
+    let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
+    let (host_port, database) = location.split_once('/').unwrap_or((location, ""));
+    let database = database.split('?').next().unwrap_or("");
+    let (host, port) = host_port.split_once(':').unwrap_or((host_port, "3306"));
+    let order = order_no();
+    let mut command = Command::new("mysql");
+    command.args([
+        "-h",
+        host,
+        "-P",
+        port,
+        "-u",
+        user,
+        database,
+        "-e",
+        &seed_sql(&order),
+    ]);
+    if !password.is_empty() {
+        command.env("MYSQL_PWD", password);
+    }
+    assert!(
+        command.status().unwrap().success(),
+        "seeding with mysql failed"
+    );
+    probe_example(&base, &order);
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_postgres() {
+    let Ok(url) = std::env::var("IDEMGEN_TEST_PG_URL") else {
+        eprintln!("note: set IDEMGEN_TEST_PG_URL to probe the example on PostgreSQL");
+        return;
+    };
+    let Some((_service, base)) = start_example("postgres", &url) else {
+        return;
+    };
+    let order = order_no();
+    let seeded = Command::new("psql")
+        .args([url.as_str(), "-c", &seed_sql(&order)])
+        .status()
+        .unwrap();
+    assert!(seeded.success(), "seeding with psql failed");
+    probe_example(&base, &order);
+}
