@@ -47,6 +47,31 @@ paths:
         "429":
           description: in progress
           headers: {Retry-After: {required: true, schema: {type: integer}}}
+  /refunds:
+    post:
+      operationId: refund
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [refund_id, refund_key, amount]
+              properties:
+                refund_id: {type: string, maxLength: 12}
+                refund_key: {type: string}
+                amount: {type: integer, minimum: 1}
+            examples:
+              small: {value: {refund_id: RF-7, refund_key: "", amount: 5}}
+      x-idempotency:
+        key: {in: body, name: /refund_key, format: "refund:{field:/refund_id}:{random:16}"}
+        window: 18s
+      responses:
+        "200": {description: refunded}
+        "400": {description: bad key}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
 "#;
 
 /// What a test server gets wrong.
@@ -67,6 +92,7 @@ enum Record {
 }
 
 struct Request {
+    path: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
@@ -101,19 +127,37 @@ fn valid_key(key: &str) -> bool {
         })
 }
 
-/// The payment handler, with one promise broken by `flaw`.
+/// `refund:{field:/refund_id}:{random:16}`, the key inside the body.
+fn refund_key(body: &[u8]) -> Option<String> {
+    let body: Value = serde_json::from_slice(body).ok()?;
+    let key = body.get("refund_key")?.as_str()?;
+    let refund_id = body.get("refund_id")?.as_str()?;
+    let random = key.strip_prefix(&format!("refund:{refund_id}:"))?;
+    (random.len() == 22
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    .then(|| key.to_string())
+}
+
+/// The payment (and refund) handler, with one promise broken by `flaw`.
 fn handle(
     flaw: Flaw,
     records: &Mutex<HashMap<String, Record>>,
     ids: &AtomicU64,
     request: Request,
 ) -> Reply {
-    let key = request
-        .headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
-        .map(|(_, value)| value.clone());
-    let Some(key) = key.filter(|key| valid_key(key)) else {
+    let key = if request.path == "/refunds" {
+        refund_key(&request.body)
+    } else {
+        request
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+            .map(|(_, value)| value.clone())
+            .filter(|key| valid_key(key))
+    };
+    let Some(key) = key else {
         return reply(400, r#"{"title":"missing or malformed key"}"#);
     };
     let work = || {
@@ -213,6 +257,7 @@ fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io:
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
+    let path = line.split(' ').nth(1).unwrap_or("/").to_string();
     let mut headers = Vec::new();
     loop {
         line.clear();
@@ -232,7 +277,11 @@ fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io:
         .unwrap_or(0);
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
-    let reply = handler(Request { headers, body });
+    let reply = handler(Request {
+        path,
+        headers,
+        body,
+    });
     let mut out = format!(
         "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n",
         reply.status,
@@ -265,9 +314,14 @@ fn probe(spec: &Path, base_url: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
-/// Runs the probe with `--format json`: exit code and check id → outcome.
+/// Runs the probe of `pay` with `--format json`: exit code, check id →
+/// check, and the whole report.
 fn probe_json(spec: &Path, base_url: &str) -> (i32, HashMap<String, Value>, Value) {
-    let output = probe(spec, base_url, &["--format", "json"]);
+    probe_op_json(spec, base_url, "pay")
+}
+
+fn probe_op_json(spec: &Path, base_url: &str, op: &str) -> (i32, HashMap<String, Value>, Value) {
+    let output = probe(spec, base_url, &["--format", "json", "--op", op]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
         panic!(
@@ -323,7 +377,22 @@ fn a_correct_server_keeps_every_promise() {
     let table = probe(&spec, &base, &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("PASS  burst"), "{text}");
-    assert!(text.contains("7 passed, 0 failed"), "{text}");
+    assert!(text.contains("14 passed, 0 failed"), "{text}");
+    assert_eq!(table.status.code(), Some(0));
+}
+
+#[test]
+fn keys_in_the_body_follow_their_field_segments() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::None), "refund");
+    for id in ALL {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0);
+    // The named example's refund_id, made unique per event, is in the key.
+    let request = report["operations"][0]["request"].to_string();
+    assert!(request.contains("example `small`"), "{request}");
+    assert!(request.contains("refund:RF-7-"), "{request}");
 }
 
 #[test]
@@ -338,6 +407,13 @@ fn check_then_write_runs_the_business_step_twice() {
     );
     assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
     assert_eq!(outcome(&checks, "missing-key"), "pass");
+
+    // The table names the broken promise (`--nocapture` shows it whole).
+    let table = probe(&spec, &serve(Flaw::CheckThenWrite), &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{text}");
+    assert_eq!(table.status.code(), Some(1));
+    assert!(text.contains("FAIL  burst"), "{text}");
 }
 
 #[test]
@@ -380,7 +456,7 @@ fn junit_has_one_testcase_per_check() {
     let output = probe(
         &spec,
         &serve(Flaw::IgnoresFingerprint),
-        &["--format", "junit"],
+        &["--format", "junit", "--op", "pay"],
     );
     assert_eq!(output.status.code(), Some(1));
     let xml = String::from_utf8(output.stdout).unwrap();

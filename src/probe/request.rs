@@ -220,7 +220,7 @@ impl Plan {
                 let fresh = match body.pointer(pointer) {
                     Some(Value::Number(_)) => Value::from(rng.next_u64() % 1_000_000_000 + 1),
                     Some(Value::String(text)) => {
-                        let suffix = format!("-{}", rng.hex(4));
+                        let suffix = format!("-{}", rng.hex(3));
                         let room = max_length
                             .unwrap_or(usize::MAX)
                             .saturating_sub(suffix.len());
