@@ -498,6 +498,37 @@ fn refuses_remote_hosts_and_reports_unreachable_services() {
 }
 
 #[test]
+fn redirects_are_answers_never_followed() {
+    let (_dir, spec) = spec_file();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = answer(stream, |_| Reply {
+                    status: 307,
+                    // TEST-NET-1: following this would hang until the timeout.
+                    headers: vec![("Location", "http://192.0.2.1/pay".into())],
+                    body: Vec::new(),
+                });
+            });
+        }
+    });
+    let started = Instant::now();
+    let (code, checks, report) = probe_json(&spec, &base);
+    assert!(started.elapsed() < Duration::from_secs(8), "{report:#}");
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "not-applicable", "{report:#}");
+    assert!(
+        checks["missing-key"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("307"),
+        "{report:#}"
+    );
+}
+
+#[test]
 fn the_request_budget_bounds_the_probe() {
     let (_dir, spec) = spec_file();
     let output = probe(
@@ -701,4 +732,82 @@ fn the_payment_callback_example_keeps_its_promises_on_postgres() {
         .unwrap();
     assert!(seeded.success(), "seeding with psql failed");
     probe_example(&base, &order);
+}
+
+// The report formats, on a fixed report (live runs differ in keys and
+// timings).
+
+fn fixed_report() -> idemgen::probe::Report {
+    use idemgen::probe::{CheckResult, OperationReport, Outcome, Report};
+    let check = |id, outcome, summary: &str, evidence: &[&str], warnings: &[&str]| CheckResult {
+        id,
+        outcome,
+        summary: summary.into(),
+        evidence: evidence.iter().map(|line| line.to_string()).collect(),
+        warnings: warnings.iter().map(|line| line.to_string()).collect(),
+    };
+    Report {
+        spec: "openapi.yaml".into(),
+        base_url: "http://127.0.0.1:8080".into(),
+        operations: vec![
+            OperationReport {
+                name: "onPayCallback".into(),
+                method: "POST".into(),
+                path: "/callbacks/pay".into(),
+                profile: "retry-after".into(),
+                request: vec![
+                    "POST /callbacks/pay".into(),
+                    "key `Idempotency-Key` header: `pay:20240615:0f8fad5b-d9cb-469f-a165-70867728950e` (format `pay:{date}:{uuid}`)".into(),
+                ],
+                skipped: None,
+                checks: vec![
+                    check(
+                        "burst",
+                        Outcome::Fail,
+                        "8 identical requests at once: 8 × 200",
+                        &[
+                            "2 different 2xx bodies for one key: the business step ran more than once",
+                            "2xx body: {\"payment_id\":1}",
+                            "2xx body: {\"payment_id\":2}",
+                        ],
+                        &[],
+                    ),
+                    check(
+                        "replay",
+                        Outcome::Pass,
+                        "200 OK with the first answer's 16 bytes",
+                        &[],
+                        &["the replay has no `Idempotent-Replayed: true` header"],
+                    ),
+                    check(
+                        "in-progress",
+                        Outcome::NotApplicable,
+                        "the first attempt answered in 2 ms, before a duplicate could be sent",
+                        &[],
+                        &[],
+                    ),
+                ],
+            },
+            OperationReport {
+                name: "upload".into(),
+                method: "POST".into(),
+                path: "/files".into(),
+                profile: "stripe".into(),
+                request: Vec::new(),
+                skipped: Some("its request body is `multipart/form-data`".into()),
+                checks: Vec::new(),
+            },
+        ],
+        requests: 21,
+        elapsed: Duration::from_millis(1234),
+    }
+}
+
+#[test]
+fn report_formats() {
+    use idemgen::probe::report;
+    let fixed = fixed_report();
+    insta::assert_snapshot!("table", report::table(&fixed));
+    insta::assert_json_snapshot!("json", report::json(&fixed));
+    insta::assert_snapshot!("junit", report::junit(&fixed));
 }
