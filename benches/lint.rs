@@ -14,8 +14,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use idemgen::lint::{LintOptions, lint};
-use saphyr::LoadableYamlNode;
 use idemgen::spec::Workspace;
+use saphyr::LoadableYamlNode;
 
 const RUNS: usize = 7;
 

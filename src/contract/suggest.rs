@@ -30,7 +30,10 @@ mod tests {
     fn suggests_typos() {
         assert_eq!(closest("windw", ["window", "key"]), Some("window"));
         assert_eq!(closest("uid", ["uuid", "ulid"]), Some("uuid"));
-        assert_eq!(closest("max-lenght", ["max-length", "name"]), Some("max-length"));
+        assert_eq!(
+            closest("max-lenght", ["max-length", "name"]),
+            Some("max-length")
+        );
         assert_eq!(closest("zebra", ["window", "key"]), None);
     }
 }
