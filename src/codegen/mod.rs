@@ -237,6 +237,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         "operations": operations,
         "routes": routes.iter().map(|(path, _, handlers)| json!({"path": path, "handlers": handlers})).collect::<Vec<_>>(),
         "t": test_op,
+        "any_idempotent": operations.iter().any(|op| op["contract"].is_object()),
         "replay_rate_alert": replay_rate_alert,
     });
 

@@ -2,7 +2,6 @@
 
 use std::sync::OnceLock;
 
-#[allow(unused_imports)]
 use crate::idempotency::{Contract, Fingerprint, Operation, Source};
 use crate::metrics::Counters;
 

@@ -323,8 +323,25 @@ async fn a_key_past_its_window_is_new() {
     let call = claim(&app, case.changed().request()).await;
     let done = call.finish(Ok(created("new"))).await;
     assert_eq!(done.status(), StatusCode::CREATED);
-    let purged = app.purge_expired().await.unwrap();
-    let _ = purged;
+}
+
+#[tokio::test]
+async fn the_purge_deletes_expired_records_only() {
+    let Some(app) = app().await else { return };
+    let (expired, live) = (Case::new(), Case::new());
+    for case in [&expired, &live] {
+        claim(&app, case.request())
+            .await
+            .finish(Ok(created("done")))
+            .await;
+    }
+    age(&app, &expired, "expires_at").await;
+    age(&app, &expired, "lease_expires_at").await;
+    assert!(app.purge_expired().await.unwrap() >= 1);
+    // The expired key is new again; the live one still replays.
+    claim(&app, expired.request()).await;
+    let replay = answer(&app, live.request()).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
 }
 
 #[tokio::test]
