@@ -126,9 +126,16 @@ impl Sampler<'_> {
             .filter_map(Node::as_str)
             .collect();
         for entry in properties {
+            // Servers set read-only properties; requests must not.
+            let read_only = self
+                .workspace
+                .deref(&entry.value)
+                .and_then(|property| property.get("readOnly"))
+                .and_then(Node::as_bool)
+                == Some(true);
             // Without a `required` list every property is filled in: a
             // fuller body is likelier to be accepted than an empty one.
-            if required.is_empty() || required.contains(&&*entry.key) {
+            if !read_only && (required.is_empty() || required.contains(&&*entry.key)) {
                 let value = self.value(&entry.value, depth + 1);
                 out.insert(entry.key.to_string(), value);
             }
@@ -340,6 +347,58 @@ fn quantifier(chars: &[char], at: &mut usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bodies_from_schemas() {
+        let text = r##"openapi: 3.1.0
+info: {title: t, version: "1"}
+paths: {}
+components:
+  schemas:
+    Base:
+      type: object
+      required: [id, kind]
+      properties:
+        id: {type: string, readOnly: true}
+        kind: {type: string, enum: [card, wire]}
+    Pay:
+      allOf:
+        - $ref: "#/components/schemas/Base"
+        - type: object
+          required: [amount, at, ref, tags, note]
+          properties:
+            amount: {type: integer, exclusiveMinimum: 10, multipleOf: 5}
+            at: {type: string, format: date-time}
+            ref: {type: string, pattern: "^R-[0-9]{4}$"}
+            tags: {type: array, minItems: 2, items: {type: string, minLength: 3, maxLength: 3}}
+            note: {type: [string, "null"], example: hi}
+"##;
+        let workspace = Workspace::from_text(
+            std::path::Path::new("/tmp/spec.yaml"),
+            "spec.yaml".into(),
+            text.into(),
+        )
+        .unwrap();
+        let schema = workspace
+            .root()
+            .get("components")
+            .and_then(|c| c.get("schemas"))
+            .and_then(|s| s.get("Pay"))
+            .unwrap();
+        let mut rng = Rng::new();
+        let value = Sampler {
+            workspace: &workspace,
+            rng: &mut rng,
+        }
+        .sample(schema);
+        assert_eq!(value["kind"], "card");
+        assert!(value.get("id").is_none(), "{value}");
+        assert_eq!(value["amount"], 15);
+        assert!(value["at"].as_str().unwrap().ends_with("T00:00:00Z"));
+        assert_eq!(value["ref"], "R-0000");
+        assert_eq!(value["tags"], serde_json::json!(["pro", "pro"]));
+        assert_eq!(value["note"], "hi");
+    }
 
     #[test]
     fn patterns() {
