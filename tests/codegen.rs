@@ -348,3 +348,18 @@ fn offline_data_names_each_query_by_the_hash_of_its_sql() {
         }
     }
 }
+
+#[cfg(unix)]
+#[test]
+fn gen_never_writes_through_a_symbolic_link_out_of_the_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = dir.path().join("svc");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("src")).unwrap();
+    let run = gen_into(&format!("{EXAMPLE}/openapi.yaml"), &out, &["--force"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}

@@ -232,6 +232,36 @@ fn hostile_names_build_and_pass_on_sqlite() {
     );
 }
 
+/// No operations at all, and an optional key in the body (`stripe`
+/// profile) with a raw fingerprint that leaves the body out.
+#[test]
+fn unusual_specs_build_clean_and_pass_on_sqlite() {
+    if skip() {
+        return;
+    }
+    for spec in [
+        "tests/codegen_fixtures/empty.yaml",
+        "tests/codegen_fixtures/optional-body-key.yaml",
+    ] {
+        let (_dir, project) = generate(spec, "unusual", &[]);
+        let sqlite = ["--no-default-features", "--features", "sqlite"];
+        let clippy: Vec<&str> = ["clippy", "--all-targets"]
+            .into_iter()
+            .chain(sqlite)
+            .chain(["--", "-D", "warnings"])
+            .collect();
+        assert_ok(
+            &format!("cargo clippy ({spec})"),
+            &cargo(&project, &clippy, &[]),
+        );
+        let test: Vec<&str> = ["test"].into_iter().chain(sqlite).collect();
+        assert_ok(
+            &format!("cargo test ({spec})"),
+            &cargo(&project, &test, &[]),
+        );
+    }
+}
+
 fn project_for(dialect: &str, variable: &str) {
     if skip() {
         return;

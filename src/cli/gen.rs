@@ -131,9 +131,6 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
     }
     std::fs::create_dir_all(dir)
         .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-    let root = dir
-        .canonicalize()
-        .map_err(|error| format!("cannot resolve {}: {error}", dir.display()))?;
     let mut manifest = Manifest::default();
     let (mut created, mut updated, mut unchanged, mut kept) = (0, 0, 0, Vec::new());
     for (file, action) in files.iter().zip(&actions) {
@@ -150,19 +147,7 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
                 let path = manifest::inside(dir, &file.path).ok_or_else(|| {
                     format!("refusing to write outside {}: {}", dir.display(), file.path)
                 })?;
-                let parent = path.parent().expect("files live in a directory");
-                std::fs::create_dir_all(parent)
-                    .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-                let resolved = parent
-                    .canonicalize()
-                    .map_err(|error| format!("cannot resolve {}: {error}", parent.display()))?;
-                if !resolved.starts_with(&root) {
-                    return Err(format!(
-                        "refusing to write {} outside {} (a symbolic link leads out of it)",
-                        file.path,
-                        dir.display()
-                    ));
-                }
+                create_parents(dir, &file.path)?;
                 if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink())
                 {
                     return Err(format!(
@@ -182,6 +167,12 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
         }
     }
     let manifest_path = dir.join(MANIFEST);
+    if std::fs::symlink_metadata(&manifest_path).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Err(format!(
+            "refusing to write through the symbolic link {}",
+            manifest_path.display()
+        ));
+    }
     std::fs::write(&manifest_path, manifest.render())
         .map_err(|error| format!("cannot write {}: {error}", manifest_path.display()))?;
     let mut summary = format!(
@@ -197,6 +188,30 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
     }
     summary.push('\n');
     Ok(summary)
+}
+
+/// Creates the directories of `relative` under `dir` one at a time,
+/// refusing a symbolic link on the way (it could lead out of `dir`).
+fn create_parents(dir: &Path, relative: &str) -> Result<(), String> {
+    let mut current = dir.to_path_buf();
+    let parents: Vec<&str> = relative.split('/').collect();
+    for component in &parents[..parents.len() - 1] {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(format!(
+                    "refusing to write {relative} outside {}: {} is a symbolic link",
+                    dir.display(),
+                    current.display()
+                ));
+            }
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => return Err(format!("{} is not a directory", current.display())),
+            Err(_) => std::fs::create_dir(&current)
+                .map_err(|error| format!("cannot create {}: {error}", current.display()))?,
+        }
+    }
+    Ok(())
 }
 
 /// A Cargo package name from the directory name: lower-case letters,
