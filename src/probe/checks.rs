@@ -449,7 +449,7 @@ impl Probe<'_> {
             .filter(|answer| answer.sent < first.received)
             .collect();
         check.summary = format!(
-            "{} duplicate(s) sent while the first attempt ran ({} ms, answered {}): {}",
+            "{} duplicate(s) sent while the first attempt ran (it took {} ms and answered {}): {}",
             during.len(),
             (first.received - first.sent).as_millis(),
             first.describe(),

@@ -180,10 +180,8 @@ pub fn malformed(template: &KeyTemplate, body: &Value, rng: &mut Rng) -> Option<
     let mut key = String::new();
     for (index, part) in template.parts.iter().enumerate() {
         match part {
-            Part::Literal(text) if broken_at.is_none() && index == 0 => {
-                // Dropping the prefix is the only break left.
-                let _ = text;
-            }
+            // Dropping the prefix is the only break left.
+            Part::Literal(_) if broken_at.is_none() && index == 0 => {}
             Part::Literal(text) => key.push_str(text),
             Part::Segment(segment) if Some(index) == broken_at => key.push_str(match segment {
                 Segment::Uuid => "not-a-uuid",
