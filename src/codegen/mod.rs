@@ -527,7 +527,11 @@ fn test_context(op: &Value, table: &str) -> Value {
         .into_iter()
         .flatten()
         .any(|part| part["segment"] == "field");
+    let needs_random = key_lines.iter().any(|line| line.contains("random_text("));
     json!({
+        "needs_set": has_field || key_in == "body" || sources.contains(&"body"),
+        "needs_encode": key_in == "query" || sources.contains(&"query"),
+        "needs_random": needs_random,
         "body_in_key": has_field,
         "body_in_request": key_in == "body" || sources.contains(&"body"),
         "uri_mut": key_in == "query" || sources.contains(&"query"),

@@ -108,55 +108,6 @@ impl Case {
     }
 }
 
-/// Sets the value at a JSON pointer, creating objects on the way.
-#[allow(dead_code)]
-fn set(target: &mut Value, pointer: &str, value: Value) {
-    let mut node = target;
-    let names: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|name| name.replace("~1", "/").replace("~0", "~"))
-        .collect();
-    for (i, name) in names.iter().enumerate() {
-        if !node.is_object() {
-            *node = json!({});
-        }
-        let map = node.as_object_mut().unwrap();
-        if i + 1 == names.len() {
-            map.insert(name.clone(), value);
-            return;
-        }
-        node = map.entry(name.clone()).or_insert_with(|| json!({}));
-    }
-}
-
-#[allow(dead_code)]
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|byte| match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (byte as char).to_string()
-            }
-            _ => format!("%{byte:02X}"),
-        })
-        .collect()
-}
-
-/// `len` random characters of `alphabet`.
-#[allow(dead_code)]
-fn random_text(alphabet: &str, len: usize) -> String {
-    let alphabet: Vec<char> = alphabet.chars().collect();
-    let mut out = String::new();
-    while out.len() < len {
-        for byte in uuid::Uuid::new_v4().as_bytes() {
-            if out.len() < len {
-                out.push(alphabet[usize::from(*byte) % alphabet.len()]);
-            }
-        }
-    }
-    out
-}
-
 async fn claim(app: &App, request: axum::extract::Request) -> Call {
     match app.begin(&OPERATION, request).await {
         Ok(call) => call,
