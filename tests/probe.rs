@@ -536,6 +536,7 @@ fn the_request_budget_bounds_the_probe() {
         &serve(Flaw::None),
         &["--max-requests", "3", "--format", "json"],
     );
+    assert_eq!(output.status.code(), Some(2));
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(report["summary"]["requests"], 3, "{report:#}");
     assert!(
@@ -745,6 +746,7 @@ fn fixed_report() -> idemgen::probe::Report {
         summary: summary.into(),
         evidence: evidence.iter().map(|line| line.to_string()).collect(),
         warnings: warnings.iter().map(|line| line.to_string()).collect(),
+        stopped_early: false,
     };
     Report {
         spec: "openapi.yaml".into(),

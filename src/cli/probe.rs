@@ -161,6 +161,13 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
     print(&text);
     if report.failed() {
         ExitCode::from(EXIT_FINDINGS)
+    } else if report.stopped_early() {
+        // Unchecked promises are not kept promises.
+        eprintln!(
+            "error: the probe stopped early (--max-requests {} or --deadline ran out), so some checks did not run; raise the limit",
+            args.max_requests
+        );
+        ExitCode::from(EXIT_BAD_INPUT)
     } else {
         ExitCode::SUCCESS
     }

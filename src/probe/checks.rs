@@ -98,6 +98,7 @@ impl Probe<'_> {
             .find(|error| !matches!(error, SendError::Transport(_)))
         {
             check.outcome = Outcome::NotApplicable;
+            check.stopped_early = true;
             check.evidence.push(error.to_string());
             return (check, Settled(None));
         }

@@ -66,6 +66,8 @@ pub struct CheckResult {
     /// Why it failed or was not applicable, and the answers that show it.
     pub evidence: Vec<String>,
     pub warnings: Vec<String>,
+    /// Not run to the end because `--max-requests` or `--deadline` ran out.
+    pub stopped_early: bool,
 }
 
 impl CheckResult {
@@ -76,6 +78,7 @@ impl CheckResult {
             summary: String::new(),
             evidence: Vec::new(),
             warnings: Vec::new(),
+            stopped_early: false,
         }
     }
 
@@ -99,15 +102,20 @@ impl CheckResult {
     /// The check could not finish: out of budget or time is not a verdict,
     /// no answer at all is a failure.
     pub fn no_answer(mut self, error: SendError) -> CheckResult {
-        match error {
-            SendError::Transport(_) => self.fail(error.to_string()),
+        let summary = match error {
+            SendError::Transport(_) => {
+                self.fail(error.to_string());
+                "no answer"
+            }
             _ => {
                 self.outcome = Outcome::NotApplicable;
+                self.stopped_early = true;
                 self.evidence.push(error.to_string());
+                "not sent"
             }
-        }
+        };
         if self.summary.is_empty() {
-            self.summary = "no answer".into();
+            self.summary = summary.into();
         }
         self
     }
@@ -150,6 +158,11 @@ impl Report {
 
     pub fn failed(&self) -> bool {
         self.count(Outcome::Fail) > 0
+    }
+
+    /// Whether the request budget or the deadline cut the probe short.
+    pub fn stopped_early(&self) -> bool {
+        self.checks().any(|check| check.stopped_early)
     }
 }
 

@@ -94,6 +94,7 @@ pub fn json(report: &Report) -> Value {
             "warnings": report.warnings(),
             "requests": report.requests,
             "elapsed_ms": report.elapsed.as_millis() as u64,
+            "stopped_early": report.stopped_early(),
         },
     })
 }
