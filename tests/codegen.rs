@@ -207,6 +207,7 @@ fn templates_can_be_overridden_by_name() {
     let templates = dir.path().join("templates");
     std::fs::create_dir_all(&templates).unwrap();
     std::fs::write(templates.join("README.md.j2"), "# {{ package }}, our way\n").unwrap();
+    std::fs::write(templates.join("READNE.md.j2"), "typo").unwrap();
     let out = dir.path().join("pay-svc");
     let run = gen_into(
         &format!("{EXAMPLE}/openapi.yaml"),
@@ -214,6 +215,11 @@ fn templates_can_be_overridden_by_name() {
         &["--templates", templates.to_str().unwrap()],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("READNE.md.j2: replaces no template"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(out.join("README.md")).unwrap(),
         "# pay-svc, our way\n"

@@ -242,6 +242,22 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     });
 
     let env = render::environment(options.templates.as_deref())?;
+    if let Some(dir) = &options.templates {
+        if !dir.is_dir() {
+            return Err(format!("--templates {}: not a directory", dir.display()));
+        }
+        for name in render::unknown_overrides(dir) {
+            warnings.push(format!(
+                "{}: replaces no template (known: {}); ignored",
+                dir.join(&name).display(),
+                render::TEMPLATES
+                    .iter()
+                    .map(|(known, _)| *known)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
     let mut files = Vec::new();
     let mut emit =
         |path: String, template: &str, context: &Value, owner: Owner| -> Result<(), String> {

@@ -112,6 +112,31 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>, Str
     Ok(env)
 }
 
+/// Files under `overrides` that replace no template (a misspelt name
+/// would otherwise be ignored silently).
+pub fn unknown_overrides(overrides: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut pending = vec![overrides.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if let Ok(relative) = path.strip_prefix(overrides) {
+                let name = relative.to_string_lossy().replace('\\', "/");
+                if !TEMPLATES.iter().any(|(known, _)| *known == name) {
+                    found.push(name);
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 pub fn render(env: &Environment<'_>, name: &str, context: &Value) -> Result<String, String> {
     let template = env
         .get_template(name)
