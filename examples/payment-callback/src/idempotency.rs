@@ -195,10 +195,14 @@ impl App {
         let scope = scope_of(contract, request);
         let fingerprint = fingerprint(contract, request);
         let counters = &operation.counters;
+        // Every token this request wrote: a claim whose read-back failed is
+        // still recognised as ours on the next attempt.
+        let mut written: Vec<String> = Vec::new();
 
         for _ in 0..CLAIM_ATTEMPTS {
             let now = now_ms();
             let token = new_token();
+            written.push(token.clone());
             let claim = NewClaim {
                 scope: &scope,
                 key: &key,
@@ -218,13 +222,13 @@ impl App {
                 Some(record) => record,
                 None => continue,
             };
-            if record.claim_token == token {
+            if written.contains(&record.claim_token) {
                 counters.first_attempts.inc();
                 return Ok(Some(Claim {
                     scope,
                     key,
                     fingerprint,
-                    token,
+                    token: record.claim_token,
                 }));
             }
             let reason = match decide(operation, contract, &record, &fingerprint, now) {
@@ -232,6 +236,7 @@ impl App {
                 Decision::Reclaim(reason) => reason,
             };
             let token = new_token();
+            written.push(token.clone());
             let reclaim = Reclaim {
                 claim: NewClaim {
                     token: &token,
