@@ -1,6 +1,7 @@
 //! Reporters turn a [`Report`](crate::lint::diagnostic::Report) into text.
 //! They know nothing about rules beyond the registry's metadata.
 
+pub mod excerpt;
 pub mod github;
 pub mod json;
 pub mod junit;

@@ -2,17 +2,17 @@
 //! offending value underlined, and what to do about it.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 
+use super::excerpt::Excerpt;
 use crate::lint::diagnostic::{Diagnostic, Report, Severity};
 
 /// One finding as a miette diagnostic, with its file attached.
 #[derive(Debug)]
 struct Finding<'a> {
     diagnostic: &'a Diagnostic,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<Excerpt>,
 }
 
 impl std::fmt::Display for Finding<'_> {
@@ -50,17 +50,15 @@ impl miette::Diagnostic for Finding<'_> {
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        self.source.as_ref()?;
-        let location = &self.diagnostic.location;
+        let excerpt = self.source.as_ref()?;
         let label = self
             .diagnostic
             .label
             .clone()
             .or_else(|| Some("here".into()));
-        Some(Box::new(std::iter::once(LabeledSpan::new(
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             label,
-            location.offset,
-            location.length,
+            excerpt.span,
         ))))
     }
 }
@@ -85,7 +83,14 @@ pub fn render(report: &Report, color: bool) -> String {
         let finding = Finding {
             diagnostic,
             source: report.sources.get(&location.file).map(|text| {
-                NamedSource::new(&location.file, Arc::clone(text)).with_language("yaml")
+                Excerpt::new(
+                    &location.file,
+                    text,
+                    location.offset,
+                    location.length,
+                    location.line,
+                    location.column,
+                )
             }),
         };
         if handler.render_report(&mut out, &finding).is_err() {
@@ -138,27 +143,31 @@ pub fn summary(report: &Report) -> String {
 
 /// A file that could not be loaded, with a snippet when the place is known.
 pub fn render_load_error(error: &crate::spec::LoadError, color: bool) -> String {
-    let mut out = match error.location {
-        Some((_, line, column)) => {
-            format!("{}:{line}:{column}: error: {}\n", error.file, error.message)
-        }
-        None => format!("{}: error: {}\n", error.file, error.message),
+    let mut out = String::new();
+    let (Some((offset, line, column)), Some(text)) = (error.location, &error.text) else {
+        let _ = writeln!(
+            out,
+            "error: {}: {}\n  help: {}",
+            error.file, error.message, error.help
+        );
+        return out;
     };
-    if let (Some((offset, _, _)), Some(text)) = (error.location, &error.text) {
-        let diagnostic = miette::MietteDiagnostic::new(error.message.clone())
-            .with_help(error.help.clone())
-            .with_label(LabeledSpan::at_offset(offset.min(text.len()), "here"));
-        let report = miette::Report::new(diagnostic)
-            .with_source_code(NamedSource::new(&error.file, text.clone()));
-        let theme = if color {
-            GraphicalTheme::unicode()
-        } else {
-            GraphicalTheme::unicode_nocolor()
-        };
-        let _ = GraphicalReportHandler::new_themed(theme)
-            .with_width(100)
-            .render_report(&mut out, report.as_ref());
+    let excerpt = Excerpt::new(&error.file, text, offset, 1, line, column);
+    let label = LabeledSpan::new_with_span(Some("here".into()), excerpt.span);
+    let diagnostic = miette::MietteDiagnostic::new(error.message.clone())
+        .with_help(error.help.clone())
+        .with_label(label);
+    let report = miette::Report::new(diagnostic).with_source_code(excerpt);
+    let theme = if color {
+        GraphicalTheme::unicode()
     } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    if GraphicalReportHandler::new_themed(theme)
+        .with_width(100)
+        .render_report(&mut out, report.as_ref())
+        .is_err()
+    {
         let _ = writeln!(
             out,
             "error: {}: {}\n  help: {}",

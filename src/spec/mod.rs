@@ -14,16 +14,17 @@ pub mod source;
 pub mod version;
 
 use std::collections::{HashMap, VecDeque};
+use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-pub use node::{Entry, Node, Span, Value};
+pub use node::{Entry, Mapping, Node, Span, Value};
 pub use source::{FileId, SourceFile};
 pub use version::OpenApiVersion;
 
 use refs::{RefProblem, split_ref};
 
-/// Largest file accepted (8 copies of the Stripe spec still fit).
-pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest file accepted (8 copies of the Stripe spec's paths still fit).
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 /// Most files one document may pull in through `$ref`s.
 pub const MAX_FILES: usize = 20_000;
 /// Most `$ref` problems reported per document.
@@ -410,24 +411,34 @@ fn read_text(path: &Path, display: &str) -> Result<String, Box<LoadError>> {
             "pass the root document of the API, for example openapi.yaml",
         ));
     }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(LoadError::plain(
+    let too_large = || {
+        LoadError::plain(
             display,
             format!(
-                "the file is {} MiB, more than the {} MiB limit",
-                metadata.len() / (1024 * 1024),
+                "the file is larger than the {} MiB limit",
                 MAX_FILE_BYTES / (1024 * 1024)
             ),
             "split the API description into several files",
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|error| {
-        LoadError::plain(
-            display,
-            format!("cannot read the file: {error}"),
-            "check the path and its permissions",
         )
-    })?;
+    };
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    // Read at most one byte past the limit: pipes and devices report no
+    // length, so the metadata check alone would not bound them.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|error| {
+            LoadError::plain(
+                display,
+                format!("cannot read the file: {error}"),
+                "check the path and its permissions",
+            )
+        })?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
     decode(bytes, display)
 }
 

@@ -1,5 +1,8 @@
 //! The positioned document tree: every value remembers where it was written.
 
+use std::collections::HashMap;
+use std::ops::Deref;
+
 use super::source::FileId;
 
 /// Where a node was written. `start`/`end` are character indices (the
@@ -21,7 +24,46 @@ pub enum Value {
     Float(f64),
     Str(Box<str>),
     Seq(Vec<Node>),
-    Map(Vec<Entry>),
+    Map(Mapping),
+}
+
+/// A mapping's entries in source order. Large mappings (`components`,
+/// `paths`) also carry a key index, so lookups and `$ref` resolution stay
+/// constant-time however many entries a hostile file has.
+#[derive(Debug, Clone, Default)]
+pub struct Mapping {
+    entries: Vec<Entry>,
+    index: Option<HashMap<Box<str>, usize>>,
+}
+
+impl Mapping {
+    pub fn new(entries: Vec<Entry>, index: Option<HashMap<Box<str>, usize>>) -> Mapping {
+        Mapping { entries, index }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        match &self.index {
+            Some(index) => index.get(key).map(|&at| &self.entries[at]),
+            None => self.entries.iter().find(|entry| &*entry.key == key),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a Mapping {
+    type Item = &'a Entry;
+    type IntoIter = std::slice::Iter<'a, Entry>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter()
+    }
+}
+
+impl Deref for Mapping {
+    type Target = [Entry];
+
+    fn deref(&self) -> &[Entry] {
+        &self.entries
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -72,7 +114,10 @@ impl Node {
     }
 
     pub fn entry(&self, key: &str) -> Option<&Entry> {
-        self.as_map()?.iter().find(|entry| &*entry.key == key)
+        match &self.value {
+            Value::Map(mapping) => mapping.get(key),
+            _ => None,
+        }
     }
 
     /// A short name for the node's type, for "expected X, found Y" messages.

@@ -8,13 +8,15 @@ use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
 
-use super::node::{Entry, Node, Span, Value};
+use super::node::{Entry, Mapping, Node, Span, Value};
 use super::source::FileId;
 
 /// Deepest nesting of mappings and lists accepted. Real specs stay under 40.
 pub const MAX_DEPTH: usize = 256;
 /// Most nodes that alias expansion may add to one file (YAML bombs).
 pub const MAX_ALIAS_NODES: usize = 1_000_000;
+/// Most nodes one file may hold; the 4 MB Stripe spec has about 200,000.
+pub const MAX_NODES: usize = 4_000_000;
 /// Most duplicate keys reported per file: past this, the file has a
 /// problem no list of findings will make clearer.
 pub const MAX_DUPLICATES_REPORTED: usize = 100;
@@ -68,6 +70,7 @@ pub fn parse(file: FileId, text: &str) -> Result<Parsed, ParseError> {
         stack: Vec::new(),
         anchors: HashMap::new(),
         alias_nodes: 0,
+        nodes: 0,
         duplicates: Vec::new(),
         root: None,
         documents: 0,
@@ -107,12 +110,23 @@ struct Builder {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
     alias_nodes: usize,
+    nodes: usize,
     duplicates: Vec<DuplicateKey>,
     root: Option<Node>,
     documents: usize,
 }
 
 impl Builder {
+    fn limit_error(&self, node: &Node, message: String, help: &str) -> ParseError {
+        ParseError {
+            message,
+            help: help.into(),
+            index: node.span.start as usize,
+            line: node.span.line as usize,
+            col: node.span.col as usize,
+        }
+    }
+
     fn span(&self, span: ParserSpan) -> Span {
         Span {
             file: self.file,
@@ -187,8 +201,9 @@ impl Builder {
                         anchor,
                         span,
                         entries,
+                        index,
                         ..
-                    } => (anchor, span, Value::Map(entries)),
+                    } => (anchor, span, Value::Map(Mapping::new(entries, index))),
                 };
                 start_span.end = span.end;
                 self.finish(
@@ -224,7 +239,25 @@ impl Builder {
 
     /// Places a finished node into its parent (or as the root).
     fn finish(&mut self, node: Node, anchor: usize) -> Result<(), ParseError> {
+        self.nodes += 1;
+        if self.nodes > MAX_NODES {
+            return Err(self.limit_error(
+                &node,
+                format!("the file holds more than {MAX_NODES} values"),
+                "split the API description into several files",
+            ));
+        }
         if anchor != 0 {
+            // The anchor keeps a copy of the subtree, which costs as much
+            // as expanding an alias to it.
+            self.alias_nodes += node.size();
+            if self.alias_nodes > MAX_ALIAS_NODES {
+                return Err(self.limit_error(
+                    &node,
+                    format!("YAML anchors and aliases copy more than {MAX_ALIAS_NODES} nodes"),
+                    "this looks like an alias bomb; write the repeated parts once and use $ref",
+                ));
+            }
             self.anchors.insert(anchor, node.clone());
         }
         match self.stack.last_mut() {

@@ -1,0 +1,182 @@
+//! The few lines around a finding, cut down so that a minified JSON line
+//! (one 3 MB line) prints as a short window instead of the whole line, with
+//! the file's real line and (character) column in the header.
+
+use miette::{MietteError, MietteSpanContents, SourceCode, SourceSpan, SpanContents};
+
+/// Lines longer than this many characters are cut to a window.
+const MAX_LINE_CHARS: usize = 160;
+/// How much of a cut line to keep before the finding.
+const KEEP_BEFORE: usize = 60;
+const CONTEXT_LINES: usize = 2;
+
+/// A snippet of a file, with what miette needs to label it.
+#[derive(Debug)]
+pub struct Excerpt {
+    name: String,
+    text: String,
+    /// 0-based line number, in the file, of the excerpt's first line.
+    first_line: usize,
+    /// The finding's 0-based character column in the file.
+    column: usize,
+    /// The finding's place inside `text`.
+    pub span: SourceSpan,
+}
+
+impl Excerpt {
+    /// The excerpt around `length` bytes at `offset` in `source`, which is
+    /// on the 1-based `line` at the 1-based character `column`.
+    pub fn new(
+        name: &str,
+        source: &str,
+        offset: usize,
+        length: usize,
+        line: usize,
+        column: usize,
+    ) -> Excerpt {
+        let offset = floor_char_boundary(source, offset.min(source.len()));
+        let line_start = source[..offset].rfind('\n').map_or(0, |at| at + 1);
+        let mut starts = vec![line_start];
+        while starts.len() <= CONTEXT_LINES && starts[0] > 0 {
+            let previous = source[..starts[0] - 1].rfind('\n').map_or(0, |at| at + 1);
+            starts.insert(0, previous);
+        }
+        let finding_line = starts.len() - 1;
+        let mut lines: Vec<(usize, &str)> = starts
+            .iter()
+            .map(|&start| (start, line_at(source, start)))
+            .collect();
+        let mut next = line_start + lines[finding_line].1.len() + 1;
+        for _ in 0..CONTEXT_LINES {
+            if next >= source.len() {
+                break;
+            }
+            let text = line_at(source, next);
+            lines.push((next, text));
+            next += text.len() + 1;
+        }
+
+        let mut text = String::new();
+        let mut span = SourceSpan::from((0, 0));
+        for (index, (start, line)) in lines.into_iter().enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let focus = if index == finding_line {
+                offset - start
+            } else {
+                0
+            };
+            let (shown, focus_in_shown) = window(line, focus);
+            if index == finding_line {
+                let room = shown.len().saturating_sub(focus_in_shown).max(1);
+                span = SourceSpan::from((text.len() + focus_in_shown, length.clamp(1, room)));
+            }
+            text.push_str(&shown);
+            text.push('\n');
+        }
+        Excerpt {
+            name: name.to_string(),
+            text,
+            first_line: line.saturating_sub(1).saturating_sub(finding_line),
+            column: column.saturating_sub(1),
+            span,
+        }
+    }
+}
+
+/// A line cut to about `MAX_LINE_CHARS` characters around the byte `focus`,
+/// with `…` where text was left out; also where `focus` is in the result.
+/// Works in bytes and walks only the characters it keeps, so a 3 MB line
+/// costs no more than a short one.
+fn window(line: &str, focus: usize) -> (String, usize) {
+    if line.len() <= MAX_LINE_CHARS {
+        return (line.to_string(), focus);
+    }
+    let focus = floor_char_boundary(line, focus.min(line.len()));
+    let start = line[..focus]
+        .char_indices()
+        .rev()
+        .nth(KEEP_BEFORE - 1)
+        .map_or(0, |(at, _)| at);
+    let end = line[start..]
+        .char_indices()
+        .nth(MAX_LINE_CHARS)
+        .map_or(line.len(), |(at, _)| start + at);
+    let mut shown = String::new();
+    if start > 0 {
+        shown.push('…');
+    }
+    let focus_in_shown = shown.len() + (focus - start);
+    shown.push_str(&line[start..end]);
+    if end < line.len() {
+        shown.push('…');
+    }
+    (shown, focus_in_shown)
+}
+
+fn line_at(source: &str, start: usize) -> &str {
+    let rest = &source[start..];
+    &rest[..rest.find('\n').unwrap_or(rest.len())]
+}
+
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+impl SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let inner = self.text.as_str().read_span(span, before, after)?;
+        // The header names the finding's real column, in characters.
+        let column = if span.offset() == self.span.offset() {
+            self.column
+        } else {
+            inner.column()
+        };
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line() + self.first_line,
+            column,
+            inner.line_count(),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_become_a_window_around_the_finding() {
+        let long = format!("{{\"a\": \"{}\", \"window\": 10}}", "x".repeat(100_000));
+        let offset = long.find("10").unwrap();
+        let column = long[..offset].chars().count() + 1;
+        let excerpt = Excerpt::new("min.json", &long, offset, 2, 1, column);
+        assert!(excerpt.text.len() < 400, "{}", excerpt.text.len());
+        let at = excerpt.span.offset();
+        assert_eq!(&excerpt.text[at..at + 2], "10");
+        let header = excerpt.read_span(&excerpt.span, 0, 0).unwrap();
+        assert_eq!(
+            (header.line(), header.column()),
+            (0, long[..offset].chars().count())
+        );
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        let text = "a: 1\nserver: {\"ééé\": 1, max-processing: 3}\nb: 2\n";
+        let offset = text.find("3}").unwrap();
+        let excerpt = Excerpt::new("x.yaml", text, offset, 1, 2, 36);
+        let header = excerpt.read_span(&excerpt.span, 0, 0).unwrap();
+        assert_eq!((header.line(), header.column()), (1, 35));
+        assert!(excerpt.text.starts_with("a: 1\n"));
+    }
+}
