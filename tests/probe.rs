@@ -676,6 +676,15 @@ fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
         .unwrap();
     assert!(seeded.success());
     probe_example(&base, &order);
+    // However many copies the probe sent, the order was paid once.
+    let paid = Command::new("sqlite3")
+        .arg(&db)
+        .arg(format!(
+            "SELECT count(*) FROM paid_log WHERE order_no = '{order}'"
+        ))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
 }
 
 #[test]
