@@ -170,8 +170,9 @@ impl Server {
         }
     }
 
-    /// A new, empty database on this server; its name and URL.
-    fn fresh_database(&self, purpose: &str) -> (String, String) {
+    /// A new, empty database on this server, dropped again when the
+    /// returned guard goes.
+    fn fresh_database(&self, purpose: &str) -> FreshDatabase<'_> {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
@@ -180,7 +181,25 @@ impl Server {
         self.run_sql(None, &format!("CREATE DATABASE {name}"))
             .unwrap_or_else(|error| panic!("creating database {name}: {error}"));
         let url = self.url(&name);
-        (name, url)
+        FreshDatabase {
+            server: self,
+            name,
+            url,
+        }
+    }
+}
+
+struct FreshDatabase<'a> {
+    server: &'a Server,
+    name: String,
+    url: String,
+}
+
+impl Drop for FreshDatabase<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .server
+            .run_sql(None, &format!("DROP DATABASE IF EXISTS {}", self.name));
     }
 }
 
@@ -274,10 +293,10 @@ fn project_for(dialect: &str, variable: &str) {
     let Some(server) = server(variable) else {
         return;
     };
-    let (_, url) = server.fresh_database(dialect);
+    let database = server.fresh_database(dialect);
     assert_ok(
         &format!("cargo test ({dialect})"),
-        &cargo(&project, &["test"], &[("TEST_DATABASE_URL", &url)]),
+        &cargo(&project, &["test"], &[("TEST_DATABASE_URL", &database.url)]),
     );
 }
 
@@ -305,7 +324,7 @@ fn example_passes_its_tests_on_mariadb_and_postgres() {
         let Some(server) = server(variable) else {
             continue;
         };
-        let (_, url) = server.fresh_database("example");
+        let database = server.fresh_database("example");
         assert_ok(
             &format!("example tests on {feature}"),
             &cargo(
@@ -318,7 +337,7 @@ fn example_passes_its_tests_on_mariadb_and_postgres() {
                     "--features",
                     feature,
                 ],
-                &[("TEST_DATABASE_URL", &url)],
+                &[("TEST_DATABASE_URL", &database.url)],
             ),
         );
     }
@@ -417,9 +436,11 @@ fn shipped_offline_data_equals_what_sqlx_writes_on_mariadb() {
     let Some(server) = server("IDEMGEN_TEST_MYSQL_URL") else {
         return;
     };
-    let (name, url) = server.fresh_database("describe");
-    server.run_sql(Some(&name), &migration("mysql")).unwrap();
-    offline_data_matches("mysql", &url, Some(&name));
+    let database = server.fresh_database("describe");
+    server
+        .run_sql(Some(&database.name), &migration("mysql"))
+        .unwrap();
+    offline_data_matches("mysql", &database.url, Some(&database.name));
 }
 
 #[test]
@@ -430,7 +451,9 @@ fn shipped_offline_data_equals_what_sqlx_writes_on_postgres() {
     let Some(server) = server("IDEMGEN_TEST_PG_URL") else {
         return;
     };
-    let (name, url) = server.fresh_database("describe");
-    server.run_sql(Some(&name), &migration("postgres")).unwrap();
-    offline_data_matches("postgres", &url, None);
+    let database = server.fresh_database("describe");
+    server
+        .run_sql(Some(&database.name), &migration("postgres"))
+        .unwrap();
+    offline_data_matches("postgres", &database.url, None);
 }
