@@ -19,7 +19,28 @@ pub enum ProbeFormat {
     Junit,
 }
 
+const CHECKS: &str = "\
+Checks, per operation with x-idempotency:
+  burst          N identical requests at once: one first answer, identical 2xx
+                 bodies, every other answer the in-progress status + Retry-After
+  replay         the same request afterwards: the stored answer, byte for byte
+                 (a missing Idempotent-Replayed header is a warning)
+  conflict       same key, one body value changed: the conflict status
+  missing-key    no key: the missing-key status
+  malformed-key  a key that does not fit key.format: the missing-key status
+  long-key       a key longer than key.max-length: the missing-key status
+  in-progress    duplicates while a first attempt runs: never a 2xx with an
+                 empty or different body
+
+The burst needs a request the service accepts (an order that exists, say):
+use the spec's examples, --example, --set or --body-file.
+
+Exit codes: 0 every check passed or did not apply; 1 a check failed;
+2 bad usage, an unreachable or non-loopback service, or a probe cut short
+by --max-requests/--deadline.";
+
 #[derive(clap::Args)]
+#[command(after_long_help = CHECKS)]
 pub struct ProbeArgs {
     /// The OpenAPI document the service implements.
     pub spec: PathBuf,
