@@ -187,6 +187,20 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
         ));
     }
     summary.push('\n');
+    let fresh: Vec<&str> = files
+        .iter()
+        .zip(&actions)
+        .filter(|(file, action)| file.owner == Owner::User && **action == Action::Create)
+        .map(|(file, _)| file.path.as_str())
+        .collect();
+    if !fresh.is_empty() {
+        summary.push_str(&format!(
+            "next: write the business logic in {} (each answers 501 until you do), then \
+             `cargo run` in {}\n",
+            fresh.join(", "),
+            dir.display()
+        ));
+    }
     Ok(summary)
 }
 
