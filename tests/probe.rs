@@ -84,6 +84,8 @@ enum Flaw {
     EmptyWhileInProgress,
     /// Replays for the same key whatever the body.
     IgnoresFingerprint,
+    /// Answers 429 while in progress but without `Retry-After`.
+    NoRetryAfter,
 }
 
 enum Record {
@@ -196,7 +198,9 @@ fn handle(
             }
             Some(Record::InProgress { .. }) => {
                 let mut busy = reply(429, r#"{"title":"in progress"}"#);
-                busy.headers.push(("Retry-After", "1".into()));
+                if flaw != Flaw::NoRetryAfter {
+                    busy.headers.push(("Retry-After", "1".into()));
+                }
                 return busy;
             }
             Some(Record::Done { answer, .. }) => return replayed(answer.clone()),
@@ -448,6 +452,19 @@ fn an_ignored_fingerprint_is_caught() {
     let table = probe(&spec, &serve(Flaw::IgnoresFingerprint), &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("FAIL  conflict"), "{text}");
+}
+
+#[test]
+fn an_in_progress_answer_without_retry_after_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::NoRetryAfter));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("without Retry-After"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "conflict"), "pass");
 }
 
 #[test]
