@@ -163,7 +163,9 @@ fn handle(
         return reply(400, r#"{"title":"missing or malformed key"}"#);
     };
     let work = || {
-        std::thread::sleep(Duration::from_millis(60));
+        // Long enough that scheduling noise on a busy machine does not
+        // decide which request overlaps which.
+        std::thread::sleep(Duration::from_millis(150));
         let id = ids.fetch_add(1, Ordering::SeqCst);
         format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes()
     };

@@ -440,9 +440,16 @@ impl Probe<'_> {
             return check.no_answer(error);
         }
         let mut answers: Vec<Answer> = results.into_iter().filter_map(Result::ok).collect();
-        // Which request reached the server first is unknown; the one that
-        // did the work is the one that took longest.
-        answers.sort_by_key(|answer| answer.received - answer.sent);
+        // Which request reached the server first is unknown. The one that
+        // did the work gave a final answer (not "in progress"), one with a
+        // body when some are empty, and, of those, took longest.
+        answers.sort_by_key(|answer| {
+            (
+                answer.is_success() || !self.in_progress(answer),
+                !answer.body.is_empty(),
+                answer.received - answer.sent,
+            )
+        });
         let Some(first) = answers.pop() else {
             return check.no_answer(SendError::Transport("no request was sent".into()));
         };
