@@ -258,6 +258,7 @@ fn duplicate_keys_are_findings() {
     assert_eq!(finding["rule"], "duplicate-key");
     assert_eq!(finding["line"], 10);
     assert_eq!(finding["pointer"], "/paths/~1pay/post");
+    assert_eq!(finding["line"], 10, "points at the second `post`");
     insta::assert_snapshot!(
         "duplicate_key",
         idemgen(&["lint", "tests/fixtures/lint/duplicate-key.yaml"]).stdout
@@ -467,4 +468,112 @@ fn completions_are_printed() {
         assert_eq!(run.code, 0);
         assert!(run.stdout.contains("idemgen"), "{shell}");
     }
+}
+
+#[test]
+fn minified_json_with_a_huge_line_prints_a_short_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("min.json");
+    let text = format!(
+        r#"{{"openapi":"3.1.0","info":{{"title":"t","version":"1","description":"{}"}},"paths":{{"/a":{{"post":{{"operationId":"create","responses":{{"200":{{"description":"ok"}}}}}}}}}}}}"#,
+        "d".repeat(70_000)
+    );
+    std::fs::write(&path, text).unwrap();
+    let run = idemgen(&["lint", path.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(":1:70"),
+        "the header names the real column: {}",
+        run.stdout
+    );
+    assert!(run.stdout.len() < 2_000, "{} bytes", run.stdout.len());
+}
+
+#[test]
+fn a_symlink_cannot_lead_a_ref_out_of_the_spec_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    let spec = dir.path().join("spec");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::create_dir_all(&spec).unwrap();
+    std::fs::write(
+        outside.join("secret.yaml"),
+        "post: {operationId: secret, responses: {}}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&outside, spec.join("link")).unwrap();
+    let root = spec.join("openapi.yaml");
+    std::fs::write(
+        &root,
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a: {$ref: link/secret.yaml}\n",
+    )
+    .unwrap();
+    let (code, json) = lint_json(root.to_str().unwrap());
+    assert_eq!(code, 1);
+    let message = json["diagnostics"][0]["message"].as_str().unwrap();
+    assert!(message.contains("leaves the directory"), "{message}");
+}
+
+#[test]
+fn an_invalid_operation_field_does_not_inherit_the_document_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("api.yaml");
+    let spec = std::fs::read_to_string(root().join("examples/broken/window-too-short.yaml"))
+        .unwrap()
+        .replace("window: 16s", "window: 16")
+        .replace(
+            "x-idempotency:\n  client:",
+            "x-idempotency:\n  window: 10s\n  client:",
+        );
+    std::fs::write(&path, spec).unwrap();
+    let (_, json) = lint_json(path.to_str().unwrap());
+    assert_eq!(rules_fired(&json), ["contract-invalid"], "{json:#}");
+}
+
+#[test]
+fn the_exact_status_wins_over_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("api.yaml");
+    let spec = std::fs::read_to_string(root().join("examples/payment-callback/openapi.yaml"))
+        .unwrap()
+        .replacen(
+            "        \"429\":",
+            "        \"4XX\": {description: any client error}\n        \"429\":",
+            1,
+        );
+    assert!(spec.contains("4XX"));
+    std::fs::write(&path, spec).unwrap();
+    let (code, json) = lint_json(path.to_str().unwrap());
+    assert_eq!((code, rules_fired(&json)), (0, vec![]), "{json:#}");
+}
+
+#[test]
+fn unquoted_numeric_versions_and_endless_inputs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v.yaml");
+    std::fs::write(&path, "openapi: 3.10\ninfo: {title: t, version: '1'}\n").unwrap();
+    let run = idemgen(&["lint", path.to_str().unwrap()]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("quote it"), "{}", run.stderr);
+    let endless = idemgen(&["lint", "/dev/zero"]);
+    assert_eq!(endless.code, 2);
+    assert!(endless.stderr.contains("larger than"), "{}", endless.stderr);
+}
+
+#[test]
+fn anchors_count_against_the_alias_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("anchors.yaml");
+    // Nested anchors and no alias at all: each anchor keeps a copy.
+    let mut text = String::from("openapi: 3.1.0\nx: ");
+    for level in 0..100 {
+        text.push_str(&format!("&a{level} ["));
+    }
+    text.push_str(&vec!["1"; 20_000].join(","));
+    text.push_str(&"]".repeat(100));
+    text.push('\n');
+    std::fs::write(&path, text).unwrap();
+    let run = idemgen(&["lint", path.to_str().unwrap()]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("anchors and aliases"), "{}", run.stderr);
 }

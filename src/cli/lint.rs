@@ -104,7 +104,9 @@ pub fn run(args: &LintArgs) -> ExitCode {
             report::pretty::render(&report, color)
         }
     };
-    if report.files > 0 {
+    // Machine-readable formats always print a document, even when no file
+    // loaded; the pretty summary would only repeat the errors above.
+    if report.files > 0 || !matches!(args.format, LintFormat::Pretty) {
         match &args.output {
             Some(output) => {
                 if let Err(error) = std::fs::write(output, &text) {

@@ -245,5 +245,6 @@ pub(crate) fn print(text: &str) {
 
 pub(crate) fn print_load_error(error: &LoadError) {
     let color = report::pretty::use_color(std::io::stderr().is_terminal());
-    eprint!("{}", report::pretty::render_load_error(error, color));
+    // A closed stderr is no reason to panic.
+    let _ = std::io::stderr().write_all(report::pretty::render_load_error(error, color).as_bytes());
 }

@@ -83,7 +83,8 @@ impl Segment {
             Segment::Date => "[0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])".into(),
             Segment::Timestamp => "[0-9]{1,13}".into(),
             Segment::Seq => "[0-9]{1,20}".into(),
-            Segment::Field(_) => "[^:]+".into(),
+            // Any text: the server compares it with the body field itself.
+            Segment::Field(_) => ".+?".into(),
         }
     }
 }
@@ -160,7 +161,7 @@ impl KeyTemplate {
                 Part::Segment(Segment::Field(pointer)) => field_len(pointer)?,
                 Part::Segment(segment) => segment.max_len()?,
             };
-            Some(total + len)
+            total.checked_add(len)
         })
     }
 
@@ -175,7 +176,8 @@ impl KeyTemplate {
     }
 
     /// An anchored regular expression that accepts exactly the keys the
-    /// template describes (field segments accept any text without `:`).
+    /// template describes (a field segment accepts any non-empty text; that
+    /// it equals the body field is checked separately).
     pub fn regex(&self) -> String {
         let mut pattern = String::from("^");
         for part in &self.parts {

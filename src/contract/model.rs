@@ -170,45 +170,61 @@ pub struct RawContract {
 }
 
 macro_rules! merge_fields {
-    ($op:expr, $doc:expr, $($field:ident),*) => {
+    ($op:expr, $doc:expr, $($field:ident = $name:literal),* $(,)?) => {
         RawContract {
-            $($field: $op.$field.clone().or_else(|| $doc.$field.clone()),)*
+            $($field: if $op.is_invalid($name) {
+                None
+            } else {
+                $op.$field.clone().or_else(|| $doc.$field.clone())
+            },)*
             invalid: $op.invalid.iter().chain(&$doc.invalid).copied().collect(),
         }
     };
 }
 
 impl RawContract {
-    /// This block over `document`'s: the operation wins field by field.
+    /// This block over `document`'s: the operation wins field by field. A
+    /// field the operation wrote but got wrong does not fall back to the
+    /// document's value: it is reported, and rules stay quiet about it.
     pub fn merged_over(&self, document: &RawContract) -> RawContract {
         merge_fields!(
             self,
             document,
-            profile,
-            key_in,
-            key_name,
-            key_format,
-            key_max_length,
-            key_scope,
-            window,
-            client_timeout,
-            client_retries,
-            client_jitter,
-            server_max_processing,
-            fingerprint_canonical,
-            fingerprint_include,
-            in_progress_status,
-            in_progress_retry_after,
-            failed,
-            conflict_status,
-            missing_key_status,
-            store_dialect,
-            store_engine,
-            store_table,
-            store_database,
-            store_business_database,
-            replay_rate_alert
+            profile = "profile",
+            key_in = "key.in",
+            key_name = "key.name",
+            key_format = "key.format",
+            key_max_length = "key.max-length",
+            key_scope = "key.scope",
+            window = "window",
+            client_timeout = "client.timeout",
+            client_retries = "client.retries",
+            client_jitter = "client.jitter",
+            server_max_processing = "server.max-processing",
+            fingerprint_canonical = "fingerprint.canonical",
+            fingerprint_include = "fingerprint.include",
+            in_progress_status = "responses.in-progress.status",
+            in_progress_retry_after = "responses.in-progress.retry-after",
+            failed = "responses.failed",
+            conflict_status = "responses.conflict",
+            missing_key_status = "responses.missing-key",
+            store_dialect = "store.dialect",
+            store_engine = "store.engine",
+            store_table = "store.table",
+            store_database = "store.database",
+            store_business_database = "store.business-database",
+            replay_rate_alert = "monitoring.replay-rate-alert",
         )
+    }
+
+    /// Whether `field` (dotted) or the section holding it was invalid here.
+    fn is_invalid(&self, field: &str) -> bool {
+        self.invalid.iter().any(|bad| {
+            field == *bad
+                || field
+                    .strip_prefix(*bad)
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
     }
 }
 

@@ -5,6 +5,13 @@
 /// shares most of its start.
 pub fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let candidates: Vec<&str> = candidates.into_iter().collect();
+    // Edits are at least the length difference: a word much longer than
+    // every candidate is no typo of one, and comparing it would cost
+    // length × candidates (a 50 MB value must not take minutes).
+    let longest = candidates.iter().map(|c| c.len()).max().unwrap_or(0);
+    if word.len() > 2 * longest + 2 {
+        return None;
+    }
     let allowed_edits = (word.chars().count() / 3).max(1);
     let by_edits = candidates
         .iter()

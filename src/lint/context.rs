@@ -5,6 +5,8 @@
 use crate::contract::parse::ContractError;
 use crate::contract::{Contract, Origin, RawContract};
 use crate::spec::operations::Operation;
+use std::collections::HashSet;
+
 use crate::spec::{Node, Workspace};
 
 /// The document as a whole, for document-level rules.
@@ -73,6 +75,7 @@ impl<'a> OperationContext<'a> {
     /// (same name and location), each with `$ref`s followed.
     pub fn parameters(&self) -> Vec<&'a Node> {
         let mut found: Vec<&'a Node> = Vec::new();
+        let mut seen: HashSet<(String, String)> = HashSet::new();
         let lists = [self.operation.node, self.operation.path_item]
             .into_iter()
             .filter_map(|holder| holder.get("parameters").and_then(Node::as_seq));
@@ -81,20 +84,15 @@ impl<'a> OperationContext<'a> {
                 let Some(parameter) = self.workspace.deref(raw) else {
                     continue;
                 };
-                let identity = |node: &Node| {
-                    (
-                        node.get("in")
-                            .and_then(Node::as_str)
-                            .map(str::to_ascii_lowercase),
-                        node.get("name")
-                            .and_then(Node::as_str)
-                            .map(str::to_ascii_lowercase),
-                    )
+                let location = parameter.get("in").and_then(Node::as_str).unwrap_or("");
+                let name = parameter.get("name").and_then(Node::as_str).unwrap_or("");
+                // Only header names are case-insensitive.
+                let name = if location == "header" {
+                    name.to_ascii_lowercase()
+                } else {
+                    name.to_string()
                 };
-                if !found
-                    .iter()
-                    .any(|seen| identity(seen) == identity(parameter))
-                {
+                if seen.insert((location.to_string(), name)) {
                     found.push(parameter);
                 }
             }
@@ -125,10 +123,13 @@ impl<'a> OperationContext<'a> {
             .deref(self.operation.node.get("responses")?)?;
         let exact = status.to_string();
         let range = format!("{}XX", status / 100);
-        let entry = responses
-            .as_map()?
-            .iter()
-            .find(|entry| *entry.key == *exact || entry.key.eq_ignore_ascii_case(&range))?;
+        // The exact code wins over its range, wherever each is written.
+        let entry = responses.entry(&exact).or_else(|| {
+            responses
+                .as_map()?
+                .iter()
+                .find(|entry| entry.key.eq_ignore_ascii_case(&range))
+        })?;
         self.workspace.deref(&entry.value)
     }
 
@@ -164,6 +165,30 @@ impl<'a> OperationContext<'a> {
             schema = self.schema_property(schema, &name, 0)?;
         }
         Some(schema)
+    }
+
+    /// The longest string a schema admits: its `maxLength`, or the
+    /// smallest one among its `allOf` branches (`$ref`s followed).
+    pub fn max_length(&self, schema: &'a Node) -> Option<usize> {
+        self.max_length_at(schema, 0)
+    }
+
+    fn max_length_at(&self, schema: &'a Node, depth: usize) -> Option<usize> {
+        if depth > 32 {
+            return None;
+        }
+        let schema = self.workspace.deref(schema)?;
+        let own = match schema.get("maxLength").map(|node| &node.value) {
+            Some(crate::spec::Value::Int(length)) => usize::try_from(*length).ok(),
+            _ => None,
+        };
+        let branches = schema
+            .get("allOf")
+            .and_then(Node::as_seq)
+            .into_iter()
+            .flatten()
+            .filter_map(|branch| self.max_length_at(branch, depth + 1));
+        own.into_iter().chain(branches).min()
     }
 
     fn schema_property(&self, schema: &'a Node, name: &str, depth: usize) -> Option<&'a Node> {

@@ -145,12 +145,20 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
     }
     let suppressed = suppress::apply(workspace, &operations, options, &mut diagnostics);
     diagnostics.sort_by(|a, b| {
-        (&a.location.file, a.location.line, a.location.column, a.rule).cmp(&(
-            &b.location.file,
-            b.location.line,
-            b.location.column,
-            b.rule,
-        ))
+        (
+            &a.location.file,
+            a.location.line,
+            a.location.column,
+            a.rule,
+            &a.message,
+        )
+            .cmp(&(
+                &b.location.file,
+                b.location.line,
+                b.location.column,
+                b.rule,
+                &b.message,
+            ))
     });
     diagnostics.dedup();
     DocumentLint {

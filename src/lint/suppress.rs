@@ -7,6 +7,8 @@
 //! operations (a finding about an inherited document-level value points at
 //! the document's `x-idempotency`, but names the operation).
 
+use std::collections::{HashMap, HashSet};
+
 use crate::contract::suggest::closest;
 use crate::spec::node::pointer_join;
 use crate::spec::operations::Operation;
@@ -31,8 +33,63 @@ struct Scope {
     operation: Option<String>,
     root: bool,
     entries: Vec<Entry>,
+    /// Rule id → indices into `entries`.
+    by_rule: HashMap<String, Vec<usize>>,
     /// Problems with the list itself (not a list, not strings).
     malformed: Vec<(Span, String, String)>,
+}
+
+/// Which scopes can cover a finding, looked up by its pointer's prefixes
+/// and its operation, so suppression costs O(depth) per finding however
+/// many operations and ignore lists a document has.
+struct ScopeIndex {
+    roots: Vec<usize>,
+    by_pointer: HashMap<String, Vec<usize>>,
+    by_operation: HashMap<String, Vec<usize>>,
+}
+
+impl ScopeIndex {
+    fn new(scopes: &[Scope]) -> ScopeIndex {
+        let mut index = ScopeIndex {
+            roots: Vec::new(),
+            by_pointer: HashMap::new(),
+            by_operation: HashMap::new(),
+        };
+        for (at, scope) in scopes.iter().enumerate() {
+            if scope.root {
+                index.roots.push(at);
+                continue;
+            }
+            index
+                .by_pointer
+                .entry(scope.pointer.clone())
+                .or_default()
+                .push(at);
+            for name in &scope.operations {
+                index.by_operation.entry(name.clone()).or_default().push(at);
+            }
+        }
+        index
+    }
+
+    /// The scopes that cover `diagnostic`, each once.
+    fn covering(&self, diagnostic: &Diagnostic) -> Vec<usize> {
+        let mut found = self.roots.clone();
+        if let Some(name) = &diagnostic.operation {
+            found.extend(self.by_operation.get(name).into_iter().flatten());
+        }
+        let pointer = diagnostic.pointer.as_str();
+        let prefixes = pointer
+            .match_indices('/')
+            .map(|(at, _)| &pointer[..at])
+            .chain(std::iter::once(pointer));
+        for prefix in prefixes {
+            found.extend(self.by_pointer.get(prefix).into_iter().flatten());
+        }
+        found.sort_unstable();
+        found.dedup();
+        found
+    }
 }
 
 struct Entry {
@@ -40,26 +97,6 @@ struct Entry {
     span: Span,
     pointer: String,
     used: bool,
-}
-
-impl Scope {
-    fn covers(&self, diagnostic: &Diagnostic) -> bool {
-        if self.root {
-            return true;
-        }
-        if diagnostic
-            .operation
-            .as_ref()
-            .is_some_and(|name| self.operations.contains(name))
-        {
-            return true;
-        }
-        diagnostic.pointer == self.pointer
-            || diagnostic
-                .pointer
-                .strip_prefix(&self.pointer)
-                .is_some_and(|rest| rest.starts_with('/'))
-    }
 }
 
 /// Drops the findings an ignore list covers and adds `unused-ignore`
@@ -74,8 +111,9 @@ pub fn apply(
     if scopes.is_empty() {
         return 0;
     }
+    let index = ScopeIndex::new(&scopes);
     let before = diagnostics.len();
-    diagnostics.retain(|diagnostic| !silence(&mut scopes, diagnostic));
+    diagnostics.retain(|diagnostic| !silence(&mut scopes, &index, diagnostic));
     let silenced = before - diagnostics.len();
 
     let severity = match options.severities.get(UNUSED_IGNORE) {
@@ -156,23 +194,22 @@ pub fn apply(
         }
     }
     // An `unused-ignore` entry keeps deliberate ignores quiet in its scope.
-    unused.retain(|diagnostic| !silence(&mut scopes, diagnostic));
+    unused.retain(|diagnostic| !silence(&mut scopes, &index, diagnostic));
     diagnostics.extend(unused);
     silenced
 }
 
 /// Whether an ignore list covers this finding; marks the entries that do.
-fn silence(scopes: &mut [Scope], diagnostic: &Diagnostic) -> bool {
+fn silence(scopes: &mut [Scope], index: &ScopeIndex, diagnostic: &Diagnostic) -> bool {
     let mut silenced = false;
-    for scope in scopes.iter_mut() {
-        if !scope.covers(diagnostic) {
+    for at in index.covering(diagnostic) {
+        let scope = &mut scopes[at];
+        let Some(entries) = scope.by_rule.get(diagnostic.rule) else {
             continue;
-        }
-        for entry in &mut scope.entries {
-            if entry.rule == diagnostic.rule {
-                entry.used = true;
-                silenced = true;
-            }
+        };
+        for &entry in entries {
+            scope.entries[entry].used = true;
+            silenced = true;
         }
     }
     silenced
@@ -205,22 +242,27 @@ fn scopes(workspace: &Workspace, operations: &[Operation<'_>]) -> Vec<Scope> {
     if let Some(list) = workspace.root().get(KEY) {
         scopes.push(scope(list, String::new(), all, None, true));
     }
-    let mut seen_items: Vec<String> = Vec::new();
+    let mut seen_items: HashSet<String> = HashSet::new();
+    let mut names_by_item: HashMap<*const Node, Vec<String>> = HashMap::new();
+    for operation in operations {
+        names_by_item
+            .entry(std::ptr::from_ref(operation.path_item))
+            .or_default()
+            .push(operation.name());
+    }
     for operation in operations {
         let item_pointer = operation
             .pointer
             .rsplit_once('/')
             .map_or(String::new(), |(item, _)| item.to_string());
-        if !seen_items.contains(&item_pointer) {
+        if seen_items.insert(item_pointer.clone()) {
             if let Some(list) = operation.path_item.get(KEY) {
-                let names = operations
-                    .iter()
-                    .filter(|other| std::ptr::eq(other.path_item, operation.path_item))
-                    .map(Operation::name)
-                    .collect();
-                scopes.push(scope(list, item_pointer.clone(), names, None, false));
+                let names = names_by_item
+                    .get(&std::ptr::from_ref(operation.path_item))
+                    .cloned()
+                    .unwrap_or_default();
+                scopes.push(scope(list, item_pointer, names, None, false));
             }
-            seen_items.push(item_pointer);
         }
         if let Some(list) = operation.node.get(KEY) {
             scopes.push(scope(
@@ -271,12 +313,17 @@ fn scope(
             format!("`{KEY}` must be a list of rule ids, found {}", list.kind()),
         )),
     }
+    let mut by_rule: HashMap<String, Vec<usize>> = HashMap::new();
+    for (at, entry) in entries.iter().enumerate() {
+        by_rule.entry(entry.rule.clone()).or_default().push(at);
+    }
     Scope {
         pointer,
         operations,
         operation,
         root,
         entries,
+        by_rule,
         malformed,
     }
 }

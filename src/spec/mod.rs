@@ -157,7 +157,8 @@ impl Workspace {
                 }
                 _ => break,
             };
-            if span.start > child.span.end.max(child.span.start) && !starts_here {
+            let past_end = child.span.end > child.span.start && span.start >= child.span.end;
+            if past_end && !starts_here {
                 break;
             }
             pointer = node::pointer_join(&pointer, &segment);
@@ -184,6 +185,26 @@ impl Workspace {
             current = self.ref_target(current.span.file, reference)?;
         }
         None
+    }
+
+    /// Why following `$ref`s from `node` never reaches a value, if it does not.
+    fn chain_problem(&self, node: &Node) -> Option<&'static str> {
+        let mut seen: Vec<(FileId, u32)> = Vec::new();
+        let mut current = node;
+        for _ in 0..MAX_REF_HOPS {
+            // A node without `$ref` is a value: the chain is fine.
+            let reference = current.get("$ref").and_then(Node::as_str)?;
+            let place = (current.span.file, current.span.start);
+            if seen.contains(&place) {
+                return Some("it is part of a cycle of references that never reaches a value");
+            }
+            seen.push(place);
+            current = match self.ref_target(current.span.file, reference) {
+                Some(next) => next,
+                None => return Some("it leads to a reference that names nothing"),
+            };
+        }
+        Some("it starts a chain of more than 64 references to references")
     }
 
     /// The node a `$ref` string written in `file` names.
@@ -231,6 +252,7 @@ impl Workspace {
 
     /// Breadth-first over external `$ref`s: each file is read and parsed once.
     fn load_referenced_files(&mut self, root_dir: &Path) -> Result<(), Box<LoadError>> {
+        let real_root = &std::fs::canonicalize(root_dir).unwrap_or_else(|_| root_dir.to_path_buf());
         let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
         by_path.insert(self.files[0].source.path.clone(), FileId(0));
         let mut queue = VecDeque::from([FileId(0)]);
@@ -254,7 +276,7 @@ impl Workspace {
                         remote: false,
                     }),
                     Ok(target) if !target.file.is_empty() => {
-                        external.push((target.file.to_string(), span));
+                        external.push((target.file.to_string(), reference.to_string(), span));
                     }
                     Ok(_) => {}
                 },
@@ -269,18 +291,23 @@ impl Workspace {
                         .unwrap_or_default(),
                 )
             };
-            for (relative, span) in external {
+            for (relative, reference, span) in external {
                 if self
                     .ref_files
                     .contains_key(&(file, relative.as_str().into()))
                 {
                     continue;
                 }
-                let decoded = relative.replace("%20", " ");
+                let decoded = refs::percent_decode(&relative).unwrap_or_else(|| relative.clone());
                 let path = normalize(&base_dir.join(&decoded));
-                if !path.starts_with(root_dir) {
+                // Lexically inside, and still inside once symlinks are
+                // followed: a link must not lead out of the spec's tree.
+                let inside = path.starts_with(root_dir)
+                    && std::fs::canonicalize(&path)
+                        .map_or(true, |real| real.starts_with(real_root));
+                if !inside {
                     self.problems.push(LoadProblem::Ref {
-                        reference: relative,
+                        reference,
                         at: span,
                         message: "it leaves the directory of the root document, so it is not read"
                             .into(),
@@ -293,7 +320,7 @@ impl Workspace {
                     None => {
                         if !path.is_file() {
                             self.problems.push(LoadProblem::Ref {
-                                reference: relative,
+                                reference,
                                 at: span,
                                 message: format!(
                                     "the file {} does not exist",
@@ -346,10 +373,10 @@ impl Workspace {
                 }
                 let message = match self.ref_target(span.file, reference) {
                     None => format!("nothing is at `#{}`", target.pointer),
-                    Some(node) if self.deref(node).is_none() => {
-                        "it is part of a cycle of references that never reaches a value".into()
-                    }
-                    Some(_) => return,
+                    Some(node) => match self.chain_problem(node) {
+                        Some(problem) => problem.into(),
+                        None => return,
+                    },
                 };
                 problems.push(LoadProblem::Ref {
                     reference: reference.into(),

@@ -37,7 +37,8 @@ pub fn split_ref(reference: &str) -> Result<RefTarget<'_>, RefProblem> {
     Ok(RefTarget { file, pointer })
 }
 
-fn percent_decode(text: &str) -> Option<String> {
+/// Decodes `%XX` escapes; `None` when they are malformed or not UTF-8.
+pub fn percent_decode(text: &str) -> Option<String> {
     if !text.contains('%') {
         return Some(text.to_string());
     }

@@ -47,6 +47,18 @@ pub fn detect(root: &Node) -> Result<OpenApiVersion, Unsupported<'_>> {
             node: root,
         });
     };
+    if !matches!(node.value, Value::Str(_)) {
+        return Err(Unsupported {
+            message: format!(
+                "`openapi` must be a version string, found {} `{}`",
+                node.kind(),
+                scalar_text(node)
+            ),
+            help: "quote it: `openapi: \"3.1.0\"` (unquoted, 3.10 would read as the number 3.1)"
+                .into(),
+            node,
+        });
+    }
     let text = scalar_text(node);
     let mut parts = text.split('.');
     match (parts.next(), parts.next()) {

@@ -11,6 +11,7 @@
 //! **Example fix.** Merge the two entries into one.
 use super::prelude::*;
 use crate::spec::LoadProblem;
+use crate::spec::node::pointer_join;
 
 declare_rule!(
     "duplicate_key.rs",
@@ -26,7 +27,7 @@ fn check(context: &DocumentContext<'_>, sink: &mut Sink<'_>) {
             sink.report(
                 &Origin {
                     span: *again,
-                    pointer: context.workspace.pointer_at(*again),
+                    pointer: pointer_join(&context.workspace.pointer_at(*again), key),
                 },
                 format!(
                     "`{key}` appears twice in the same mapping (first on line {})",

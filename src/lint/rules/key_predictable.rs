@@ -2,7 +2,8 @@
 //!
 //! **What it checks.** `key.format` contains an unpredictable segment
 //! (`{uuid}`, `{ulid}`, or `{random:N}` with N ≥ 16). A format made only of
-//! `{date}`, `{timestamp}` and `{seq}` is an error. A format whose only
+//! `{date}`, `{timestamp}`, `{seq}` (and `{random:N}` with fewer than 16
+//! bytes, which can be brute-forced) is an error. A format whose only
 //! other source is `{field:…}` (a value from the request body, such as the
 //! provider's transaction id) is a warning unless `key.scope` namespaces it.
 //!
@@ -21,7 +22,7 @@ declare_rule!(
     "key_predictable.rs",
     "key-predictable",
     Error,
-    "key.format has only guessable segments ({date}, {timestamp}, {seq})",
+    "key.format has only guessable segments ({date}, {timestamp}, {seq}, {random:N<16})",
     Check::Operation(check)
 );
 
@@ -39,11 +40,13 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             sink.report(
                 &key.format.origin,
                 format!(
-                    "{}: key format `{format}` is guessable: only dates, timestamps and counters",
+                    "{}: key format `{format}` is guessable: no segment carries enough randomness",
                     context.name()
                 ),
             )
-            .with_help("add a random segment such as `{uuid}` or `{random:16}`");
+            .with_help(
+                "add `{uuid}`, `{ulid}` or `{random:16}`; `{date}`, `{timestamp}`, `{seq}` and `{random:N}` under 16 bytes can be guessed",
+            );
         }
         Predictability::FieldDerived if key.scope.is_empty() => {
             sink.report_milder(

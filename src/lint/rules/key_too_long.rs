@@ -29,13 +29,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     };
     let Some(key) = &contract.key else { return };
     let max_length = key.max_length.value;
-    let field_len = |pointer: &str| {
-        let field = context.request_field(pointer)?;
-        match field.get("maxLength")?.value {
-            crate::spec::Value::Int(length) if length >= 0 => Some(length as usize),
-            _ => None,
-        }
-    };
+    let field_len = |pointer: &str| context.max_length(context.request_field(pointer)?);
     match key.format.value.max_len(field_len) {
         Some(longest) if longest as u64 > max_length => {
             sink.report(

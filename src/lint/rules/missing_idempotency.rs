@@ -1,7 +1,10 @@
 //! # missing-idempotency
 //!
 //! **What it checks.** Every POST and PATCH under `paths` either carries an
-//! `x-idempotency` block or opts out with `x-idempotency: false`.
+//! `x-idempotency` block or opts out with `x-idempotency: false`. OpenAPI
+//! 3.1 `webhooks` are not checked: they describe requests the API sends,
+//! which the receiving side deduplicates (a webhook may still carry a
+//! contract, and every other rule checks it).
 //!
 //! **Why it matters.** POST and PATCH are not idempotent by HTTP's
 //! definition, yet clients retry them on timeouts. Without a contract, a
@@ -43,14 +46,13 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     {
         return;
     }
+    let name = match &operation.operation_id {
+        Some(id) => format!("{id} ({} {})", operation.method, operation.path),
+        None => format!("{} {}", operation.method, operation.path),
+    };
     sink.report(
         &context.operation_origin(),
-        format!(
-            "{} ({} {}) has no x-idempotency: a retried request can run the write twice",
-            context.name(),
-            operation.method,
-            operation.path
-        ),
+        format!("{name} has no x-idempotency: a retried request can run the write twice"),
     )
     .with_help(
         "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless",
