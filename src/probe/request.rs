@@ -153,6 +153,12 @@ impl Plan {
             path.push_str(rest);
         }
         for (name, value) in &options.headers {
+            // The probe chooses the key itself, check by check.
+            if key.location.value == KeyLocation::Header
+                && name.eq_ignore_ascii_case(&key.name.value)
+            {
+                continue;
+            }
             headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
             headers.push((name.clone(), value.clone()));
         }
