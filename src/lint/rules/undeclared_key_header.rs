@@ -60,13 +60,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     let Some((what, node)) = parameter.or_else(field) else {
         return;
     };
-    let origin = if node.span.file == context.operation.node.span.file {
-        Origin {
-            span: node.span,
-            pointer: context.operation.pointer.clone(),
-        }
-    } else {
-        context.operation_origin()
+    // Point at the parameter (or field) itself, wherever it is written.
+    let origin = Origin {
+        span: node.span,
+        pointer: context.workspace.pointer_at(node.span),
     };
     sink.report(
         &origin,
