@@ -1,0 +1,710 @@
+//! What `tests/exactly_once.rs` and `benches/load.rs` share: building the
+//! example binaries, a fresh database per run, server processes that die
+//! with their guard, and a blocking HTTP client.
+
+// Each of the two targets that include this file uses only part of it.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Mysql,
+    Postgres,
+}
+
+impl Dialect {
+    /// The Cargo feature of both example crates.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Mysql => "mysql",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    /// Where the base URL of a server comes from (none for SQLite).
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "(nothing: SQLite always runs)",
+            Dialect::Mysql => "IDEMGEN_TEST_MYSQL_URL",
+            Dialect::Postgres => "IDEMGEN_TEST_PG_URL",
+        }
+    }
+}
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn skip_builds() -> bool {
+    if std::env::var_os("IDEMGEN_SKIP_GENERATED_BUILDS").is_some() {
+        eprintln!("skipped: IDEMGEN_SKIP_GENERATED_BUILDS is set");
+        return true;
+    }
+    false
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Debug,
+    Release,
+}
+
+/// The two servers of one dialect and profile.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub generated: PathBuf,
+    pub naive: PathBuf,
+}
+
+impl Binaries {
+    /// Debug builds, for the tests.
+    pub fn get(dialect: Dialect) -> Binaries {
+        Binaries::build(dialect, Profile::Debug)
+    }
+
+    /// Builds both crates for `dialect` in `target/generated` (once per
+    /// process) and copies the binaries out, so that the next build for
+    /// another dialect, which writes the same paths, cannot swap them under
+    /// a running test.
+    pub fn build(dialect: Dialect, profile: Profile) -> Binaries {
+        static BUILT: Mutex<Vec<(Dialect, Profile, Binaries)>> = Mutex::new(Vec::new());
+        let mut built = BUILT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, _, binaries)) = built
+            .iter()
+            .find(|(d, p, _)| *d == dialect && *p == profile)
+        {
+            return binaries.clone();
+        }
+        let target = root().join("target/generated");
+        let profile_dir = match profile {
+            Profile::Debug => "debug",
+            Profile::Release => "release",
+        };
+        let out = target
+            .join("exactly-once")
+            .join(format!("{profile_dir}-{}", dialect.feature()));
+        std::fs::create_dir_all(&out).unwrap();
+        // Other test processes build other dialects into the same paths:
+        // building and copying is one step under a file lock.
+        let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
+        let feature = dialect.feature();
+        let mut command = Command::new(env!("CARGO"));
+        command
+            .args(["build", "-p", "payment-callback", "-p", "naive-callback"])
+            .args(["--no-default-features", "--features"])
+            .arg(format!(
+                "payment-callback/{feature},naive-callback/{feature}"
+            ))
+            .current_dir(root())
+            .env("CARGO_TARGET_DIR", &target)
+            .env("SQLX_OFFLINE", "true")
+            .env_remove("DATABASE_URL")
+            .env_remove("SQLX_OFFLINE_DIR");
+        if profile == Profile::Release {
+            command.arg("--release");
+        }
+        let started = Instant::now();
+        let output = command.output().expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "building the examples for {dialect:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!(
+            "built the examples for {dialect:?} ({profile_dir}) in {:.0?}",
+            started.elapsed()
+        );
+        let copy = |name: &str| {
+            let from = target.join(profile_dir).join(name);
+            let to = out.join(name);
+            // Copy, then rename: a process still running the old binary
+            // keeps its file.
+            let partial = out.join(format!(".{name}.partial"));
+            std::fs::copy(&from, &partial).unwrap();
+            std::fs::rename(&partial, &to).unwrap();
+            to
+        };
+        let binaries = Binaries {
+            generated: copy("payment-callback"),
+            naive: copy("naive-callback"),
+        };
+        built.push((dialect, profile, binaries.clone()));
+        binaries
+    }
+}
+
+/// A lock between processes: a directory only one can create (`File::lock`
+/// is newer than the crate's MSRV). One left behind by a killed run is taken
+/// over after ten minutes, longer than any build.
+struct DirLock(PathBuf);
+
+impl DirLock {
+    fn acquire(path: &Path) -> DirLock {
+        let started = Instant::now();
+        loop {
+            match std::fs::create_dir(path) {
+                Ok(()) => return DirLock(path.to_path_buf()),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let age = std::fs::metadata(path)
+                        .and_then(|meta| meta.modified())
+                        .ok()
+                        .and_then(|modified| modified.elapsed().ok());
+                    if age.is_some_and(|age| age > Duration::from_secs(600)) {
+                        let _ = std::fs::remove_dir(path);
+                    }
+                    assert!(
+                        started.elapsed() < Duration::from_secs(900),
+                        "{} stayed locked",
+                        path.display()
+                    );
+                    thread::sleep(Duration::from_millis(200));
+                }
+                Err(error) => panic!("cannot create {}: {error}", path.display()),
+            }
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// `scheme://user[:password]@host[:port]/database[?options]`, split just
+/// enough to name another database on the same server.
+#[derive(Debug, Clone)]
+struct ServerUrl {
+    scheme: String,
+    user: String,
+    password: Option<String>,
+    host: String,
+    port: Option<String>,
+    options: String,
+}
+
+impl ServerUrl {
+    fn parse(url: &str) -> ServerUrl {
+        let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let options = path
+            .split_once('?')
+            .map(|(_, options)| format!("?{options}"))
+            .unwrap_or_default();
+        let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("", authority));
+        let (user, password) = match userinfo.split_once(':') {
+            Some((user, password)) => (user.to_string(), Some(password.to_string())),
+            None => (userinfo.to_string(), None),
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((host, port)) => (host.to_string(), Some(port.to_string())),
+            None => (hostport.to_string(), None),
+        };
+        ServerUrl {
+            scheme: scheme.to_string(),
+            user,
+            password,
+            host,
+            port,
+            options,
+        }
+    }
+
+    fn with_database(&self, database: &str) -> String {
+        let password = self
+            .password
+            .as_ref()
+            .map(|password| format!(":{password}"))
+            .unwrap_or_default();
+        let port = self
+            .port
+            .as_ref()
+            .map(|port| format!(":{port}"))
+            .unwrap_or_default();
+        format!(
+            "{}://{}{password}@{}{port}/{database}{}",
+            self.scheme, self.user, self.host, self.options
+        )
+    }
+}
+
+/// A database of its own for one run, dropped with it; SQL through the
+/// command-line client of its dialect.
+pub struct Database {
+    pub dialect: Dialect,
+    /// What the servers get as `DATABASE_URL`.
+    pub url: String,
+    name: String,
+    server: Option<ServerUrl>,
+    sqlite_file: PathBuf,
+    /// Server logs, and the SQLite file.
+    pub dir: tempfile::TempDir,
+}
+
+impl Database {
+    /// `None` when the dialect's server is not configured.
+    pub fn create(dialect: Dialect) -> Option<Database> {
+        let dir = tempfile::Builder::new()
+            .prefix("idemgen-exactly-once-")
+            .tempdir()
+            .unwrap();
+        let name = format!("idem_{}_{:x}", std::process::id(), now_nanos() % (1 << 40));
+        let sqlite_file = dir.path().join("payments.db");
+        let server = match dialect {
+            Dialect::Sqlite => None,
+            _ => Some(ServerUrl::parse(
+                &std::env::var(dialect.env_var())
+                    .ok()
+                    .filter(|url| !url.is_empty())?,
+            )),
+        };
+        let url = match &server {
+            None => format!("sqlite://{}", sqlite_file.display()),
+            Some(server) => server.with_database(&name),
+        };
+        let database = Database {
+            dialect,
+            url,
+            name,
+            server,
+            sqlite_file,
+            dir,
+        };
+        if database.server.is_some() {
+            database.admin(&format!("CREATE DATABASE {}", database.name));
+        }
+        Some(database)
+    }
+
+    /// Runs `sql` against the run's database; its output, trimmed.
+    pub fn query(&self, sql: &str) -> String {
+        let mut command = self.client(Some(&self.name));
+        match self.dialect {
+            Dialect::Sqlite => command.arg(sql),
+            Dialect::Mysql => command.args(["-e", sql]),
+            Dialect::Postgres => command.args(["-c", sql]),
+        };
+        run_client(command, sql)
+    }
+
+    pub fn exec(&self, sql: &str) {
+        self.query(sql);
+    }
+
+    pub fn count(&self, sql: &str) -> i64 {
+        let text = self.query(sql);
+        text.parse()
+            .unwrap_or_else(|_| panic!("`{sql}` answered {text:?}, not a number"))
+    }
+
+    /// Statements on the server, outside the run's database.
+    fn admin(&self, sql: &str) {
+        let mut command = self.client(None);
+        match self.dialect {
+            Dialect::Sqlite => return,
+            Dialect::Mysql => command.args(["-e", sql]),
+            Dialect::Postgres => command.args(["-c", sql]),
+        };
+        run_client(command, sql);
+    }
+
+    fn client(&self, database: Option<&str>) -> Command {
+        match (self.dialect, &self.server) {
+            (Dialect::Mysql, Some(server)) => {
+                let mut command = Command::new("mysql");
+                command.args(["--protocol=TCP", "-N", "-B", "-h", &server.host, "-u"]);
+                command.arg(&server.user);
+                if let Some(port) = &server.port {
+                    command.args(["-P", port]);
+                }
+                if let Some(password) = &server.password {
+                    command.env("MYSQL_PWD", password);
+                }
+                if let Some(database) = database {
+                    command.arg(database);
+                }
+                command
+            }
+            (Dialect::Postgres, Some(server)) => {
+                let mut command = Command::new("psql");
+                // The base URL's own database for admin statements.
+                let url = match database {
+                    Some(database) => server.with_database(database),
+                    None => std::env::var(Dialect::Postgres.env_var()).unwrap(),
+                };
+                command
+                    .arg(url)
+                    .args(["-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"]);
+                command
+            }
+            _ => {
+                let mut command = Command::new("sqlite3");
+                command
+                    .args(["-bail", "-cmd", ".timeout 10000"])
+                    .arg(&self.sqlite_file);
+                command
+            }
+        }
+    }
+
+    /// A new unpaid order; its number.
+    pub fn seed_order(&self, amount: i64) -> String {
+        let order = unique_order_no();
+        self.insert_order(&order, amount);
+        order
+    }
+
+    pub fn insert_order(&self, order: &str, amount: i64) {
+        self.exec(&format!(
+            "INSERT INTO orders (order_no, amount) VALUES ('{order}', {amount})"
+        ));
+    }
+
+    pub fn paid_rows(&self, order: &str) -> i64 {
+        self.count(&format!(
+            "SELECT COUNT(*) FROM paid_log WHERE order_no = '{order}'"
+        ))
+    }
+
+    pub fn order_status(&self, order: &str) -> String {
+        self.query(&format!(
+            "SELECT status FROM orders WHERE order_no = '{order}'"
+        ))
+    }
+
+    pub fn record_status(&self, key: &str) -> String {
+        self.query(&format!(
+            "SELECT status FROM idempotent_record WHERE idem_key = '{key}'"
+        ))
+    }
+
+    pub fn record_lease_end(&self, key: &str) -> i64 {
+        self.count(&format!(
+            "SELECT lease_expires_at FROM idempotent_record WHERE idem_key = '{key}'"
+        ))
+    }
+
+    /// Waits (at most 20 s) until the record of `key` has `status`.
+    pub fn wait_for_record(&self, key: &str, status: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.record_status(key) != status {
+            assert!(
+                Instant::now() < deadline,
+                "the record of {key} never became {status}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        match self.dialect {
+            Dialect::Sqlite => {}
+            Dialect::Mysql => self.admin(&format!("DROP DATABASE IF EXISTS {}", self.name)),
+            Dialect::Postgres => self.admin(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            )),
+        }
+    }
+}
+
+fn run_client(mut command: Command, sql: &str) -> String {
+    let output = command.output().expect("the database client runs");
+    assert!(
+        output.status.success(),
+        "`{sql}` failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+/// A server process on a free loopback port, SIGKILLed when dropped.
+pub struct Server {
+    child: Child,
+    pub base: String,
+    log: PathBuf,
+}
+
+impl Server {
+    pub fn start(binary: &Path, db: &Database, delay_ms: u64) -> Server {
+        Server::start_with(binary, db, delay_ms, &[])
+    }
+
+    /// Starts `binary` and waits (at most 60 s) until it answers `/healthz`.
+    pub fn start_with(binary: &Path, db: &Database, delay_ms: u64, env: &[(&str, &str)]) -> Server {
+        let mut last_log = String::new();
+        // The port is free when picked, but another process may take it
+        // before the server binds it: try a few.
+        for _ in 0..3 {
+            let port = free_port();
+            let name = binary.file_name().unwrap().to_string_lossy();
+            let log = db.dir.path().join(format!("{name}-{port}.log"));
+            let log_file = File::create(&log).unwrap();
+            let mut command = Command::new(binary);
+            command
+                .env("DATABASE_URL", &db.url)
+                .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+                .env("DOWNSTREAM_DELAY_MS", delay_ms.to_string())
+                // Purging is tested on its own, on a server started for it.
+                .env("PURGE_INTERVAL_SECS", "3600")
+                .env("RUST_LOG", "warn")
+                .stdin(Stdio::null())
+                .stdout(log_file.try_clone().unwrap())
+                .stderr(log_file);
+            for (name, value) in env {
+                command.env(name, value);
+            }
+            let mut server = Server {
+                child: command.spawn().unwrap(),
+                base: format!("http://127.0.0.1:{port}"),
+                log,
+            };
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while Instant::now() < deadline {
+                if server.child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if get(&server.base, "/healthz").is_ok_and(|(status, _)| status == 200) {
+                    return server;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            last_log = server.log_text();
+        }
+        panic!("{} did not start:\n{last_log}", binary.display());
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // SIGKILL: a crash, not a graceful shutdown.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP answer, as the tests look at it.
+#[derive(Clone)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub replayed: bool,
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for Answer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} retry-after={:?} replayed={} {}",
+            self.status,
+            self.retry_after,
+            self.replayed,
+            String::from_utf8_lossy(&self.body)
+        )
+    }
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into()
+}
+
+/// `POST /callbacks/pay`.
+pub fn send(
+    agent: &ureq::Agent,
+    base: &str,
+    key: Option<&str>,
+    body: &str,
+) -> Result<Answer, String> {
+    let mut request = agent
+        .post(format!("{base}/callbacks/pay"))
+        .header("content-type", "application/json");
+    if let Some(key) = key {
+        request = request.header("Idempotency-Key", key);
+    }
+    let response = request.send(body).map_err(|error| error.to_string())?;
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_string)
+    };
+    let status = response.status().as_u16();
+    let retry_after = header("retry-after");
+    let replayed = header("idempotent-replayed").as_deref() == Some("true");
+    let body = response
+        .into_body()
+        .read_to_vec()
+        .map_err(|error| error.to_string())?;
+    Ok(Answer {
+        status,
+        retry_after,
+        replayed,
+        body,
+    })
+}
+
+pub fn try_post(base: &str, key: Option<&str>, body: &str) -> Result<Answer, String> {
+    send(&agent(), base, key, body)
+}
+
+pub fn post(server: &Server, key: Option<&str>, body: &str) -> Answer {
+    try_post(&server.base, key, body).unwrap_or_else(|error| {
+        panic!(
+            "POST {}/callbacks/pay: {error}\n{}",
+            server.base,
+            server.log_text()
+        )
+    })
+}
+
+/// `GET path`: status and body.
+pub fn get(base: &str, path: &str) -> Result<(u16, String), String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .proxy(None)
+        .timeout_global(Some(Duration::from_secs(5)))
+        .build()
+        .into();
+    let response = agent
+        .get(format!("{base}{path}"))
+        .call()
+        .map_err(|error| error.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .read_to_string()
+        .map_err(|error| error.to_string())?;
+    Ok((status, body))
+}
+
+/// `count` copies of one request, spread over `servers`, released together
+/// from one barrier; their answers.
+pub fn burst(servers: &[Server], count: usize, key: &str, body: &str) -> Vec<Answer> {
+    let barrier = Arc::new(Barrier::new(count));
+    let clients: Vec<_> = (0..count)
+        .map(|i| {
+            let base = servers[i % servers.len()].base.clone();
+            let (barrier, key, body) = (barrier.clone(), key.to_string(), body.to_string());
+            thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let agent = agent();
+                    barrier.wait();
+                    send(&agent, &base, Some(&key), &body)
+                })
+                .unwrap()
+        })
+        .collect();
+    clients
+        .into_iter()
+        .map(|client| {
+            client
+                .join()
+                .expect("client thread")
+                .unwrap_or_else(|error| panic!("a burst request failed: {error}"))
+        })
+        .collect()
+}
+
+/// `idempotency_first_attempts_total` summed over `servers`: how often the
+/// business step ran.
+pub fn first_attempts(servers: &[Server]) -> i64 {
+    servers
+        .iter()
+        .map(|server| {
+            let (_, text) = get(&server.base, "/metrics").expect("metrics");
+            text.lines()
+                .filter(|line| line.starts_with("idempotency_first_attempts_total{"))
+                .filter_map(|line| line.rsplit(' ').next()?.parse::<i64>().ok())
+                .sum::<i64>()
+        })
+        .sum()
+}
+
+/// A callback for `order` and a fresh key for it.
+pub fn callback(order: &str, amount: i64) -> (String, String) {
+    (new_key(), callback_body(order, amount))
+}
+
+pub fn callback_body(order: &str, amount: i64) -> String {
+    format!(
+        r#"{{"txn_id":"TXN-{order}","order_no":"{order}","amount":{amount},"date":"20240615"}}"#
+    )
+}
+
+/// `pay:{date}:{uuid}` with a random UUID v4.
+pub fn new_key() -> String {
+    let mut bytes = [0u8; 16];
+    File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .expect("/dev/urandom");
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!(
+        "pay:20240615:{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    )
+}
+
+pub fn unique_order_no() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("ORD-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+pub fn now_ms() -> i64 {
+    i64::try_from(now_nanos() / 1_000_000).unwrap()
+}
+
+fn now_nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// Sleeps until the wall clock (the servers' clock too) reads `unix_ms`.
+pub fn sleep_until(unix_ms: i64) {
+    let wait = unix_ms - now_ms();
+    if wait > 0 {
+        thread::sleep(Duration::from_millis(wait.unsigned_abs()));
+    }
+}
