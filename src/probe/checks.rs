@@ -393,9 +393,9 @@ impl Probe<'_> {
             .collect()
     }
 
-    /// Duplicates sent one after another while a first attempt runs: each
-    /// must be the in-progress answer, never a 2xx with an empty or
-    /// different body.
+    /// Duplicates sent 10 ms apart while a first attempt runs: each must
+    /// be the in-progress answer (or, at the very end, the first answer
+    /// replayed), never a 2xx with an empty or different body.
     pub fn in_progress_honesty(&self, event: &Event) -> CheckResult {
         let mut check = CheckResult::new("in-progress");
         let request = self.plan.request(event, KeyUse::Valid);
@@ -417,7 +417,7 @@ impl Probe<'_> {
         // Each duplicate goes out on its own thread, 10 ms after the
         // previous one, so a server that blocks them (or runs them) still
         // meets several, each with its own clock.
-        let mut results = std::thread::scope(|scope| {
+        let results = std::thread::scope(|scope| {
             let mut senders = vec![scope.spawn(send)];
             std::thread::sleep(Duration::from_millis(5));
             while !settled.load(Ordering::SeqCst) && senders.len() <= STAGGERED_DUPLICATES {
@@ -433,13 +433,13 @@ impl Probe<'_> {
                 })
                 .collect::<Vec<_>>()
         });
-        if let Some(position) = results.iter().position(Result::is_err) {
-            let Err(error) = results.swap_remove(position) else {
-                unreachable!("position found an error")
-            };
-            return check.no_answer(error);
+        let mut answers = Vec::with_capacity(results.len());
+        for result in results {
+            match result {
+                Ok(answer) => answers.push(answer),
+                Err(error) => return check.no_answer(error),
+            }
         }
-        let mut answers: Vec<Answer> = results.into_iter().filter_map(Result::ok).collect();
         // Which request reached the server first is unknown. The one that
         // did the work gave a final answer (not "in progress"), one with a
         // body when some are empty, and, of those, took longest.
