@@ -23,25 +23,7 @@ fn check(text: String) {
 fn json_twin() -> String {
     let workspace =
         Workspace::from_text(Path::new("x.yaml"), "x.yaml".into(), EXAMPLE.into()).unwrap();
-    to_json(workspace.root()).to_string()
-}
-
-fn to_json(node: &idemgen::spec::Node) -> serde_json::Value {
-    use idemgen::spec::Value;
-    match &node.value {
-        Value::Null => serde_json::Value::Null,
-        Value::Bool(flag) => (*flag).into(),
-        Value::Int(number) => (*number).into(),
-        Value::Float(number) => {
-            serde_json::Number::from_f64(*number).map_or(serde_json::Value::Null, Into::into)
-        }
-        Value::Str(text) => text.to_string().into(),
-        Value::Seq(items) => items.iter().map(to_json).collect(),
-        Value::Map(entries) => entries
-            .iter()
-            .map(|e| (e.key.to_string(), to_json(&e.value)))
-            .collect(),
-    }
+    workspace.root().to_json().to_string()
 }
 
 proptest! {

@@ -3,28 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
-use idemgen::spec::{Node, Value, Workspace};
+use idemgen::spec::Workspace;
 use serde_json::Value as Json;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn to_json(node: &Node) -> Json {
-    match &node.value {
-        Value::Null => Json::Null,
-        Value::Bool(flag) => (*flag).into(),
-        Value::Int(number) => (*number).into(),
-        Value::Float(number) => {
-            serde_json::Number::from_f64(*number).map_or(Json::Null, Into::into)
-        }
-        Value::Str(text) => text.to_string().into(),
-        Value::Seq(items) => items.iter().map(to_json).collect(),
-        Value::Map(entries) => entries
-            .iter()
-            .map(|e| (e.key.to_string(), to_json(&e.value)))
-            .collect(),
-    }
 }
 
 fn load_schema(name: &str) -> Json {
@@ -45,7 +28,7 @@ fn example_documents() -> Vec<PathBuf> {
 }
 
 fn document(path: &Path) -> Json {
-    to_json(Workspace::load(path).unwrap().root())
+    Workspace::load(path).unwrap().root().to_json()
 }
 
 #[test]

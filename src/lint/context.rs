@@ -2,6 +2,7 @@
 //! and helpers to look up parameters, responses and request schemas with
 //! `$ref`s followed.
 
+use crate::contract::model::KeySpec;
 use crate::contract::parse::ContractError;
 use crate::contract::{Contract, Origin, RawContract};
 use crate::spec::operations::Operation;
@@ -45,6 +46,11 @@ impl<'a> OperationContext<'a> {
             ContractState::Present(contract) => Some(contract),
             _ => None,
         }
+    }
+
+    /// The contract's key, when the operation has a contract that names one.
+    pub fn key(&self) -> Option<&'a KeySpec> {
+        self.contract()?.key.as_ref()
     }
 
     /// Name for messages: operationId, else `METHOD /path`.

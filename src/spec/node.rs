@@ -133,6 +133,27 @@ impl Node {
         }
     }
 
+    /// The value as JSON, positions dropped (non-finite floats become null).
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as Json;
+        match &self.value {
+            Value::Null => Json::Null,
+            Value::Bool(flag) => Json::Bool(*flag),
+            Value::Int(number) => Json::from(*number),
+            Value::Float(number) => {
+                serde_json::Number::from_f64(*number).map_or(Json::Null, Json::Number)
+            }
+            Value::Str(text) => Json::String(text.to_string()),
+            Value::Seq(items) => Json::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => Json::Object(
+                entries
+                    .iter()
+                    .map(|entry| (entry.key.to_string(), entry.value.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+
     /// Number of nodes in this subtree, itself included.
     pub fn size(&self) -> usize {
         match &self.value {

@@ -21,10 +21,7 @@ declare_rule!(
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
-    let Some(key) = context
-        .contract()
-        .and_then(|contract| contract.key.as_ref())
-    else {
+    let Some(key) = context.key() else {
         return;
     };
     if key.format.value.has_business_prefix() {
