@@ -671,6 +671,11 @@ fn order_no() -> String {
     )
 }
 
+/// Payments applied to the order: 1 however often the probe called.
+fn paid_count_sql(order_no: &str) -> String {
+    format!("SELECT count(*) FROM paid_log WHERE order_no = '{order_no}'")
+}
+
 fn seed_sql(order_no: &str) -> String {
     format!("INSERT INTO orders (order_no, amount) VALUES ('{order_no}', 1999)")
 }
@@ -698,9 +703,7 @@ fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
     // However many copies the probe sent, the order was paid once.
     let paid = Command::new("sqlite3")
         .arg(&db)
-        .arg(format!(
-            "SELECT count(*) FROM paid_log WHERE order_no = '{order}'"
-        ))
+        .arg(paid_count_sql(&order))
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
@@ -743,6 +746,24 @@ fn the_payment_callback_example_keeps_its_promises_on_mariadb() {
         "seeding with mysql failed"
     );
     probe_example(&base, &order);
+    let mut count = Command::new("mysql");
+    count.args([
+        "-h",
+        host,
+        "-P",
+        port,
+        "-u",
+        user,
+        database,
+        "-N",
+        "-e",
+        &paid_count_sql(&order),
+    ]);
+    if !password.is_empty() {
+        count.env("MYSQL_PWD", password);
+    }
+    let paid = count.output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
 }
 
 #[test]
@@ -761,6 +782,11 @@ fn the_payment_callback_example_keeps_its_promises_on_postgres() {
         .unwrap();
     assert!(seeded.success(), "seeding with psql failed");
     probe_example(&base, &order);
+    let paid = Command::new("psql")
+        .args([url.as_str(), "-tAc", &paid_count_sql(&order)])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
 }
 
 // The report formats, on a fixed report (live runs differ in keys and
