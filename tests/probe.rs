@@ -566,18 +566,27 @@ fn the_request_budget_bounds_the_probe() {
 
 // The payment-callback example: a real generated service on a database.
 
-struct Service(Child);
+/// The running example; killed when dropped. Its binary is a private copy,
+/// so another feature's build cannot replace it while it runs.
+struct Service {
+    child: Child,
+    _binary: tempfile::TempDir,
+}
 
 impl Drop for Service {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 fn example_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/payment-callback")
 }
+
+/// One build at a time: the MySQL and PostgreSQL builds share a target
+/// directory and so the binary's path.
+static BUILD: Mutex<()> = Mutex::new(());
 
 /// Builds the example for `feature` and starts it on a free port; `None`
 /// (with a note) when the example is not in the tree.
@@ -588,39 +597,47 @@ fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)>
         return None;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Another feature set gets its own target directory, so the default
-    // (SQLite) build is not thrown away.
+    // SQLite is the root build's own; other databases share
+    // tests/generated.rs's target directory (and its environment), so their
+    // axum + sqlx builds are reused.
     let target = match feature {
         "sqlite" => root.join("target"),
-        other => root.join("target").join(format!("probe-{other}")),
+        _ => root.join("target/generated"),
     };
-    let build = Command::new(env!("CARGO"))
-        .current_dir(root)
-        .args([
-            "build",
-            "-p",
-            "payment-callback",
-            "--bin",
-            "payment-callback",
-        ])
-        .args(if feature == "sqlite" {
-            vec![]
-        } else {
-            vec!["--no-default-features", "--features", feature]
-        })
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .unwrap();
-    assert!(
-        build.success(),
-        "building the payment-callback example failed"
-    );
+    let binary = tempfile::tempdir().unwrap();
+    let copy = binary.path().join("payment-callback");
+    {
+        let _one_build = BUILD.lock().unwrap_or_else(|e| e.into_inner());
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .current_dir(root)
+            .args([
+                "build",
+                "-p",
+                "payment-callback",
+                "--bin",
+                "payment-callback",
+            ])
+            .env("CARGO_TARGET_DIR", &target)
+            .env_remove("DATABASE_URL")
+            .env_remove("TEST_DATABASE_URL")
+            .env_remove("SQLX_OFFLINE_DIR")
+            .env("SQLX_OFFLINE", "true");
+        if feature != "sqlite" {
+            build.args(["--no-default-features", "--features", feature]);
+        }
+        assert!(
+            build.status().unwrap().success(),
+            "building the payment-callback example for {feature} failed"
+        );
+        std::fs::copy(target.join("debug/payment-callback"), &copy).unwrap();
+    }
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let child = Command::new(target.join("debug/payment-callback"))
+    let child = Command::new(&copy)
         .env("DATABASE_URL", database_url)
         .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
         .env("DOWNSTREAM_DELAY_MS", "300")
@@ -628,7 +645,10 @@ fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)>
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let service = Service(child);
+    let service = Service {
+        child,
+        _binary: binary,
+    };
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -671,13 +691,13 @@ fn order_no() -> String {
     )
 }
 
+fn seed_sql(order_no: &str) -> String {
+    format!("INSERT INTO orders (order_no, amount) VALUES ('{order_no}', 1999)")
+}
+
 /// Payments applied to the order: 1 however often the probe called.
 fn paid_count_sql(order_no: &str) -> String {
     format!("SELECT count(*) FROM paid_log WHERE order_no = '{order_no}'")
-}
-
-fn seed_sql(order_no: &str) -> String {
-    format!("INSERT INTO orders (order_no, amount) VALUES ('{order_no}', 1999)")
 }
 
 #[test]
@@ -688,105 +708,157 @@ fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("payments.db");
-    let url = format!("sqlite://{}", db.display());
-    let Some((_service, base)) = start_example("sqlite", &url) else {
+    let Some((_service, base)) = start_example("sqlite", &format!("sqlite://{}", db.display()))
+    else {
+        return;
+    };
+    let sqlite = |sql: &str| {
+        let output = Command::new("sqlite3").arg(&db).arg(sql).output().unwrap();
+        assert!(output.status.success(), "sqlite3: {sql}");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    let order = order_no();
+    sqlite(&seed_sql(&order));
+    probe_example(&base, &order);
+    assert_eq!(sqlite(&paid_count_sql(&order)), "1");
+}
+
+/// A MariaDB/MySQL or PostgreSQL server from a URL
+/// (`scheme://user[:password]@host[:port]/database`), driven through its
+/// command-line client.
+struct Server {
+    postgres: bool,
+    user: String,
+    password: Option<String>,
+    host: String,
+    port: Option<String>,
+    database: String,
+}
+
+impl Server {
+    fn parse(url: &str) -> Server {
+        let (scheme, rest) = url.split_once("://").expect("a database URL");
+        let (credentials, location) = rest.rsplit_once('@').unwrap_or(("root", rest));
+        let (user, password) = match credentials.split_once(':') {
+            Some((user, password)) => (user, Some(password.to_string())),
+            None => (credentials, None),
+        };
+        let (host_port, database) = location.split_once('/').unwrap_or((location, ""));
+        let (host, port) = match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port.to_string())),
+            None => (host_port, None),
+        };
+        Server {
+            postgres: scheme.starts_with("postgres"),
+            user: user.into(),
+            password,
+            host: host.into(),
+            port,
+            database: database.split('?').next().unwrap_or("").into(),
+        }
+    }
+
+    fn url(&self, database: &str) -> String {
+        format!(
+            "{}://{}{}@{}{}/{database}",
+            if self.postgres { "postgres" } else { "mysql" },
+            self.user,
+            self.password
+                .as_ref()
+                .map_or(String::new(), |password| format!(":{password}")),
+            self.host,
+            self.port
+                .as_ref()
+                .map_or(String::new(), |port| format!(":{port}")),
+        )
+    }
+
+    /// Runs `sql` in `database` (the URL's when `None`); its output.
+    fn sql(&self, database: Option<&str>, sql: &str) -> String {
+        let database = database.unwrap_or(&self.database);
+        let mut command;
+        if self.postgres {
+            command = Command::new("psql");
+            command.args(["-v", "ON_ERROR_STOP=1", "-tA", "-h", &self.host]);
+            command.args(["-U", &self.user, "-d", database, "-c", sql]);
+            if let Some(port) = &self.port {
+                command.args(["-p", port]);
+            }
+            if let Some(password) = &self.password {
+                command.env("PGPASSWORD", password);
+            }
+        } else {
+            command = Command::new("mysql");
+            command.args(["--protocol=tcp", "-N", "-h", &self.host, "-u", &self.user]);
+            if let Some(port) = &self.port {
+                command.args(["-P", port]);
+            }
+            if let Some(password) = &self.password {
+                command.env("MYSQL_PWD", password);
+            }
+            command.args([database, "-e", sql]);
+        }
+        let output = command.output().expect("the mysql/psql client");
+        assert!(
+            output.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+}
+
+/// A database created for one test and dropped after it.
+struct FreshDatabase<'a> {
+    server: &'a Server,
+    name: String,
+}
+
+impl Drop for FreshDatabase<'_> {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.server
+                .sql(None, &format!("DROP DATABASE IF EXISTS {}", self.name))
+        }));
+    }
+}
+
+fn probe_example_on(feature: &str, variable: &str) {
+    let Ok(url) = std::env::var(variable) else {
+        eprintln!("note: set {variable} to probe the example on that database");
+        return;
+    };
+    let server = Server::parse(&url);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let database = FreshDatabase {
+        server: &server,
+        name: format!("idemgen_probe_{}_{nanos}", std::process::id()),
+    };
+    server.sql(None, &format!("CREATE DATABASE {}", database.name));
+    // Declared after the database, so the service stops before it goes.
+    let Some((_service, base)) = start_example(feature, &server.url(&database.name)) else {
         return;
     };
     let order = order_no();
-    let seeded = Command::new("sqlite3")
-        .arg(&db)
-        .arg(seed_sql(&order))
-        .status()
-        .unwrap();
-    assert!(seeded.success());
+    server.sql(Some(&database.name), &seed_sql(&order));
     probe_example(&base, &order);
-    // However many copies the probe sent, the order was paid once.
-    let paid = Command::new("sqlite3")
-        .arg(&db)
-        .arg(paid_count_sql(&order))
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
+    assert_eq!(
+        server.sql(Some(&database.name), &paid_count_sql(&order)),
+        "1"
+    );
 }
 
 #[test]
 fn the_payment_callback_example_keeps_its_promises_on_mariadb() {
-    let Ok(url) = std::env::var("IDEMGEN_TEST_MYSQL_URL") else {
-        eprintln!("note: set IDEMGEN_TEST_MYSQL_URL to probe the example on MariaDB/MySQL");
-        return;
-    };
-    let Some((_service, base)) = start_example("mysql", &url) else {
-        return;
-    };
-    // mysql://user[:password]@host[:port]/database
-    let rest = url.split_once("://").map_or(url.as_str(), |(_, rest)| rest);
-    let (credentials, location) = rest.rsplit_once('@').unwrap_or(("root", rest));
-    let (user, password) = credentials.split_once(':').unwrap_or((credentials, ""));
-    let (host_port, database) = location.split_once('/').unwrap_or((location, ""));
-    let database = database.split('?').next().unwrap_or("");
-    let (host, port) = host_port.split_once(':').unwrap_or((host_port, "3306"));
-    let order = order_no();
-    let mut command = Command::new("mysql");
-    command.args([
-        "-h",
-        host,
-        "-P",
-        port,
-        "-u",
-        user,
-        database,
-        "-e",
-        &seed_sql(&order),
-    ]);
-    if !password.is_empty() {
-        command.env("MYSQL_PWD", password);
-    }
-    assert!(
-        command.status().unwrap().success(),
-        "seeding with mysql failed"
-    );
-    probe_example(&base, &order);
-    let mut count = Command::new("mysql");
-    count.args([
-        "-h",
-        host,
-        "-P",
-        port,
-        "-u",
-        user,
-        database,
-        "-N",
-        "-e",
-        &paid_count_sql(&order),
-    ]);
-    if !password.is_empty() {
-        count.env("MYSQL_PWD", password);
-    }
-    let paid = count.output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
+    probe_example_on("mysql", "IDEMGEN_TEST_MYSQL_URL");
 }
 
 #[test]
 fn the_payment_callback_example_keeps_its_promises_on_postgres() {
-    let Ok(url) = std::env::var("IDEMGEN_TEST_PG_URL") else {
-        eprintln!("note: set IDEMGEN_TEST_PG_URL to probe the example on PostgreSQL");
-        return;
-    };
-    let Some((_service, base)) = start_example("postgres", &url) else {
-        return;
-    };
-    let order = order_no();
-    let seeded = Command::new("psql")
-        .args([url.as_str(), "-c", &seed_sql(&order)])
-        .status()
-        .unwrap();
-    assert!(seeded.success(), "seeding with psql failed");
-    probe_example(&base, &order);
-    let paid = Command::new("psql")
-        .args([url.as_str(), "-tAc", &paid_count_sql(&order)])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8_lossy(&paid.stdout).trim(), "1");
+    probe_example_on("postgres", "IDEMGEN_TEST_PG_URL");
 }
 
 // The report formats, on a fixed report (live runs differ in keys and
