@@ -13,7 +13,7 @@ use crate::spec::{Node, Workspace};
 
 use super::http::Outgoing;
 use super::key::{self, Rng};
-use super::sample::{Sampler, to_json};
+use super::sample::Sampler;
 
 /// What the user chose about the request (`--body-file`, `--example`,
 /// `--set`, `--param`, `--header`).
@@ -360,7 +360,7 @@ fn choose_body(
         .iter()
         .filter_map(|entry| {
             let example = workspace.deref(&entry.value)?;
-            Some((entry.key.to_string(), to_json(example.get("value")?)))
+            Some((entry.key.to_string(), example.get("value")?.to_json()))
         })
         .collect();
     if let Some(wanted) = &options.example {
@@ -386,7 +386,7 @@ fn choose_body(
     }
     if let Some(example) = media.value.get("example") {
         return Ok((
-            Some(to_json(example)),
+            Some(example.to_json()),
             content_type,
             "the media example".into(),
         ));
@@ -416,7 +416,7 @@ fn choose_body(
 fn parameter_value(parameter: &Node, sampler: &mut Sampler<'_>) -> String {
     let value = parameter
         .get("example")
-        .map(to_json)
+        .map(Node::to_json)
         .or_else(|| {
             parameter
                 .get("examples")
@@ -424,7 +424,7 @@ fn parameter_value(parameter: &Node, sampler: &mut Sampler<'_>) -> String {
                 .and_then(|examples| examples.first())
                 .and_then(|entry| sampler.workspace.deref(&entry.value))
                 .and_then(|example| example.get("value"))
-                .map(to_json)
+                .map(Node::to_json)
         })
         .or_else(|| parameter.get("schema").map(|schema| sampler.sample(schema)))
         .unwrap_or(Value::Null);

@@ -12,25 +12,6 @@ use super::key::{Rng, today};
 /// Deepest schema nesting followed; deeper values are `null`.
 const MAX_DEPTH: usize = 24;
 
-/// The node as JSON data (for `example` payloads).
-pub fn to_json(node: &Node) -> Value {
-    use crate::spec::Value as V;
-    match &node.value {
-        V::Null => Value::Null,
-        V::Bool(flag) => Value::Bool(*flag),
-        V::Int(number) => Value::from(*number),
-        V::Float(number) => Number::from_f64(*number).map_or(Value::Null, Value::Number),
-        V::Str(text) => Value::String(text.to_string()),
-        V::Seq(items) => Value::Array(items.iter().map(to_json).collect()),
-        V::Map(entries) => Value::Object(
-            entries
-                .iter()
-                .map(|entry| (entry.key.to_string(), to_json(&entry.value)))
-                .collect(),
-        ),
-    }
-}
-
 pub struct Sampler<'a> {
     pub workspace: &'a Workspace,
     pub rng: &'a mut Rng,
@@ -47,7 +28,7 @@ impl Sampler<'_> {
         };
         for given in ["const", "example", "default"] {
             if let Some(value) = schema.get(given) {
-                return to_json(value);
+                return value.to_json();
             }
         }
         if let Some(first) = schema
@@ -55,13 +36,14 @@ impl Sampler<'_> {
             .and_then(Node::as_seq)
             .and_then(|items| items.first())
         {
-            return to_json(first);
+            return first.to_json();
         }
-        if let Some(choice) = schema
-            .get("enum")
-            .and_then(Node::as_seq)
-            .and_then(|items| items.iter().map(to_json).find(|value| !value.is_null()))
-        {
+        if let Some(choice) = schema.get("enum").and_then(Node::as_seq).and_then(|items| {
+            items
+                .iter()
+                .map(Node::to_json)
+                .find(|value| !value.is_null())
+        }) {
             return choice;
         }
         if let Some(branches) = schema.get("allOf").and_then(Node::as_seq) {
