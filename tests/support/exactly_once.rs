@@ -668,10 +668,22 @@ pub fn callback_body(order: &str, amount: i64) -> String {
 
 /// `pay:{date}:{uuid}` with a random UUID v4.
 pub fn new_key() -> String {
-    let mut bytes = [0u8; 16];
+    new_keys(1).remove(0)
+}
+
+/// `count` keys from one read of the system's CSPRNG.
+pub fn new_keys(count: usize) -> Vec<String> {
+    let mut random = vec![0u8; 16 * count];
     File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut bytes))
+        .and_then(|mut source| source.read_exact(&mut random))
         .expect("/dev/urandom");
+    random
+        .chunks_exact(16)
+        .map(|chunk| key_from(chunk.try_into().unwrap()))
+        .collect()
+}
+
+fn key_from(mut bytes: [u8; 16]) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();

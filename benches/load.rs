@@ -1,0 +1,432 @@
+//! What idempotency costs under load, on MariaDB and PostgreSQL:
+//!
+//! - (a) `plain`: the business step alone (one transaction: mark the order
+//!   paid, one `paid_log` row), served by `examples/naive-callback`'s
+//!   `POST /plain/pay`: the baseline;
+//! - (b) `first`: first-time idempotent writes through the generated
+//!   example (claim, business step, fenced completion);
+//! - (c) `replay`: repeats of completed keys, answered from the record;
+//! - (d) `burst`: every client sends the same new key at once, round after
+//!   round (one pays, the rest get 429 or the replay).
+//!
+//! Each runs for a fixed time with N client threads (keep-alive
+//! connections) against release builds, one server process each, in the
+//! same run; the table gives each as a ratio to (a). No assertion depends on
+//! time. Run with
+//!
+//! ```sh
+//! IDEMGEN_TEST_MYSQL_URL=mysql://root@127.0.0.1:3306/test \
+//! IDEMGEN_TEST_PG_URL=postgres://postgres@127.0.0.1:5432/postgres \
+//!   cargo bench --bench load
+//! ```
+//!
+//! `IDEMGEN_BENCH_CLIENTS` (default 16) and `IDEMGEN_BENCH_SECS` (default
+//! 10) tune it; a dialect whose URL is unset is skipped.
+
+#[path = "../tests/support/exactly_once.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use support::*;
+
+/// Orders seeded per scenario: more than any scenario gets through in its
+/// time on a small machine; a scenario that runs out stops early and says so.
+const ORDERS_PER_SCENARIO: usize = 200_000;
+/// Completed keys the replay scenario cycles through.
+const REPLAY_KEYS: usize = 2_000;
+
+fn main() {
+    let clients = setting("IDEMGEN_BENCH_CLIENTS", 16);
+    let duration = Duration::from_secs(setting("IDEMGEN_BENCH_SECS", 10) as u64);
+    let machine = machine();
+    let mut tables = Vec::new();
+    for dialect in [Dialect::Mysql, Dialect::Postgres] {
+        let Some(db) = Database::create(dialect) else {
+            eprintln!(
+                "skipped {dialect:?}: set {} to a server URL",
+                dialect.env_var()
+            );
+            continue;
+        };
+        tables.push(bench(&db, clients, duration));
+    }
+    println!("\n## idempotency under load\n");
+    println!("{machine}");
+    println!(
+        "{clients} client threads, {} s per scenario, one server process each, release builds.\n",
+        duration.as_secs()
+    );
+    println!(
+        "| database | scenario | requests | req/s | × (a) | p50 ms | p99 ms | p50 × (a) | p99 × (a) | answers | commits/request |"
+    );
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+    for table in &tables {
+        print!("{table}");
+    }
+}
+
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .filter(|value| *value > 0)
+        .unwrap_or(default)
+}
+
+/// The four scenarios on one database; their table rows.
+fn bench(db: &Database, clients: usize, duration: Duration) -> String {
+    let binaries = Binaries::build(db.dialect, Profile::Release);
+    let generated = Server::start(&binaries.generated, db, 0);
+    let naive = Server::start(&binaries.naive, db, 0);
+    let version = db.query("SELECT VERSION()");
+    // "10.11.19-MariaDB-…" / "PostgreSQL 15.14 (Debian …) on …".
+    let database = match db.dialect {
+        Dialect::Mysql => format!("MariaDB {}", version.split('-').next().unwrap_or_default()),
+        _ => version.split(' ').take(2).collect::<Vec<_>>().join(" "),
+    };
+    for prefix in ["W", "A", "B", "R", "D"] {
+        seed_orders(db, prefix, ORDERS_PER_SCENARIO);
+    }
+
+    // Warm both servers' pools and the database's caches.
+    drive(
+        clients,
+        Duration::from_secs(2),
+        ORDERS_PER_SCENARIO,
+        |agent, i| plain(agent, &naive.base, &format!("W-{i}")),
+    );
+
+    let keys = new_keys(ORDERS_PER_SCENARIO);
+    let commits = Commits::start(db);
+    let mut plain_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
+        plain(agent, &naive.base, &format!("A-{i}"))
+    });
+    plain_run.commits = commits.per_request(&plain_run);
+    let commits = Commits::start(db);
+    let mut first_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
+        let order = format!("B-{i}");
+        send(
+            agent,
+            &generated.base,
+            Some(&keys[i]),
+            &callback_body(&order, 100),
+        )
+    });
+
+    first_run.commits = commits.per_request(&first_run);
+
+    // Keys to replay: completed now, their window pushed out so that a long
+    // run does not outlive it (the window is the example's 18 s).
+    let replay_keys = new_keys(REPLAY_KEYS);
+    let replay_bodies: Vec<String> = (0..REPLAY_KEYS)
+        .map(|i| callback_body(&format!("R-{i}"), 100))
+        .collect();
+    let prepared = drive(clients, Duration::from_secs(60), REPLAY_KEYS, |agent, i| {
+        send(
+            agent,
+            &generated.base,
+            Some(&replay_keys[i]),
+            &replay_bodies[i],
+        )
+    });
+    assert_eq!(prepared.count(200), REPLAY_KEYS, "preparing the replays");
+    db.exec("UPDATE idempotent_record SET expires_at = expires_at + 3600000");
+    let commits = Commits::start(db);
+    let mut replay_run = drive(clients, duration, usize::MAX, |agent, i| {
+        let pick = i % REPLAY_KEYS;
+        send(
+            agent,
+            &generated.base,
+            Some(&replay_keys[pick]),
+            &replay_bodies[pick],
+        )
+    });
+
+    replay_run.commits = commits.per_request(&replay_run);
+
+    let burst_keys = new_keys(ORDERS_PER_SCENARIO);
+    let commits = Commits::start(db);
+    let mut burst_run = drive_rounds(clients, duration, ORDERS_PER_SCENARIO, |agent, round| {
+        send(
+            agent,
+            &generated.base,
+            Some(&burst_keys[round]),
+            &callback_body(&format!("D-{round}"), 100),
+        )
+    });
+    burst_run.commits = commits.per_request(&burst_run);
+    // Not a timing: the burst must not have paid any order twice.
+    let doubled = db.count(
+        "SELECT COUNT(*) FROM (SELECT order_no FROM paid_log GROUP BY order_no HAVING COUNT(*) > 1) AS doubled",
+    );
+    assert_eq!(doubled, 0, "an order was paid twice under load");
+    drop(generated);
+    drop(naive);
+
+    let mut rows = String::new();
+    for (name, run) in [
+        ("(a) plain write", &plain_run),
+        ("(b) first-time idempotent", &first_run),
+        ("(c) replay", &replay_run),
+        ("(d) duplicate burst", &burst_run),
+    ] {
+        rows.push_str(&format!(
+            "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
+            run.latencies.len(),
+            run.throughput(),
+            run.throughput() / plain_run.throughput(),
+            ms(run.percentile(50.0)),
+            ms(run.percentile(99.0)),
+            run.percentile(50.0).as_secs_f64() / plain_run.percentile(50.0).as_secs_f64(),
+            run.percentile(99.0).as_secs_f64() / plain_run.percentile(99.0).as_secs_f64(),
+            run.describe_answers(),
+            run.commits
+                .map_or_else(|| "–".to_string(), |commits| format!("{commits:.1}")),
+        ));
+    }
+    eprint!("{rows}");
+    rows
+}
+
+/// PostgreSQL's count of committed transactions in the run's database: the
+/// profile behind the ratios (MariaDB only counts server-wide, and other
+/// databases share the server).
+struct Commits<'a> {
+    db: &'a Database,
+    before: Option<i64>,
+}
+
+impl<'a> Commits<'a> {
+    fn start(db: &'a Database) -> Commits<'a> {
+        Commits {
+            db,
+            before: Commits::read(db),
+        }
+    }
+
+    fn read(db: &Database) -> Option<i64> {
+        (db.dialect == Dialect::Postgres).then(|| {
+            // Statistics reach the view up to a second late.
+            thread::sleep(Duration::from_millis(1_200));
+            db.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+        })
+    }
+
+    fn per_request(self, run: &Run) -> Option<f64> {
+        let after = Commits::read(self.db)?;
+        // One commit is the query that read `before`.
+        Some((after - self.before? - 1) as f64 / run.latencies.len() as f64)
+    }
+}
+
+fn seed_orders(db: &Database, prefix: &str, count: usize) {
+    let sql = match db.dialect {
+        // MariaDB's sequence engine.
+        Dialect::Mysql => format!(
+            "INSERT INTO orders (order_no, amount) SELECT CONCAT('{prefix}-', seq), 100 FROM seq_0_to_{}",
+            count - 1
+        ),
+        Dialect::Postgres => format!(
+            "INSERT INTO orders (order_no, amount) SELECT '{prefix}-' || n, 100 FROM generate_series(0, {}) AS n",
+            count - 1
+        ),
+        Dialect::Sqlite => format!(
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {}) \
+             INSERT INTO orders (order_no, amount) SELECT '{prefix}-' || i, 100 FROM n",
+            count - 1
+        ),
+    };
+    db.exec(&sql);
+}
+
+fn plain(agent: &ureq::Agent, base: &str, order: &str) -> Result<Answer, String> {
+    let response = agent
+        .post(format!("{base}/plain/pay"))
+        .header("content-type", "application/json")
+        .send(callback_body(order, 100))
+        .map_err(|error| error.to_string())?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .read_to_vec()
+        .map_err(|error| error.to_string())?;
+    Ok(Answer {
+        status,
+        retry_after: None,
+        replayed: false,
+        body,
+    })
+}
+
+/// What one scenario saw.
+#[derive(Default)]
+struct Run {
+    latencies: Vec<Duration>,
+    /// Status (0: transport error) → count; replays apart.
+    answers: BTreeMap<String, usize>,
+    elapsed: Duration,
+    ran_out: bool,
+    /// Transactions the database committed per request (PostgreSQL only).
+    commits: Option<f64>,
+}
+
+impl Run {
+    fn merge(&mut self, latencies: Vec<Duration>, answers: BTreeMap<String, usize>) {
+        self.latencies.extend(latencies);
+        for (answer, count) in answers {
+            *self.answers.entry(answer).or_default() += count;
+        }
+    }
+
+    fn count(&self, status: u16) -> usize {
+        self.answers
+            .iter()
+            .filter(|(answer, _)| answer.starts_with(&status.to_string()))
+            .map(|(_, count)| count)
+            .sum()
+    }
+
+    fn throughput(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        let mut sorted = self.latencies.clone();
+        sorted.sort_unstable();
+        if sorted.is_empty() {
+            return Duration::ZERO;
+        }
+        let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+        sorted[rank]
+    }
+
+    fn describe_answers(&self) -> String {
+        let mut parts: Vec<String> = self
+            .answers
+            .iter()
+            .map(|(answer, count)| format!("{count} × {answer}"))
+            .collect();
+        if self.ran_out {
+            parts.push("(ran out of orders)".into());
+        }
+        parts.join(", ")
+    }
+}
+
+fn label(answer: &Result<Answer, String>) -> String {
+    match answer {
+        Ok(answer) if answer.replayed => format!("{} replayed", answer.status),
+        Ok(answer) => answer.status.to_string(),
+        Err(_) => "transport error".into(),
+    }
+}
+
+/// `clients` threads send requests `0, 1, 2…` (each index once) until
+/// `duration` has passed or `limit` requests were sent.
+fn drive(
+    clients: usize,
+    duration: Duration,
+    limit: usize,
+    request: impl Fn(&ureq::Agent, usize) -> Result<Answer, String> + Sync,
+) -> Run {
+    let next = AtomicUsize::new(0);
+    let run = Mutex::new(Run::default());
+    let started = Instant::now();
+    thread::scope(|scope| {
+        for _ in 0..clients {
+            scope.spawn(|| {
+                let agent = agent();
+                let mut latencies = Vec::new();
+                let mut answers = BTreeMap::new();
+                while started.elapsed() < duration {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= limit {
+                        break;
+                    }
+                    let sent = Instant::now();
+                    let answer = request(&agent, i);
+                    latencies.push(sent.elapsed());
+                    *answers.entry(label(&answer)).or_default() += 1;
+                }
+                run.lock().unwrap().merge(latencies, answers);
+            });
+        }
+    });
+    let mut run = run.into_inner().unwrap();
+    run.elapsed = started.elapsed();
+    run.ran_out = next.load(Ordering::Relaxed) >= limit && run.elapsed < duration;
+    run
+}
+
+/// Rounds in which all `clients` threads send request `round` together,
+/// released by a barrier, until `duration` or `limit` rounds.
+fn drive_rounds(
+    clients: usize,
+    duration: Duration,
+    limit: usize,
+    request: impl Fn(&ureq::Agent, usize) -> Result<Answer, String> + Sync,
+) -> Run {
+    let barrier = Barrier::new(clients);
+    let stop = AtomicBool::new(false);
+    let run = Mutex::new(Run::default());
+    let started = Instant::now();
+    thread::scope(|scope| {
+        for client in 0..clients {
+            let (barrier, stop, run, request) = (&barrier, &stop, &run, &request);
+            scope.spawn(move || {
+                let agent = agent();
+                let mut latencies = Vec::new();
+                let mut answers = BTreeMap::new();
+                for round in 0..limit {
+                    barrier.wait();
+                    // Set by client 0 before it reached this barrier, so
+                    // every client sees the same value here.
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let sent = Instant::now();
+                    let answer = request(&agent, round);
+                    latencies.push(sent.elapsed());
+                    *answers.entry(label(&answer)).or_default() += 1;
+                    if client == 0 && started.elapsed() >= duration {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+                run.lock().unwrap().merge(latencies, answers);
+            });
+        }
+    });
+    let mut run = run.into_inner().unwrap();
+    run.elapsed = started.elapsed();
+    run
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// Where the figures came from.
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|model| model.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = thread::available_parallelism().map_or(0, |cores| cores.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|load| load.split(' ').take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!(
+        "Machine: {cpu}, {cores} cores available (load average before the run: {load}); \
+         clients, servers and the database share them."
+    )
+}
