@@ -22,7 +22,7 @@
 //!
 //! `IDEMGEN_BENCH_CLIENTS` (default 16) and `IDEMGEN_BENCH_SECS` (default
 //! 10) tune it; a dialect whose URL is unset is skipped.
-//! `IDEMGEN_BENCH_GENERATED_BIN=/path/{dialect}/payment-callback` measures
+//! `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` measures
 //! another build of the generated service (a candidate fix) instead.
 
 #[path = "../tests/support/exactly_once.rs"]
@@ -82,11 +82,7 @@ fn setting(name: &str, default: usize) -> usize {
 
 /// The four scenarios on one database; their table rows.
 fn bench(db: &Database, clients: usize, duration: Duration) -> String {
-    let mut binaries = Binaries::build(db.dialect, Profile::Release);
-    if let Ok(patched) = std::env::var("IDEMGEN_BENCH_GENERATED_BIN") {
-        binaries.generated = patched.replace("{dialect}", db.dialect.feature()).into();
-        eprintln!("generated service: {}", binaries.generated.display());
-    }
+    let binaries = Binaries::build(db.dialect, Profile::Release).with_override(db.dialect);
     let generated = Server::start(&binaries.generated, db, 0);
     let naive = Server::start(&binaries.naive, db, 0);
     let version = db.query("SELECT VERSION()");

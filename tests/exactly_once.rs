@@ -8,7 +8,9 @@
 //! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` name a server (e.g.
 //! `mysql://root@127.0.0.1:3306/test`); every run creates and drops its own
 //! database there. Assertions go through the `mysql`, `psql` and `sqlite3`
-//! command-line clients. `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips the suite.
+//! command-line clients. `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips the suite;
+//! `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` runs it against
+//! another build of the generated service (a candidate fix).
 //!
 //! The binaries are debug builds in the shared `target/generated` directory,
 //! where `tests/generated.rs` already compiled axum and sqlx for every

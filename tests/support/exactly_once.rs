@@ -69,7 +69,17 @@ pub struct Binaries {
 impl Binaries {
     /// Debug builds, for the tests.
     pub fn get(dialect: Dialect) -> Binaries {
-        Binaries::build(dialect, Profile::Debug)
+        Binaries::build(dialect, Profile::Debug).with_override(dialect)
+    }
+
+    /// `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` puts another
+    /// build of the generated service (a candidate fix) to the same test.
+    pub fn with_override(mut self, dialect: Dialect) -> Binaries {
+        if let Ok(path) = std::env::var("IDEMGEN_GENERATED_BIN") {
+            self.generated = path.replace("{dialect}", dialect.feature()).into();
+            eprintln!("generated service: {}", self.generated.display());
+        }
+        self
     }
 
     /// Builds both crates for `dialect` in `target/generated` (once per
