@@ -54,16 +54,18 @@ pub fn query(dialect: Dialect, kind: QueryKind, table: &str) -> String {
     let template = match kind {
         QueryKind::Claim => {
             let on_conflict = match dialect {
-                // A no-op update clause: the row is locked, nothing changes,
-                // and the caller reads the claim token back to learn who won
-                // (affected rows cannot tell on MySQL).
-                Dialect::Mysql => "ON DUPLICATE KEY UPDATE idem_key = idem_key",
-                Dialect::Postgres | Dialect::Sqlite => "ON CONFLICT (scope, idem_key) DO NOTHING",
+                // A plain INSERT: a duplicate is a unique violation, which
+                // the caller classifies (affected rows cannot tell on MySQL).
+                Dialect::Mysql => "",
+                // The token comes back only when this statement inserted.
+                Dialect::Postgres | Dialect::Sqlite => {
+                    " ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token"
+                }
             };
             format!(
                 "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
                  lease_expires_at, expires_at, created_at, updated_at) \
-                 VALUES ({{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{5}}, {{6}}, {{7}}, {{8}}) \
+                 VALUES ({{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{5}}, {{6}}, {{7}}, {{8}})\
                  {on_conflict}"
             )
         }

@@ -4,7 +4,8 @@
 //! sqlx's query macros read these files when no `DATABASE_URL` is set, so
 //! a generated project builds on a machine without a database. The data
 //! is what sqlx 0.9.0 writes itself (`SQLX_OFFLINE_DIR` + a live
-//! `DATABASE_URL`): only the read query returns columns, and the DDL in
+//! `DATABASE_URL`): only the read query and, on PostgreSQL and SQLite, the
+//! claim (`RETURNING claim_token`) return columns, and the DDL in
 //! [`super::dialect`] fixes their types; the other queries only count (or,
 //! on PostgreSQL, type) their parameters. `tests/generated.rs` compares
 //! this with what sqlx writes against real databases.
@@ -85,6 +86,9 @@ const READ_COLUMNS: [(&str, bool); 8] = [
     ("response_body", true),
 ];
 
+/// The index of `claim_token` in [`READ_COLUMNS`].
+const CLAIM_TOKEN: usize = 2;
+
 const SQLITE_TYPES: [&str; 8] = [
     "Text", "Text", "Text", "Integer", "Integer", "Integer", "Text", "Blob",
 ];
@@ -145,17 +149,18 @@ fn describe(dialect: Dialect, kind: QueryKind, table: &str, schema: &str) -> Des
         Dialect::Postgres => Parameters::Left(postgres_parameters(kind)),
         Dialect::Mysql | Dialect::Sqlite => Parameters::Right(parameter_count(kind)),
     };
-    if kind != QueryKind::Read {
-        return Describe {
-            columns: Vec::new(),
-            parameters,
-            nullable: Vec::new(),
-        };
-    }
-    let columns = READ_COLUMNS
+    // Indexes into READ_COLUMNS of the columns the query returns.
+    let returned: &[usize] = match (kind, dialect) {
+        (QueryKind::Read, _) => &[0, 1, 2, 3, 4, 5, 6, 7],
+        // `RETURNING claim_token`
+        (QueryKind::Claim, Dialect::Postgres | Dialect::Sqlite) => &[CLAIM_TOKEN],
+        _ => &[],
+    };
+    let columns = returned
         .iter()
         .enumerate()
-        .map(|(ordinal, (name, _))| {
+        .map(|(ordinal, &column)| {
+            let (name, _) = READ_COLUMNS[column];
             let origin = Origin::Table {
                 table: match dialect {
                     Dialect::Mysql => format!("{schema}.{table}"),
@@ -167,17 +172,17 @@ fn describe(dialect: Dialect, kind: QueryKind, table: &str, schema: &str) -> Des
                 Dialect::Sqlite => Column::NameFirst {
                     name,
                     ordinal,
-                    type_info: TypeInfo::Name(SQLITE_TYPES[ordinal]),
+                    type_info: TypeInfo::Name(SQLITE_TYPES[column]),
                     origin,
                 },
                 Dialect::Postgres => Column::OrdinalFirst {
                     ordinal,
                     name,
-                    type_info: TypeInfo::Name(POSTGRES_TYPES[ordinal]),
+                    type_info: TypeInfo::Name(POSTGRES_TYPES[column]),
                     origin,
                 },
                 Dialect::Mysql => {
-                    let (r#type, flags, collation, max_size) = MYSQL_TYPES[ordinal];
+                    let (r#type, flags, collation, max_size) = MYSQL_TYPES[column];
                     Column::OrdinalFirst {
                         ordinal,
                         name,
@@ -196,7 +201,10 @@ fn describe(dialect: Dialect, kind: QueryKind, table: &str, schema: &str) -> Des
     Describe {
         columns,
         parameters,
-        nullable: READ_COLUMNS.iter().map(|(_, nullable)| *nullable).collect(),
+        nullable: returned
+            .iter()
+            .map(|&column| READ_COLUMNS[column].1)
+            .collect(),
     }
 }
 

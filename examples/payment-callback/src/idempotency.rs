@@ -7,8 +7,10 @@
 //! 3. [`Call::finish`]: store the answer with an UPDATE fenced on this
 //!    attempt's claim token, in the business transaction, then commit.
 //!
-//! Who owns a key is always decided by reading the claim token back, never
-//! by an affected-row count (MySQL reports 1 for a duplicate too). Retrying
+//! Who owns a key is decided by the claim statement itself (its claim token
+//! returned, or on MySQL no unique violation) or by reading the claim token
+//! back, never by an affected-row count (MySQL reports 1 for a duplicate
+//! too). Retrying
 //! after a recorded failure, taking over an in-progress record whose lease
 //! (`server.max-processing`) ran out, and reusing a key whose window ended
 //! are conditional UPDATEs fenced on the claim token and status that were
@@ -212,11 +214,24 @@ impl App {
                 expires_at: now + contract.window_ms,
                 now,
             };
-            if let Err(error) = store::claim(&self.pool, &claim).await {
-                if !store::is_lost_race(&error) {
-                    return Err(internal(operation, &error));
+            match store::claim(&self.pool, &claim).await {
+                Ok(true) => {
+                    counters.first_attempts.inc();
+                    return Ok(Some(Claim {
+                        scope,
+                        key,
+                        fingerprint,
+                        token,
+                    }));
                 }
-                tracing::debug!(operation = operation.name, %error, "claim lost a race");
+                // Someone else holds the key: read it back below.
+                Ok(false) => {}
+                Err(error) => {
+                    if !store::is_lost_race(&error) {
+                        return Err(internal(operation, &error));
+                    }
+                    tracing::debug!(operation = operation.name, %error, "claim lost a race");
+                }
             }
             let record = match self.read(operation, &scope, &key).await? {
                 Some(record) => record,

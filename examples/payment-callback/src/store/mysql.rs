@@ -1,8 +1,8 @@
 //! The record table on MySQL / MariaDB.
 //!
-//! sqlx connects to MySQL with `CLIENT_FOUND_ROWS`, so the claim's
-//! `ON DUPLICATE KEY UPDATE` reports one affected row whether it inserted or
-//! not: the caller reads the claim token back instead. The fenced UPDATEs
+//! sqlx connects to MySQL with `CLIENT_FOUND_ROWS`, so affected-row counts
+//! cannot tell an insert from a duplicate: the claim is a plain INSERT whose
+//! unique violation means another request holds the key. The fenced UPDATEs
 //! count matched rows, which is what they need. Each connection sets
 //! `wsrep_sync_wait = 1` so that, on a Galera cluster, reading the record
 //! back sees a claim committed on another node.
@@ -59,11 +59,13 @@ pub async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
     pool.begin().await
 }
 
-/// Inserts an in-progress record unless `(scope, idem_key)` exists. Who
-/// holds the key is learnt by reading the claim token back.
-pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO idempotent_record (scope, idem_key, fingerprint, status, claim_token, lease_expires_at, expires_at, created_at, updated_at) VALUES (?, ?, ?, 'in_progress', ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE idem_key = idem_key",
+/// Inserts an in-progress record; `false` when `(scope, idem_key)` already
+/// exists (a unique violation), and the caller reads the record back. A
+/// plain INSERT either inserts or fails: the affected-row count is never
+/// consulted.
+pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<bool, sqlx::Error> {
+    let result = sqlx::query!(
+        "INSERT INTO idempotent_record (scope, idem_key, fingerprint, status, claim_token, lease_expires_at, expires_at, created_at, updated_at) VALUES (?, ?, ?, 'in_progress', ?, ?, ?, ?, ?)",
         claim.scope,
         claim.key,
         claim.fingerprint,
@@ -74,8 +76,12 @@ pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<(), sqlx::Error>
         claim.now,
     )
     .execute(pool)
-    .await?;
-    Ok(())
+    .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
+        Err(error) => Err(error),
+    }
 }
 
 pub async fn read(pool: &Pool, scope: &str, key: &str) -> Result<Option<Record>, sqlx::Error> {

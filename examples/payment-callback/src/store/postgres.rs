@@ -36,11 +36,12 @@ pub async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
     pool.begin().await
 }
 
-/// Inserts an in-progress record unless `(scope, idem_key)` exists. Who
-/// holds the key is learnt by reading the claim token back.
-pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO idempotent_record (scope, idem_key, fingerprint, status, claim_token, lease_expires_at, expires_at, created_at, updated_at) VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $8) ON CONFLICT (scope, idem_key) DO NOTHING",
+/// Inserts an in-progress record unless `(scope, idem_key)` exists; `true`
+/// when this statement inserted it (its claim token came back), `false` on
+/// a conflict, and the caller reads the record back.
+pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<bool, sqlx::Error> {
+    let inserted = sqlx::query_scalar!(
+        "INSERT INTO idempotent_record (scope, idem_key, fingerprint, status, claim_token, lease_expires_at, expires_at, created_at, updated_at) VALUES ($1, $2, $3, 'in_progress', $4, $5, $6, $7, $8) ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token",
         claim.scope,
         claim.key,
         claim.fingerprint,
@@ -50,9 +51,9 @@ pub async fn claim(pool: &Pool, claim: &NewClaim<'_>) -> Result<(), sqlx::Error>
         claim.now,
         claim.now,
     )
-    .execute(pool)
+    .fetch_optional(pool)
     .await?;
-    Ok(())
+    Ok(inserted.as_deref() == Some(claim.token))
 }
 
 pub async fn read(pool: &Pool, scope: &str, key: &str) -> Result<Option<Record>, sqlx::Error> {
