@@ -90,6 +90,17 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
+/// The configuration that applies in the working directory: the first
+/// `idemgen.toml` there or above, else the defaults.
+pub fn for_working_directory() -> Result<Config, ConfigError> {
+    let here = std::env::current_dir()
+        .map_err(|error| ConfigError(format!("no working directory: {error}")))?;
+    match discover(&here) {
+        Some(path) => load(&path),
+        None => Ok(Config::default()),
+    }
+}
+
 /// Reads and checks a configuration file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let display = path.display().to_string();

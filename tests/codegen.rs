@@ -300,6 +300,7 @@ fn the_example_is_idemgen_output_plus_business_files() {
         package: "payment-callback".into(),
         standalone: false,
         spec: "openapi.yaml".into(),
+        defaults: Default::default(),
     };
     let project = codegen::plan(&workspace, &options).unwrap();
     assert_eq!(project.dialect, Dialect::Sqlite);

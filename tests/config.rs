@@ -199,3 +199,69 @@ fn unknown_rule_ids_keys_and_values_are_errors_that_name_them() {
         run.stderr
     );
 }
+
+/// `idemgen ARGS…` run in `dir`: exit code, stdout, stderr.
+fn run_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("idemgen runs");
+    (
+        output.status.code().unwrap(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn ddl_and_gen_take_the_default_dialect_and_rules_from_the_config() {
+    // The spec names no dialect: the configuration's applies.
+    let spec = SPEC.replace("store: {dialect: sqlite, ", "store: {");
+    assert!(
+        !spec.contains("dialect"),
+        "the fixture names no dialect now"
+    );
+    let (root, path) = project(Some("[store]\ndialect = \"postgres\"\n"), &spec);
+    let spec_path = path.to_str().unwrap();
+    let (code, ddl, stderr) = run_in(root.path(), &["ddl", spec_path]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(ddl.contains("COLLATE \"C\""), "PostgreSQL DDL: {ddl}");
+    let (_, sqlite, _) = run_in(root.path(), &["ddl", "--db", "sqlite", spec_path]);
+    assert!(
+        sqlite.contains("INTEGER PRIMARY KEY"),
+        "--db wins: {sqlite}"
+    );
+
+    // gen refuses error-level findings, unless the configuration turns the rule off.
+    let out = root.path().join("svc");
+    let (code, _, stderr) = run_in(
+        root.path(),
+        &["gen", spec_path, "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(code, 1, "window-too-short is an error: {stderr}");
+    std::fs::write(
+        root.path().join("idemgen.toml"),
+        "[store]\ndialect = \"postgres\"\n[rules]\nwindow-too-short = \"warning\"\n",
+    )
+    .unwrap();
+    let (code, _, stderr) = run_in(
+        root.path(),
+        &["gen", spec_path, "-o", out.to_str().unwrap()],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let cargo = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("default = [\"postgres\"]"), "{cargo}");
+
+    // A broken configuration stops every command with exit 2.
+    std::fs::write(
+        root.path().join("idemgen.toml"),
+        "[rules]\nno-such-rule = \"off\"\n",
+    )
+    .unwrap();
+    for args in [vec!["ddl", spec_path], vec!["window", spec_path]] {
+        let (code, _, stderr) = run_in(root.path(), &args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(stderr.contains("no-such-rule"), "{stderr}");
+    }
+}

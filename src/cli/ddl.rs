@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{DbArg, EXIT_BAD_INPUT, print, print_load_error};
+use super::{DbArg, EXIT_BAD_INPUT, print, print_load_error, project_config};
 use crate::codegen;
-use crate::contract::model::Defaults;
 use crate::spec::Workspace;
 
 #[derive(clap::Args)]
@@ -24,7 +23,11 @@ pub fn run(args: &DdlArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let analysis = crate::lint::analyse(&workspace, Defaults::default());
+    let config = match project_config() {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let analysis = crate::lint::analyse(&workspace, config.defaults);
     let contracts = codegen::contracts(&analysis.states);
     match codegen::store(&contracts, args.db.map(DbArg::dialect)) {
         Ok(store) => {

@@ -5,10 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{DbArg, EXIT_BAD_INPUT, EXIT_FINDINGS, print, print_load_error};
+use super::{DbArg, EXIT_BAD_INPUT, EXIT_FINDINGS, print, print_load_error, project_config};
 use crate::codegen::manifest::{self, Action, MANIFEST, Manifest};
 use crate::codegen::{self, Owner};
-use crate::lint::LintOptions;
 use crate::lint::diagnostic::{Report, Severity};
 use crate::report;
 use crate::spec::Workspace;
@@ -42,7 +41,11 @@ pub fn run(args: &GenArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let linted = crate::lint::lint(&workspace, &LintOptions::default());
+    let config = match project_config() {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let linted = crate::lint::lint(&workspace, &config.lint_options());
     let errors = linted
         .diagnostics
         .iter()
@@ -81,6 +84,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         templates: args.templates.clone(),
         package,
         standalone: !is_workspace_member(&args.output),
+        defaults: config.defaults,
         spec: args
             .spec
             .file_name()

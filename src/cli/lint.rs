@@ -133,12 +133,7 @@ fn options(args: &LintArgs) -> Result<LintOptions, String> {
     } else if let Some(path) = &args.config {
         config::load(path).map_err(|error| error.to_string())?
     } else {
-        let here =
-            std::env::current_dir().map_err(|error| format!("no working directory: {error}"))?;
-        match config::discover(&here) {
-            Some(path) => config::load(&path).map_err(|error| error.to_string())?,
-            None => Config::default(),
-        }
+        config::for_working_directory().map_err(|error| error.to_string())?
     };
     let mut options = config.lint_options();
     if let Some(profile) = args.profile {

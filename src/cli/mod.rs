@@ -243,6 +243,16 @@ pub(crate) fn print(text: &str) {
     let _ = stdout.flush();
 }
 
+/// The working directory's `idemgen.toml` (rules, profile, dialect), for
+/// the commands other than `lint`, which also takes `--config`; a bad file
+/// is reported and ends the command with exit code 2.
+pub(crate) fn project_config() -> Result<crate::config::Config, ExitCode> {
+    crate::config::for_working_directory().map_err(|error| {
+        let _ = writeln!(std::io::stderr(), "error: {error}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
+}
+
 pub(crate) fn print_load_error(error: &LoadError) {
     let color = report::pretty::use_color(std::io::stderr().is_terminal());
     // A closed stderr is no reason to panic.

@@ -2,8 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, print, print_load_error};
-use crate::contract::model::Defaults;
+use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, print, print_load_error, project_config};
 use crate::lint::analyse;
 use crate::lint::context::ContractState;
 use crate::spec::Workspace;
@@ -17,7 +16,11 @@ pub fn run(args: &WindowArgs) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    let analysis = analyse(&workspace, Defaults::default());
+    let config = match project_config() {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    let analysis = analyse(&workspace, config.defaults);
     let mut rows = Vec::new();
     for (operation, (state, _)) in analysis.operations.iter().zip(&analysis.states) {
         let ContractState::Present(contract) = state else {

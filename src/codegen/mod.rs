@@ -38,6 +38,8 @@ pub struct Options {
     pub standalone: bool,
     /// The spec's name as shown in generated comments.
     pub spec: String,
+    /// Profile and dialect for contracts that do not say (`idemgen.toml`).
+    pub defaults: crate::contract::model::Defaults,
 }
 
 /// Who owns a generated file after it is first written.
@@ -129,7 +131,7 @@ pub fn contracts(
 
 /// Every file of the project for `workspace`.
 pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String> {
-    let analysis = crate::lint::analyse(workspace, Default::default());
+    let analysis = crate::lint::analyse(workspace, options.defaults);
     let store = store(&contracts(&analysis.states), options.dialect)?;
     let mut warnings = Vec::new();
     let mut identifiers = names::Identifiers::default();
