@@ -6,6 +6,7 @@ use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, print, print_load_error, p
 use crate::lint::analyse;
 use crate::lint::context::ContractState;
 use crate::spec::Workspace;
+use crate::window::WindowInputs;
 use crate::window::render::WindowRow;
 
 pub fn run(args: &WindowArgs) -> ExitCode {
@@ -36,7 +37,7 @@ pub fn run(args: &WindowArgs) -> ExitCode {
         {
             continue;
         }
-        let inputs = crate::lint::rules::window_too_short::inputs(contract).with_overrides(
+        let inputs = WindowInputs::of(contract).with_overrides(
             args.timeout,
             args.retries.clone().map(|retries| retries.0),
             args.max_processing,

@@ -63,18 +63,21 @@ impl miette::Diagnostic for Finding<'_> {
     }
 }
 
+fn theme(color: bool) -> GraphicalTheme {
+    if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    }
+}
+
 /// Whether to colour: a terminal, and `NO_COLOR` unset.
 pub fn use_color(is_terminal: bool) -> bool {
     is_terminal && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
 }
 
 pub fn render(report: &Report, color: bool) -> String {
-    let theme = if color {
-        GraphicalTheme::unicode()
-    } else {
-        GraphicalTheme::unicode_nocolor()
-    };
-    let handler = GraphicalReportHandler::new_themed(theme)
+    let handler = GraphicalReportHandler::new_themed(theme(color))
         .with_context_lines(2)
         .with_width(100);
     let mut out = String::new();
@@ -144,13 +147,14 @@ pub fn summary(report: &Report) -> String {
 /// A file that could not be loaded, with a snippet when the place is known.
 pub fn render_load_error(error: &crate::spec::LoadError, color: bool) -> String {
     let mut out = String::new();
-    let (Some((offset, line, column)), Some(text)) = (error.location, &error.text) else {
-        let _ = writeln!(
-            out,
-            "error: {}: {}\n  help: {}",
+    let plain = || {
+        format!(
+            "error: {}: {}\n  help: {}\n",
             error.file, error.message, error.help
-        );
-        return out;
+        )
+    };
+    let (Some((offset, line, column)), Some(text)) = (error.location, &error.text) else {
+        return plain();
     };
     let excerpt = Excerpt::new(&error.file, text, offset, 1, line, column);
     let label = LabeledSpan::new_with_span(Some("here".into()), excerpt.span);
@@ -158,21 +162,12 @@ pub fn render_load_error(error: &crate::spec::LoadError, color: bool) -> String 
         .with_help(error.help.clone())
         .with_label(label);
     let report = miette::Report::new(diagnostic).with_source_code(excerpt);
-    let theme = if color {
-        GraphicalTheme::unicode()
-    } else {
-        GraphicalTheme::unicode_nocolor()
-    };
-    if GraphicalReportHandler::new_themed(theme)
+    if GraphicalReportHandler::new_themed(theme(color))
         .with_width(100)
         .render_report(&mut out, report.as_ref())
         .is_err()
     {
-        let _ = writeln!(
-            out,
-            "error: {}: {}\n  help: {}",
-            error.file, error.message, error.help
-        );
+        return plain();
     }
     out
 }

@@ -42,6 +42,20 @@ pub struct WindowInputs {
 }
 
 impl WindowInputs {
+    /// The inputs an operation's merged contract gives.
+    pub fn of(contract: &crate::contract::Contract) -> WindowInputs {
+        WindowInputs {
+            timeout_ms: contract.timeout_ms.as_ref().map(|timeout| timeout.value),
+            retries_ms: contract.retry_delays(),
+            jitter_ms: contract.jitter_ms.value,
+            processing_ms: contract
+                .max_processing_ms
+                .as_ref()
+                .map(|processing| processing.value),
+            window_ms: contract.window_ms.as_ref().map(|window| window.value),
+        }
+    }
+
     /// A what-if copy: each `Some` replaces that input, `None` keeps it.
     /// Used to answer "what window would a 10 s timeout need?".
     pub fn with_overrides(

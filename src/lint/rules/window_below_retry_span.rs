@@ -13,8 +13,8 @@
 //! `max-processing: 1s`, the span is 8×5 + 8 + 1 = 49 s: set `window: 49s`
 //! or more, or retry less.
 use super::prelude::*;
-use super::window_too_short::{inputs, jitter_term};
-use crate::window::compute;
+use super::window_too_short::jitter_term;
+use crate::window::{WindowInputs, compute};
 
 declare_rule!(
     "window_below_retry_span.rs",
@@ -35,23 +35,24 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     ) else {
         return;
     };
-    let Some(span) = compute(&inputs(contract)).retry_span_ms else {
+    let inputs = WindowInputs::of(contract);
+    let Some(span) = compute(&inputs).retry_span_ms else {
         return;
     };
     if window.value >= span {
         return;
     }
-    let retries = contract.retry_delays();
+    let retries = inputs.retries_ms.len();
     sink.report(
         &window.origin,
         format!(
             "{}: window {} ends before the last retry can finish: {} retries × timeout {} + retries {}{} + max-processing {} = {}",
             context.name(),
             format_ms(window.value),
-            retries.len(),
+            retries,
             format_ms(timeout.value),
-            format_ms(retries.iter().sum()),
-            jitter_term(retries.len(), contract.jitter_ms.value),
+            format_ms(inputs.total_retry_delay_ms()),
+            jitter_term(retries, inputs.jitter_ms),
             format_ms(processing.value),
             format_ms(span)
         ),

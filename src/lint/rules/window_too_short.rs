@@ -23,20 +23,6 @@ declare_rule!(
     Check::Operation(check)
 );
 
-/// The window inputs of a contract, for the shared math.
-pub fn inputs(contract: &crate::contract::Contract) -> WindowInputs {
-    WindowInputs {
-        timeout_ms: contract.timeout_ms.as_ref().map(|timeout| timeout.value),
-        retries_ms: contract.retry_delays(),
-        jitter_ms: contract.jitter_ms.value,
-        processing_ms: contract
-            .max_processing_ms
-            .as_ref()
-            .map(|processing| processing.value),
-        window_ms: contract.window_ms.as_ref().map(|window| window.value),
-    }
-}
-
 /// ` + jitter 3×100ms`, or nothing when there is no jitter.
 pub fn jitter_term(retries: usize, jitter_ms: u64) -> String {
     if jitter_ms == 0 {
@@ -57,16 +43,15 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     ) else {
         return;
     };
-    let math = compute(&inputs(contract));
-    let Some(required) = math.required_ms else {
+    let inputs = WindowInputs::of(contract);
+    let Some(required) = compute(&inputs).required_ms else {
         return;
     };
     if window.value >= required {
         return;
     }
-    let retries = contract.retry_delays();
-    let retries_total: u64 = retries.iter().sum();
-    let jitter = jitter_term(retries.len(), contract.jitter_ms.value);
+    let retries_total = inputs.total_retry_delay_ms();
+    let jitter = jitter_term(inputs.retries_ms.len(), inputs.jitter_ms);
     sink.report(
         &window.origin,
         format!(
