@@ -1,7 +1,7 @@
 //! Lint speed and memory on the corpus, each beside a bare saphyr parse of
 //! the same file measured in the same run.
 //!
-//! Run: `cargo bench --bench lint` (corpus at `../shared/corpus`, or set
+//! Run: `cargo bench --bench lint` (the corpus beside the project, or set
 //! `IDEMGEN_CORPUS`). Prints a Markdown table; ratios are what matter, since
 //! absolute times depend on the machine.
 //!

@@ -34,6 +34,7 @@ use std::sync::{Barrier, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::skip::skipped;
 use support::*;
 
 /// Orders seeded per scenario: more than any scenario gets through in its
@@ -49,10 +50,7 @@ fn main() {
     let mut tables = Vec::new();
     for dialect in [Dialect::Mysql, Dialect::Postgres] {
         let Some(db) = Database::create(dialect) else {
-            eprintln!(
-                "skipped {dialect:?}: set {} to a server URL",
-                dialect.env_var()
-            );
+            skipped(&format!("set {} to run ({dialect:?})", dialect.env_var()));
             continue;
         };
         tables.push(bench(&db, clients, duration));

@@ -77,6 +77,7 @@ impl Config {
         LintOptions {
             defaults: self.defaults,
             severities: self.severities.clone(),
+            ..LintOptions::default()
         }
     }
 }
@@ -88,6 +89,28 @@ pub fn discover(start: &Path) -> Option<PathBuf> {
         .ancestors()
         .map(|dir| dir.join(FILE_NAME))
         .find(|candidate| candidate.is_file())
+}
+
+/// Where the configuration comes from, as every command's `--config` and
+/// `--no-config` say.
+#[derive(Debug, Clone, Default)]
+pub enum Source {
+    /// The first `idemgen.toml` in the working directory or its parents.
+    #[default]
+    Discover,
+    /// This file (`--config FILE`).
+    File(PathBuf),
+    /// None at all (`--no-config`): the built-in defaults.
+    Disabled,
+}
+
+/// The configuration `source` names.
+pub fn resolve(source: &Source) -> Result<Config, ConfigError> {
+    match source {
+        Source::Discover => for_working_directory(),
+        Source::File(path) => load(path),
+        Source::Disabled => Ok(Config::default()),
+    }
 }
 
 /// The configuration that applies in the working directory: the first

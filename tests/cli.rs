@@ -354,9 +354,9 @@ fn unsupported_documents_exit_2_naming_what_was_found() {
             "AsyncAPI 2.6.0 is not an OpenAPI document",
         ),
         (
-            "v32.yaml",
-            "openapi: 3.2.0\ninfo: {title: x, version: 1}\n",
-            "OpenAPI 3.2.0 is not supported",
+            "v33.yaml",
+            "openapi: 3.3.0\ninfo: {title: x, version: 1}\n",
+            "OpenAPI 3.3.0 is not supported",
         ),
         (
             "none.yaml",
@@ -576,4 +576,192 @@ fn anchors_count_against_the_alias_budget() {
     let run = idemgen(&["lint", path.to_str().unwrap()]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("anchors and aliases"), "{}", run.stderr);
+}
+
+#[test]
+fn a_key_like_input_without_a_contract_is_one_finding_not_two() {
+    let path = "tests/fixtures/lint/key-without-contract.yaml";
+    let findings = |extra: &[&str]| {
+        let mut args = vec!["lint", "--format", "json", path];
+        args.extend_from_slice(extra);
+        let run = idemgen(&args);
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        json["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {}",
+                    d["rule"].as_str().unwrap(),
+                    d["operation"].as_str().unwrap()
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        findings(&[]),
+        [
+            "undeclared-key-header createPayment",
+            "undeclared-key-header updateRefund",
+            "missing-idempotency createPayout",
+        ]
+    );
+    // With the specific rule off, the general one covers every write again.
+    assert_eq!(
+        findings(&["--severity", "undeclared-key-header=off"]),
+        [
+            "missing-idempotency createPayment",
+            "missing-idempotency updateRefund",
+            "missing-idempotency createPayout",
+        ]
+    );
+    insta::assert_snapshot!("key_without_contract", idemgen(&["lint", path]).stdout);
+}
+
+#[test]
+fn statistics_count_findings_per_rule_across_files() {
+    let files = [
+        "tests/fixtures/lint/wrong-types.yaml",
+        "tests/fixtures/lint/key-without-contract.yaml",
+        "examples/broken/missing-idempotency.yaml",
+    ];
+    let mut args = vec!["lint", "--statistics"];
+    args.extend(files);
+    let run = idemgen(&args);
+    assert_eq!(run.code, 1, "the exit code still follows the findings");
+    insta::assert_snapshot!("statistics", run.stdout);
+
+    // Most findings first; the counts add up to the findings `--format json` lists.
+    args.extend(["--format", "json"]);
+    let json: Value = serde_json::from_str(&idemgen(&args).stdout).unwrap();
+    let rows = json["statistics"].as_array().unwrap();
+    let counts: Vec<u64> = rows
+        .iter()
+        .map(|row| row["count"].as_u64().unwrap())
+        .collect();
+    assert!(
+        counts.windows(2).all(|pair| pair[0] >= pair[1]),
+        "{counts:?}"
+    );
+    let mut full = vec!["lint", "--format", "json"];
+    full.extend(files);
+    let listed: Value = serde_json::from_str(&idemgen(&full).stdout).unwrap();
+    let findings = listed["diagnostics"].as_array().unwrap().len() as u64;
+    assert_eq!(counts.iter().sum::<u64>(), findings);
+    assert_eq!(json["summary"], listed["summary"]);
+    assert_eq!(rows[0]["rule"], "contract-invalid");
+    assert_eq!(rows[0]["severity"], "error");
+    assert!(
+        rows[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("does not parse")
+    );
+
+    let refused = idemgen(&["lint", "--statistics", "--format", "sarif", files[0]]);
+    assert_eq!(refused.code, 2);
+    assert!(
+        refused.stderr.contains("--statistics") && refused.stderr.contains("--format sarif"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(refused.stdout, "");
+}
+
+#[test]
+fn a_long_pretty_report_ends_with_counts_per_rule() {
+    // 18 findings: more than a screenful, so one line sums them up.
+    let long = idemgen(&["lint", "tests/fixtures/lint/wrong-types.yaml"]).stdout;
+    let lines: Vec<&str> = long.lines().rev().take(3).collect();
+    assert_eq!(lines[1], "3 fixable with `idemgen lint --fix`");
+    assert_eq!(
+        lines[2],
+        "by rule: 14 contract-invalid, 1 conflict-undeclared, 1 missing-key-undeclared, \
+         1 replay-schema-missing, 1 retry-after-missing \
+         (`idemgen lint --statistics` shows only the counts)"
+    );
+    assert!(lines[0].starts_with("16 errors, 2 warnings"), "{long}");
+    // Three findings fit on a screen: no summary line.
+    let short = idemgen(&["lint", "tests/fixtures/lint/key-without-contract.yaml"]).stdout;
+    assert!(!short.contains("by rule:"), "{short}");
+}
+
+#[test]
+fn window_only_failing_shows_what_needs_attention() {
+    let spec = "tests/fixtures/window/mixed.yaml";
+    let table = idemgen(&["window", spec, "--only-failing"]);
+    assert_eq!(table.code, 0, "{}", table.stderr);
+    insta::assert_snapshot!("window_only_failing_table", table.stdout);
+    let markdown = idemgen(&["window", spec, "--only-failing", "--format", "markdown"]);
+    insta::assert_snapshot!("window_only_failing_markdown", markdown.stdout);
+
+    let json: Value = serde_json::from_str(
+        &idemgen(&["window", spec, "--only-failing", "--format", "json"]).stdout,
+    )
+    .unwrap();
+    let shown: Vec<(&str, &str)> = json["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                row["operation"].as_str().unwrap(),
+                row["verdict"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            ("createRefund", "too-short"),
+            ("createPayout", "too-short"),
+            ("createTransfer", "unknown")
+        ]
+    );
+
+    let svg = idemgen(&["window", spec, "--only-failing", "--format", "svg"]).stdout;
+    roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    for failing in ["createRefund", "createPayout", "createTransfer"] {
+        assert!(svg.contains(failing), "{failing} missing from the SVG");
+    }
+    assert!(!svg.contains("createPayment"), "a passing panel was drawn");
+    let everything = idemgen(&["window", spec, "--format", "svg"]).stdout;
+    assert!(everything.contains("createPayment"));
+}
+
+#[test]
+fn window_only_failing_says_so_when_nothing_fails() {
+    let spec = "examples/payment-callback/openapi.yaml";
+    let table = idemgen(&["window", spec, "--only-failing"]);
+    assert_eq!(table.code, 0);
+    assert_eq!(
+        table.stdout,
+        "No window check fails: the one operation checked is ok.\n"
+    );
+    let markdown = idemgen(&["window", spec, "--only-failing", "--format", "markdown"]);
+    assert_eq!(markdown.stdout, table.stdout);
+    let svg = idemgen(&["window", spec, "--only-failing", "--format", "svg"]).stdout;
+    roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    assert!(svg.contains("No window check fails: the one operation checked is ok."));
+    let json: Value = serde_json::from_str(
+        &idemgen(&["window", spec, "--only-failing", "--format", "json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(json["operations"], Value::Array(vec![]));
+    let mixed = idemgen(&[
+        "window",
+        "tests/fixtures/window/mixed.yaml",
+        "--op",
+        "createPayment",
+        "--op",
+        "createRefund",
+        "--timeout",
+        "1s",
+        "--only-failing",
+    ]);
+    assert_eq!(
+        mixed.stdout,
+        "No window check fails: all 2 operations checked are ok.\n"
+    );
 }

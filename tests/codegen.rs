@@ -11,6 +11,9 @@ use idemgen::codegen::{self, Owner};
 use idemgen::contract::model::Dialect;
 use idemgen::spec::Workspace;
 
+#[path = "support/skip.rs"]
+mod skip;
+
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -97,7 +100,7 @@ fn ddl_uses_the_spec_table_and_widest_key() {
 #[test]
 fn ddl_applies_to_sqlite() {
     if Command::new("sqlite3").arg("--version").output().is_err() {
-        eprintln!("skipped: no sqlite3 command");
+        skip::skipped("no sqlite3 command");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -141,7 +144,8 @@ fn regenerating_refreshes_generated_files_and_keeps_business_files() {
 
     let manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
     assert!(manifest.contains("  Cargo.toml\n"));
-    assert!(manifest.contains("  src/idempotency.rs\n"));
+    assert!(manifest.contains("  src/routes.rs\n"));
+    assert!(manifest.contains("  vendor/idemgen-runtime/src/engine.rs\n"));
     assert!(!manifest.contains("src/business/on_pay_callback.rs"));
 
     let business = out.join("src/business/on_pay_callback.rs");
@@ -226,10 +230,32 @@ fn templates_can_be_overridden_by_name() {
     );
     // The others are the embedded ones.
     assert!(
-        std::fs::read_to_string(out.join("src/idempotency.rs"))
+        std::fs::read_to_string(out.join("src/routes.rs"))
             .unwrap()
-            .contains("pub async fn begin")
+            .contains(".begin_decoded(&operations::ON_PAY_CALLBACK")
     );
+}
+
+#[test]
+fn a_template_that_is_not_rust_stops_gen_with_rustfmt_s_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates");
+    std::fs::create_dir_all(templates.join("src")).unwrap();
+    std::fs::write(templates.join("src/main.rs.j2"), "fn main( {\n").unwrap();
+    let out = dir.path().join("svc");
+    let run = gen_into(
+        &format!("{EXAMPLE}/openapi.yaml"),
+        &out,
+        &["--templates", templates.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("rustfmt could not format the generated src/main.rs"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists());
 }
 
 #[test]
@@ -279,12 +305,14 @@ fn hostile_names_become_unique_readable_identifiers() {
         }
     }
     let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
-    assert!(
-        operations.contains("name: \"create order!\","),
-        "{operations}"
-    );
-    assert!(operations.contains("name: \"支付\","));
-    assert!(operations.contains("name: \"DELETE /orders/{id}\","));
+    // Each operation's name is its first argument, as written in the spec.
+    for name in ["create order!", "支付", "DELETE /orders/{id}"] {
+        assert!(
+            operations.contains(&format!("(\n    \"{name}\","))
+                || operations.contains(&format!("(\"{name}\", ")),
+            "{name}: {operations}"
+        );
+    }
 }
 
 /// The committed example is what idemgen generates from its spec: every
@@ -295,10 +323,11 @@ fn the_example_is_idemgen_output_plus_business_files() {
     let dir = root().join(EXAMPLE);
     let workspace = Workspace::load(&dir.join("openapi.yaml")).unwrap();
     let options = codegen::Options {
-        dialect: None,
+        dialects: vec![Dialect::Sqlite, Dialect::Mysql, Dialect::Postgres],
         templates: None,
         package: "payment-callback".into(),
         standalone: false,
+        runtime_path: Some("../../crates/idemgen-runtime".into()),
         spec: "openapi.yaml".into(),
         defaults: Default::default(),
     };
@@ -311,7 +340,7 @@ fn the_example_is_idemgen_output_plus_business_files() {
         match file.owner {
             Owner::Idemgen => assert!(
                 committed == file.contents,
-                "{} differs from idemgen's output; run `idemgen gen {EXAMPLE}/openapi.yaml -o {EXAMPLE}`",
+                "{} differs from idemgen's output; run `idemgen gen {EXAMPLE}/openapi.yaml -o {EXAMPLE} --db sqlite,mysql,postgres --runtime-path ../../crates/idemgen-runtime`",
                 file.path
             ),
             Owner::User => {
@@ -343,19 +372,6 @@ fn the_example_is_idemgen_output_plus_business_files() {
     }
 }
 
-#[test]
-fn offline_data_names_each_query_by_the_hash_of_its_sql() {
-    for dialect in [Dialect::Sqlite, Dialect::Mysql, Dialect::Postgres] {
-        for (name, contents) in codegen::offline::files(dialect, "idempotent_record", "payments") {
-            let data: serde_json::Value = serde_json::from_str(&contents).unwrap();
-            let query = data["query"].as_str().unwrap();
-            let hash = codegen::manifest::sha256_hex(query.as_bytes());
-            assert_eq!(name, format!("query-{hash}.json"));
-            assert_eq!(data["hash"], hash.as_str());
-        }
-    }
-}
-
 #[cfg(unix)]
 #[test]
 fn gen_never_writes_through_a_symbolic_link_out_of_the_output_directory() {
@@ -369,4 +385,276 @@ fn gen_never_writes_through_a_symbolic_link_out_of_the_output_directory() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+/// A spec with `count` read-only operations `GET /items{n}`.
+fn spec_with_operations(count: usize) -> String {
+    let mut spec = String::from("openapi: 3.1.0\ninfo: {title: many, version: 1.0.0}\npaths:\n");
+    for n in 1..=count {
+        spec.push_str(&format!(
+            "  /items{n}:\n    get:\n      operationId: getItem{n}\n      \
+             responses:\n        \"200\": {{description: ok}}\n"
+        ));
+    }
+    spec
+}
+
+#[test]
+fn the_next_hint_names_a_few_business_files_and_summarises_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let redact = |text: &str| text.replace(dir.path().to_str().unwrap(), "[TMP]");
+
+    let small = dir.path().join("small.yaml");
+    std::fs::write(&small, spec_with_operations(2)).unwrap();
+    let run = gen_into(small.to_str().unwrap(), &dir.path().join("small-svc"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("next_hint_small", redact(&run.stdout));
+
+    let big = dir.path().join("big.yaml");
+    std::fs::write(&big, spec_with_operations(40)).unwrap();
+    let out = dir.path().join("big-svc");
+    let run = gen_into(big.to_str().unwrap(), &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("next_hint_big", redact(&run.stdout));
+    assert!(
+        run.stdout.lines().all(|line| line.len() < 200),
+        "{}",
+        run.stdout
+    );
+
+    // The printed command lists exactly the files still answering 501.
+    std::fs::write(
+        out.join("src/business/get_item1.rs"),
+        "// written by hand\n",
+    )
+    .unwrap();
+    let command = run
+        .stdout
+        .lines()
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("list the ones still answering 501: ")
+        })
+        .expect("a command to list them");
+    let listed = Command::new("sh").arg("-c").arg(command).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert_eq!(listed.lines().count(), 39, "{listed}");
+    assert!(!listed.contains("get_item1.rs\n"), "{listed}");
+
+    let again = gen_into(big.to_str().unwrap(), &out, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    insta::assert_snapshot!("next_hint_again", redact(&again.stdout));
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// `idemgen gen` of the example into `out` with `PATH` set to `path`.
+fn gen_with_path(out: &Path, path: &std::ffi::OsStr) -> Run {
+    let spec = root().join(EXAMPLE).join("openapi.yaml");
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .args(["gen", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--name", "svc", "--force"])
+        .current_dir(root())
+        .env("PATH", path)
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// The layout rustfmt picks depends on the spec, so gen formats every
+/// Rust file with it; where rustfmt is missing, gen writes nothing at all
+/// rather than files that differ from what it writes elsewhere.
+#[test]
+fn gen_writes_the_same_bytes_or_nothing_whether_or_not_rustfmt_is_on_path() {
+    let full = std::env::var_os("PATH").unwrap_or_default();
+    let rustfmt_dir = std::env::split_paths(&full)
+        .find(|dir| dir.join("rustfmt").is_file() || dir.join("rustfmt.exe").is_file())
+        .expect("rustfmt is on PATH (`rustup component add rustfmt`)");
+    let scratch = tempfile::tempdir().unwrap();
+    let no_rustfmt = scratch.path().join("empty-bin");
+    std::fs::create_dir(&no_rustfmt).unwrap();
+
+    let with_full_path = scratch.path().join("full");
+    let run = gen_with_path(&with_full_path, &full);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let expected = tree(&with_full_path);
+    assert!(expected.keys().any(|path| path.ends_with("routes.rs")));
+
+    // Only rustfmt's own directory on PATH: the same bytes.
+    let with_rustfmt_only = scratch.path().join("rustfmt-only");
+    let run = gen_with_path(&with_rustfmt_only, rustfmt_dir.as_os_str());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(tree(&with_rustfmt_only) == expected, "the trees differ");
+
+    // No rustfmt: exit 2 with the fix, and not one byte written, neither
+    // in a new directory nor over an existing project (even with --force).
+    let without = scratch.path().join("without");
+    let run = gen_with_path(&without, no_rustfmt.as_os_str());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("rustfmt is not on PATH")
+            && run.stderr.contains("rustup component add rustfmt"),
+        "{}",
+        run.stderr
+    );
+    assert!(!without.exists(), "nothing is written without rustfmt");
+    let run = gen_with_path(&with_full_path, no_rustfmt.as_os_str());
+    assert_eq!(run.code, 2);
+    assert!(
+        tree(&with_full_path) == expected,
+        "the project is untouched"
+    );
+}
+
+/// The user's own module (`src/app.rs`) and what they add below the
+/// "Yours" line of `Cargo.toml` survive regeneration without `--templates`,
+/// also when idemgen's part of `Cargo.toml` changes.
+#[test]
+fn the_users_module_and_dependencies_survive_regeneration() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    assert_eq!(gen_into(&spec, &out, &[]).code, 0);
+
+    let app = out.join("src/app.rs");
+    std::fs::write(&app, "pub mod downstream;\n").unwrap();
+    let cargo_toml = out.join("Cargo.toml");
+    let mut manifest = std::fs::read_to_string(&cargo_toml).unwrap();
+    assert!(manifest.ends_with("(dependencies join [dependencies]).\n"));
+    manifest.push_str("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n");
+    std::fs::write(&cargo_toml, &manifest).unwrap();
+
+    let again = gen_into(&spec, &out, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("0 updated"), "{}", again.stdout);
+
+    // Renaming the package changes idemgen's part; the user's part stays.
+    let renamed = gen_into(&spec, &out, &["--name", "payments"]);
+    assert_eq!(renamed.code, 0, "{}", renamed.stderr);
+    let now = std::fs::read_to_string(&cargo_toml).unwrap();
+    assert!(now.contains("name = \"payments\""), "{now}");
+    assert!(
+        now.ends_with("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n"),
+        "{now}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&app).unwrap(),
+        "pub mod downstream;\n"
+    );
+    // Only idemgen's part is hashed: a further run changes nothing.
+    let settled = gen_into(&spec, &out, &["--name", "payments"]);
+    assert!(
+        settled.stdout.contains("0 created, 0 updated"),
+        "{}",
+        settled.stdout
+    );
+
+    // A change above the line is still the user's to confirm.
+    std::fs::write(
+        &cargo_toml,
+        now.replace("edition = \"2024\"", "edition = \"2021\""),
+    )
+    .unwrap();
+    let refused = gen_into(&spec, &out, &["--name", "payments"]);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(refused.stderr.contains("Cargo.toml"), "{}", refused.stderr);
+}
+
+/// `--db mysql` builds for MySQL alone: one feature, one migration
+/// directory, no `per_dialect!`; several dialects keep them all.
+#[test]
+fn one_dialect_is_written_alone_and_several_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    let one = dir.path().join("one");
+    assert_eq!(gen_into(&spec, &one, &["--db", "mysql"]).code, 0);
+    let manifest = std::fs::read_to_string(one.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("default = [\"mysql\"]\nmysql = ["),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("sqlite ="), "{manifest}");
+    assert!(!manifest.contains("postgres ="), "{manifest}");
+    assert!(one.join("migrations/mysql").is_dir());
+    assert!(!one.join("migrations/sqlite").exists());
+    assert!(!one.join("migrations/postgres").exists());
+    let lib = std::fs::read_to_string(one.join("src/lib.rs")).unwrap();
+    assert!(!lib.contains("per_dialect"), "{lib}");
+
+    let several = dir.path().join("several");
+    let run = gen_into(&spec, &several, &["--db", "postgres,sqlite"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let manifest = std::fs::read_to_string(several.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("default = [\"postgres\"]"), "{manifest}");
+    assert!(manifest.contains("sqlite = ["), "{manifest}");
+    assert!(!manifest.contains("mysql ="), "{manifest}");
+    let lib = std::fs::read_to_string(several.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("macro_rules! per_dialect"), "{lib}");
+    assert!(
+        lib.contains("(postgres: $postgres:expr, sqlite: $sqlite:expr $(,)?)"),
+        "{lib}"
+    );
+}
+
+/// A project generated by an earlier idemgen, whose engine files are now
+/// the runtime crate's: regenerating deletes those idemgen wrote and the
+/// user left alone, and keeps (naming) one the user changed.
+#[test]
+fn files_idemgen_no_longer_generates_are_removed_unless_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    assert_eq!(gen_into(&spec, &out, &[]).code, 0);
+    let mut manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
+    for (path, text) in [
+        ("src/idempotency.rs", "// the old engine\n"),
+        ("src/store/mod.rs", "// the old store\n"),
+    ] {
+        std::fs::create_dir_all(out.join(path).parent().unwrap()).unwrap();
+        std::fs::write(out.join(path), text).unwrap();
+        manifest.push_str(&format!(
+            "{}  {path}\n",
+            codegen::manifest::sha256_hex(text.as_bytes())
+        ));
+    }
+    std::fs::write(out.join(".idemgen-manifest"), manifest).unwrap();
+    std::fs::write(out.join("src/store/mod.rs"), "// changed by hand\n").unwrap();
+
+    let run = gen_into(&spec, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains(", 1 removed;"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("note: idemgen no longer generates src/store/mod.rs, which you changed"),
+        "{}",
+        run.stdout
+    );
+    assert!(!out.join("src/idempotency.rs").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("src/store/mod.rs")).unwrap(),
+        "// changed by hand\n"
+    );
+    let manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
+    assert!(!manifest.contains("src/idempotency.rs"));
+    assert!(!manifest.contains("src/store/mod.rs"));
 }

@@ -265,3 +265,134 @@ fn ddl_and_gen_take_the_default_dialect_and_rules_from_the_config() {
         assert!(stderr.contains("no-such-rule"), "{stderr}");
     }
 }
+
+/// The spec, a broken `idemgen.toml` beside it and a good one elsewhere.
+fn broken_project() -> (tempfile::TempDir, String, String) {
+    let spec = SPEC.replace("store: {dialect: sqlite, ", "store: {");
+    let (root, path) = project(Some("[rules]\nno-such-rule = \"off\"\n"), &spec);
+    let good = root.path().join("api").join("relaxed.toml");
+    std::fs::write(
+        &good,
+        "[store]\ndialect = \"postgres\"\n[rules]\nwindow-too-short = \"warning\"\n",
+    )
+    .unwrap();
+    (
+        root,
+        path.to_str().unwrap().to_string(),
+        good.to_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn every_command_reads_the_config_and_takes_config_and_no_config() {
+    let (root, spec, good) = broken_project();
+    let out = root.path().join("svc");
+    let out = out.to_str().unwrap();
+    // A closed port: probe gets as far as connecting only when its
+    // configuration is fine.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base_url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let commands: [Vec<&str>; 5] = [
+        vec!["lint", &spec],
+        vec!["window", &spec],
+        vec!["ddl", &spec],
+        vec!["gen", &spec, "-o", out],
+        vec!["probe", &spec, "--base-url", &base_url],
+    ];
+    for command in &commands {
+        let (code, _, stderr) = run_in(root.path(), command);
+        assert_eq!(code, 2, "{command:?} reads the broken idemgen.toml");
+        assert!(
+            stderr.contains("idemgen.toml:2") && stderr.contains("no-such-rule"),
+            "{command:?}: {stderr}"
+        );
+        for flags in [vec!["--no-config"], vec!["--config", &good]] {
+            let args: Vec<&str> = command.iter().copied().chain(flags.clone()).collect();
+            let (_, _, stderr) = run_in(root.path(), &args);
+            assert!(!stderr.contains("no-such-rule"), "{args:?}: {stderr}");
+        }
+        let args: Vec<&str> = command
+            .iter()
+            .copied()
+            .chain(["--no-config", "--config", &good])
+            .collect();
+        let (code, _, stderr) = run_in(root.path(), &args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(stderr.contains("cannot be used with"), "{stderr}");
+    }
+
+    // What the chosen file says applies: its dialect to ddl, its rule
+    // levels to gen; --no-config is the built-in defaults.
+    let (code, ddl, _) = run_in(root.path(), &["ddl", &spec, "--config", &good]);
+    assert_eq!(code, 0);
+    assert!(ddl.contains("COLLATE \"C\""), "PostgreSQL DDL: {ddl}");
+    let (_, ddl, _) = run_in(root.path(), &["ddl", &spec, "--no-config"]);
+    assert!(ddl.contains("INTEGER PRIMARY KEY"), "SQLite DDL: {ddl}");
+    let (code, _, stderr) = run_in(root.path(), &["gen", &spec, "-o", out, "--no-config"]);
+    assert_eq!(code, 1, "window-too-short is an error by default: {stderr}");
+    let (code, _, stderr) = run_in(root.path(), &["gen", &spec, "-o", out, "--config", &good]);
+    assert_eq!(code, 0, "{stderr}");
+    let cargo = std::fs::read_to_string(root.path().join("svc/Cargo.toml")).unwrap();
+    assert!(cargo.contains("default = [\"postgres\"]"), "{cargo}");
+}
+
+#[test]
+fn mariadb_is_accepted_wherever_mysql_is() {
+    let spec = SPEC.replace("store: {dialect: sqlite, ", "store: {");
+    let (root, path) = project(None, &spec);
+    let spec = path.to_str().unwrap();
+    let run = |dialect: &str, args: &[&str]| -> (i32, String, String) {
+        let args: Vec<&str> = args
+            .iter()
+            .map(|arg| if *arg == "DIALECT" { dialect } else { arg })
+            .collect();
+        run_in(root.path(), &args)
+    };
+    for args in [
+        vec!["lint", "--format", "json", "--dialect", "DIALECT", spec],
+        vec!["ddl", "--db", "DIALECT", spec],
+    ] {
+        let mysql = run("mysql", &args);
+        let mariadb = run("mariadb", &args);
+        assert_ne!(mariadb.0, 2, "{args:?}: {}", mariadb.2);
+        assert_eq!(mysql, mariadb, "{args:?}");
+    }
+    // In idemgen.toml too, for gen.
+    for (dialect, dir) in [("mysql", "a"), ("mariadb", "b")] {
+        std::fs::write(
+            root.path().join("idemgen.toml"),
+            format!("[store]\ndialect = \"{dialect}\"\n[rules]\nwindow-too-short = \"warning\"\n"),
+        )
+        .unwrap();
+        let out = root.path().join(dir);
+        let (code, _, stderr) = run_in(
+            root.path(),
+            &["gen", spec, "-o", out.to_str().unwrap(), "--name", "svc"],
+        );
+        assert_eq!(code, 0, "{dialect}: {stderr}");
+        let cargo = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+        assert!(cargo.contains("default = [\"mysql\"]"), "{cargo}");
+    }
+    let (code, _, stderr) = run_in(
+        root.path(),
+        &[
+            "gen",
+            spec,
+            "-o",
+            root.path().join("c").to_str().unwrap(),
+            "--name",
+            "svc",
+            "--db",
+            "mariadb",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    for file in ["Cargo.toml", "src/lib.rs", "README.md"] {
+        let a = std::fs::read_to_string(root.path().join("a").join(file)).unwrap();
+        let b = std::fs::read_to_string(root.path().join("b").join(file)).unwrap();
+        let c = std::fs::read_to_string(root.path().join("c").join(file)).unwrap();
+        assert_eq!(a, b, "{file}");
+        assert_eq!(a, c, "{file}");
+    }
+}

@@ -1,14 +1,13 @@
 //! Generated projects, built and run: every dialect builds offline (no
 //! database, no `DATABASE_URL`), the generated tests pass on SQLite and, when
 //! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` are set, on MariaDB and
-//! PostgreSQL (each run in a fresh database), and the shipped sqlx offline
-//! data equals what sqlx writes itself against real databases.
+//! PostgreSQL (each run in a fresh database), against the copy of the
+//! runtime crate `gen` writes into the project.
 //!
 //! Every project builds in one shared target directory, `target/generated`
 //! (a cold axum + sqlx build takes about a minute on two cores; later ones
 //! reuse it). `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips these tests.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -17,12 +16,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+#[path = "support/skip.rs"]
+mod skip;
+
+use skip::database_url;
+
 fn skip() -> bool {
-    if std::env::var_os("IDEMGEN_SKIP_GENERATED_BUILDS").is_some() {
-        eprintln!("skipped: IDEMGEN_SKIP_GENERATED_BUILDS is set");
-        return true;
-    }
-    false
+    skip::generated_builds_skipped()
 }
 
 const EXAMPLE_SPEC: &str = "examples/payment-callback/openapi.yaml";
@@ -205,13 +205,8 @@ impl Drop for FreshDatabase<'_> {
 
 /// The server of `variable` (`IDEMGEN_TEST_MYSQL_URL`, `IDEMGEN_TEST_PG_URL`).
 fn server(variable: &str) -> Option<Server> {
-    match std::env::var(variable) {
-        Ok(url) => Some(Server::parse(&url).unwrap_or_else(|| panic!("{variable}: bad URL"))),
-        Err(_) => {
-            eprintln!("skipped: set {variable} to run this against that database");
-            None
-        }
-    }
+    let url = database_url(variable)?;
+    Some(Server::parse(&url).unwrap_or_else(|| panic!("{variable}: bad URL")))
 }
 
 #[test]
@@ -240,7 +235,7 @@ fn hostile_names_build_and_pass_on_sqlite() {
     if skip() {
         return;
     }
-    let (_dir, project) = generate(HOSTILE_SPEC, "hostile", &[]);
+    let (_dir, project) = generate(HOSTILE_SPEC, "hostile", &["--db", "sqlite"]);
     assert_ok(
         "cargo test (hostile names)",
         &cargo(
@@ -251,8 +246,10 @@ fn hostile_names_build_and_pass_on_sqlite() {
     );
 }
 
-/// No operations at all, and an optional key in the body (`stripe`
-/// profile) with a raw fingerprint that leaves the body out.
+/// No operations at all; an optional key in the body (`stripe` profile)
+/// with a raw fingerprint that leaves the body out; and every kind of
+/// typed input (parameters of each place and type, optional and non-JSON
+/// bodies, responses by code, class and `default`).
 #[test]
 fn unusual_specs_build_clean_and_pass_on_sqlite() {
     if skip() {
@@ -261,8 +258,9 @@ fn unusual_specs_build_clean_and_pass_on_sqlite() {
     for spec in [
         "tests/codegen_fixtures/empty.yaml",
         "tests/codegen_fixtures/optional-body-key.yaml",
+        "tests/codegen_fixtures/typed-input.yaml",
     ] {
-        let (_dir, project) = generate(spec, "unusual", &[]);
+        let (_dir, project) = generate(spec, "unusual", &["--db", "sqlite"]);
         let sqlite = ["--no-default-features", "--features", "sqlite"];
         let clippy: Vec<&str> = ["clippy", "--all-targets"]
             .into_iter()
@@ -343,117 +341,73 @@ fn example_passes_its_tests_on_mariadb_and_postgres() {
     }
 }
 
-/// Has sqlx describe the layer's queries against a live database (the
-/// macros write `SQLX_OFFLINE_DIR` themselves) and compares the result with
-/// the `.sqlx/` files idemgen shipped, JSON key order aside.
-fn offline_data_matches(dialect: &str, url: &str, mysql_database: Option<&str>) {
-    let (_dir, project) = generate(EXAMPLE_SPEC, &format!("offline-{dialect}"), &[]);
-    let captured = tempfile::tempdir().unwrap();
-    let output = cargo(
-        &project,
-        &[
-            "check",
-            "--lib",
-            "--no-default-features",
-            "--features",
-            dialect,
-        ],
-        &[
-            ("DATABASE_URL", url),
-            ("SQLX_OFFLINE", "false"),
-            ("SQLX_OFFLINE_DIR", captured.path().to_str().unwrap()),
-        ],
-    );
-    assert_ok(&format!("cargo check against {dialect}"), &output);
-    let mut written: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    for entry in std::fs::read_dir(captured.path()).unwrap() {
-        let entry = entry.unwrap();
-        let mut text = std::fs::read_to_string(entry.path()).unwrap();
-        if let Some(database) = mysql_database {
-            // MySQL names a column's origin `<database>.<table>`; idemgen
-            // ships it for the spec's `store.database`.
-            text = text.replace(
-                &format!("\"{database}.idempotent_record\""),
-                "\"payments.idempotent_record\"",
-            );
+/// The runtime crate's own suite (every record-table statement, the state
+/// machine, the startup schema check) on MariaDB and PostgreSQL; on SQLite
+/// it runs with the root `cargo test`.
+#[test]
+fn runtime_passes_its_tests_on_mariadb_and_postgres() {
+    if skip() {
+        return;
+    }
+    for (feature, variable) in [
+        ("mysql", "IDEMGEN_TEST_MYSQL_URL"),
+        ("postgres", "IDEMGEN_TEST_PG_URL"),
+    ] {
+        let Some(url) = database_url(variable) else {
+            continue;
+        };
+        assert_ok(
+            &format!("idemgen-runtime tests on {feature}"),
+            &cargo(
+                &root(),
+                &[
+                    "test",
+                    "-p",
+                    "idemgen-runtime",
+                    "--no-default-features",
+                    "--features",
+                    feature,
+                ],
+                &[(variable, &url)],
+            ),
+        );
+    }
+}
+
+/// A generated project carries a copy of the runtime crate that is
+/// byte-identical to this workspace's, so it builds with crates.io alone.
+#[test]
+fn the_vendored_runtime_is_this_workspace_crate() {
+    let (_dir, project) = generate(EXAMPLE_SPEC, "vendored", &[]);
+    let crate_dir = root().join("crates/idemgen-runtime");
+    let mut pending = vec![crate_dir.join("src")];
+    let mut sources = vec![crate_dir.join("Cargo.toml")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                sources.push(path);
+            }
         }
-        written.insert(
-            entry.file_name().to_string_lossy().into_owned(),
-            serde_json::from_str(&text).unwrap(),
-        );
     }
-    assert_eq!(written.len(), 5, "sqlx wrote {:?}", written.keys());
-    for (name, value) in written {
-        let shipped = std::fs::read_to_string(project.join(".sqlx").join(&name))
-            .unwrap_or_else(|_| panic!("{dialect}: idemgen shipped no {name}"));
-        let shipped: serde_json::Value = serde_json::from_str(&shipped).unwrap();
+    for source in sources {
+        let relative = source.strip_prefix(&crate_dir).unwrap();
+        let copy = project.join("vendor/idemgen-runtime").join(relative);
         assert_eq!(
-            shipped, value,
-            "{dialect}: {name} differs from what sqlx writes"
+            std::fs::read_to_string(&copy)
+                .unwrap_or_else(|_| panic!("{} was not vendored", relative.display())),
+            std::fs::read_to_string(&source).unwrap(),
+            "{} differs from the crate's",
+            relative.display()
         );
     }
-}
-
-fn migration(dialect: &str) -> String {
-    let (_dir, project) = generate(EXAMPLE_SPEC, "migration", &[]);
-    std::fs::read_to_string(
-        project.join(format!("migrations/{dialect}/0001_idempotency_records.sql")),
-    )
-    .unwrap()
-}
-
-#[test]
-fn shipped_offline_data_equals_what_sqlx_writes_on_sqlite() {
-    if skip() {
-        return;
-    }
-    if Command::new("sqlite3").arg("--version").output().is_err() {
-        eprintln!("skipped: no sqlite3 command to prepare the database");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("describe.db");
-    let mut sqlite = Command::new("sqlite3")
-        .arg(&file)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(
-        &mut sqlite.stdin.take().unwrap(),
-        migration("sqlite").as_bytes(),
-    )
-    .unwrap();
-    let status = sqlite.wait().unwrap();
-    assert!(status.success());
-    offline_data_matches("sqlite", &format!("sqlite://{}", file.display()), None);
-}
-
-#[test]
-fn shipped_offline_data_equals_what_sqlx_writes_on_mariadb() {
-    if skip() {
-        return;
-    }
-    let Some(server) = server("IDEMGEN_TEST_MYSQL_URL") else {
-        return;
-    };
-    let database = server.fresh_database("describe");
-    server
-        .run_sql(Some(&database.name), &migration("mysql"))
-        .unwrap();
-    offline_data_matches("mysql", &database.url, Some(&database.name));
-}
-
-#[test]
-fn shipped_offline_data_equals_what_sqlx_writes_on_postgres() {
-    if skip() {
-        return;
-    }
-    let Some(server) = server("IDEMGEN_TEST_PG_URL") else {
-        return;
-    };
-    let database = server.fresh_database("describe");
-    server
-        .run_sql(Some(&database.name), &migration("postgres"))
-        .unwrap();
-    offline_data_matches("postgres", &database.url, None);
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(
+            "idemgen-runtime = { path = \"vendor/idemgen-runtime\", default-features = false }"
+        ),
+        "{manifest}"
+    );
 }

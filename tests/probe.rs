@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "support/skip.rs"]
+mod skip;
+
 const SPEC: &str = r#"openapi: 3.0.3
 info: {title: probe test, version: "1"}
 x-idempotency:
@@ -387,6 +390,81 @@ fn a_correct_server_keeps_every_promise() {
     assert_eq!(table.status.code(), Some(0));
 }
 
+/// Runs the probe of `pay` in `dir` (where an `idemgen.toml` may be) with
+/// `--format json`: the profile the report names, and check id → outcome.
+fn probe_in(
+    dir: &Path,
+    spec: &Path,
+    base_url: &str,
+    extra: &[&str],
+) -> (String, HashMap<String, Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir)
+        .arg("probe")
+        .arg(spec)
+        .args(["--base-url", base_url, "--format", "json", "--op", "pay"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let operation = &report["operations"][0];
+    let checks = operation["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| (check["check"].as_str().unwrap().to_string(), check.clone()))
+        .collect();
+    (operation["profile"].as_str().unwrap().to_string(), checks)
+}
+
+#[test]
+fn the_profile_of_idemgen_toml_sets_what_the_probe_expects() {
+    // The server answers a reused key with another body 409, as the
+    // retry-after profile says; the IETF draft's profile, which lint then
+    // also applies, wants 422.
+    let (dir, spec) = spec_file();
+    std::fs::write(
+        dir.path().join("idemgen.toml"),
+        "profile = \"ietf-draft\"\n",
+    )
+    .unwrap();
+    let base = serve(Flaw::None);
+    let (profile, checks) = probe_in(dir.path(), &spec, &base, &[]);
+    assert_eq!(profile, "ietf-draft");
+    assert_eq!(outcome(&checks, "conflict"), "fail");
+    assert!(
+        evidence(&checks, "conflict").contains("expected 422"),
+        "{checks:#?}"
+    );
+    assert_eq!(outcome(&checks, "missing-key"), "pass");
+
+    // --profile wins over the file, and --no-config ignores it.
+    for flags in [&["--profile", "retry-after"][..], &["--no-config"]] {
+        let (profile, checks) = probe_in(dir.path(), &spec, &base, flags);
+        assert_eq!(profile, "retry-after", "{flags:?}");
+        for id in ALL {
+            assert_eq!(outcome(&checks, id), "pass", "{flags:?} {id}: {checks:#?}");
+        }
+    }
+
+    // lint demands of the spec what the probe expects of the service.
+    let lint = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir.path())
+        .args(["lint", "--format", "json"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let lint = String::from_utf8_lossy(&lint.stdout);
+    assert!(lint.contains("conflict-undeclared"), "{lint}");
+    assert!(lint.contains("422"), "{lint}");
+}
+
 #[test]
 fn keys_in_the_body_follow_their_field_segments() {
     let (_dir, spec) = spec_file();
@@ -593,7 +671,7 @@ static BUILD: Mutex<()> = Mutex::new(());
 fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)> {
     let dir = example_dir();
     if !dir.join("Cargo.toml").is_file() {
-        eprintln!("note: examples/payment-callback is not in the tree; skipping");
+        skip::skipped("examples/payment-callback is not in the tree");
         return None;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -703,7 +781,7 @@ fn paid_count_sql(order_no: &str) -> String {
 #[test]
 fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
     if Command::new("sqlite3").arg("-version").output().is_err() {
-        eprintln!("note: the sqlite3 command is needed to seed an order; skipping");
+        skip::skipped("the sqlite3 command is needed to seed an order");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -824,8 +902,7 @@ impl Drop for FreshDatabase<'_> {
 }
 
 fn probe_example_on(feature: &str, variable: &str) {
-    let Ok(url) = std::env::var(variable) else {
-        eprintln!("note: set {variable} to probe the example on that database");
+    let Some(url) = skip::database_url(variable) else {
         return;
     };
     let server = Server::parse(&url);

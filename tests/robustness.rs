@@ -16,6 +16,12 @@ fn check(text: String) {
         let result = lint(&workspace, &LintOptions::default());
         for diagnostic in result.diagnostics {
             assert!(diagnostic.location.line >= 1 && diagnostic.location.column >= 1);
+            // A fix's edits stay inside the text and on character boundaries.
+            let text = &workspace.files[0].source.text;
+            for edit in diagnostic.fix.iter().flat_map(|fix| &fix.edits) {
+                assert!(edit.start <= edit.end && edit.end <= text.len(), "{edit:?}");
+                assert!(text.is_char_boundary(edit.start) && text.is_char_boundary(edit.end));
+            }
         }
     }
 }

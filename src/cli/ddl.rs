@@ -3,33 +3,29 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::{DbArg, EXIT_BAD_INPUT, print, print_load_error, project_config};
+use super::input::{self, ConfigArgs};
+use super::{EXIT_BAD_INPUT, print};
 use crate::codegen;
-use crate::spec::Workspace;
+use crate::contract::model::Dialect;
 
 #[derive(clap::Args)]
 pub struct DdlArgs {
     pub spec: PathBuf,
-    /// SQL dialect; default: the spec's store.dialect, else sqlite.
+    /// SQL dialect (mariadb is mysql); default: the spec's store.dialect,
+    /// else idemgen.toml's, else sqlite.
     #[arg(long, value_enum)]
-    pub db: Option<DbArg>,
+    pub db: Option<Dialect>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 pub fn run(args: &DdlArgs) -> ExitCode {
-    let workspace = match Workspace::load(&args.spec) {
-        Ok(workspace) => workspace,
-        Err(error) => {
-            print_load_error(&error);
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
-    let config = match project_config() {
-        Ok(config) => config,
+    let (workspace, config) = match input::open(&args.spec, &args.config) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
-    let analysis = crate::lint::analyse(&workspace, config.defaults);
-    let contracts = codegen::contracts(&analysis.states);
-    match codegen::store(&contracts, args.db.map(DbArg::dialect)) {
+    let analysis = crate::analysis::analyse(&workspace, config.defaults);
+    match codegen::store(&analysis.contracts(), args.db) {
         Ok(store) => {
             print(&codegen::dialect::ddl(
                 store.dialect,

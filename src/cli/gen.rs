@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use super::{DbArg, EXIT_BAD_INPUT, EXIT_FINDINGS, print, print_load_error, project_config};
-use crate::codegen::manifest::{self, Action, MANIFEST, Manifest};
-use crate::codegen::{self, Owner};
+use super::input::{self, ConfigArgs};
+use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, print};
+use crate::codegen::write::{Written, is_workspace_member, write};
+use crate::codegen::{self, names::package_name};
+use crate::contract::model::Dialect;
 use crate::lint::diagnostic::{Report, Severity};
 use crate::report;
-use crate::spec::Workspace;
 
 #[derive(clap::Args)]
 pub struct GenArgs {
@@ -19,9 +20,12 @@ pub struct GenArgs {
     /// Directory of the generated project (created if missing).
     #[arg(short, long)]
     pub output: PathBuf,
-    /// SQL dialect of the default build; else the spec's store.dialect, else sqlite.
-    #[arg(long, value_enum)]
-    pub db: Option<DbArg>,
+    /// SQL dialect the project is built for (mariadb is mysql); else the
+    /// spec's store.dialect, else idemgen.toml's, else sqlite. Several,
+    /// comma-separated (`sqlite,mysql,postgres`), give one Cargo feature
+    /// each, the first being the default build.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub db: Vec<Dialect>,
     /// Directory of templates that replace the embedded ones (same names).
     #[arg(long)]
     pub templates: Option<PathBuf>,
@@ -31,18 +35,17 @@ pub struct GenArgs {
     /// Cargo package name (default: the output directory's name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Depend on the idemgen-runtime crate at this path (relative to the
+    /// output directory) instead of writing a copy to vendor/idemgen-runtime.
+    #[arg(long, value_name = "DIR")]
+    pub runtime_path: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 pub fn run(args: &GenArgs) -> ExitCode {
-    let workspace = match Workspace::load(&args.spec) {
-        Ok(workspace) => workspace,
-        Err(error) => {
-            print_load_error(&error);
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
-    let config = match project_config() {
-        Ok(config) => config,
+    let (workspace, config) = match input::open(&args.spec, &args.config) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     let linted = crate::lint::lint(&workspace, &config.lint_options());
@@ -80,11 +83,12 @@ pub fn run(args: &GenArgs) -> ExitCode {
         None => package_name(&args.output),
     };
     let options = codegen::Options {
-        dialect: args.db.map(DbArg::dialect),
+        dialects: args.db.clone(),
         templates: args.templates.clone(),
         package,
         standalone: !is_workspace_member(&args.output),
         defaults: config.defaults,
+        runtime_path: args.runtime_path.clone(),
         spec: args
             .spec
             .file_name()
@@ -102,8 +106,8 @@ pub fn run(args: &GenArgs) -> ExitCode {
         eprintln!("warning: {warning}");
     }
     match write(&args.output, &project.files, args.force) {
-        Ok(summary) => {
-            print(&summary);
+        Ok(written) => {
+            print(&summary(&args.output, &written));
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -113,77 +117,36 @@ pub fn run(args: &GenArgs) -> ExitCode {
     }
 }
 
-/// Writes the files the manifest allows and the manifest itself; returns a
-/// summary for the user.
-pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String, String> {
-    let previous = Manifest::read(dir);
-    let actions = manifest::actions(dir, files, &previous, force);
-    let refused: Vec<&str> = files
-        .iter()
-        .zip(&actions)
-        .filter(|(_, action)| **action == Action::Refuse)
-        .map(|(file, _)| file.path.as_str())
-        .collect();
-    if !refused.is_empty() {
-        return Err(format!(
-            "refusing to overwrite {} file{} that idemgen did not write or that changed since \
-             (pass --force to overwrite):\n  {}",
-            refused.len(),
-            if refused.len() == 1 { "" } else { "s" },
-            refused.join("\n  ")
-        ));
-    }
-    std::fs::create_dir_all(dir)
-        .map_err(|error| format!("cannot create {}: {error}", dir.display()))?;
-    let mut manifest = Manifest::default();
-    let (mut created, mut updated, mut unchanged, mut kept) = (0, 0, 0, Vec::new());
-    for (file, action) in files.iter().zip(&actions) {
-        if file.owner == Owner::Idemgen {
-            manifest.files.insert(
-                file.path.clone(),
-                manifest::sha256_hex(file.contents.as_bytes()),
-            );
-        }
-        match action {
-            Action::Unchanged => unchanged += 1,
-            Action::Keep => kept.push(file.path.as_str()),
-            Action::Create | Action::Update => {
-                let path = manifest::inside(dir, &file.path).ok_or_else(|| {
-                    format!("refusing to write outside {}: {}", dir.display(), file.path)
-                })?;
-                create_parents(dir, &file.path)?;
-                if std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.file_type().is_symlink())
-                {
-                    return Err(format!(
-                        "refusing to write through the symbolic link {}",
-                        path.display()
-                    ));
-                }
-                std::fs::write(&path, &file.contents)
-                    .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-                if *action == Action::Create {
-                    created += 1;
-                } else {
-                    updated += 1;
-                }
-            }
-            Action::Refuse => unreachable!("refusals return early"),
-        }
-    }
-    let manifest_path = dir.join(MANIFEST);
-    if std::fs::symlink_metadata(&manifest_path).is_ok_and(|meta| meta.file_type().is_symlink()) {
-        return Err(format!(
-            "refusing to write through the symbolic link {}",
-            manifest_path.display()
-        ));
-    }
-    std::fs::write(&manifest_path, manifest.render())
-        .map_err(|error| format!("cannot write {}: {error}", manifest_path.display()))?;
+/// What `gen` did, for the user: counts, then what to do next.
+fn summary(dir: &Path, written: &Written) -> String {
     let mut summary = format!(
-        "{}: {created} created, {updated} updated, {unchanged} unchanged",
-        dir.display()
+        "{}: {} created, {} updated, {} unchanged",
+        dir.display(),
+        written.created,
+        written.updated,
+        written.unchanged
     );
-    if !kept.is_empty() {
+    if !written.removed.is_empty() {
+        summary.push_str(&format!(", {} removed", written.removed.len()));
+    }
+    // Only business files are news: `src/app.rs` is kept quietly.
+    let business = |files: &[String]| -> Vec<String> {
+        files
+            .iter()
+            .filter(|path| path.starts_with("src/business/"))
+            .cloned()
+            .collect()
+    };
+    let kept = &business(&written.kept);
+    if kept.len() > LISTED_IN_FULL {
+        summary.push_str(&format!(
+            "; kept your {} business files{}",
+            kept.len(),
+            shared_folder(kept)
+                .map(|folder| format!(" in {folder}/"))
+                .unwrap_or_default()
+        ));
+    } else if !kept.is_empty() {
         summary.push_str(&format!(
             "; kept your business file{} {}",
             if kept.len() == 1 { "" } else { "s" },
@@ -191,91 +154,76 @@ pub fn write(dir: &Path, files: &[codegen::File], force: bool) -> Result<String,
         ));
     }
     summary.push('\n');
-    let fresh: Vec<&str> = files
-        .iter()
-        .zip(&actions)
-        .filter(|(file, action)| file.owner == Owner::User && **action == Action::Create)
-        .map(|(file, _)| file.path.as_str())
-        .collect();
-    if !fresh.is_empty() {
+    if !written.stale.is_empty() {
         summary.push_str(&format!(
+            "note: idemgen no longer generates {}, which you changed; delete {} when done with {}\n",
+            written.stale.join(", "),
+            if written.stale.len() == 1 { "it" } else { "them" },
+            if written.stale.len() == 1 { "it" } else { "them" },
+        ));
+    }
+    summary.push_str(&next_steps(dir, &business(&written.fresh)));
+    summary
+}
+
+/// Up to this many new business files are named one by one; more are
+/// summarised, so a spec with hundreds of operations gets a short hint.
+const LISTED_IN_FULL: usize = 5;
+
+/// How many of a long list the summary names before `and N more`.
+const LISTED_IN_SUMMARY: usize = 3;
+
+/// What to do after generating: which new business files to fill in.
+fn next_steps(dir: &Path, fresh: &[String]) -> String {
+    if fresh.is_empty() {
+        return String::new();
+    }
+    if fresh.len() <= LISTED_IN_FULL {
+        return format!(
             "next: write the business logic in {} (each answers 501 until you do), then \
              `cargo run` in {}\n",
             fresh.join(", "),
             dir.display()
-        ));
+        );
     }
-    Ok(summary)
-}
-
-/// Creates the directories of `relative` under `dir` one at a time,
-/// refusing a symbolic link on the way (it could lead out of `dir`).
-fn create_parents(dir: &Path, relative: &str) -> Result<(), String> {
-    let mut current = dir.to_path_buf();
-    let parents: Vec<&str> = relative.split('/').collect();
-    for component in &parents[..parents.len() - 1] {
-        current.push(component);
-        match std::fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(format!(
-                    "refusing to write {relative} outside {}: {} is a symbolic link",
-                    dir.display(),
-                    current.display()
-                ));
-            }
-            Ok(meta) if meta.is_dir() => {}
-            Ok(_) => return Err(format!("{} is not a directory", current.display())),
-            Err(_) => std::fs::create_dir(&current)
-                .map_err(|error| format!("cannot create {}: {error}", current.display()))?,
-        }
-    }
-    Ok(())
-}
-
-/// A Cargo package name from the directory name: lower-case letters,
-/// digits, `-` and `_`, starting with a letter.
-pub fn package_name(dir: &Path) -> String {
-    let base = dir
-        .canonicalize()
-        .ok()
-        .and_then(|dir| {
-            dir.file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-        })
-        .or_else(|| {
-            dir.file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-        })
-        .unwrap_or_default();
-    let name = codegen::names::snake_case(&base).replace('_', "-");
-    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        name
-    } else if name.is_empty() {
-        "service".into()
-    } else {
-        format!("service-{name}")
-    }
-}
-
-/// Whether an enclosing Cargo workspace lists `dir` as a member (then the
-/// project must not declare a workspace of its own).
-fn is_workspace_member(dir: &Path) -> bool {
-    let absolute = match std::path::absolute(dir) {
-        Ok(path) => crate::spec::normalize(&path),
-        Err(_) => return false,
+    let folder = match shared_folder(fresh) {
+        Some(folder) => dir.join(folder),
+        None => dir.to_path_buf(),
     };
-    for ancestor in absolute.ancestors().skip(1) {
-        let Ok(text) = std::fs::read_to_string(ancestor.join("Cargo.toml")) else {
-            continue;
-        };
-        if !text.contains("[workspace]") {
-            continue;
-        }
-        let Ok(relative) = absolute.strip_prefix(ancestor) else {
-            return false;
-        };
-        let relative = relative.to_string_lossy().replace('\\', "/");
-        return text.contains(&format!("\"{relative}\""));
+    format!(
+        "next: write the business logic of {count} operations, one file each in {folder}/ \
+         (each answers 501 until you do):\n  \
+         {first} and {rest} more\n  \
+         list the ones still answering 501: grep -rl 'NotImplemented(' {listed}\n\
+         then `cargo run` in {dir}\n",
+        count = fresh.len(),
+        folder = folder.display(),
+        first = fresh[..LISTED_IN_SUMMARY].join(", "),
+        rest = fresh.len() - LISTED_IN_SUMMARY,
+        listed = shell_word(&folder.display().to_string()),
+        dir = dir.display(),
+    )
+}
+
+/// The folder all `files` are in (`src/business`), if they share one.
+fn shared_folder(files: &[String]) -> Option<&str> {
+    fn parent(file: &str) -> Option<&str> {
+        file.rsplit_once('/').map(|(parent, _)| parent)
     }
-    false
+    let first = parent(files.first()?)?;
+    files
+        .iter()
+        .all(|file| parent(file) == Some(first))
+        .then_some(first)
+}
+
+/// `text` as one word for a POSIX shell: single-quoted when it has
+/// anything but plain path characters.
+fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }

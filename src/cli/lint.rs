@@ -7,25 +7,27 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::{
-    ColorChoice, DialectArg, EXIT_BAD_INPUT, EXIT_FINDINGS, LintArgs, LintFormat, ProfileArg,
-    print, print_load_error,
+    ColorChoice, EXIT_BAD_INPUT, EXIT_FINDINGS, LintArgs, LintFormat, input, print,
+    print_load_error,
 };
-use crate::config::{self, Config};
-use crate::contract::model::Dialect;
-use crate::contract::profile::Profile;
+use crate::fix::apply::fix_document;
 use crate::lint::diagnostic::{Diagnostic, LintedFile, Report};
 use crate::lint::{LintOptions, RULES, baseline};
 use crate::report;
 use crate::spec::Workspace;
 
 pub fn run(args: &LintArgs) -> ExitCode {
-    let options = match options(args) {
-        Ok(options) => options,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+    let options = match args.config.load() {
+        Ok(config) => options(args, config.lint_options()),
+        Err(code) => return code,
     };
+    if args.statistics && !matches!(args.format, LintFormat::Pretty | LintFormat::Json) {
+        eprintln!(
+            "error: --statistics prints counts as text or JSON, but --format {} lists every finding\n  help: drop --statistics, or use it with --format json",
+            format_name(args.format)
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
     if args.baseline.is_some() && args.specs.len() != 1 {
         eprintln!(
             "error: --baseline compares one spec with its old version, but {} specs were given\n  help: lint them one at a time, or use --since GITREF, which finds each spec's old version in git",
@@ -42,14 +44,20 @@ pub fn run(args: &LintArgs) -> ExitCode {
         ..Report::default()
     };
     let mut failed_to_load = false;
-    for path in &args.specs {
-        let workspace = match Workspace::load(path) {
-            Ok(workspace) => workspace,
-            Err(error) => {
-                print_load_error(&error);
-                failed_to_load = true;
-                continue;
+    if args.fix || args.unsafe_fixes || args.diff {
+        match apply_fixes(args, &options) {
+            Ok(Some(code)) => return code,
+            Ok(None) => {}
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(EXIT_BAD_INPUT);
             }
+        }
+    }
+    for path in &args.specs {
+        let Ok(workspace) = input::load_spec(path) else {
+            failed_to_load = true;
+            continue;
         };
         let linted = crate::lint::lint(&workspace, &options);
         let mut diagnostics = linted.diagnostics;
@@ -87,6 +95,8 @@ pub fn run(args: &LintArgs) -> ExitCode {
         });
     }
     let text = match args.format {
+        LintFormat::Pretty if args.statistics => report::statistics::render_text(&report),
+        LintFormat::Json if args.statistics => report::statistics::render_json(&report),
         LintFormat::Json => report::json::render(&report),
         LintFormat::Sarif => report::sarif::render(&report),
         LintFormat::Github => report::github::render(&report),
@@ -126,34 +136,113 @@ pub fn run(args: &LintArgs) -> ExitCode {
     }
 }
 
-/// The configuration file's options with the command line's over them.
-fn options(args: &LintArgs) -> Result<LintOptions, String> {
-    let config = if args.no_config {
-        Config::default()
-    } else if let Some(path) = &args.config {
-        config::load(path).map_err(|error| error.to_string())?
-    } else {
-        config::for_working_directory().map_err(|error| error.to_string())?
-    };
-    let mut options = config.lint_options();
-    if let Some(profile) = args.profile {
-        options.defaults.profile = Some(match profile {
-            ProfileArg::RetryAfter => Profile::RetryAfter,
-            ProfileArg::IetfDraft => Profile::IetfDraft,
-            ProfileArg::Stripe => Profile::Stripe,
+/// `--fix` writes the fixed files and lets the lint below report what is
+/// left; `--diff` prints what would change and decides the exit code
+/// (`Some`). A spec that does not load is left to the lint to report.
+fn apply_fixes(args: &LintArgs, options: &LintOptions) -> Result<Option<ExitCode>, String> {
+    let mut changed = 0;
+    let mut unloadable = false;
+    for path in &args.specs {
+        let Ok(outcome) = fix_document(path, options, args.unsafe_fixes) else {
+            unloadable = true;
+            continue;
+        };
+        if outcome.unfinished {
+            eprintln!(
+                "warning: {}: fixes were still left after 10 rounds; some undo others",
+                path.display()
+            );
+        }
+        changed += outcome.files.len();
+        if args.diff {
+            for file in &outcome.files {
+                print(&crate::fix::diff::unified(file));
+            }
+            continue;
+        }
+        for file in &outcome.files {
+            write_keeping_bom(&file.path, &file.after)
+                .map_err(|error| format!("cannot write {}: {error}", file.display))?;
+        }
+        if outcome.applied > 0 {
+            eprintln!(
+                "fixed {} finding{} in {} file{}",
+                outcome.applied,
+                plural(outcome.applied),
+                outcome.files.len(),
+                plural(outcome.files.len())
+            );
+        }
+    }
+    if !args.diff {
+        return Ok(None);
+    }
+    Ok(Some(if unloadable {
+        let _ = args.specs.iter().try_for_each(|path| {
+            Workspace::load(path)
+                .map(drop)
+                .map_err(|error| print_load_error(&error))
         });
+        ExitCode::from(EXIT_BAD_INPUT)
+    } else if changed > 0 {
+        ExitCode::from(EXIT_FINDINGS)
+    } else {
+        ExitCode::SUCCESS
+    }))
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}
+
+/// Writes `text`, with the byte-order mark the file had (the loader drops
+/// it), so only the fixed ranges change.
+fn write_keeping_bom(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Read;
+    let mut head = [0u8; 3];
+    let had_bom = std::fs::File::open(path)
+        .and_then(|mut file| file.read_exact(&mut head))
+        .is_ok()
+        && head == [0xEF, 0xBB, 0xBF];
+    let mut bytes = Vec::with_capacity(text.len() + 3);
+    if had_bom {
+        bytes.extend_from_slice(&head);
+    }
+    bytes.extend_from_slice(text.as_bytes());
+    std::fs::write(path, bytes)
+}
+
+/// The `--format` value as typed.
+fn format_name(format: LintFormat) -> String {
+    use clap::ValueEnum;
+    format
+        .to_possible_value()
+        .map_or_else(String::new, |value| value.get_name().to_string())
+}
+
+/// The configuration file's options with the command line's over them.
+fn options(args: &LintArgs, mut options: LintOptions) -> LintOptions {
+    if let Some(profile) = args.profile {
+        options.defaults.profile = Some(profile);
     }
     if let Some(dialect) = args.dialect {
-        options.defaults.dialect = Some(match dialect {
-            DialectArg::Mysql => Dialect::Mysql,
-            DialectArg::Postgres => Dialect::Postgres,
-            DialectArg::Sqlite => Dialect::Sqlite,
-        });
+        options.defaults.dialect = Some(dialect);
     }
     for (id, severity) in &args.severities {
         options.severities.insert(id.clone(), *severity);
     }
-    Ok(options)
+    let fix_defaults = &mut options.fix_defaults;
+    if let Some(timeout) = args.timeout {
+        fix_defaults.timeout_ms = timeout;
+    }
+    if let Some(retries) = &args.retries {
+        fix_defaults.retries_ms = retries.0.clone();
+    }
+    if let Some(max_processing) = args.max_processing {
+        fix_defaults.max_processing_ms = max_processing;
+    }
+    fix_defaults.dialect = options.defaults.dialect.filter(|_| args.dialect.is_some());
+    options
 }
 
 /// The old version's findings in pull-request mode; `None` without

@@ -4,9 +4,11 @@
 mod ddl;
 #[path = "gen.rs"]
 mod generate;
+mod input;
 mod lint;
 mod probe;
 mod rules;
+mod values;
 mod window;
 
 use std::io::{IsTerminal, Write};
@@ -16,6 +18,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::contract::duration::parse_duration;
+use crate::contract::model::Dialect;
+use crate::contract::profile::Profile;
 use crate::report;
 use crate::spec::LoadError;
 
@@ -50,27 +54,6 @@ enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
-/// A `--db` value.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
-pub enum DbArg {
-    Sqlite,
-    #[value(alias = "mariadb")]
-    Mysql,
-    #[value(alias = "postgresql")]
-    Postgres,
-}
-
-impl DbArg {
-    pub fn dialect(self) -> crate::contract::model::Dialect {
-        use crate::contract::model::Dialect;
-        match self {
-            DbArg::Sqlite => Dialect::Sqlite,
-            DbArg::Mysql => Dialect::Mysql,
-            DbArg::Postgres => Dialect::Postgres,
-        }
-    }
-}
-
 #[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
 pub enum LintFormat {
     /// Diagnostics with source snippets (the default).
@@ -87,20 +70,6 @@ pub enum LintFormat {
     Markdown,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
-pub enum ProfileArg {
-    RetryAfter,
-    IetfDraft,
-    Stripe,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
-pub enum DialectArg {
-    Mysql,
-    Postgres,
-    Sqlite,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ColorChoice {
     Auto,
@@ -110,32 +79,55 @@ pub enum ColorChoice {
 
 #[derive(clap::Args)]
 pub struct LintArgs {
-    /// OpenAPI 3.0/3.1 documents (YAML or JSON); referenced files are read too.
+    /// OpenAPI 3.0/3.1/3.2 documents (YAML or JSON); referenced files are read too.
     #[arg(required = true)]
     pub specs: Vec<PathBuf>,
+    /// Apply the safe fixes in place (then report what is left).
+    #[arg(long)]
+    pub fix: bool,
+    /// Also apply the unsafe fixes, which guess at the API (a key format,
+    /// a new required header); implies --fix unless --diff is given.
+    #[arg(long)]
+    pub unsafe_fixes: bool,
+    /// Print what the fixes would change as a unified diff and write
+    /// nothing; exit 1 when there is something to change.
+    #[arg(long, conflicts_with = "fix")]
+    pub diff: bool,
+    /// Client timeout an unsafe fix writes into a new document-level block
+    /// [default: 30s].
+    #[arg(long, value_parser = duration_arg, value_name = "D")]
+    pub timeout: Option<u64>,
+    /// Retry delays an unsafe fix writes into a new document-level block
+    /// [default: 1s,2s,4s].
+    #[arg(long, value_parser = retries_arg, allow_hyphen_values = true, value_name = "D,D,...")]
+    pub retries: Option<Retries>,
+    /// Worst server processing time an unsafe fix writes into a new
+    /// document-level block [default: 30s].
+    #[arg(long, value_parser = duration_arg, value_name = "D")]
+    pub max_processing: Option<u64>,
     #[arg(long, value_enum, default_value = "pretty")]
     pub format: LintFormat,
     /// Exit 1 on warnings too.
     #[arg(long)]
     pub deny_warnings: bool,
+    /// Print how many findings each rule produced (most first) instead of
+    /// the findings; with --format json, as JSON.
+    #[arg(long)]
+    pub statistics: bool,
     #[arg(long, value_enum, default_value = "auto")]
     pub color: ColorChoice,
     /// Write the report to this file instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Configuration file (default: the first idemgen.toml in the working
-    /// directory or its parents).
-    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
-    pub config: Option<PathBuf>,
-    /// Ignore every idemgen.toml.
-    #[arg(long)]
-    pub no_config: bool,
+    #[command(flatten)]
+    pub config: input::ConfigArgs,
     /// Default status-code profile (overrides idemgen.toml).
     #[arg(long, value_enum)]
-    pub profile: Option<ProfileArg>,
-    /// Default store.dialect (overrides idemgen.toml).
+    pub profile: Option<Profile>,
+    /// Default store.dialect (overrides idemgen.toml; mariadb is mysql);
+    /// unsafe fixes also write it into a new document-level block.
     #[arg(long, value_enum)]
-    pub dialect: Option<DialectArg>,
+    pub dialect: Option<Dialect>,
     /// Set a rule's severity: RULE=error|warning|info|off (repeatable;
     /// overrides idemgen.toml).
     #[arg(long = "severity", value_name = "RULE=LEVEL", value_parser = rule_level_arg)]
@@ -182,6 +174,12 @@ pub struct WindowArgs {
     /// What if the worst server processing time were this?
     #[arg(long, value_parser = duration_arg)]
     pub max_processing: Option<u64>,
+    /// Show only the operations whose window check fails (too short, or
+    /// not decidable because an input is missing).
+    #[arg(long)]
+    pub only_failing: bool,
+    #[command(flatten)]
+    pub config: input::ConfigArgs,
 }
 
 #[derive(Clone)]
@@ -241,16 +239,6 @@ pub(crate) fn print(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
     let _ = stdout.flush();
-}
-
-/// The working directory's `idemgen.toml` (rules, profile, dialect), for
-/// the commands other than `lint`, which also takes `--config`; a bad file
-/// is reported and ends the command with exit code 2.
-pub(crate) fn project_config() -> Result<crate::config::Config, ExitCode> {
-    crate::config::for_working_directory().map_err(|error| {
-        let _ = writeln!(std::io::stderr(), "error: {error}");
-        ExitCode::from(EXIT_BAD_INPUT)
-    })
 }
 
 pub(crate) fn print_load_error(error: &LoadError) {

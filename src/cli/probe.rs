@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print, print_load_error};
+use super::input::{self, ConfigArgs};
+use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print};
+use crate::contract::profile::Profile;
 use crate::probe::request::RequestOptions;
 use crate::probe::{self, ProbeOptions, report};
-use crate::spec::Workspace;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProbeFormat {
@@ -87,6 +88,13 @@ pub struct ProbeArgs {
     /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub params: Vec<(String, String)>,
+    /// Status-code profile of contracts that name none (overrides
+    /// idemgen.toml); it sets the conflict, missing-key and in-progress
+    /// statuses the checks expect, as it does for lint.
+    #[arg(long, value_enum)]
+    pub profile: Option<Profile>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 fn header_arg(text: &str) -> Result<(String, String), String> {
@@ -121,13 +129,14 @@ fn param_arg(text: &str) -> Result<(String, String), String> {
 }
 
 pub fn run(args: &ProbeArgs) -> ExitCode {
-    let workspace = match Workspace::load(&args.spec) {
-        Ok(workspace) => workspace,
-        Err(error) => {
-            print_load_error(&error);
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+    let (workspace, config) = match input::open(&args.spec, &args.config) {
+        Ok(opened) => opened,
+        Err(code) => return code,
     };
+    let mut defaults = config.defaults;
+    if args.profile.is_some() {
+        defaults.profile = args.profile;
+    }
     let body = match &args.body_file {
         None => None,
         Some(path) => match std::fs::read(path)
@@ -146,6 +155,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
     };
     let options = ProbeOptions {
         base_url: args.base_url.clone(),
+        defaults,
         operations: args.operations.clone(),
         burst: usize::from(args.burst),
         concurrency: usize::from(args.concurrency.unwrap_or(args.burst)),

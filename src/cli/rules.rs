@@ -3,13 +3,21 @@
 use std::process::ExitCode;
 
 use super::{EXIT_BAD_INPUT, print};
+use crate::fix::Applicability;
 use crate::lint::RULES;
 
 pub fn explain(id: &str) -> ExitCode {
     match crate::lint::rule(id) {
         Some(rule) => {
+            let fix = match rule.fix {
+                Some(Applicability::Safe) => "\nFix: safe (`idemgen lint --fix`)",
+                Some(Applicability::Unsafe) => {
+                    "\nFix: unsafe (`idemgen lint --fix --unsafe-fixes`: review the result)"
+                }
+                None => "",
+            };
             print(&format!(
-                "{}\n\nDefault severity: {}\n",
+                "{}\n\nDefault severity: {}{fix}\n",
                 rule.docs(),
                 rule.severity.as_str()
             ));
@@ -32,10 +40,12 @@ pub fn list() -> ExitCode {
     let width = RULES.iter().map(|rule| rule.id.len()).max().unwrap_or(0);
     let mut text = String::new();
     for rule in RULES {
+        let fix = rule.fix.map_or("", Applicability::as_str);
         text.push_str(&format!(
-            "{:width$}  {:7}  {}\n",
+            "{:width$}  {:7}  {:6}  {}\n",
             rule.id,
             rule.severity.as_str(),
+            fix,
             rule.summary
         ));
     }

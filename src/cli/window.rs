@@ -2,41 +2,21 @@
 
 use std::process::ExitCode;
 
-use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, print, print_load_error, project_config};
-use crate::lint::analyse;
-use crate::lint::context::ContractState;
-use crate::spec::Workspace;
-use crate::window::WindowInputs;
+use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, input, print};
+use crate::analysis::analyse;
 use crate::window::render::WindowRow;
+use crate::window::{Verdict, WindowInputs};
 
 pub fn run(args: &WindowArgs) -> ExitCode {
-    let workspace = match Workspace::load(&args.spec) {
-        Ok(workspace) => workspace,
-        Err(error) => {
-            print_load_error(&error);
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
-    let config = match project_config() {
-        Ok(config) => config,
+    let (workspace, config) = match input::open(&args.spec, &args.config) {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
     let analysis = analyse(&workspace, config.defaults);
     let mut rows = Vec::new();
-    for (operation, (state, _)) in analysis.operations.iter().zip(&analysis.states) {
-        let ContractState::Present(contract) = state else {
-            continue;
-        };
+    for (analysed, contract) in analysis.selected(&args.operations) {
+        let operation = &analysed.operation;
         let name = operation.name();
-        let path_name = format!("{} {}", operation.method, operation.path);
-        if !args.operations.is_empty()
-            && !args
-                .operations
-                .iter()
-                .any(|wanted| *wanted == name || *wanted == path_name)
-        {
-            continue;
-        }
         let inputs = WindowInputs::of(contract).with_overrides(
             args.timeout,
             args.retries.clone().map(|retries| retries.0),
@@ -57,17 +37,52 @@ pub fn run(args: &WindowArgs) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
+    let checked = rows.len();
+    if args.only_failing {
+        rows.retain(|row| row.math.verdict != Verdict::Ok);
+    }
+    if args.only_failing && rows.is_empty() {
+        let note = if checked == 0 {
+            "No operations with x-idempotency.".to_string()
+        } else {
+            format!(
+                "No window check fails: {}.",
+                match checked {
+                    1 => "the one operation checked is ok".to_string(),
+                    _ => format!("all {checked} operations checked are ok"),
+                }
+            )
+        };
+        let text = match args.format {
+            WindowFormat::Table | WindowFormat::Markdown => format!("{note}\n"),
+            WindowFormat::Json => json(&rows),
+            WindowFormat::Svg => crate::window::svg::svg_or_note(&rows, &note),
+        };
+        print(&text);
+        return ExitCode::SUCCESS;
+    }
+    let hidden = checked - rows.len();
+    let hidden_note = match hidden {
+        0 => String::new(),
+        1 => "1 operation whose window is ok is not shown.\n".to_string(),
+        _ => format!("{hidden} operations whose windows are ok are not shown.\n"),
+    };
     let text = match args.format {
-        WindowFormat::Table => crate::window::render::table(&rows),
-        WindowFormat::Markdown => crate::window::render::markdown(&rows),
-        WindowFormat::Json => {
-            let mut text = serde_json::to_string_pretty(&crate::window::render::json(&rows))
-                .expect("JSON values always serialise");
-            text.push('\n');
-            text
+        WindowFormat::Table => crate::window::render::table(&rows) + &hidden_note,
+        WindowFormat::Markdown if hidden > 0 => {
+            crate::window::render::markdown(&rows) + "\n" + &hidden_note
         }
+        WindowFormat::Markdown => crate::window::render::markdown(&rows),
+        WindowFormat::Json => json(&rows),
         WindowFormat::Svg => crate::window::svg::svg(&rows),
     };
     print(&text);
     ExitCode::SUCCESS
+}
+
+fn json(rows: &[WindowRow]) -> String {
+    let mut text = serde_json::to_string_pretty(&crate::window::render::json(rows))
+        .expect("JSON values always serialise");
+    text.push('\n');
+    text
 }

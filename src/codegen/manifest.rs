@@ -12,6 +12,28 @@ use super::{File, Owner};
 
 pub const MANIFEST: &str = ".idemgen-manifest";
 
+/// In a generated file, the line after which the rest is the user's (the
+/// end of `Cargo.toml`): only the part through this line is idemgen's,
+/// hashed in the manifest and refreshed; what follows is kept.
+pub const USER_TAIL_MARKER: &str = "# ---- Yours: `idemgen gen` keeps everything below this line (dependencies join [dependencies]).";
+
+/// `text` split after the [`USER_TAIL_MARKER`] line: idemgen's part and the
+/// user's. Without the marker, all of it is idemgen's.
+pub fn split_user_tail(text: &[u8]) -> (&[u8], &[u8]) {
+    let marker = USER_TAIL_MARKER.as_bytes();
+    let Some(start) = text
+        .windows(marker.len())
+        .position(|window| window == marker)
+    else {
+        return (text, &[]);
+    };
+    let end = text[start..]
+        .iter()
+        .position(|&byte| byte == b'\n')
+        .map_or(text.len(), |newline| start + newline + 1);
+    text.split_at(end)
+}
+
 /// Generated files and their hashes, as last written.
 #[derive(Debug, Default)]
 pub struct Manifest {
@@ -78,13 +100,15 @@ pub fn actions(dir: &Path, files: &[File], manifest: &Manifest, force: bool) -> 
             if file.owner == Owner::User {
                 return Action::Keep;
             }
-            if existing == file.contents.as_bytes() {
+            let (existing, _) = split_user_tail(&existing);
+            let (ours_now, _) = split_user_tail(file.contents.as_bytes());
+            if existing == ours_now {
                 return Action::Unchanged;
             }
             let ours = manifest
                 .files
                 .get(&file.path)
-                .is_some_and(|hash| *hash == sha256_hex(&existing));
+                .is_some_and(|hash| *hash == sha256_hex(existing));
             if ours || force {
                 Action::Update
             } else {

@@ -1,7 +1,8 @@
-//! Turning operation names into Rust identifiers and comment text that
-//! cannot break the generated code.
+//! Turning operation and directory names into Rust identifiers, package
+//! names and comment text that cannot break the generated code.
 
 use std::collections::HashSet;
+use std::path::Path;
 
 /// Rust's strict and reserved keywords (2024 edition), plus the primitive
 /// names that read badly as functions.
@@ -195,6 +196,31 @@ pub fn rust_string(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// A Cargo package name from the directory name: lower-case letters,
+/// digits, `-` and `_`, starting with a letter.
+pub fn package_name(dir: &Path) -> String {
+    let base = dir
+        .canonicalize()
+        .ok()
+        .and_then(|dir| {
+            dir.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .or_else(|| {
+            dir.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default();
+    let name = snake_case(&base).replace('_', "-");
+    if name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        name
+    } else if name.is_empty() {
+        "service".into()
+    } else {
+        format!("service-{name}")
+    }
 }
 
 #[cfg(test)]

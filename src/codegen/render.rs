@@ -8,67 +8,60 @@ use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 
 use super::names;
 
-/// Every template, by name (its path under `templates/`).
-pub const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "Cargo.toml.j2",
-        include_str!("../../templates/Cargo.toml.j2"),
-    ),
-    ("README.md.j2", include_str!("../../templates/README.md.j2")),
-    ("gitignore.j2", include_str!("../../templates/gitignore.j2")),
-    (
-        "src/main.rs.j2",
-        include_str!("../../templates/src/main.rs.j2"),
-    ),
-    (
-        "src/lib.rs.j2",
-        include_str!("../../templates/src/lib.rs.j2"),
-    ),
-    (
-        "src/http.rs.j2",
-        include_str!("../../templates/src/http.rs.j2"),
-    ),
-    (
-        "src/idempotency.rs.j2",
-        include_str!("../../templates/src/idempotency.rs.j2"),
-    ),
-    (
-        "src/metrics.rs.j2",
-        include_str!("../../templates/src/metrics.rs.j2"),
-    ),
-    (
-        "src/operations.rs.j2",
-        include_str!("../../templates/src/operations.rs.j2"),
-    ),
-    (
-        "src/routes.rs.j2",
-        include_str!("../../templates/src/routes.rs.j2"),
-    ),
-    (
-        "src/store/mod.rs.j2",
-        include_str!("../../templates/src/store/mod.rs.j2"),
-    ),
-    (
-        "src/store/dialect.rs.j2",
-        include_str!("../../templates/src/store/dialect.rs.j2"),
-    ),
-    (
-        "src/business/mod.rs.j2",
-        include_str!("../../templates/src/business/mod.rs.j2"),
-    ),
-    (
-        "src/business/operation.rs.j2",
-        include_str!("../../templates/src/business/operation.rs.j2"),
-    ),
-    (
-        "migrations/dialect.sql.j2",
-        include_str!("../../templates/migrations/dialect.sql.j2"),
-    ),
-    (
-        "tests/idempotency.rs.j2",
-        include_str!("../../templates/tests/idempotency.rs.j2"),
-    ),
-];
+/// Where a template's output goes.
+#[derive(Debug, Clone, Copy)]
+pub enum Output {
+    /// One file at this path, refreshed by every run.
+    File(&'static str),
+    /// One file per SQL dialect; `{dialect}` in the path is its name.
+    PerDialect(&'static str),
+    /// Each operation's business file, the user's once written.
+    PerOperation,
+    /// One file at this path, the user's once written.
+    UserFile(&'static str),
+}
+
+/// One template: its name (its path under `templates/`), the embedded
+/// text and where its output goes.
+#[derive(Debug)]
+pub struct Template {
+    pub name: &'static str,
+    pub source: &'static str,
+    pub output: Output,
+}
+
+macro_rules! template {
+    ($name:literal, $output:expr) => {
+        Template {
+            name: $name,
+            source: include_str!(concat!("../../templates/", $name)),
+            output: $output,
+        }
+    };
+}
+
+/// Every template, in the order its files are planned. This list is the
+/// only one: `gen` renders from it and `--templates` overrides by its names.
+pub const TEMPLATES: &[Template] = {
+    use Output::{File, PerDialect, PerOperation, UserFile};
+    &[
+        template!("Cargo.toml.j2", File("Cargo.toml")),
+        template!("README.md.j2", File("README.md")),
+        template!("gitignore.j2", File(".gitignore")),
+        template!("src/main.rs.j2", File("src/main.rs")),
+        template!("src/lib.rs.j2", File("src/lib.rs")),
+        template!("src/operations.rs.j2", File("src/operations.rs")),
+        template!("src/routes.rs.j2", File("src/routes.rs")),
+        template!("src/business/mod.rs.j2", File("src/business/mod.rs")),
+        template!("src/business/operation.rs.j2", PerOperation),
+        template!("src/app.rs.j2", UserFile("src/app.rs")),
+        template!(
+            "migrations/dialect.sql.j2",
+            PerDialect("migrations/{dialect}/0001_idempotency_records.sql")
+        ),
+        template!("tests/idempotency.rs.j2", File("tests/idempotency.rs")),
+    ]
+};
 
 /// The environment with every template loaded: the embedded one, or the
 /// file of the same name under `overrides` when it exists.
@@ -100,13 +93,14 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>, Str
             names::comment_lines(text).join(" ").replace('`', "'")
         )
     });
-    for (name, embedded) in TEMPLATES {
+    for template in TEMPLATES {
+        let name = template.name;
         let source = match overrides.map(|dir| dir.join(name)) {
             Some(path) if path.is_file() => std::fs::read_to_string(&path)
                 .map_err(|error| format!("cannot read template {}: {error}", path.display()))?,
-            _ => (*embedded).to_string(),
+            _ => template.source.to_string(),
         };
-        env.add_template_owned(*name, source)
+        env.add_template_owned(name, source)
             .map_err(|error| format!("template {name}: {error}"))?;
     }
     Ok(env)
@@ -127,7 +121,7 @@ pub fn unknown_overrides(overrides: &Path) -> Vec<String> {
                 pending.push(path);
             } else if let Ok(relative) = path.strip_prefix(overrides) {
                 let name = relative.to_string_lossy().replace('\\', "/");
-                if !TEMPLATES.iter().any(|(known, _)| *known == name) {
+                if !TEMPLATES.iter().any(|template| template.name == name) {
                     found.push(name);
                 }
             }
@@ -150,29 +144,4 @@ pub fn render(env: &Environment<'_>, name: &str, context: &Value) -> Result<Stri
         }
         message
     })
-}
-
-/// Formats Rust source with rustfmt when it is installed; the source as
-/// is otherwise (or when rustfmt rejects it, so the compiler can say why).
-pub fn rustfmt(source: &str) -> String {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let child = Command::new("rustfmt")
-        .args(["--edition", "2024"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn();
-    let Ok(mut child) = child else {
-        return source.to_string();
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(source.as_bytes());
-    }
-    match child.wait_with_output() {
-        Ok(output) if output.status.success() && !output.stdout.is_empty() => {
-            String::from_utf8(output.stdout).unwrap_or_else(|_| source.to_string())
-        }
-        _ => source.to_string(),
-    }
 }

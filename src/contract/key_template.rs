@@ -195,6 +195,85 @@ impl KeyTemplate {
     }
 }
 
+impl KeyTemplate {
+    /// The template as a JSON Schema `pattern` for the key's parameter or
+    /// body field: anchored, and portable across regex dialects
+    /// (ECMA-262 with or without the `u` flag, Python, Rust, PCRE), so
+    /// generic tools generate and accept exactly the keys the server does.
+    pub fn schema_pattern(&self) -> String {
+        let mut pattern = String::from("^");
+        for part in &self.parts {
+            match part {
+                Part::Literal(text) => pattern.push_str(&portable_escape(text)),
+                Part::Segment(Segment::Field(_)) => pattern.push_str(".+"),
+                Part::Segment(segment) => pattern.push_str(&segment.pattern()),
+            }
+        }
+        pattern.push('$');
+        pattern
+    }
+
+    /// Whether a schema's `pattern` says the same as the template: equal
+    /// to [`KeyTemplate::schema_pattern`] or [`KeyTemplate::regex`] up to
+    /// groups, lazy `.+?` and escapes of characters that need none.
+    pub fn pattern_matches(&self, pattern: &str) -> bool {
+        let written = canonical_pattern(pattern);
+        written == canonical_pattern(&self.schema_pattern())
+            || written == canonical_pattern(&self.regex())
+    }
+}
+
+/// Escapes only the regex syntax characters, which every dialect accepts
+/// escaped (`\-` or `\:` would be an error under ECMA-262's `u` flag).
+fn portable_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\^$.|?*+()[]{}/".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
+/// A pattern with groups removed, `.+?` read as `.+` and punctuation that
+/// needs no escape unescaped, for comparing two spellings.
+fn canonical_pattern(pattern: &str) -> String {
+    let pattern = pattern.replace("(?:", "(").replace(".+?", ".+");
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(next)
+                    if !in_class
+                        && !next.is_ascii_alphanumeric()
+                        && !"\\^$.|?*+()[]{}".contains(next) =>
+                {
+                    out.push(next)
+                }
+                Some(next) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                None => out.push('\\'),
+            },
+            '[' if !in_class => {
+                in_class = true;
+                out.push(c);
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(c);
+            }
+            '(' | ')' if !in_class => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 fn parse_segment(text: &str) -> Result<Segment, String> {
     let (name, argument) = match text.split_once(':') {
         Some((name, argument)) => (name.trim(), Some(argument.trim())),
@@ -290,6 +369,21 @@ mod tests {
                 .contains("no segment")
         );
         assert!(KeyTemplate::parse("pay:{random:0}").is_err());
+    }
+
+    #[test]
+    fn schema_patterns_are_portable_and_compared_by_meaning() {
+        let template = KeyTemplate::parse("pay.v1:{date}:{uuid}").unwrap();
+        let pattern = template.schema_pattern();
+        assert!(pattern.starts_with("^pay\\.v1:[0-9]{4}"), "{pattern}");
+        assert!(!pattern.contains("\\:") && !pattern.contains("\\-"));
+        assert!(template.pattern_matches(&pattern));
+        assert!(template.pattern_matches(&template.regex()));
+        assert!(!template.pattern_matches("^pay\\.v1:.*$"));
+        assert!(!template.pattern_matches(&pattern[1..]), "unanchored");
+        let field = KeyTemplate::parse("pay:{field:/txn_id}").unwrap();
+        assert_eq!(field.schema_pattern(), "^pay:.+$");
+        assert!(field.pattern_matches("^pay:(.+?)$"));
     }
 
     #[test]

@@ -101,14 +101,23 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    pub const ALL: [Dialect; 3] = [Dialect::Mysql, Dialect::Postgres, Dialect::Sqlite];
     pub const NAMES: [&'static str; 3] = ["mysql", "postgres", "sqlite"];
 
+    /// The dialect named `name` or one of its aliases; the same names work
+    /// in a spec, in `idemgen.toml` and on every command line.
     pub fn parse(name: &str) -> Option<Dialect> {
-        match name {
-            "mysql" | "mariadb" => Some(Dialect::Mysql),
-            "postgres" | "postgresql" => Some(Dialect::Postgres),
-            "sqlite" => Some(Dialect::Sqlite),
-            _ => None,
+        Dialect::ALL
+            .into_iter()
+            .find(|dialect| dialect.name() == name || dialect.aliases().contains(&name))
+    }
+
+    /// Other names for it: MariaDB speaks the MySQL dialect.
+    pub fn aliases(self) -> &'static [&'static str] {
+        match self {
+            Dialect::Mysql => &["mariadb"],
+            Dialect::Postgres => &["postgresql"],
+            Dialect::Sqlite => &[],
         }
     }
 

@@ -12,15 +12,13 @@ pub enum Profile {
 }
 
 impl Profile {
+    pub const ALL: [Profile; 3] = [Profile::RetryAfter, Profile::IetfDraft, Profile::Stripe];
     pub const NAMES: [&'static str; 3] = ["retry-after", "ietf-draft", "stripe"];
 
     pub fn parse(name: &str) -> Option<Profile> {
-        match name {
-            "retry-after" => Some(Profile::RetryAfter),
-            "ietf-draft" => Some(Profile::IetfDraft),
-            "stripe" => Some(Profile::Stripe),
-            _ => None,
-        }
+        Profile::ALL
+            .into_iter()
+            .find(|profile| profile.name() == name)
     }
 
     pub fn name(self) -> &'static str {

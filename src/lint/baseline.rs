@@ -132,6 +132,7 @@ mod tests {
             operation: Some(operation.into()),
             help: None,
             label: None,
+            fix: None,
         }
     }
 

@@ -51,6 +51,8 @@ pub struct Diagnostic {
     pub help: Option<String>,
     /// Short text shown under the snippet's underline.
     pub label: Option<String>,
+    /// Text edits that resolve the finding, when the rule knows them.
+    pub fix: Option<crate::fix::Fix>,
 }
 
 /// Everything one lint run found, plus what reporters need to show it.

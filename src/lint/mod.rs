@@ -9,15 +9,14 @@ pub mod rules;
 pub mod sink;
 pub mod suppress;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use crate::analysis::{Analysis, analyse};
 use crate::contract::model::Defaults;
-use crate::contract::parse::{ContractError, parse_block};
-use crate::contract::{Contract, Origin, RawContract};
-use crate::spec::operations::{Operation, operations};
-use crate::spec::{Value, Workspace};
+use crate::spec::Workspace;
+use crate::spec::operations::Operation;
 
-use context::{ContractState, DocumentContext, OperationContext};
+use context::DocumentContext;
 use diagnostic::{Diagnostic, Severity};
 use rule::Rule;
 use sink::Sink;
@@ -30,6 +29,8 @@ pub use rules::RULES;
 pub struct LintOptions {
     pub defaults: Defaults,
     pub severities: HashMap<String, Option<Severity>>,
+    /// What unsafe fixes write into a new document-level block.
+    pub fix_defaults: crate::fix::FixDefaults,
 }
 
 /// The rule with this id.
@@ -47,62 +48,20 @@ pub struct DocumentLint {
     pub suppressed: usize,
 }
 
-/// Each operation with its merged contract, read once for every consumer
-/// (rules, the window review, code generation).
-pub struct Analysis<'a> {
-    pub document_contract: Option<RawContract>,
-    pub document_errors: Vec<ContractError>,
-    pub operations: Vec<Operation<'a>>,
-    /// Parallel to `operations`: what each says and the problems in its block.
-    pub states: Vec<(ContractState, Vec<ContractError>)>,
-}
-
-pub fn analyse<'a>(workspace: &'a Workspace, defaults: Defaults) -> Analysis<'a> {
-    let mut document_errors = Vec::new();
-    let document_contract =
-        workspace.root().get("x-idempotency").and_then(|block| {
-            if block.as_map().is_some() {
-                Some(parse_block(block, "/x-idempotency", &mut document_errors))
-            } else {
-                document_errors.push(ContractError {
-                origin: Origin { span: block.span, pointer: "/x-idempotency".into() },
-                message: format!(
-                    "the document-level `x-idempotency` must be a mapping of defaults, found {}",
-                    block.kind()
-                ),
-                help: None,
-            });
-                None
-            }
-        });
-    let empty = RawContract::default();
-    let operations = operations(workspace);
-    let states = operations
-        .iter()
-        .map(|operation| {
-            contract_state(
-                operation,
-                document_contract.as_ref().unwrap_or(&empty),
-                defaults,
-            )
-        })
-        .collect();
-    Analysis {
-        document_contract,
-        document_errors,
-        operations,
-        states,
-    }
-}
-
 pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
     let Analysis {
         document_contract,
         document_errors,
         operations,
-        states,
     } = analyse(workspace, options.defaults);
     let mut diagnostics = Vec::new();
+    // Which rules are off, so a general rule can leave an operation to a
+    // more specific one only when that one runs.
+    let rules_off: HashSet<&'static str> = RULES
+        .iter()
+        .filter(|rule| matches!(options.severities.get(rule.id), Some(None)))
+        .map(|rule| rule.id)
+        .collect();
     for rule in RULES {
         let severity = match options.severities.get(rule.id) {
             Some(None) => continue,
@@ -114,7 +73,9 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
             rule: rule.id,
             severity,
             operation: None,
+            rules_off: &rules_off,
             out: &mut diagnostics,
+            fix_defaults: &options.fix_defaults,
         };
         if let Some(check) = rule.check.document() {
             check(
@@ -127,22 +88,16 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
             );
         }
         if let Some(check) = rule.check.operation() {
-            {
-                for (operation, (state, errors)) in operations.iter().zip(&states) {
-                    sink.operation = Some(operation.name());
-                    check(
-                        &OperationContext {
-                            workspace,
-                            operation,
-                            state,
-                            contract_errors: errors,
-                        },
-                        &mut sink,
-                    );
-                }
+            for analysed in &operations {
+                sink.operation = Some(analysed.operation.name());
+                check(&analysed.context(workspace), &mut sink);
             }
         }
     }
+    let operations: Vec<Operation<'_>> = operations
+        .into_iter()
+        .map(|analysed| analysed.operation)
+        .collect();
     let suppressed = suppress::apply(workspace, &operations, options, &mut diagnostics);
     diagnostics.sort_by(|a, b| {
         (
@@ -167,64 +122,4 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
         operation_names: operations.iter().map(Operation::name).collect(),
         suppressed,
     }
-}
-
-/// Reads an operation's `x-idempotency` and merges it over the document's.
-fn contract_state(
-    operation: &Operation<'_>,
-    document: &RawContract,
-    defaults: Defaults,
-) -> (ContractState, Vec<ContractError>) {
-    let Some(block) = operation.node.get("x-idempotency") else {
-        return (ContractState::Absent, Vec::new());
-    };
-    let pointer = format!("{}/x-idempotency", operation.pointer);
-    let origin = Origin {
-        span: block.span,
-        pointer: pointer.clone(),
-    };
-    let mut errors = Vec::new();
-    let own = match &block.value {
-        Value::Bool(false) => return (ContractState::OptedOut(origin), errors),
-        Value::Bool(true) => RawContract::default(),
-        Value::Map(_) => parse_block(block, &pointer, &mut errors),
-        _ => {
-            errors.push(ContractError {
-                origin: origin.clone(),
-                message: format!(
-                    "`x-idempotency` must be a mapping (or `false` to opt out), found {}",
-                    block.kind()
-                ),
-                help: Some(
-                    "write the contract as a mapping, e.g. `x-idempotency: {key: …, window: 18s}`"
-                        .into(),
-                ),
-            });
-            return (ContractState::Unreadable(origin), errors);
-        }
-    };
-    let merged = own.merged_over(document);
-    let mut missing: Vec<&str> = Vec::new();
-    for (present, field) in [
-        (merged.key_in.is_some(), "key.in"),
-        (merged.key_name.is_some(), "key.name"),
-        (merged.key_format.is_some(), "key.format"),
-    ] {
-        if !present && !merged.invalid.contains(&field) {
-            missing.push(field);
-        }
-    }
-    if !missing.is_empty() {
-        errors.push(ContractError {
-            origin: origin.clone(),
-            message: format!(
-                "missing required field{} {}",
-                if missing.len() > 1 { "s" } else { "" },
-                missing.iter().map(|field| format!("`{field}`")).collect::<Vec<_>>().join(", ")
-            ),
-            help: Some("say where the client sends the key and what it looks like, e.g. `key: {in: header, name: Idempotency-Key, format: \"pay:{uuid}\"}`".into()),
-        });
-    }
-    let contract = Contract::resolve(merged, origin, defaults);
-    (ContractState::Present(Box::new(contract)), errors)
 }

@@ -1,9 +1,10 @@
 //! What every rule is: an id, a default severity, its documentation and a
 //! check over one operation or the whole document.
 
-use super::context::{DocumentContext, OperationContext};
+use super::context::DocumentContext;
 use super::diagnostic::Severity;
 use super::sink::Sink;
+use crate::analysis::OperationContext;
 
 pub enum Check {
     /// Runs once per linted document.
@@ -42,6 +43,8 @@ pub struct Rule {
     /// The rule file's source; its leading `//!` lines are the documentation.
     pub source: &'static str,
     pub check: Check,
+    /// Whether its findings come with a fix, and how safe that fix is.
+    pub fix: Option<crate::fix::Applicability>,
 }
 
 impl Rule {
@@ -70,6 +73,17 @@ macro_rules! declare_rule {
             summary: $summary,
             source: include_str!($file),
             check: $check,
+            fix: None,
+        };
+    };
+    ($file:literal, $id:literal, $severity:ident, $summary:literal, $check:expr, fix = $fix:ident) => {
+        pub const RULE: $crate::lint::rule::Rule = $crate::lint::rule::Rule {
+            id: $id,
+            severity: $crate::lint::diagnostic::Severity::$severity,
+            summary: $summary,
+            source: include_str!($file),
+            check: $check,
+            fix: Some($crate::fix::Applicability::$fix),
         };
     };
 }

@@ -1,6 +1,8 @@
 //! Where rules put findings: turns an [`Origin`] into a file location and
 //! stamps the rule id, severity and operation.
 
+use std::collections::HashSet;
+
 use crate::contract::Origin;
 use crate::spec::{Span, Workspace};
 
@@ -11,10 +13,28 @@ pub struct Sink<'a> {
     pub(super) rule: &'static str,
     pub(super) severity: Severity,
     pub(super) operation: Option<String>,
+    /// Ids of the rules turned off for this run.
+    pub(super) rules_off: &'a HashSet<&'static str>,
     pub(super) out: &'a mut Vec<Diagnostic>,
+    /// What unsafe fixes write into a new document-level block.
+    pub(super) fix_defaults: &'a crate::fix::FixDefaults,
+}
+
+impl<'a> Sink<'a> {
+    /// What unsafe fixes write into a new document-level block (from
+    /// `--timeout`, `--retries`, `--max-processing`, `--dialect`).
+    pub fn fix_defaults(&self) -> &'a crate::fix::FixDefaults {
+        self.fix_defaults
+    }
 }
 
 impl Sink<'_> {
+    /// Whether the rule `id` runs in this lint (it is not turned off), so a
+    /// general rule can leave an operation to a more specific one.
+    pub fn rule_runs(&self, id: &str) -> bool {
+        !self.rules_off.contains(id)
+    }
+
     /// Reports a finding at `origin` with the rule's severity.
     pub fn report(&mut self, origin: &Origin, message: impl Into<String>) -> &mut Diagnostic {
         self.report_as(self.severity, origin, message)
@@ -50,6 +70,7 @@ impl Sink<'_> {
             operation: self.operation.clone(),
             help: None,
             label: None,
+            fix: None,
         });
         self.out.last_mut().expect("just pushed")
     }
@@ -63,6 +84,12 @@ impl Diagnostic {
 
     pub fn with_label(&mut self, label: impl Into<String>) -> &mut Self {
         self.label = Some(label.into());
+        self
+    }
+
+    /// Attaches the fix that resolves the finding, if there is one.
+    pub fn with_fix(&mut self, fix: Option<crate::fix::Fix>) -> &mut Self {
+        self.fix = fix;
         self
     }
 }

@@ -232,6 +232,7 @@ fn finding(
         operation: scope.operation.clone(),
         help,
         label: Some(label.into()),
+        fix: None,
     }
 }
 

@@ -16,9 +16,8 @@ pub mod sample;
 
 use std::time::Duration;
 
+use crate::analysis::analyse;
 use crate::contract::model::Defaults;
-use crate::lint::analyse;
-use crate::lint::context::ContractState;
 use crate::spec::Workspace;
 
 use checks::Probe;
@@ -27,6 +26,9 @@ use request::{Plan, RequestOptions};
 
 pub struct ProbeOptions {
     pub base_url: String,
+    /// Profile and dialect of contracts that name none (`idemgen.toml`,
+    /// `--profile`), so the probe expects what lint demands.
+    pub defaults: Defaults,
     /// operationIds or `METHOD /path`; empty: every idempotent operation.
     pub operations: Vec<String>,
     pub burst: usize,
@@ -175,22 +177,10 @@ pub fn run(
     spec: &str,
     options: &ProbeOptions,
 ) -> Result<Report, ProbeError> {
-    let analysis = analyse(workspace, Defaults::default());
+    let analysis = analyse(workspace, options.defaults);
     let targets: Vec<_> = analysis
-        .operations
-        .iter()
-        .zip(&analysis.states)
-        .filter_map(|(operation, (state, _))| match state {
-            ContractState::Present(contract) => Some((operation, contract)),
-            _ => None,
-        })
-        .filter(|(operation, _)| {
-            options.operations.is_empty()
-                || options.operations.iter().any(|wanted| {
-                    *wanted == operation.name()
-                        || *wanted == format!("{} {}", operation.method, operation.path)
-                })
-        })
+        .selected(&options.operations)
+        .map(|(analysed, contract)| (&analysed.operation, contract))
         .collect();
     if targets.is_empty() {
         return Err(ProbeError(if options.operations.is_empty() {

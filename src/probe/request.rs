@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
+use crate::analysis::{ContractState, OperationContext};
 use crate::contract::Contract;
 use crate::contract::key_template::{KeyTemplate, Segment};
 use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation};
-use crate::lint::context::{ContractState, OperationContext};
 use crate::spec::operations::Operation;
 use crate::spec::{Node, Workspace};
 
@@ -326,19 +326,7 @@ fn choose_body(
     sampler: &mut Sampler<'_>,
 ) -> Result<(Option<Value>, String, String), String> {
     let workspace = context.workspace;
-    let media = context
-        .operation
-        .node
-        .get("requestBody")
-        .and_then(|body| workspace.deref(body))
-        .and_then(|body| body.get("content"))
-        .and_then(Node::as_map)
-        .and_then(|content| {
-            content
-                .iter()
-                .find(|entry| entry.key.contains("json"))
-                .or_else(|| content.first())
-        });
+    let media = context.request_media();
     let content_type = media.map_or("application/json".to_string(), |m| m.key.to_string());
     if let Some(body) = &options.body {
         return Ok((Some(body.clone()), content_type, "--body-file".into()));

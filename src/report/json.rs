@@ -24,14 +24,19 @@ pub fn render(report: &Report) -> String {
         .collect();
     let document = json!({
         "diagnostics": diagnostics,
-        "summary": {
-            "errors": report.errors(),
-            "warnings": report.warnings(),
-            "files": report.files,
-            "operations": report.operations,
-        }
+        "summary": summary(report),
     });
     let mut text = serde_json::to_string_pretty(&document).expect("JSON values always serialise");
     text.push('\n');
     text
+}
+
+/// The counts every JSON document of a lint run ends with.
+pub fn summary(report: &Report) -> Value {
+    json!({
+        "errors": report.errors(),
+        "warnings": report.warnings(),
+        "files": report.files,
+        "operations": report.operations,
+    })
 }

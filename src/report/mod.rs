@@ -8,6 +8,7 @@ pub mod junit;
 pub mod markdown;
 pub mod pretty;
 pub mod sarif;
+pub mod statistics;
 
 /// A file name as CI systems want it: relative to the checkout. Inside a
 /// GitHub Actions job (`GITHUB_WORKSPACE` set) a path under the workspace

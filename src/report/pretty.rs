@@ -100,8 +100,44 @@ pub fn render(report: &Report, color: bool) -> String {
             let _ = writeln!(out, "  {}", diagnostic.message);
         }
     }
+    if report.diagnostics.len() > super::statistics::LONG_REPORT {
+        let _ = writeln!(
+            out,
+            "{} (`idemgen lint --statistics` shows only the counts)",
+            super::statistics::one_line(report)
+        );
+    }
+    // The totals stay the last line: scripts read it.
+    if let Some(line) = fixable(report) {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = writeln!(out, "{}{}", summary(report), notes(report));
     out
+}
+
+/// `2 fixable with `idemgen lint --fix` (1 more with `--unsafe-fixes`)`,
+/// or `None` when no finding has a fix.
+fn fixable(report: &Report) -> Option<String> {
+    use crate::fix::Applicability;
+    let count = |applicability| {
+        report
+            .diagnostics
+            .iter()
+            .filter_map(|diagnostic| diagnostic.fix.as_ref())
+            .filter(|fix| fix.applicability == applicability)
+            .count()
+    };
+    let (safe, unsafe_only) = (count(Applicability::Safe), count(Applicability::Unsafe));
+    match (safe, unsafe_only) {
+        (0, 0) => None,
+        (0, more) => Some(format!(
+            "{more} fixable with `idemgen lint --fix --unsafe-fixes` (review the guesses)"
+        )),
+        (safe, 0) => Some(format!("{safe} fixable with `idemgen lint --fix`")),
+        (safe, more) => Some(format!(
+            "{safe} fixable with `idemgen lint --fix` ({more} more with `--unsafe-fixes`)"
+        )),
+    }
 }
 
 /// What the counts leave out: `; 2 silenced by x-idemgen-ignore; 3 findings

@@ -6,6 +6,7 @@
 //! written in.
 
 pub mod json_escapes;
+pub mod key_names;
 pub mod node;
 pub mod operations;
 pub mod parse;
@@ -72,14 +73,31 @@ pub struct Workspace {
     pub problems: Vec<LoadProblem>,
     /// `(file that holds the $ref, its file part)` → the file it names.
     ref_files: HashMap<(FileId, Box<str>), FileId>,
+    /// Each file's OpenAPI 3.2 `$self`, the base of its relative `$ref`s.
+    bases: Vec<Option<Box<str>>>,
 }
 
 impl Workspace {
     /// Loads `path` and every file its `$ref`s reach.
     pub fn load(path: &Path) -> Result<Workspace, Box<LoadError>> {
+        Workspace::load_with(path, &HashMap::new())
+    }
+
+    /// Like [`Workspace::load`], with the text of some files (by their
+    /// absolute, normalised path) taken from `overlay` instead of the disk:
+    /// how fixes are checked before anything is written.
+    pub fn load_with(
+        path: &Path,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<Workspace, Box<LoadError>> {
         let display = path.display().to_string();
-        let text = read_text(path, &display)?;
-        Workspace::from_text(path, display, text)
+        let real_path =
+            normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+        let text = match overlay.get(&real_path) {
+            Some(text) => text.clone(),
+            None => read_text(path, &display)?,
+        };
+        Workspace::from_text_with(path, display, text, overlay)
     }
 
     /// Loads a root document from text already in memory (its relative
@@ -89,6 +107,15 @@ impl Workspace {
         display: String,
         text: String,
     ) -> Result<Workspace, Box<LoadError>> {
+        Workspace::from_text_with(path, display, text, &HashMap::new())
+    }
+
+    fn from_text_with(
+        path: &Path,
+        display: String,
+        text: String,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<Workspace, Box<LoadError>> {
         let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
         let mut workspace = Workspace {
@@ -96,6 +123,7 @@ impl Workspace {
             version: OpenApiVersion::V3_1,
             problems: Vec::new(),
             ref_files: HashMap::new(),
+            bases: Vec::new(),
         };
         workspace.add_file(normalize(&real_path), display, text)?;
         let root = &workspace.files[0];
@@ -111,7 +139,8 @@ impl Workspace {
             error.help = unsupported.help;
             Box::new(error)
         })?;
-        workspace.load_referenced_files(&root_dir)?;
+        workspace.bases[0] = workspace.self_uri(FileId(0));
+        workspace.load_referenced_files(&root_dir, overlay)?;
         workspace.check_ref_targets();
         Ok(workspace)
     }
@@ -207,9 +236,28 @@ impl Workspace {
         Some("it starts a chain of more than 64 references to references")
     }
 
+    /// The `$self` of a 3.2 document's file, if it declares one.
+    fn self_uri(&self, file: FileId) -> Option<Box<str>> {
+        if self.version != OpenApiVersion::V3_2 {
+            return None;
+        }
+        let root = &self.files[file.0 as usize].root;
+        root.get("$self").and_then(Node::as_str).map(Into::into)
+    }
+
+    /// A `$ref` written in `file` as the loader follows it (see
+    /// [`refs::rebase`]).
+    fn rebased<'r>(&self, file: FileId, reference: &'r str) -> std::borrow::Cow<'r, str> {
+        refs::rebase(
+            reference,
+            self.bases.get(file.0 as usize).and_then(Option::as_deref),
+        )
+    }
+
     /// The node a `$ref` string written in `file` names.
     pub fn ref_target(&self, file: FileId, reference: &str) -> Option<&Node> {
-        let target = split_ref(reference).ok()?;
+        let reference = self.rebased(file, reference);
+        let target = split_ref(&reference).ok()?;
         let target_file = if target.file.is_empty() {
             file
         } else {
@@ -247,20 +295,27 @@ impl Workspace {
             source,
             root: parsed.root,
         });
+        let base = self.self_uri(id);
+        self.bases.push(base);
         Ok(id)
     }
 
     /// Breadth-first over external `$ref`s: each file is read and parsed once.
-    fn load_referenced_files(&mut self, root_dir: &Path) -> Result<(), Box<LoadError>> {
+    fn load_referenced_files(
+        &mut self,
+        root_dir: &Path,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<(), Box<LoadError>> {
         let real_root = &std::fs::canonicalize(root_dir).unwrap_or_else(|_| root_dir.to_path_buf());
         let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
         by_path.insert(self.files[0].source.path.clone(), FileId(0));
         let mut queue = VecDeque::from([FileId(0)]);
         while let Some(file) = queue.pop_front() {
             let mut external = Vec::new();
+            let base = self.bases[file.0 as usize].clone();
             collect_refs(
                 &self.files[file.0 as usize].root,
-                &mut |reference, span| match split_ref(reference) {
+                &mut |reference, span| match split_ref(&refs::rebase(reference, base.as_deref())) {
                     Err(RefProblem::Remote) => self.problems.push(LoadProblem::Ref {
                         reference: reference.into(),
                         at: span,
@@ -340,7 +395,10 @@ impl Workspace {
                         let display = normalize(&base_display.join(&decoded))
                             .display()
                             .to_string();
-                        let text = read_text(&path, &display)?;
+                        let text = match overlay.get(&path) {
+                            Some(text) => text.clone(),
+                            None => read_text(&path, &display)?,
+                        };
                         let id = self.add_file(path.clone(), display, text)?;
                         by_path.insert(path, id);
                         queue.push_back(id);
@@ -361,7 +419,8 @@ impl Workspace {
                 if problems.len() >= MAX_REF_PROBLEMS {
                     return;
                 }
-                let Ok(target) = split_ref(reference) else {
+                let rebased = self.rebased(span.file, reference);
+                let Ok(target) = split_ref(&rebased) else {
                     return;
                 };
                 if !target.file.is_empty()

@@ -1,12 +1,17 @@
 //! The operations of a document: every method of every path item (and
-//! 3.1 webhook), with `$ref`ed path items and operations followed.
+//! 3.1 webhook), with `$ref`ed path items and operations followed. In 3.2
+//! documents also the `query` method and the custom methods of
+//! `additionalOperations`.
 
-use super::Workspace;
 use super::node::{Node, pointer_join};
+use super::{OpenApiVersion, Workspace};
 
 pub const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
 ];
+
+/// The method OpenAPI 3.2 adds: a safe request that carries a body.
+pub const QUERY_METHOD: &str = "query";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OperationKind {
@@ -27,6 +32,9 @@ pub struct Operation<'a> {
     pub path_item: &'a Node,
     /// JSON pointer of the operation in the root document's logical tree.
     pub pointer: String,
+    /// A 3.2 `additionalOperations` entry: a method HTTP does not define,
+    /// so nothing promises it is safe or idempotent.
+    pub custom: bool,
 }
 
 impl Operation<'_> {
@@ -38,12 +46,18 @@ impl Operation<'_> {
         }
     }
 
+    /// Methods a retry can repeat with effect: POST, PATCH and, unless an
+    /// `x-idempotency: false` says otherwise, every custom method.
     pub fn is_write(&self) -> bool {
-        matches!(self.method.as_str(), "POST" | "PATCH")
+        self.custom || matches!(self.method.as_str(), "POST" | "PATCH")
     }
 
     pub fn is_safe(&self) -> bool {
-        matches!(self.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE")
+        !self.custom
+            && matches!(
+                self.method.as_str(),
+                "GET" | "HEAD" | "OPTIONS" | "TRACE" | "QUERY"
+            )
     }
 }
 
@@ -62,10 +76,34 @@ pub fn operations(workspace: &Workspace) -> Vec<Operation<'_>> {
                 continue;
             };
             let item_pointer = pointer_join(&format!("/{section}"), &entry.key);
-            for method in METHODS {
-                let Some(raw) = path_item.get(method) else {
-                    continue;
-                };
+            let v3_2 = workspace.version == OpenApiVersion::V3_2;
+            let standard = METHODS
+                .iter()
+                .chain(v3_2.then_some(&QUERY_METHOD))
+                .filter_map(|method| {
+                    let raw = path_item.get(method)?;
+                    Some((
+                        method.to_ascii_uppercase(),
+                        raw,
+                        pointer_join(&item_pointer, method),
+                        false,
+                    ))
+                });
+            let additional = path_item
+                .get("additionalOperations")
+                .filter(|_| v3_2)
+                .and_then(|node| workspace.deref(node))
+                .and_then(Node::as_map)
+                .into_iter()
+                .flatten()
+                .map(|custom| {
+                    let pointer = pointer_join(
+                        &pointer_join(&item_pointer, "additionalOperations"),
+                        &custom.key,
+                    );
+                    (custom.key.to_string(), &custom.value, pointer, true)
+                });
+            for (method, raw, pointer, custom) in standard.chain(additional) {
                 let Some(node) = workspace.deref(raw) else {
                     continue;
                 };
@@ -74,7 +112,7 @@ pub fn operations(workspace: &Workspace) -> Vec<Operation<'_>> {
                 }
                 found.push(Operation {
                     kind,
-                    method: method.to_ascii_uppercase(),
+                    method,
                     path: entry.key.to_string(),
                     operation_id: node
                         .get("operationId")
@@ -82,7 +120,8 @@ pub fn operations(workspace: &Workspace) -> Vec<Operation<'_>> {
                         .map(str::to_string),
                     node,
                     path_item,
-                    pointer: pointer_join(&item_pointer, method),
+                    pointer,
+                    custom,
                 });
             }
         }

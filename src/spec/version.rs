@@ -6,6 +6,9 @@ use super::node::{Node, Value};
 pub enum OpenApiVersion {
     V3_0,
     V3_1,
+    /// 3.2 adds the `query` method, `additionalOperations`, `in:
+    /// querystring` parameters and `$self` as the base of relative `$ref`s.
+    V3_2,
 }
 
 /// Why a document is not one idemgen can lint, with the node to point at.
@@ -36,7 +39,7 @@ pub fn detect(root: &Node) -> Result<OpenApiVersion, Unsupported<'_>> {
     if let Some(node) = root.get("asyncapi") {
         return Err(Unsupported {
             message: format!("AsyncAPI {} is not an OpenAPI document", scalar_text(node)),
-            help: "idemgen lints OpenAPI 3.0 and 3.1 HTTP APIs".into(),
+            help: "idemgen lints OpenAPI 3.0, 3.1 and 3.2 HTTP APIs".into(),
             node,
         });
     }
@@ -64,9 +67,10 @@ pub fn detect(root: &Node) -> Result<OpenApiVersion, Unsupported<'_>> {
     match (parts.next(), parts.next()) {
         (Some("3"), Some("0")) => Ok(OpenApiVersion::V3_0),
         (Some("3"), Some("1")) => Ok(OpenApiVersion::V3_1),
+        (Some("3"), Some("2")) => Ok(OpenApiVersion::V3_2),
         _ => Err(Unsupported {
             message: format!("OpenAPI {text} is not supported"),
-            help: "idemgen supports OpenAPI 3.0.x and 3.1.x".into(),
+            help: "idemgen supports OpenAPI 3.0.x, 3.1.x and 3.2.x".into(),
             node,
         }),
     }

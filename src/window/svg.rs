@@ -57,6 +57,11 @@ const MUTED_COLOUR: &str = "#5f6b7a";
 
 /// Renders every row as one panel of a single SVG document.
 pub fn svg(rows: &[WindowRow]) -> String {
+    svg_or_note(rows, "No operations with x-idempotency.")
+}
+
+/// Like [`svg`], with `note` in place of the panels when there are none.
+pub fn svg_or_note(rows: &[WindowRow], note: &str) -> String {
     let mut body = String::new();
     let mut y = legend(&mut body);
     if rows.is_empty() {
@@ -66,7 +71,7 @@ pub fn svg(rows: &[WindowRow]) -> String {
             14.0,
             MUTED_COLOUR,
             "",
-            "No operations with x-idempotency.",
+            note,
         ));
         y += 40.0;
     }

@@ -45,13 +45,8 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-pub fn skip_builds() -> bool {
-    if std::env::var_os("IDEMGEN_SKIP_GENERATED_BUILDS").is_some() {
-        eprintln!("skipped: IDEMGEN_SKIP_GENERATED_BUILDS is set");
-        return true;
-    }
-    false
-}
+#[path = "skip.rs"]
+pub mod skip;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
@@ -313,6 +308,38 @@ impl Database {
         self.query(sql);
     }
 
+    /// Starts `sql` in the background in a session of its own (to hold a
+    /// lock while the service runs into it); kill the child to end it.
+    pub fn spawn_query(&self, sql: &str) -> std::process::Child {
+        let mut command = self.client(Some(&self.name));
+        match self.dialect {
+            Dialect::Sqlite => command.arg(sql),
+            Dialect::Mysql => command.args(["-e", sql]),
+            Dialect::Postgres => command.args(["-c", sql]),
+        };
+        command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the database client runs")
+    }
+
+    /// Runs `sql` on the server, outside the run's database (settings).
+    pub fn server_query(&self, sql: &str) -> String {
+        let mut command = self.client(None);
+        match self.dialect {
+            Dialect::Sqlite => return String::new(),
+            Dialect::Mysql => command.args(["-e", sql]),
+            Dialect::Postgres => command.args(["-c", sql]),
+        };
+        run_client(command, sql)
+    }
+
+    /// The run's database name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     pub fn count(&self, sql: &str) -> i64 {
         let text = self.query(sql);
         text.parse()
@@ -454,19 +481,30 @@ impl Server {
         Server::start_with(binary, db, delay_ms, &[])
     }
 
-    /// Starts `binary` and waits (at most 60 s) until it answers `/healthz`.
     pub fn start_with(binary: &Path, db: &Database, delay_ms: u64, env: &[(&str, &str)]) -> Server {
+        Server::start_at(binary, &db.url, db.dir.path(), delay_ms, env)
+    }
+
+    /// Starts `binary` on `database_url`, logging into `log_dir`, and waits
+    /// (at most 60 s) until it answers `/healthz`.
+    pub fn start_at(
+        binary: &Path,
+        database_url: &str,
+        log_dir: &Path,
+        delay_ms: u64,
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut last_log = String::new();
         // The port is free when picked, but another process may take it
         // before the server binds it: try a few.
         for _ in 0..3 {
             let port = free_port();
             let name = binary.file_name().unwrap().to_string_lossy();
-            let log = db.dir.path().join(format!("{name}-{port}.log"));
+            let log = log_dir.join(format!("{name}-{port}.log"));
             let log_file = File::create(&log).unwrap();
             let mut command = Command::new(binary);
             command
-                .env("DATABASE_URL", &db.url)
+                .env("DATABASE_URL", database_url)
                 .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
                 .env("DOWNSTREAM_DELAY_MS", delay_ms.to_string())
                 // Purging is tested on its own, on a server started for it.

@@ -1,9 +1,6 @@
 //! Every operation of the spec with its resolved `x-idempotency` contract.
 
-use std::sync::OnceLock;
-
-use crate::idempotency::{Contract, Fingerprint, Operation, Source};
-use crate::metrics::Counters;
+use idemgen_runtime::{Contract, Fingerprint, Operation, Source};
 
 /// Every operation, in the spec's order.
 pub static ALL: &[&Operation] = &[&ON_PAY_CALLBACK, &GET_ORDER];
@@ -32,13 +29,10 @@ pub static ALL: &[&Operation] = &[&ON_PAY_CALLBACK, &GET_ORDER];
 //
 // Keys are remembered for 18 s: twice the longest time from the first
 // attempt to the end of the last retry.
-pub static ON_PAY_CALLBACK: Operation = Operation {
-    name: "onPayCallback",
-    ident: "on_pay_callback",
-    method: "POST",
-    path: "/callbacks/pay",
-    business_file: "src/business/on_pay_callback.rs",
-    contract: Some(Contract {
+pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
+    "onPayCallback",
+    "on_pay_callback",
+    Contract {
         key: Source::Header("Idempotency-Key"),
         key_format: "pay:{date}:{uuid}",
         key_pattern: "^pay:([0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$",
@@ -60,23 +54,12 @@ pub static ON_PAY_CALLBACK: Operation = Operation {
             body: true,
             canonical_json: true,
         },
-    }),
-    counters: Counters::new(),
-    key_regex: OnceLock::new(),
-};
+    },
+);
 
 // getOrder: GET /orders/{order_no}
 //
 // Read an order
 //
 // A safe, read-only request that needs no idempotency key; repeat it as often as you like.
-pub static GET_ORDER: Operation = Operation {
-    name: "getOrder",
-    ident: "get_order",
-    method: "GET",
-    path: "/orders/{order_no}",
-    business_file: "src/business/get_order.rs",
-    contract: None,
-    counters: Counters::new(),
-    key_regex: OnceLock::new(),
-};
+pub static GET_ORDER: Operation = Operation::plain("getOrder", "get_order");

@@ -5,8 +5,9 @@ use axum::Router;
 use axum::extract::{Request, State};
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
+use idemgen_runtime::{Param, Reply, Scalar, within_lease};
 
-use crate::{App, business, operations};
+use crate::{App, business, models, operations};
 
 /// Every operation's route.
 pub fn router() -> Router<App> {
@@ -18,23 +19,77 @@ pub fn router() -> Router<App> {
 // onPayCallback: POST /callbacks/pay
 // Payment-succeeded callback from the payment provider
 async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
-    let mut call = match app.begin(&operations::ON_PAY_CALLBACK, request).await {
-        Ok(call) => call,
+    // The typed input is read before the key is claimed: a request that
+    // does not match the spec's schemas is answered 400 or 422 and leaves
+    // no record.
+    let begun = app
+        .idempotency
+        .begin_decoded(&operations::ON_PAY_CALLBACK, request, |request| {
+            let params = request.params_as::<models::OnPayCallbackParams>(&[Param::header(
+                "Idempotency-Key",
+                Scalar::String,
+            )])?;
+            let body = request.body_as_or::<models::PayCallback>(400)?;
+            Ok((body, params))
+        })
+        .await;
+    let (mut call, (body, params)) = match begun {
+        Ok(begun) => begun,
         Err(answer) => return answer,
     };
+    // The business function runs under the lease (`server.max-processing`):
+    // past it, it is stopped and rolled back, and the key can be retried.
+    let deadline = call.deadline();
     let (tx, request) = call.parts();
-    let outcome = business::on_pay_callback::handle(tx, request).await;
-    call.finish(outcome).await
+    let business = business::on_pay_callback::handle(tx, body, params, request);
+    match within_lease(deadline, business).await {
+        Some(outcome) => {
+            let reply = outcome.and_then(|response| {
+                Reply::typed(
+                    response.status(),
+                    response.content_type(),
+                    response.into_body(),
+                )
+            });
+            call.finish(reply).await
+        }
+        None => call.lease_expired().await,
+    }
 }
 
 // getOrder: GET /orders/{order_no}
 // Read an order
 async fn get_order(State(app): State<App>, request: Request) -> Response {
-    let mut call = match app.begin(&operations::GET_ORDER, request).await {
-        Ok(call) => call,
+    // The typed input is read before the key is claimed: a request that
+    // does not match the spec's schemas is answered 400 or 422.
+    let begun = app
+        .idempotency
+        .begin_decoded(&operations::GET_ORDER, request, |request| {
+            let params = request
+                .params_as::<models::GetOrderParams>(&[Param::path("order_no", Scalar::String)])?;
+            Ok(params)
+        })
+        .await;
+    let (mut call, params) = match begun {
+        Ok(begun) => begun,
         Err(answer) => return answer,
     };
+    // The business function runs under the lease (`server.max-processing`):
+    // past it, it is stopped and rolled back, and the key can be retried.
+    let deadline = call.deadline();
     let (tx, request) = call.parts();
-    let outcome = business::get_order::handle(tx, request).await;
-    call.finish(outcome).await
+    let business = business::get_order::handle(tx, params, request);
+    match within_lease(deadline, business).await {
+        Some(outcome) => {
+            let reply = outcome.and_then(|response| {
+                Reply::typed(
+                    response.status(),
+                    response.content_type(),
+                    response.into_body(),
+                )
+            });
+            call.finish(reply).await
+        }
+        None => call.lease_expired().await,
+    }
 }

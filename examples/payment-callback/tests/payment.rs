@@ -9,20 +9,50 @@ use payment_callback::App;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-async fn app() -> Option<App> {
-    let url = match std::env::var("TEST_DATABASE_URL") {
-        Ok(url) => url,
+/// The app under test, and the SQLite file it removes when dropped.
+struct TestApp {
+    app: App,
+    file: Option<std::path::PathBuf>,
+}
+
+impl std::ops::Deref for TestApp {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.app
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(file) = &self.file {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = file.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
+async fn app() -> Option<TestApp> {
+    let (url, file) = match std::env::var("TEST_DATABASE_URL") {
+        Ok(url) => (url, None),
         Err(_) if cfg!(feature = "sqlite") => {
             let file = std::env::temp_dir()
                 .join(format!("payment-callback-test-{}.db", uuid::Uuid::new_v4()));
-            format!("sqlite://{}", file.display())
+            (format!("sqlite://{}", file.display()), Some(file))
         }
         Err(_) => {
-            eprintln!("skipped: set TEST_DATABASE_URL to run these tests on this database");
+            // Written past the test harness's capture, so the skip shows.
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                b"SKIPPED: set TEST_DATABASE_URL to run\n",
+            );
             return None;
         }
     };
-    Some(App::connect(&url).await.expect("connect and migrate"))
+    let app = App::connect(&url).await.expect("connect and migrate");
+    Some(TestApp { app, file })
 }
 
 fn unique(prefix: &str) -> String {
@@ -171,4 +201,91 @@ async fn a_malformed_key_is_400_and_records_nothing() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(paid_log_rows(&app, &order_no).await, 0);
+}
+
+/// JSON Schema's `integer` is a value, not a spelling: `1999.0` is the
+/// amount 1999 (schema-driven clients and fuzzers send it), while `1999.5`
+/// is no amount at all.
+#[tokio::test]
+async fn a_whole_number_written_with_a_fraction_is_the_same_amount() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no, 1999).await;
+    let request = |amount: f64| {
+        let body =
+            json!({"txn_id": "TXN-F", "order_no": order_no, "amount": amount, "date": "20240615"});
+        Request::post("/callbacks/pay")
+            .header("content-type", "application/json")
+            .header("idempotency-key", new_key())
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    };
+    let (status, _, answer) = send(&app, request(1999.5)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    let (status, _, answer) = send(&app, request(1999.0)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["amount"], 1999);
+    assert_eq!(paid_log_rows(&app, &order_no).await, 1);
+}
+
+/// A body that does not match `PayCallback` is refused before the key is
+/// claimed: no record, no payment, and the key is still unused, so the
+/// provider's corrected callback with the same key pays.
+#[tokio::test]
+async fn a_body_that_does_not_match_its_schema_is_refused_before_the_claim() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no, 800).await;
+    let key = new_key();
+    let send_body = |body: Value| {
+        Request::post("/callbacks/pay")
+            .header("content-type", "application/json")
+            .header("idempotency-key", &key)
+            .body(Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap()
+    };
+    let wrong_type =
+        json!({"txn_id": "TXN-T", "order_no": order_no, "amount": "800", "date": "20240615"});
+    let missing_field = json!({"txn_id": "TXN-T", "order_no": order_no, "date": "20240615"});
+    for invalid in [wrong_type, missing_field] {
+        let (status, replayed, problem) = send(&app, send_body(invalid)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+        assert_eq!(replayed, None);
+        assert_eq!(problem["title"], "request does not match its schema");
+    }
+    let records = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM {} WHERE idem_key = '{key}'",
+        payment_callback::RECORD_TABLE
+    )))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(records, 0, "a refused request leaves no record");
+    assert_eq!(paid_log_rows(&app, &order_no).await, 0);
+
+    let valid = json!({"txn_id": "TXN-T", "order_no": order_no, "amount": 800, "date": "20240615"});
+    let (status, replayed, answer) = send(&app, send_body(valid)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(
+        replayed, None,
+        "the key was not consumed by the refused requests"
+    );
+    assert_eq!(paid_log_rows(&app, &order_no).await, 1);
+}
+
+/// A path parameter reaches the business function typed.
+#[tokio::test]
+async fn an_unknown_order_is_404_as_a_problem() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    let (status, _, problem) = send(
+        &app,
+        Request::get(format!("/orders/{order_no}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(problem["status"], 404);
+    assert_eq!(problem["detail"], format!("no order `{order_no}` exists"));
 }

@@ -23,7 +23,8 @@ declare_rule!(
     "conflict-undeclared",
     Error,
     "the conflict status (same key, different request) is not declared",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -41,5 +42,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             context.name()
         ),
     )
-    .with_help(format!("declare `\"{status}\"`: the key was already used with a different request"));
+    .with_help(format!("declare `\"{status}\"`: the key was already used with a different request"))
+    .with_fix(crate::fix::rules::declare_response(
+        context,
+        status,
+        crate::fix::rules::Answer::Conflict,
+    ));
 }

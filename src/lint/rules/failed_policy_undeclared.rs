@@ -19,7 +19,8 @@ declare_rule!(
     "failed-policy-undeclared",
     Error,
     "`failed: reject` and the conflict status is not declared",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -42,5 +43,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     )
     .with_help(format!(
         "declare `\"{status}\"` and say that the client must use a new key, or use `failed: retry`"
+    ))
+    .with_fix(crate::fix::rules::declare_response(
+        context,
+        status,
+        crate::fix::rules::Answer::Conflict,
     ));
 }

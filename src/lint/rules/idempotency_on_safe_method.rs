@@ -1,7 +1,7 @@
 //! # idempotency-on-safe-method
 //!
-//! **What it checks.** GET, HEAD, OPTIONS and TRACE operations do not carry
-//! an `x-idempotency` block.
+//! **What it checks.** GET, HEAD, OPTIONS and TRACE operations (and
+//! OpenAPI 3.2's QUERY) do not carry an `x-idempotency` block.
 //!
 //! **Why it matters.** Safe methods change nothing, so there is nothing to
 //! deduplicate; a contract there stores a record per read, costs a write on
@@ -15,7 +15,7 @@ declare_rule!(
     "idempotency_on_safe_method.rs",
     "idempotency-on-safe-method",
     Warning,
-    "GET, HEAD, OPTIONS or TRACE carries x-idempotency",
+    "GET, HEAD, OPTIONS, TRACE or QUERY carries x-idempotency",
     Check::Operation(check)
 );
 

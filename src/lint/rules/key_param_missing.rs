@@ -30,7 +30,8 @@ declare_rule!(
     "key-param-missing",
     Error,
     "the key's header/query parameter is not declared required, or its body pointer is not in the request schema",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -55,7 +56,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     )
                     .with_help(format!(
                         "declare it: `- {{in: {location}, name: {name}, required: true, schema: {{type: string}}}}`"
-                    ));
+                    ))
+                    .with_fix(crate::fix::rules::key_parameter(context, key));
                 }
                 Some(parameter)
                     if key_required
@@ -70,7 +72,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     )
                     .with_help(
                         "mark the parameter `required: true`; requests without a key are refused",
-                    );
+                    )
+                    .with_fix(crate::fix::rules::key_parameter(context, key));
                 }
                 Some(_) => {}
             }

@@ -1,7 +1,8 @@
 //! # missing-idempotency
 //!
-//! **What it checks.** Every POST and PATCH under `paths` either carries an
-//! `x-idempotency` block or opts out with `x-idempotency: false`. OpenAPI
+//! **What it checks.** Every POST and PATCH under `paths` (and every
+//! OpenAPI 3.2 custom method, which promises nothing about retries) either
+//! carries an `x-idempotency` block or opts out with `x-idempotency: false`. OpenAPI
 //! 3.1 `webhooks` are not checked: they describe requests the API sends,
 //! which the receiving side deduplicates (a webhook may still carry a
 //! contract, and every other rule checks it).
@@ -10,6 +11,12 @@
 //! definition, yet clients retry them on timeouts. Without a contract, a
 //! retry after a lost response runs the write twice: the article's team
 //! paid 417 orders twice in three months this way.
+//!
+//! **One finding per problem.** An operation that already takes an
+//! `Idempotency-Key`-like header, query parameter or body field is left to
+//! `undeclared-key-header`, which says more; this rule reports the POSTs
+//! and PATCHes with no key-like input at all (and all of them when
+//! `undeclared-key-header` is turned off).
 //!
 //! **Example fix.** Add a contract, or say explicitly that the operation
 //! is safe to repeat:
@@ -28,14 +35,16 @@
 //!   x-idempotency: false
 //! ```
 use super::prelude::*;
+use super::undeclared_key_header;
 use crate::spec::operations::OperationKind;
 
 declare_rule!(
     "missing_idempotency.rs",
     "missing-idempotency",
     Warning,
-    "a POST or PATCH has no x-idempotency (and is not `false`)",
-    Check::Operation(check)
+    "a POST, PATCH or 3.2 custom method has no x-idempotency (and is not `false`)",
+    Check::Operation(check),
+    fix = Unsafe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -46,10 +55,16 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     {
         return;
     }
+    if sink.rule_runs(undeclared_key_header::RULE.id)
+        && undeclared_key_header::key_like_input(context).is_some()
+    {
+        return;
+    }
     let name = match &operation.operation_id {
         Some(id) => format!("{id} ({} {})", operation.method, operation.path),
         None => format!("{} {}", operation.method, operation.path),
     };
+    let fix = crate::fix::rules::contract_with_new_key(context, sink.fix_defaults());
     sink.report(
         &context.operation_origin(),
         format!("{name} has no x-idempotency: a retried request can run the write twice"),
@@ -57,5 +72,6 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     .with_help(
         "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless",
     )
-    .with_label("no idempotency contract");
+    .with_label("no idempotency contract")
+    .with_fix(fix);
 }

@@ -19,7 +19,8 @@ declare_rule!(
     "missing-key-undeclared",
     Warning,
     "the missing-key status is not declared",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -43,5 +44,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     .with_help(format!(
         "declare `\"{}\"`: the idempotency key is missing or malformed",
         status.value
+    ))
+    .with_fix(crate::fix::rules::declare_response(
+        context,
+        status.value,
+        crate::fix::rules::Answer::MissingKey,
     ));
 }

@@ -2,10 +2,11 @@
 //! `idemgen rule ID` prints.
 
 mod prelude {
+    pub use crate::analysis::{ContractState, OperationContext};
     pub use crate::contract::Origin;
     pub use crate::contract::duration::format_ms;
     pub use crate::declare_rule;
-    pub use crate::lint::context::{ContractState, DocumentContext, OperationContext};
+    pub use crate::lint::context::DocumentContext;
     pub use crate::lint::rule::Check;
     pub use crate::lint::sink::Sink;
 }
@@ -19,6 +20,7 @@ pub mod in_progress_not_retryable;
 pub mod key_param_missing;
 pub mod key_predictable;
 pub mod key_prefix_missing;
+pub mod key_schema_mismatch;
 pub mod key_too_long;
 pub mod missing_idempotency;
 pub mod missing_key_undeclared;
@@ -48,6 +50,7 @@ pub const RULES: &[Rule] = &[
     key_prefix_missing::RULE,
     key_predictable::RULE,
     key_too_long::RULE,
+    key_schema_mismatch::RULE,
     window_missing::RULE,
     window_too_short::RULE,
     window_below_retry_span::RULE,

@@ -18,13 +18,15 @@
 //!       Retry-After: {schema: {type: integer}, description: Seconds to wait}
 //! ```
 use super::prelude::*;
+use crate::fix::rules::{Answer, declare_response};
 
 declare_rule!(
     "retry_after_missing.rs",
     "retry-after-missing",
     Error,
     "the in-progress status is not declared with a Retry-After header",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -46,7 +48,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             )
             .with_help(format!(
                 "declare `\"{status}\"` with a `Retry-After` header so clients know to wait and retry"
-            ));
+            ))
+            .with_fix(declare_response(context, status, Answer::InProgress));
         }
         Some(response) if context.response_header(response, "Retry-After").is_none() => {
             sink.report(
@@ -59,7 +62,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     context.name()
                 ),
             )
-            .with_help("add `headers: {Retry-After: {schema: {type: integer}}}`");
+            .with_help("add `headers: {Retry-After: {schema: {type: integer}}}`")
+            .with_fix(declare_response(context, status, Answer::InProgress));
         }
         Some(_) => {}
     }

@@ -9,6 +9,12 @@
 //! reused key with a different body does. Those are exactly the places
 //! where implementations differ and money moves twice.
 //!
+//! **One finding per problem.** Such an operation is reported here only,
+//! not also by `missing-idempotency`: a POST or PATCH without a contract
+//! but with a key-like parameter gets this finding, the more specific one.
+//! Turning this rule off hands those operations back to
+//! `missing-idempotency`.
+//!
 //! **Example fix.**
 //!
 //! ```yaml
@@ -26,27 +32,26 @@ declare_rule!(
     "undeclared-key-header",
     Warning,
     "an operation declares an Idempotency-Key-like parameter but no x-idempotency",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Unsafe
 );
 
-/// Whether a parameter or field name looks like an idempotency key.
-pub fn looks_like_key(name: &str) -> bool {
-    let squashed: String = name
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    squashed.contains("idempotency") || squashed.contains("idempotent")
+/// Whether a parameter or body field (its node) is an idempotency key,
+/// judged by its name and description.
+pub fn looks_like_key(name: &str, node: &Node) -> bool {
+    let description = node.get("description").and_then(Node::as_str);
+    crate::spec::key_names::is_idempotency_key(name, description)
 }
 
-fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
-    if !matches!(context.state, ContractState::Absent) {
-        return;
-    }
+/// The operation's first key-like input, described (`header parameter
+/// `Idempotency-Key``) with the node to point at: a parameter, else a
+/// top-level request-body field.
+pub fn key_like_input<'a>(context: &OperationContext<'a>) -> Option<(String, &'a Node)> {
     let parameter = context.parameters().into_iter().find_map(|parameter| {
         let name = parameter.get("name").and_then(Node::as_str)?;
         let location = parameter.get("in").and_then(Node::as_str)?;
-        looks_like_key(name).then(|| (format!("{location} parameter `{name}`"), parameter))
+        looks_like_key(name, parameter)
+            .then(|| (format!("{location} parameter `{name}`"), parameter))
     });
     let field = || {
         let schema = context.request_schema()?;
@@ -54,10 +59,17 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         properties
             .as_map()?
             .iter()
-            .find(|entry| looks_like_key(&entry.key))
+            .find(|entry| looks_like_key(&entry.key, &entry.value))
             .map(|entry| (format!("request-body field `{}`", entry.key), &entry.value))
     };
-    let Some((what, node)) = parameter.or_else(field) else {
+    parameter.or_else(field)
+}
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    if !matches!(context.state, ContractState::Absent) {
+        return;
+    }
+    let Some((what, node)) = key_like_input(context) else {
         return;
     };
     // Point at the parameter (or field) itself, wherever it is written.
@@ -65,6 +77,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         span: node.span,
         pointer: context.workspace.pointer_at(node.span),
     };
+    let fix = crate::fix::rules::contract_for_existing_key(context, sink.fix_defaults());
     sink.report(
         &origin,
         format!(
@@ -72,5 +85,6 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             context.name()
         ),
     )
-    .with_help("add an `x-idempotency` block that names this key, its window and its answers");
+    .with_help("add an `x-idempotency` block that names this key, its window and its answers")
+    .with_fix(fix);
 }

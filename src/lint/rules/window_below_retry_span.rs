@@ -21,7 +21,8 @@ declare_rule!(
     "window-below-retry-span",
     Error,
     "window is shorter than retries×timeout + Σretries + retries×jitter + max-processing",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
@@ -58,5 +59,6 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help(format!("set `window: {}` or longer, or retry fewer times", format_ms(span)))
-    .with_label(format!("retries run for up to {}", format_ms(span)));
+    .with_label(format!("retries run for up to {}", format_ms(span)))
+    .with_fix(crate::fix::rules::window(context, contract));
 }

@@ -20,7 +20,8 @@ declare_rule!(
     "window-too-short",
     Error,
     "window < 2 × (timeout + Σretries + retries×jitter + max-processing)",
-    Check::Operation(check)
+    Check::Operation(check),
+    fix = Safe
 );
 
 /// ` + jitter 3×100ms`, or nothing when there is no jitter.
@@ -65,5 +66,6 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help(format!("set `window: {}` or longer", format_ms(required)))
-    .with_label(format!("needs at least {}", format_ms(required)));
+    .with_label(format!("needs at least {}", format_ms(required)))
+    .with_fix(crate::fix::rules::window(context, contract));
 }

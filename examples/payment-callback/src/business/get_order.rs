@@ -2,12 +2,11 @@
 //!
 //! Reads an order and its payment state.
 
-use axum::http::StatusCode;
-use serde::Serialize;
-
-use crate::Tx;
-use crate::http::{Reply, Request};
-use crate::idempotency::rfc3339;
+use crate::models::{
+    GetOrderParams, GetOrderResponse as Response, Order as OrderView, OrderStatus,
+};
+use crate::{BusinessError, Request, Tx};
+use idemgen_runtime::rfc3339;
 
 /// An order row.
 #[derive(Debug)]
@@ -19,35 +18,30 @@ pub struct Order {
     pub paid_at: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
-struct OrderView {
-    order_no: String,
-    amount: i64,
-    status: String,
-    txn_id: Option<String>,
-    paid_at: Option<String>,
-}
-
-pub async fn handle(tx: &mut Tx, request: &Request) -> Result<Reply, sqlx::Error> {
-    let order_no = request.path_param("order_no").unwrap_or_default();
-    let reply = match find(tx, order_no).await? {
-        Some(order) => Reply::json(
-            StatusCode::OK,
-            &OrderView {
-                order_no: order.order_no,
-                amount: order.amount,
-                status: order.status.to_ascii_lowercase(),
-                txn_id: order.txn_id,
-                paid_at: order.paid_at.map(rfc3339),
+pub async fn handle(
+    tx: &mut Tx,
+    params: GetOrderParams,
+    _request: &Request,
+) -> Result<Response, BusinessError> {
+    let response = match find(tx, &params.order_no).await? {
+        Some(order) => Response::Ok(OrderView {
+            order_no: order.order_no,
+            amount: order.amount,
+            status: if order.status == "PAID" {
+                OrderStatus::Paid
+            } else {
+                OrderStatus::Unpaid
             },
-        ),
-        None => Reply::problem(
-            StatusCode::NOT_FOUND,
+            txn_id: order.txn_id,
+            paid_at: order.paid_at.map(rfc3339),
+        }),
+        None => Response::NotFound(super::on_pay_callback::problem(
+            404,
             "unknown order",
-            &format!("no order `{order_no}` exists"),
-        ),
+            &format!("no order `{}` exists", params.order_no),
+        )),
     };
-    Ok(reply)
+    Ok(response)
 }
 
 /// The order `order_no`, if it exists.

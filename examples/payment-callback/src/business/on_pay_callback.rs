@@ -7,32 +7,12 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use axum::http::StatusCode;
-use serde::{Deserialize, Serialize};
-
-use crate::Tx;
-use crate::http::{Reply, Request};
-use crate::idempotency::{now_ms, rfc3339};
-
-/// The provider's notification.
-#[derive(Debug, Deserialize)]
-struct PayCallback {
-    txn_id: String,
-    order_no: String,
-    amount: i64,
-    /// `yyyyMMdd`.
-    date: String,
-}
-
-/// The answer stored with the key and replayed to every retry.
-#[derive(Debug, Serialize)]
-struct PaymentResult {
-    order_no: String,
-    txn_id: String,
-    amount: i64,
-    status: &'static str,
-    paid_at: String,
-}
+use crate::models::{
+    OnPayCallbackParams, OnPayCallbackResponse as Response, PayCallback, PaymentResult,
+    PaymentResultStatus, Problem,
+};
+use crate::{BusinessError, Request, Tx};
+use idemgen_runtime::{now_ms, rfc3339};
 
 /// `DOWNSTREAM_DELAY_MS`: time spent "calling downstream" inside the
 /// business step (default 0), to watch duplicates arrive mid-payment.
@@ -44,20 +24,24 @@ static DOWNSTREAM_DELAY: LazyLock<Duration> = LazyLock::new(|| {
     Duration::from_millis(millis)
 });
 
-pub async fn handle(tx: &mut Tx, request: &Request) -> Result<Reply, sqlx::Error> {
-    let callback: PayCallback = match request.json() {
-        Ok(callback) => callback,
-        Err(reply) => return Ok(reply),
-    };
+/// `callback` matches the spec's `PayCallback` (a request that does not is
+/// answered 422 before its key is claimed); the bounds serde cannot check
+/// are checked here.
+pub async fn handle(
+    tx: &mut Tx,
+    callback: PayCallback,
+    _params: OnPayCallbackParams,
+    _request: &Request,
+) -> Result<Response, BusinessError> {
     if callback.amount < 1
         || callback.date.len() != 8
         || !callback.date.bytes().all(|byte| byte.is_ascii_digit())
     {
-        return Ok(Reply::problem(
-            StatusCode::BAD_REQUEST,
+        return Ok(Response::BadRequest(problem(
+            400,
             "invalid callback",
             "`amount` must be at least 1 and `date` must be yyyyMMdd",
-        ));
+        )));
     }
     if !DOWNSTREAM_DELAY.is_zero() {
         tokio::time::sleep(*DOWNSTREAM_DELAY).await;
@@ -97,7 +81,7 @@ pub async fn handle(tx: &mut Tx, request: &Request) -> Result<Reply, sqlx::Error
     .rows_affected()
         == 1;
     if !paid {
-        return explain_unpaid(tx, &callback).await;
+        return Ok(explain_unpaid(tx, &callback).await?);
     }
 
     crate::per_dialect! {
@@ -126,45 +110,52 @@ pub async fn handle(tx: &mut Tx, request: &Request) -> Result<Reply, sqlx::Error
     .execute(&mut **tx)
     .await?;
 
-    Ok(Reply::json(
-        StatusCode::OK,
-        &PaymentResult {
-            order_no: callback.order_no,
-            txn_id: callback.txn_id,
-            amount: callback.amount,
-            status: "paid",
-            paid_at: rfc3339(paid_at),
-        },
-    ))
+    Ok(Response::Ok(PaymentResult {
+        order_no: callback.order_no,
+        txn_id: callback.txn_id,
+        amount: callback.amount,
+        status: PaymentResultStatus::Paid,
+        paid_at: rfc3339(paid_at),
+    }))
 }
 
 /// Why the order was not marked paid: unknown (404, recorded as failed so a
 /// retry succeeds once the order exists), already paid, or another amount.
-async fn explain_unpaid(tx: &mut Tx, callback: &PayCallback) -> Result<Reply, sqlx::Error> {
+async fn explain_unpaid(tx: &mut Tx, callback: &PayCallback) -> Result<Response, sqlx::Error> {
     let order = super::get_order::find(tx, &callback.order_no).await?;
-    let reply = match order {
-        None => Reply::problem(
-            StatusCode::NOT_FOUND,
+    let response = match order {
+        None => Response::NotFound(problem(
+            404,
             "unknown order",
             &format!("no order `{}` exists", callback.order_no),
-        ),
-        Some(order) if order.status == "PAID" => Reply::problem(
-            StatusCode::CONFLICT,
+        )),
+        Some(order) if order.status == "PAID" => Response::Conflict(problem(
+            409,
             "order already paid",
             &format!(
                 "order `{}` was paid by transaction `{}`",
                 order.order_no,
                 order.txn_id.unwrap_or_default()
             ),
-        ),
-        Some(order) => Reply::problem(
-            StatusCode::BAD_REQUEST,
+        )),
+        Some(order) => Response::BadRequest(problem(
+            400,
             "amount mismatch",
             &format!(
                 "order `{}` is due {}, the callback paid {}",
                 order.order_no, order.amount, callback.amount
             ),
-        ),
+        )),
     };
-    Ok(reply)
+    Ok(response)
+}
+
+/// An RFC 9457 problem.
+pub fn problem(status: i64, title: &str, detail: &str) -> Problem {
+    Problem {
+        r#type: Some("about:blank".into()),
+        title: Some(title.into()),
+        status: Some(status),
+        detail: Some(detail.into()),
+    }
 }

@@ -1,0 +1,316 @@
+//! The database of this build: one driver, chosen by a Cargo feature
+//! (`sqlite`, `mysql` or `postgres`), and the pool every request uses.
+
+use std::fmt;
+use std::time::Duration;
+
+use sqlx::migrate::Migrator;
+use sqlx::pool::PoolOptions;
+
+#[cfg(not(any(feature = "sqlite", feature = "mysql", feature = "postgres")))]
+compile_error!("enable one database feature: sqlite, mysql or postgres");
+
+#[cfg(any(
+    all(feature = "sqlite", feature = "mysql"),
+    all(feature = "sqlite", feature = "postgres"),
+    all(feature = "mysql", feature = "postgres"),
+))]
+compile_error!(
+    "enable only one database feature (use --no-default-features --features mysql, for example)"
+);
+
+#[cfg(feature = "sqlite")]
+pub type Db = sqlx::Sqlite;
+#[cfg(feature = "mysql")]
+pub type Db = sqlx::MySql;
+#[cfg(feature = "postgres")]
+pub type Db = sqlx::Postgres;
+
+pub type Pool = sqlx::Pool<Db>;
+/// The transaction a business function writes in.
+pub type Tx = sqlx::Transaction<'static, Db>;
+
+/// The SQL dialects, one per Cargo feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Mysql,
+    Postgres,
+}
+
+impl Dialect {
+    /// The dialect this build is for.
+    #[cfg(feature = "sqlite")]
+    pub const BUILT: Dialect = Dialect::Sqlite;
+    #[cfg(feature = "mysql")]
+    pub const BUILT: Dialect = Dialect::Mysql;
+    #[cfg(feature = "postgres")]
+    pub const BUILT: Dialect = Dialect::Postgres;
+
+    /// The Cargo feature that builds for this dialect.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Mysql => "mysql",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "SQLite",
+            Dialect::Mysql => "MySQL/MariaDB",
+            Dialect::Postgres => "PostgreSQL",
+        }
+    }
+
+    /// The dialect a database URL is for, by its scheme.
+    pub fn of_url(url: &str) -> Option<Dialect> {
+        let scheme = url.split_once(':')?.0.to_ascii_lowercase();
+        match scheme.as_str() {
+            "sqlite" => Some(Dialect::Sqlite),
+            "mysql" | "mariadb" => Some(Dialect::Mysql),
+            "postgres" | "postgresql" => Some(Dialect::Postgres),
+            _ => None,
+        }
+    }
+}
+
+/// Why [`connect`] failed.
+#[derive(Debug)]
+pub enum ConnectError {
+    /// The URL is for another database than this build's driver.
+    WrongDriver {
+        url: Dialect,
+    },
+    Database(sqlx::Error),
+    Migrate(sqlx::migrate::MigrateError),
+}
+
+impl fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConnectError::WrongDriver { url } => write!(
+                f,
+                "DATABASE_URL is a {} URL, but this build is for {}: build with \
+                 `--no-default-features --features {}`",
+                url.title(),
+                Dialect::BUILT.title(),
+                url.feature()
+            ),
+            ConnectError::Database(error) => write!(f, "cannot connect: {error}"),
+            ConnectError::Migrate(error) => write!(f, "cannot apply the migrations: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::WrongDriver { .. } => None,
+            ConnectError::Database(error) => Some(error),
+            ConnectError::Migrate(error) => Some(error),
+        }
+    }
+}
+
+impl From<sqlx::Error> for ConnectError {
+    fn from(error: sqlx::Error) -> Self {
+        ConnectError::Database(error)
+    }
+}
+
+/// Connects to `url` and applies `migrations` (instances starting together
+/// may race to migrate: the losers retry).
+///
+/// A SQLite file is created if missing, in WAL mode with a 5 s busy
+/// timeout. MySQL connections set `wsrep_sync_wait = 1`, so that on a
+/// Galera cluster reading a record back sees a claim committed on another
+/// node. A URL for another driver than this build's is refused with the
+/// Cargo feature to build with:
+///
+/// ```
+/// # #[cfg(feature = "sqlite")]
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+/// let error = idemgen_runtime::connect("mysql://root@127.0.0.1/shop", &MIGRATIONS)
+///     .await
+///     .unwrap_err();
+/// assert_eq!(
+///     error.to_string(),
+///     "DATABASE_URL is a MySQL/MariaDB URL, but this build is for SQLite: \
+///      build with `--no-default-features --features mysql`"
+/// );
+/// # });
+/// ```
+pub async fn connect(url: &str, migrations: &Migrator) -> Result<Pool, ConnectError> {
+    connect_with_pool_size(url, migrations, None).await
+}
+
+/// [`connect`] with at most `max_connections` open connections (sqlx's
+/// default, 10, when `None`). A request that finds none free waits for one
+/// within its lease, then is answered 429 with `Retry-After`.
+pub async fn connect_with_pool_size(
+    url: &str,
+    migrations: &Migrator,
+    max_connections: Option<u32>,
+) -> Result<Pool, ConnectError> {
+    if let Some(dialect) = Dialect::of_url(url)
+        && dialect != Dialect::BUILT
+    {
+        return Err(ConnectError::WrongDriver { url: dialect });
+    }
+    let mut options = sqlx::pool::PoolOptions::<Db>::new();
+    if let Some(max) = max_connections {
+        options = options.max_connections(max.max(1));
+    }
+    let pool = open(url, options).await?;
+    let mut attempt = 0;
+    loop {
+        match migrations.run(&pool).await {
+            Ok(()) => return Ok(pool),
+            Err(error) if attempt < 10 => {
+                attempt += 1;
+                tracing::warn!(%error, attempt, "migrating failed; retrying");
+                tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+            }
+            Err(error) => return Err(ConnectError::Migrate(error)),
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
+    use std::str::FromStr;
+    let options = sqlx::sqlite::SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+        .busy_timeout(Duration::from_secs(5));
+    pool.connect_with(options).await
+}
+
+#[cfg(feature = "mysql")]
+async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
+    pool.after_connect(|connection, _| {
+        Box::pin(async move {
+            // Other servers do not know the variable, and need not.
+            if let Err(error) = sqlx::query("SET SESSION wsrep_sync_wait = 1")
+                .execute(&mut *connection)
+                .await
+            {
+                tracing::debug!(%error, "wsrep_sync_wait not set");
+            }
+            Ok(())
+        })
+    })
+    .connect(url)
+    .await
+}
+
+#[cfg(feature = "postgres")]
+async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
+    pool.connect(url).await
+}
+
+/// What a database error means for the request that met it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Another transaction got there first (a unique violation, a
+    /// serialization failure, a deadlock or certification conflict, a lock
+    /// wait that timed out, a busy database): the answer comes from the
+    /// record, never a 500 and never a recorded failure.
+    LostRace,
+    /// The database could not be reached or went away (connection refused
+    /// or reset, server shutting down, no free connection in time): the
+    /// request was not processed and may be retried with the same key.
+    Unavailable,
+    /// Anything else: a bug or a schema problem.
+    Other,
+}
+
+/// Whether `error` means another request got to the key first.
+pub fn is_lost_race(error: &sqlx::Error) -> bool {
+    classify(error) == Failure::LostRace
+}
+
+/// What `error` means, per dialect.
+///
+/// ```
+/// use idemgen_runtime::{Failure, classify};
+/// assert_eq!(classify(&sqlx::Error::PoolTimedOut), Failure::Unavailable);
+/// assert_eq!(classify(&sqlx::Error::RowNotFound), Failure::Other);
+/// ```
+pub fn classify(error: &sqlx::Error) -> Failure {
+    match error {
+        sqlx::Error::Database(error) if error.is_unique_violation() => Failure::LostRace,
+        sqlx::Error::Database(error) => classify_code(error.as_ref()),
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed
+        | sqlx::Error::Tls(_) => Failure::Unavailable,
+        _ => Failure::Other,
+    }
+}
+
+/// The transaction a business function runs in. SQLite starts it with
+/// `BEGIN IMMEDIATE`, taking the write lock at once (waiting up to the
+/// busy timeout), so that a function that reads before it writes cannot
+/// fail at its first write because another connection committed in
+/// between; the other databases lock rows as they go.
+pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
+    match Dialect::BUILT {
+        Dialect::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
+        Dialect::Mysql | Dialect::Postgres => pool.begin().await,
+    }
+}
+
+#[cfg(feature = "sqlite")]
+fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
+    // SQLITE_BUSY and SQLITE_LOCKED, with their extended codes.
+    let code = error.code().and_then(|code| code.parse::<i32>().ok());
+    match code.map(|code| code & 0xff) {
+        Some(5 | 6) => Failure::LostRace,
+        // SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_FULL
+        Some(10 | 13 | 14) => Failure::Unavailable,
+        _ => Failure::Other,
+    }
+}
+
+#[cfg(feature = "mysql")]
+fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
+    let number = error
+        .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .map(|error| error.number());
+    match number {
+        // 1213 deadlock (also a Galera certification failure), 1205 lock
+        // wait timeout (a takeover waiting on a stale worker's row), 1020
+        // "record has changed since last read" (innodb_snapshot_isolation).
+        Some(1213 | 1205 | 1020) => Failure::LostRace,
+        // 1040 too many connections, 1053 server shutdown, 1047 and 1180
+        // a Galera node outside the primary component, 1927 connection
+        // killed, 1317 query interrupted, 2006/2013 server gone away.
+        Some(1040 | 1047 | 1053 | 1180 | 1317 | 1927 | 2006 | 2013) => Failure::Unavailable,
+        _ if error.code().as_deref() == Some("40001") => Failure::LostRace,
+        _ if error.code().is_some_and(|code| code.starts_with("08")) => Failure::Unavailable,
+        _ => Failure::Other,
+    }
+}
+
+#[cfg(feature = "postgres")]
+fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
+    match error.code().as_deref() {
+        // serialization_failure, deadlock_detected, lock_not_available
+        // (lock_timeout / NOWAIT)
+        Some("40001" | "40P01" | "55P03") => Failure::LostRace,
+        // connection exceptions, admin/crash shutdown, cannot connect now,
+        // too many connections, read-only standby after a failover
+        Some(code)
+            if code.starts_with("08")
+                || matches!(code, "57P01" | "57P02" | "57P03" | "53300" | "25006") =>
+        {
+            Failure::Unavailable
+        }
+        _ => Failure::Other,
+    }
+}

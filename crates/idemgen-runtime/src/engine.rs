@@ -1,0 +1,957 @@
+//! The claim / finish / reclaim state machine. Every idempotent request
+//! runs as
+//!
+//! 1. [`Idempotency::begin`]: validate the key, fingerprint the request,
+//!    and claim the key with one atomic statement that commits on its own,
+//!    so that a duplicate sees the claim at once (in progress →
+//!    `Retry-After`);
+//! 2. the business function, inside a transaction ([`Call::parts`]);
+//! 3. [`Call::finish`]: store the answer with an UPDATE fenced on this
+//!    attempt's claim token, in the business transaction, then commit.
+//!
+//! Who owns a key is decided by the claim statement itself (its claim token
+//! returned, or on MySQL no unique violation) or by reading the claim token
+//! back, never by an affected-row count (MySQL reports 1 for a duplicate
+//! too). Retrying after a recorded failure, taking over an in-progress
+//! record whose lease (`server.max-processing`) ran out, and reusing a key
+//! whose window ended are conditional UPDATEs fenced on the claim token and
+//! status that were read, so one of many concurrent requests wins. Losing a
+//! race on the database (unique violation, serialization failure,
+//! deadlock) is an answer (in progress or replay), never a 500.
+//!
+//! Only a business answer (a non-2xx [`Reply`]) is recorded as a failure.
+//! Everything else that stops an attempt (the database unreachable, no
+//! connection in time, a lost race inside the business step, the lease
+//! running out, an error returned by the business function) rolls the
+//! business write back and releases the claim at once, so a retry with the
+//! same key runs it again: a client told "retry" is never answered
+//! "conflict" for it later.
+
+use std::error::Error;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use regex::Regex;
+use tokio::time::Instant;
+
+use crate::NotImplemented;
+use crate::contract::Contract;
+use crate::db::{self, Failure, Pool, Tx, classify};
+use crate::fingerprint::fingerprint;
+use crate::key;
+use crate::metrics::Counters;
+use crate::reply::{MAX_BODY_BYTES, Reply, Request};
+use crate::store::{COMPLETED, FAILED, Finish, NewClaim, Reclaim, Record, RecordStore, StoreError};
+
+/// Marks an answer replayed from the record.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+/// How often one request tries to claim before answering "in progress".
+const CLAIM_ATTEMPTS: usize = 3;
+
+/// One endpoint: its name in logs, its `operation` label in metrics, its
+/// contract (`None`: not idempotent, served in a plain transaction) and
+/// its counters. Declare it as a `static`.
+pub struct Operation {
+    /// The operationId (or `METHOD /path`), for logs.
+    pub name: &'static str,
+    /// The `operation` label of its metrics.
+    pub label: &'static str,
+    pub contract: Option<Contract>,
+    pub counters: Counters,
+    key_regex: OnceLock<Regex>,
+}
+
+impl Operation {
+    /// An endpoint whose key is claimed under `contract`.
+    pub const fn idempotent(
+        name: &'static str,
+        label: &'static str,
+        contract: Contract,
+    ) -> Operation {
+        Operation {
+            name,
+            label,
+            contract: Some(contract),
+            counters: Counters::new(),
+            key_regex: OnceLock::new(),
+        }
+    }
+
+    /// An endpoint without a key: its business function runs in a
+    /// transaction that commits on a 2xx answer.
+    pub const fn plain(name: &'static str, label: &'static str) -> Operation {
+        Operation {
+            name,
+            label,
+            contract: None,
+            counters: Counters::new(),
+            key_regex: OnceLock::new(),
+        }
+    }
+}
+
+/// The engine: a pool and its record table. Cheap to clone.
+#[derive(Clone)]
+pub struct Idempotency {
+    pool: Pool,
+    records: RecordStore,
+    clock_margin_ms: i64,
+}
+
+/// A request that owns its key (or needs none) and may run its business
+/// function; [`Call::finish`] ends it.
+pub struct Call {
+    engine: Idempotency,
+    operation: &'static Operation,
+    tx: Tx,
+    request: Request,
+    claim: Option<Claim>,
+    /// When the lease ends by this process's clock (it started before the
+    /// claim, so it ends before the record's lease does).
+    deadline: Option<Instant>,
+}
+
+/// Why an attempt stopped without an answer of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    LostRace,
+    Unavailable,
+    DeadlineExceeded,
+    Error,
+}
+
+struct Claim {
+    scope: String,
+    key: String,
+    fingerprint: String,
+    token: String,
+}
+
+enum Decision {
+    Answer(Response),
+    Reclaim(Reason),
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Reason {
+    Expired,
+    RetryAfterFailure,
+    Takeover,
+}
+
+impl Idempotency {
+    /// The engine for the record table `table` (a plain SQL identifier)
+    /// in `pool`'s database; fails if the table does not fit the
+    /// statements.
+    pub async fn new(pool: Pool, table: &str) -> Result<Idempotency, StoreError> {
+        let records = RecordStore::new(&pool, table).await?;
+        Ok(Idempotency {
+            pool,
+            records,
+            clock_margin_ms: 0,
+        })
+    }
+
+    /// Waits `margin` beyond a lease or a window before a record changes
+    /// hands or is purged. One database server has one clock and needs
+    /// none; on a cluster whose nodes keep their own clocks (MariaDB
+    /// Galera), set it to the worst offset between them (what NTP keeps
+    /// them within), so a node whose clock runs ahead cannot take over a
+    /// live claim.
+    pub fn with_clock_margin(mut self, margin: Duration) -> Idempotency {
+        self.clock_margin_ms = i64::try_from(margin.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// The pool requests run on.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Reads the request and, for an idempotent operation, claims its key.
+    /// `Err` is the answer to send instead of running the business function.
+    pub async fn begin(
+        &self,
+        operation: &'static Operation,
+        request: axum::extract::Request,
+    ) -> Result<Call, Response> {
+        let request = Request::read(request).await?;
+        self.begin_read(operation, request).await
+    }
+
+    /// [`Idempotency::begin`] for typed input: `decode` turns the request
+    /// into the business function's input (its body and parameters checked
+    /// against their schemas, e.g. with [`Request::body_as`]) *before* the
+    /// key is claimed, so a request it refuses (its `Err` reply, typically
+    /// 400 or 422) writes no record and leaves the key unused: the client
+    /// may fix the request and send it again with the same key.
+    pub async fn begin_decoded<I>(
+        &self,
+        operation: &'static Operation,
+        request: axum::extract::Request,
+        decode: impl FnOnce(&Request) -> Result<I, Reply>,
+    ) -> Result<(Call, I), Response> {
+        let request = Request::read(request).await?;
+        // The key is checked first, so a request without one gets the
+        // contract's answer for that, whatever else is wrong with it.
+        let admitted = admit(operation, &request)?;
+        let input = decode(&request).map_err(IntoResponse::into_response)?;
+        let call = self.begin_admitted(operation, request, admitted).await?;
+        Ok((call, input))
+    }
+
+    /// [`Idempotency::begin`] for a request already read.
+    pub async fn begin_read(
+        &self,
+        operation: &'static Operation,
+        request: Request,
+    ) -> Result<Call, Response> {
+        let admitted = admit(operation, &request)?;
+        self.begin_admitted(operation, request, admitted).await
+    }
+
+    /// Claims the key `admit` read from `request` (none: the operation has
+    /// no contract, or the key is optional and absent) and opens the
+    /// business transaction.
+    async fn begin_admitted(
+        &self,
+        operation: &'static Operation,
+        request: Request,
+        admitted: Option<Admitted>,
+    ) -> Result<Call, Response> {
+        let started = Instant::now();
+        let Some(contract) = &operation.contract else {
+            return match db::begin(&self.pool).await {
+                Ok(tx) => Ok(Call {
+                    engine: self.clone(),
+                    operation,
+                    tx,
+                    request,
+                    claim: None,
+                    deadline: None,
+                }),
+                Err(error) => Err(self.stopped(operation, None, stop_for(&error), Some(&error))),
+            };
+        };
+        // Waiting for a connection counts against the lease: a claim that
+        // cannot be made in that time is not made.
+        let lease = Duration::from_millis(u64::try_from(contract.lease_ms).unwrap_or(0));
+        let deadline = started + lease;
+        let claim = match admitted {
+            None => None,
+            Some(admitted) => {
+                match tokio::time::timeout_at(deadline, self.claim(operation, contract, admitted))
+                    .await
+                {
+                    Ok(claim) => Some(claim?),
+                    Err(_) => {
+                        return Err(self.stopped(
+                            operation,
+                            Some(contract),
+                            Stop::Unavailable,
+                            None,
+                        ));
+                    }
+                }
+            }
+        };
+        let began = tokio::time::timeout_at(deadline, db::begin(&self.pool)).await;
+        match began {
+            Ok(Ok(tx)) => Ok(Call {
+                engine: self.clone(),
+                operation,
+                tx,
+                request,
+                claim,
+                deadline: Some(deadline),
+            }),
+            Ok(Err(error)) => {
+                if let Some(claim) = &claim {
+                    self.release(operation, claim).await;
+                }
+                Err(self.stopped(operation, Some(contract), stop_for(&error), Some(&error)))
+            }
+            Err(_) => {
+                if let Some(claim) = &claim {
+                    self.release(operation, claim).await;
+                }
+                Err(self.stopped(operation, Some(contract), Stop::Unavailable, None))
+            }
+        }
+    }
+
+    /// The answer to an attempt that stopped without one of its own; it
+    /// tells the client to retry with the same key.
+    fn stopped(
+        &self,
+        operation: &Operation,
+        contract: Option<&Contract>,
+        stop: Stop,
+        error: Option<&sqlx::Error>,
+    ) -> Response {
+        let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
+        match stop {
+            Stop::LostRace => {
+                tracing::debug!(operation = operation.name, ?error, "lost a race");
+                match contract {
+                    Some(contract) => {
+                        operation.counters.in_progress.inc();
+                        in_progress(contract)
+                    }
+                    None => retry_later(503, "conflict with another request", retry_after),
+                }
+            }
+            Stop::Unavailable => {
+                // Connections are open but none came free in time: busy,
+                // not down.
+                let waited = error.is_none_or(|error| matches!(error, sqlx::Error::PoolTimedOut));
+                if waited && self.pool.size() > 0 {
+                    tracing::warn!(operation = operation.name, "no database connection in time");
+                    retry_later(429, "server busy", retry_after)
+                } else {
+                    tracing::error!(operation = operation.name, ?error, "database unavailable");
+                    retry_later(503, "database unavailable", retry_after)
+                }
+            }
+            Stop::DeadlineExceeded => {
+                tracing::error!(
+                    operation = operation.name,
+                    "the attempt ran past server.max-processing; rolled back"
+                );
+                retry_later(503, "processing took too long", retry_after)
+            }
+            Stop::Error => {
+                tracing::error!(operation = operation.name, ?error, "database error");
+                problem(
+                    500,
+                    "internal error",
+                    "the request failed and nothing was committed; it may be retried with the same key",
+                )
+            }
+        }
+    }
+
+    /// Ends this attempt's lease at once, so a retry need not wait for it;
+    /// best effort (the lease ends anyway).
+    async fn release(&self, operation: &Operation, claim: &Claim) {
+        let released = self
+            .records
+            .release(
+                &self.pool,
+                &claim.scope,
+                &claim.key,
+                &claim.token,
+                self.clock_margin_ms,
+            )
+            .await;
+        if let Err(error) = released {
+            tracing::warn!(
+                operation = operation.name,
+                %error,
+                "claim not released; the key becomes claimable when its lease ends"
+            );
+        }
+    }
+
+    async fn claim(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        admitted: Admitted,
+    ) -> Result<Claim, Response> {
+        let Admitted {
+            key,
+            scope,
+            fingerprint,
+        } = admitted;
+        let counters = &operation.counters;
+        // Every token this request wrote: a claim whose read-back failed is
+        // still recognised as ours on the next attempt.
+        let mut written: Vec<String> = Vec::new();
+
+        for _ in 0..CLAIM_ATTEMPTS {
+            let token = new_token();
+            written.push(token.clone());
+            let claim = NewClaim {
+                scope: &scope,
+                key: &key,
+                fingerprint: &fingerprint,
+                token: &token,
+                lease_ms: contract.lease_ms,
+                window_ms: contract.window_ms,
+            };
+            match self.records.claim(&self.pool, &claim).await {
+                Ok(true) => {
+                    counters.first_attempts.inc();
+                    return Ok(Claim {
+                        scope,
+                        key,
+                        fingerprint,
+                        token,
+                    });
+                }
+                // Someone else holds the key: read it back below.
+                Ok(false) => {}
+                Err(error) => match classify(&error) {
+                    Failure::LostRace => {
+                        tracing::debug!(operation = operation.name, %error, "claim lost a race");
+                    }
+                    failure => {
+                        return Err(self.stopped(
+                            operation,
+                            Some(contract),
+                            stop_of(failure),
+                            Some(&error),
+                        ));
+                    }
+                },
+            }
+            let record = match self.read(operation, &scope, &key).await? {
+                Some(record) => record,
+                None => continue,
+            };
+            if written.contains(&record.claim_token) {
+                counters.first_attempts.inc();
+                return Ok(Claim {
+                    scope,
+                    key,
+                    fingerprint,
+                    token: record.claim_token,
+                });
+            }
+            let reason = match decide(
+                operation,
+                contract,
+                &record,
+                &fingerprint,
+                self.clock_margin_ms,
+            ) {
+                Decision::Answer(answer) => return Err(answer),
+                Decision::Reclaim(reason) => reason,
+            };
+            let token = new_token();
+            written.push(token.clone());
+            let reclaim = Reclaim {
+                claim: NewClaim {
+                    token: &token,
+                    ..claim
+                },
+                old_token: &record.claim_token,
+                old_status: &record.status,
+                margin_ms: self.clock_margin_ms,
+            };
+            if let Err(error) = self.records.reclaim(&self.pool, &reclaim).await {
+                let failure = classify(&error);
+                if failure != Failure::LostRace {
+                    return Err(self.stopped(
+                        operation,
+                        Some(contract),
+                        stop_of(failure),
+                        Some(&error),
+                    ));
+                }
+            }
+            let won = self
+                .read(operation, &scope, &key)
+                .await?
+                .is_some_and(|record| record.claim_token == token);
+            if won {
+                match reason {
+                    Reason::Takeover => counters.takeovers.inc(),
+                    Reason::Expired | Reason::RetryAfterFailure => counters.first_attempts.inc(),
+                }
+                tracing::info!(
+                    operation = operation.name,
+                    ?reason,
+                    "claimed an existing key"
+                );
+                return Ok(Claim {
+                    scope,
+                    key,
+                    fingerprint,
+                    token,
+                });
+            }
+        }
+        counters.in_progress.inc();
+        Err(in_progress(contract))
+    }
+
+    /// Reads a record; a lost race reads as "no record yet".
+    async fn read(
+        &self,
+        operation: &Operation,
+        scope: &str,
+        key: &str,
+    ) -> Result<Option<Record>, Response> {
+        match self.records.read(&self.pool, scope, key).await {
+            Ok(record) => Ok(record),
+            Err(error) => match classify(&error) {
+                Failure::LostRace => Ok(None),
+                failure => Err(self.stopped(
+                    operation,
+                    operation.contract.as_ref(),
+                    stop_of(failure),
+                    Some(&error),
+                )),
+            },
+        }
+    }
+
+    /// The answer for a key someone else holds now.
+    async fn answer_from_record(&self, operation: &Operation, claim: &Claim) -> Response {
+        let contract = operation
+            .contract
+            .as_ref()
+            .expect("only idempotent operations hold claims");
+        match self.read(operation, &claim.scope, &claim.key).await {
+            Ok(Some(record)) => {
+                match decide(
+                    operation,
+                    contract,
+                    &record,
+                    &claim.fingerprint,
+                    self.clock_margin_ms,
+                ) {
+                    Decision::Answer(answer) => answer,
+                    Decision::Reclaim(_) => {
+                        operation.counters.in_progress.inc();
+                        in_progress(contract)
+                    }
+                }
+            }
+            Ok(None) => {
+                operation.counters.in_progress.inc();
+                in_progress(contract)
+            }
+            Err(answer) => answer,
+        }
+    }
+
+    async fn record_failure(&self, operation: &Operation, claim: &Claim, reply: &Reply) {
+        operation.counters.failures.inc();
+        let finish = Finish {
+            status: FAILED,
+            reply,
+            scope: &claim.scope,
+            key: &claim.key,
+            token: &claim.token,
+        };
+        match self.records.finish(&self.pool, &finish).await {
+            Ok(true) => {}
+            Ok(false) => tracing::warn!(
+                operation = operation.name,
+                "failure not recorded: the claim was taken over"
+            ),
+            Err(error) => tracing::warn!(
+                operation = operation.name,
+                %error,
+                "failure not recorded; the key becomes claimable when its lease ends"
+            ),
+        }
+    }
+}
+
+impl Idempotency {
+    /// Deletes expired records in batches of `batch` until none is left;
+    /// returns how many. Expiry itself is decided by the claim, not by
+    /// this: it only keeps the table small.
+    pub async fn purge_expired(&self, batch: i64) -> Result<u64, sqlx::Error> {
+        let mut total = 0;
+        loop {
+            let deleted = self
+                .records
+                .purge(&self.pool, self.clock_margin_ms, batch)
+                .await?;
+            total += deleted;
+            if deleted < u64::try_from(batch).unwrap_or(0) {
+                return Ok(total);
+            }
+        }
+    }
+}
+
+impl Call {
+    /// The request, as read.
+    pub fn request(&self) -> &Request {
+        &self.request
+    }
+
+    /// The open transaction and the request, for the business function.
+    pub fn parts(&mut self) -> (&mut Tx, &Request) {
+        (&mut self.tx, &self.request)
+    }
+
+    /// This attempt's claim token (`None` for an operation without a key).
+    /// It is unique to this attempt: pass it (or a key derived from it) to
+    /// downstream services as their idempotency key, so that a retry of a
+    /// downstream call from this attempt is recognised there, while an
+    /// attempt that took over after this one's lease ended gets a token of
+    /// its own and cannot be mistaken for this one.
+    pub fn claim_token(&self) -> Option<&str> {
+        self.claim.as_ref().map(|claim| claim.token.as_str())
+    }
+
+    /// When this attempt's lease (`server.max-processing`, counted from
+    /// before the claim) runs out; [`within_lease`] stops the business
+    /// function there.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Runs `business` (the business function, borrowing this call's
+    /// transaction and request) until the lease's deadline. `None` when it
+    /// ran past it: it was dropped there, which cancels it, and
+    /// [`Call::lease_expired`] rolls back and releases the key.
+    ///
+    /// ```ignore
+    /// let deadline = call.deadline();
+    /// let (tx, request) = call.parts();
+    /// match idemgen_runtime::within_lease(deadline, handle(tx, request)).await {
+    ///     Some(outcome) => call.finish(outcome).await,
+    ///     None => call.lease_expired().await,
+    /// }
+    /// ```
+    pub async fn lease_expired(self) -> Response {
+        self.stop(Stop::DeadlineExceeded, None).await
+    }
+
+    /// Ends the request with `reply`: [`Call::finish`] for a business
+    /// function that cannot fail.
+    pub async fn answer(self, reply: Reply) -> Response {
+        self.finish(Ok::<Reply, std::convert::Infallible>(reply))
+            .await
+    }
+
+    /// Ends the request with the business function's outcome: a success is
+    /// stored (fenced on the claim token) and committed with the business
+    /// write; a business answer that is not a success rolls the business
+    /// write back and is recorded as a failure; an error rolls back and
+    /// releases the claim, so a retry runs again.
+    pub async fn finish<E>(self, outcome: Result<Reply, E>) -> Response
+    where
+        E: Into<Box<dyn Error + Send + Sync>>,
+    {
+        let reply = match outcome {
+            Ok(reply) if reply.body.len() > MAX_BODY_BYTES => {
+                tracing::error!(
+                    operation = self.operation.name,
+                    bytes = reply.body.len(),
+                    "response too large to store; rolled back"
+                );
+                return self.stop(Stop::Error, None).await;
+            }
+            Ok(reply) => reply,
+            Err(error) => {
+                let error: Box<dyn Error + Send + Sync> = error.into();
+                if let Some(missing) = error.downcast_ref::<NotImplemented>() {
+                    tracing::warn!(operation = self.operation.name, "{missing}");
+                    let reply = Reply::not_implemented(missing.0);
+                    self.abandon().await;
+                    return reply.into_response();
+                }
+                let database = database_error(error.as_ref());
+                let stop = database.map_or(Stop::Error, stop_for);
+                if stop == Stop::Error {
+                    tracing::error!(operation = self.operation.name, %error, "business function failed");
+                }
+                return self.stop(stop, database).await;
+            }
+        };
+        if self
+            .deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
+        {
+            return self.stop(Stop::DeadlineExceeded, None).await;
+        }
+
+        let Call {
+            engine,
+            operation,
+            mut tx,
+            request: _,
+            claim,
+            deadline: _,
+        } = self;
+        let Some(claim) = claim else {
+            let done = if reply.is_success() {
+                tx.commit().await
+            } else {
+                tx.rollback().await
+            };
+            return match done {
+                Ok(()) => reply.into_response(),
+                Err(error) => engine.stopped(operation, None, stop_for(&error), Some(&error)),
+            };
+        };
+        let contract = operation.contract.as_ref();
+
+        if !reply.is_success() {
+            if let Err(error) = tx.rollback().await {
+                tracing::warn!(operation = operation.name, %error, "rollback failed");
+            }
+            engine.record_failure(operation, &claim, &reply).await;
+            return reply.into_response();
+        }
+
+        let finish = Finish {
+            status: COMPLETED,
+            reply: &reply,
+            scope: &claim.scope,
+            key: &claim.key,
+            token: &claim.token,
+        };
+        match engine.records.finish(&mut *tx, &finish).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let _ = tx.rollback().await;
+                tracing::warn!(
+                    operation = operation.name,
+                    "the claim was taken over after its lease ran out; rolled back"
+                );
+                return engine.answer_from_record(operation, &claim).await;
+            }
+            Err(error) => {
+                let _ = tx.rollback().await;
+                let stop = stop_for(&error);
+                if stop == Stop::LostRace {
+                    return engine.answer_from_record(operation, &claim).await;
+                }
+                engine.release(operation, &claim).await;
+                return engine.stopped(operation, contract, stop, Some(&error));
+            }
+        }
+        match tx.commit().await {
+            Ok(()) => reply.into_response(),
+            Err(error) => match stop_for(&error) {
+                Stop::LostRace => engine.answer_from_record(operation, &claim).await,
+                // Whether the commit happened is unknown: a retry with the
+                // same key gets the stored answer if it did, and runs again
+                // (the lease released) if it did not.
+                stop => {
+                    engine.release(operation, &claim).await;
+                    engine.stopped(operation, contract, stop, Some(&error))
+                }
+            },
+        }
+    }
+
+    /// Rolls back, releases the claim and answers "retry".
+    async fn stop(self, stop: Stop, error: Option<&sqlx::Error>) -> Response {
+        let engine = self.engine.clone();
+        let operation = self.operation;
+        self.abandon().await;
+        engine.stopped(operation, operation.contract.as_ref(), stop, error)
+    }
+
+    /// Rolls back and releases the claim, so a retry runs again.
+    async fn abandon(self) {
+        let Call {
+            engine,
+            operation,
+            tx,
+            claim,
+            ..
+        } = self;
+        if let Err(error) = tx.rollback().await {
+            tracing::debug!(operation = operation.name, %error, "rollback failed");
+        }
+        if let Some(claim) = &claim {
+            engine.release(operation, claim).await;
+        }
+    }
+}
+
+/// A key that passed its contract's checks, and what it is claimed under.
+struct Admitted {
+    key: String,
+    scope: String,
+    fingerprint: String,
+}
+
+/// Checks `request`'s key, scope and body against `operation`'s contract
+/// without touching the database: `None` when there is nothing to claim
+/// (no contract, or an optional key that is absent), `Err` the answer to a
+/// key, scope or body the contract refuses.
+// The error is the answer to send, made once per refused request: boxing
+// it would only move the allocation.
+#[allow(clippy::result_large_err)]
+fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, Response> {
+    let Some(contract) = &operation.contract else {
+        return Ok(None);
+    };
+    let Some(key) = contract.key.value(request) else {
+        if !contract.key_required {
+            return Ok(None);
+        }
+        return Err(problem(
+            contract.missing_key_status,
+            "missing idempotency key",
+            &format!("send a key of the form `{}`", contract.key_format),
+        ));
+    };
+    let regex = operation.key_regex.get_or_init(|| {
+        Regex::new(contract.key_pattern).expect("a contract's key pattern is a valid regex")
+    });
+    if let Err(why) = key::validate(contract, regex, &key, request) {
+        return Err(problem(
+            contract.missing_key_status,
+            "invalid idempotency key",
+            &why,
+        ));
+    }
+    let scope = key::scope_of(operation.name, contract, request)
+        .map_err(|why| problem(400, "invalid scope", &why))?;
+    let fingerprint = fingerprint(&contract.fingerprint, request)
+        .map_err(|error| problem(400, "ambiguous request body", &error.to_string()))?;
+    Ok(Some(Admitted {
+        key,
+        scope,
+        fingerprint,
+    }))
+}
+
+/// Waits for `work` until `deadline` (none: no limit); `None` when the
+/// deadline passed first, and `work` was dropped, which cancels it.
+pub async fn within_lease<T>(
+    deadline: Option<Instant>,
+    work: impl Future<Output = T>,
+) -> Option<T> {
+    match deadline {
+        Some(deadline) => tokio::time::timeout_at(deadline, work).await.ok(),
+        None => Some(work.await),
+    }
+}
+
+/// The database error somewhere in `error`'s chain, if any.
+fn database_error<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a sqlx::Error> {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(database) = error.downcast_ref::<sqlx::Error>() {
+            return Some(database);
+        }
+        next = error.source();
+    }
+    None
+}
+
+fn stop_for(error: &sqlx::Error) -> Stop {
+    stop_of(classify(error))
+}
+
+fn stop_of(failure: Failure) -> Stop {
+    match failure {
+        Failure::LostRace => Stop::LostRace,
+        Failure::Unavailable => Stop::Unavailable,
+        Failure::Other => Stop::Error,
+    }
+}
+
+fn decide(
+    operation: &Operation,
+    contract: &Contract,
+    record: &Record,
+    fingerprint: &str,
+    margin_ms: i64,
+) -> Decision {
+    let counters = &operation.counters;
+    // The database's clock, read with the record, decides.
+    let now = record.db_now;
+    if record.expires_at.saturating_add(margin_ms) <= now {
+        // Past the window the key is new, whatever it was used for.
+        return Decision::Reclaim(Reason::Expired);
+    }
+    if record.fingerprint != fingerprint {
+        counters.conflicts.inc();
+        return Decision::Answer(problem(
+            contract.conflict_status,
+            "idempotency key reused",
+            "this key was used with a different request; the first request's result stands",
+        ));
+    }
+    match record.status.as_str() {
+        COMPLETED => {
+            counters.replays.inc();
+            Decision::Answer(replay(record))
+        }
+        FAILED if contract.retry_failed => Decision::Reclaim(Reason::RetryAfterFailure),
+        FAILED => {
+            counters.conflicts.inc();
+            Decision::Answer(problem(
+                contract.conflict_status,
+                "earlier attempt failed",
+                "the first request with this key failed; send a new key to try again",
+            ))
+        }
+        _ if record.lease_expires_at.saturating_add(margin_ms) <= now => {
+            Decision::Reclaim(Reason::Takeover)
+        }
+        _ => {
+            counters.in_progress.inc();
+            Decision::Answer(in_progress(contract))
+        }
+    }
+}
+
+/// The stored answer: status, content type and body, marked as a replay.
+fn replay(record: &Record) -> Response {
+    let status = record
+        .response_status
+        .and_then(|status| StatusCode::from_u16(status).ok())
+        .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, record.response_body.clone().unwrap_or_default()).into_response();
+    let headers = response.headers_mut();
+    match record
+        .response_content_type
+        .as_deref()
+        .filter(|value| !value.is_empty())
+        .and_then(|value| HeaderValue::from_str(value).ok())
+    {
+        Some(value) => {
+            headers.insert(header::CONTENT_TYPE, value);
+        }
+        None => {
+            headers.remove(header::CONTENT_TYPE);
+        }
+    }
+    headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    response
+}
+
+fn in_progress(contract: &Contract) -> Response {
+    let mut response = problem(
+        contract.in_progress_status,
+        "request in progress",
+        "a request with this key is still being processed; retry after the Retry-After delay",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(contract.retry_after_secs),
+    );
+    response
+}
+
+fn problem(status: u16, title: &str, detail: &str) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+    Reply::problem(status, title, detail).into_response()
+}
+
+/// A problem with `Retry-After`: nothing was processed, try again.
+fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
+    let mut response = problem(
+        status,
+        title,
+        "the request was not processed; retry it with the same key after the Retry-After delay",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+fn new_token() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

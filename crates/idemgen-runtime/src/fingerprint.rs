@@ -1,0 +1,179 @@
+//! The request fingerprint: SHA-256 over the parts the contract names,
+//! the body as canonical JSON ([`crate::canonical_json`]).
+
+use sha2::{Digest, Sha256};
+
+use crate::canonical_json::{self, CanonicalJsonError, Reason};
+use crate::contract::Fingerprint;
+use crate::reply::Request;
+
+/// The fingerprint of `request`: 64 lowercase hex digits. Each part is
+/// length-prefixed, so parts cannot run into each other.
+///
+/// A JSON body is hashed in its canonical form, so a retry that
+/// re-serialises the same document (other key order, whitespace, `1.0`
+/// for `1`) is the same request. A body that is not JSON is hashed as
+/// sent. A JSON body that names one member twice, or holds half a
+/// surrogate pair, has no single meaning: it is refused (`Err`), since two
+/// parsers could read two different requests from it.
+pub fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
+    let mut hasher = Sha256::new();
+    if include.method {
+        hash_part(&mut hasher, request.method.as_str().as_bytes());
+    }
+    if include.path {
+        hash_part(&mut hasher, request.path.as_bytes());
+    }
+    if include.query {
+        // Every pair in the order sent: `?a=1&a=2` is not `?a=2&a=1`, nor `?a=2`.
+        let mut text = Vec::new();
+        for (name, value) in &request.query_pairs {
+            hash_part_into(&mut text, name.as_bytes());
+            hash_part_into(&mut text, value.as_bytes());
+        }
+        hash_part(&mut hasher, &text);
+    }
+    if include.body {
+        if include.canonical_json {
+            match canonical_json::canonicalize(&request.body) {
+                Ok(canonical) => hash_part(&mut hasher, &canonical),
+                Err(error) if refused(&error) => return Err(error),
+                Err(_) => hash_part(&mut hasher, &request.body),
+            }
+        } else {
+            hash_part(&mut hasher, &request.body);
+        }
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+/// JSON whose meaning is ambiguous; anything else that fails to
+/// canonicalise is not JSON and is hashed byte for byte.
+fn refused(error: &CanonicalJsonError) -> bool {
+    matches!(
+        error.reason,
+        Reason::DuplicateMember(_) | Reason::LoneSurrogate
+    )
+}
+
+pub(crate) fn hash_part(hasher: &mut Sha256, bytes: &[u8]) {
+    hasher.update((bytes.len() as u64).to_be_bytes());
+    hasher.update(bytes);
+}
+
+fn hash_part_into(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+    out.extend_from_slice(bytes);
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(method: &str, path: &str, body: &str) -> Request {
+        Request {
+            method: method.parse().unwrap(),
+            path: path.into(),
+            path_params: Default::default(),
+            query: Default::default(),
+            query_pairs: Default::default(),
+            headers: Default::default(),
+            body: body.to_string().into(),
+        }
+    }
+
+    fn print(include: &Fingerprint, request: &Request) -> String {
+        fingerprint(include, request).unwrap()
+    }
+
+    #[test]
+    fn reordered_json_is_the_same_request_and_other_parts_are_not() {
+        let all = Fingerprint::DEFAULT;
+        let first = print(&all, &request("POST", "/pay", r#"{"a": 1, "b": 2}"#));
+        assert_eq!(first.len(), 64);
+        assert_eq!(
+            first,
+            print(&all, &request("POST", "/pay", r#"{"b":2,"a":1}"#))
+        );
+        assert_ne!(
+            first,
+            print(&all, &request("POST", "/pay", r#"{"a": 1, "b": 3}"#))
+        );
+        assert_ne!(
+            first,
+            print(&all, &request("PUT", "/pay", r#"{"a": 1, "b": 2}"#))
+        );
+        let raw = Fingerprint {
+            canonical_json: false,
+            ..all
+        };
+        assert_ne!(
+            print(&raw, &request("POST", "/pay", r#"{"a": 1, "b": 2}"#)),
+            print(&raw, &request("POST", "/pay", r#"{"b":2,"a":1}"#))
+        );
+    }
+
+    #[test]
+    fn parts_cannot_run_into_each_other() {
+        let all = Fingerprint::DEFAULT;
+        assert_ne!(
+            print(&all, &request("POST", "/pa", "y")),
+            print(&all, &request("POST", "/p", "ay"))
+        );
+    }
+
+    #[test]
+    fn equal_numbers_are_one_request_and_distinct_ones_never_collide() {
+        let all = Fingerprint::DEFAULT;
+        let pay = |body: &str| print(&all, &request("POST", "/pay", body));
+        assert_eq!(pay(r#"{"amount": 1}"#), pay(r#"{"amount": 1.0}"#));
+        assert_eq!(pay(r#"{"amount": 1}"#), pay(r#"{"amount": 1e0}"#));
+        assert_ne!(
+            pay(r#"{"amount": 18446744073709551616}"#),
+            pay(r#"{"amount": 18446744073709551617}"#)
+        );
+        assert_ne!(
+            pay(r#"{"amount": 0.1}"#),
+            pay(r#"{"amount": 0.10000000000000001}"#)
+        );
+    }
+
+    #[test]
+    fn ambiguous_json_is_refused_and_other_bodies_hash_as_sent() {
+        let all = Fingerprint::DEFAULT;
+        let error = fingerprint(&all, &request("POST", "/pay", r#"{"a": 1, "a": 2}"#)).unwrap_err();
+        assert!(error.to_string().contains("appears twice"), "{error}");
+        assert!(fingerprint(&all, &request("POST", "/pay", r#""\ud800""#)).is_err());
+        assert_ne!(
+            print(&all, &request("POST", "/pay", "amount=1")),
+            print(&all, &request("POST", "/pay", "amount=2"))
+        );
+    }
+
+    #[test]
+    fn repeated_query_parameters_count_in_order() {
+        let include = Fingerprint {
+            query: true,
+            ..Fingerprint::DEFAULT
+        };
+        let with_query = |pairs: &[(&str, &str)]| {
+            let mut request = request("POST", "/pay", "{}");
+            request.query_pairs = pairs
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect();
+            print(&include, &request)
+        };
+        let both = with_query(&[("a", "1"), ("a", "2")]);
+        assert_ne!(both, with_query(&[("a", "2"), ("a", "1")]));
+        assert_ne!(both, with_query(&[("a", "2")]));
+        assert_ne!(
+            with_query(&[("a", "1&b")]),
+            with_query(&[("a", "1"), ("b", "")])
+        );
+    }
+}

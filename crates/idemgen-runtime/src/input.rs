@@ -1,0 +1,332 @@
+//! Typed input: a request's body and its path, query and header
+//! parameters turned into the types a spec's schemas describe, checked
+//! before the key is claimed (see [`Idempotency::begin_decoded`]).
+//!
+//! [`Idempotency::begin_decoded`]: crate::Idempotency::begin_decoded
+
+use axum::http::StatusCode;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Number, Value};
+
+use crate::{Reply, Request};
+
+/// Where a parameter is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamIn {
+    Path,
+    Query,
+    /// Names compare case-insensitively.
+    Header,
+}
+
+/// The JSON value a parameter's text stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+/// A declared parameter: the table a generated handler passes to
+/// [`Request::params_as`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    /// The name as sent, which is also the serde name of the field.
+    pub name: &'static str,
+    pub location: ParamIn,
+    pub value: Scalar,
+    /// An array of `value`s: repeated (`?id=1&id=2`) or comma-separated
+    /// (`?id=1,2`, and always for headers and path segments).
+    pub many: bool,
+}
+
+impl Param {
+    pub const fn path(name: &'static str, value: Scalar) -> Param {
+        Param {
+            name,
+            location: ParamIn::Path,
+            value,
+            many: false,
+        }
+    }
+
+    pub const fn query(name: &'static str, value: Scalar) -> Param {
+        Param {
+            name,
+            location: ParamIn::Query,
+            value,
+            many: false,
+        }
+    }
+
+    pub const fn header(name: &'static str, value: Scalar) -> Param {
+        Param {
+            name,
+            location: ParamIn::Header,
+            value,
+            many: false,
+        }
+    }
+
+    /// This parameter as an array of its values.
+    pub const fn many(self) -> Param {
+        Param { many: true, ..self }
+    }
+}
+
+impl Request {
+    /// The request's parameters as `T`, a struct whose fields are named
+    /// (or serde-renamed) like the parameters in `params`. Each value's
+    /// text becomes the JSON value its schema says (`?limit=10` is the
+    /// number 10), then `T` is deserialised from them, so a missing
+    /// required parameter, a value that is not of its type or a string
+    /// outside an enum is a `400` problem saying which.
+    ///
+    /// ```
+    /// use idemgen_runtime::{Param, Request, Scalar};
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct ListParams {
+    ///     limit: Option<u32>,
+    ///     #[serde(rename = "X-Tenant")]
+    ///     tenant: String,
+    /// }
+    /// const PARAMS: &[Param] = &[
+    ///     Param::query("limit", Scalar::Integer),
+    ///     Param::header("X-Tenant", Scalar::String),
+    /// ];
+    /// let request = |query: &str, tenant: Option<&str>| {
+    ///     let mut request = Request::new(axum::http::Method::GET, "/orders");
+    ///     request.query_pairs = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    ///     if let Some(tenant) = tenant {
+    ///         request.headers.insert("x-tenant", tenant.parse().unwrap());
+    ///     }
+    ///     request
+    /// };
+    /// let params: ListParams = request("limit=10", Some("acme")).params_as(PARAMS).unwrap();
+    /// assert_eq!((params.limit, params.tenant.as_str()), (Some(10), "acme"));
+    /// let refused = request("limit=ten", Some("acme")).params_as::<ListParams>(PARAMS);
+    /// assert_eq!(refused.err().unwrap().status.as_u16(), 400);
+    /// let missing = request("", None).params_as::<ListParams>(PARAMS);
+    /// assert_eq!(missing.err().unwrap().status.as_u16(), 400);
+    /// ```
+    pub fn params_as<T: DeserializeOwned>(&self, params: &[Param]) -> Result<T, Reply> {
+        let mut values = Map::new();
+        for param in params {
+            let texts = self.param_texts(param)?;
+            let value = if param.many {
+                let items = split_items(param, texts);
+                Value::Array(
+                    items
+                        .into_iter()
+                        .map(|text| scalar(param, &text))
+                        .collect::<Result<_, _>>()?,
+                )
+            } else {
+                // A repeated single-valued parameter: the last one counts,
+                // as in `Request::query`.
+                let Some(text) = texts.into_iter().next_back() else {
+                    continue;
+                };
+                scalar(param, &text)?
+            };
+            values.insert(param.name.to_string(), value);
+        }
+        serde_json::from_value(Value::Object(values)).map_err(|error| {
+            Reply::problem(
+                StatusCode::BAD_REQUEST,
+                "invalid parameters",
+                &error.to_string(),
+            )
+        })
+    }
+
+    /// The texts sent for `param`, in order.
+    fn param_texts(&self, param: &Param) -> Result<Vec<String>, Reply> {
+        Ok(match param.location {
+            ParamIn::Path => self
+                .path_params
+                .get(param.name)
+                .cloned()
+                .into_iter()
+                .collect(),
+            ParamIn::Query => self
+                .query_pairs
+                .iter()
+                .filter(|(name, _)| name == param.name)
+                .map(|(_, value)| value.clone())
+                .collect(),
+            ParamIn::Header => self
+                .headers
+                .get_all(param.name)
+                .iter()
+                .map(|value| {
+                    value.to_str().map(str::to_string).map_err(|_| {
+                        invalid(
+                            param,
+                            "is not visible ASCII text",
+                            &String::from_utf8_lossy(value.as_bytes()),
+                        )
+                    })
+                })
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// The items of an array parameter: repeated query values each, otherwise
+/// comma-separated.
+fn split_items(param: &Param, texts: Vec<String>) -> Vec<String> {
+    if param.location == ParamIn::Query && texts.len() > 1 {
+        return texts;
+    }
+    texts
+        .iter()
+        .flat_map(|text| text.split(','))
+        .map(|item| item.trim().to_string())
+        .filter(|item| !item.is_empty())
+        .collect()
+}
+
+/// The JSON value `text` stands for.
+fn scalar(param: &Param, text: &str) -> Result<Value, Reply> {
+    match param.value {
+        Scalar::String => Ok(Value::String(text.to_string())),
+        Scalar::Boolean => match text {
+            "true" => Ok(Value::Bool(true)),
+            "false" => Ok(Value::Bool(false)),
+            _ => Err(invalid(param, "must be `true` or `false`", text)),
+        },
+        Scalar::Integer => match serde_json::from_str::<Number>(text) {
+            Ok(number) if number.is_i64() || number.is_u64() => Ok(Value::Number(number)),
+            _ => Err(invalid(param, "must be an integer", text)),
+        },
+        Scalar::Number => match serde_json::from_str::<Number>(text) {
+            Ok(number) => Ok(Value::Number(number)),
+            Err(_) => Err(invalid(param, "must be a number", text)),
+        },
+    }
+}
+
+fn invalid(param: &Param, what: &str, text: &str) -> Reply {
+    let location = match param.location {
+        ParamIn::Path => "path parameter",
+        ParamIn::Query => "query parameter",
+        ParamIn::Header => "header",
+    };
+    Reply::problem(
+        StatusCode::BAD_REQUEST,
+        "invalid parameters",
+        &format!("{location} `{}` {what}, not `{text}`", param.name),
+    )
+}
+
+/// Whole numbers written with a fraction (`1999.0`, `2e3`) as integers:
+/// JSON Schema's `integer` is a value, not a spelling, so such a number
+/// fits an `integer` schema (and a Rust integer field) while a `number`
+/// field takes an integer as well. Beyond 2^53 a float is not exact, and
+/// it is left alone.
+pub(crate) fn whole_numbers_as_integers(value: &mut Value) {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    match value {
+        Value::Number(number) if !(number.is_i64() || number.is_u64()) => {
+            if let Some(float) = number.as_f64()
+                && float.fract() == 0.0
+                && float.abs() <= EXACT
+            {
+                *number = Number::from(float as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(members) => members.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    fn request() -> Request {
+        Request::new(axum::http::Method::GET, "/items")
+    }
+
+    #[test]
+    fn arrays_are_repeated_or_comma_separated() {
+        #[derive(Deserialize)]
+        struct P {
+            id: Vec<i64>,
+        }
+        const PARAMS: &[Param] = &[Param::query("id", Scalar::Integer).many()];
+        let mut repeated = request();
+        repeated.query_pairs = vec![("id".into(), "1".into()), ("id".into(), "2".into())];
+        assert_eq!(repeated.params_as::<P>(PARAMS).unwrap().id, [1, 2]);
+        let mut joined = request();
+        joined.query_pairs = vec![("id".into(), "3,4".into())];
+        assert_eq!(joined.params_as::<P>(PARAMS).unwrap().id, [3, 4]);
+        let mut wrong = request();
+        wrong.query_pairs = vec![("id".into(), "3,x".into())];
+        let refused = wrong.params_as::<P>(PARAMS).err().unwrap();
+        assert!(
+            String::from_utf8_lossy(&refused.body)
+                .contains("query parameter `id` must be an integer, not `x`")
+        );
+    }
+
+    #[test]
+    fn path_booleans_and_numbers() {
+        #[derive(Deserialize)]
+        struct P {
+            flag: bool,
+            ratio: f64,
+        }
+        const PARAMS: &[Param] = &[
+            Param::path("flag", Scalar::Boolean),
+            Param::query("ratio", Scalar::Number),
+        ];
+        let mut sent = request();
+        sent.path_params.insert("flag".into(), "true".into());
+        sent.query_pairs = vec![("ratio".into(), "0.25".into())];
+        let params = sent.params_as::<P>(PARAMS).unwrap();
+        assert!(params.flag);
+        assert_eq!(params.ratio, 0.25);
+        sent.path_params.insert("flag".into(), "yes".into());
+        assert_eq!(
+            sent.params_as::<P>(PARAMS).err().unwrap().status,
+            StatusCode::BAD_REQUEST
+        );
+    }
+
+    #[test]
+    fn a_header_that_is_not_text_is_refused() {
+        #[derive(Deserialize)]
+        struct P {
+            #[serde(rename = "X-Tenant")]
+            _tenant: String,
+        }
+        let mut sent = request();
+        sent.headers.insert(
+            "x-tenant",
+            axum::http::HeaderValue::from_bytes("Zürich".as_bytes()).unwrap(),
+        );
+        let refused = sent
+            .params_as::<P>(&[Param::header("X-Tenant", Scalar::String)])
+            .err()
+            .unwrap();
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn whole_floats_become_integers() {
+        let mut value: Value =
+            serde_json::from_str(r#"{"a": 1999.0, "b": [2e3, 0.5], "c": 1e300}"#).unwrap();
+        whole_numbers_as_integers(&mut value);
+        assert_eq!(value["a"], 1999);
+        assert!(value["a"].is_i64());
+        assert_eq!(value["b"][0], 2000);
+        assert_eq!(value["b"][1], 0.5);
+        assert!(value["c"].is_f64());
+    }
+}

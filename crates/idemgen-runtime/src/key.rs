@@ -1,0 +1,269 @@
+//! Reading and validating the idempotency key, and the scope that
+//! namespaces it.
+
+use regex::Regex;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::contract::{Contract, Source};
+use crate::fingerprint::{hash_part, hex};
+use crate::reply::Request;
+
+impl Source {
+    /// The value this source names in `request`, if present.
+    pub fn value(&self, request: &Request) -> Option<String> {
+        match self {
+            Source::Header(name) => request
+                .headers
+                .get(*name)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_string),
+            Source::Query(name) => request.query.get(*name).cloned(),
+            Source::Body(pointer) => body_text(&request.body, pointer),
+        }
+    }
+}
+
+/// The text of the body's field at `pointer` (a string, or a number as
+/// written).
+pub(crate) fn body_text(body: &[u8], pointer: &str) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    match value.pointer(pointer)? {
+        Value::String(text) => Some(text.clone()),
+        Value::Number(number) => Some(number.to_string()),
+        _ => None,
+    }
+}
+
+/// Checks `key` against the contract: length, template, and the segments
+/// that must repeat a body field. `Err` says what is wrong, for the client.
+pub(crate) fn validate(
+    contract: &Contract,
+    regex: &Regex,
+    key: &str,
+    request: &Request,
+) -> Result<(), String> {
+    if key.len() > contract.max_key_len {
+        return Err(format!(
+            "the key is longer than {} bytes",
+            contract.max_key_len
+        ));
+    }
+    let Some(captures) = regex.captures(key) else {
+        return Err(format!(
+            "the key does not have the form `{}`",
+            contract.key_format
+        ));
+    };
+    for (group, pointer) in contract.key_fields {
+        let part = captures.get(*group).map(|part| part.as_str());
+        if part != body_text(&request.body, pointer).as_deref() {
+            return Err(format!(
+                "the key's `{{field:{pointer}}}` part must equal the request body's `{pointer}`"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The key's namespace: the operation, then every `scope` value, hashed.
+///
+/// A key is one operation's key: without the operation in the namespace,
+/// a contract whose fingerprint leaves out method and path would replay
+/// one operation's answer to another. A scope value that is missing, sent
+/// twice, empty or not a string or integer is refused (`Err` says which
+/// and why), never read as "no scope": that would put every tenant that
+/// omits it into one shared namespace. Header values count byte for byte,
+/// so `X-Tenant: Zürich` sent as Latin-1 or UTF-8 are two tenants, never
+/// the same empty one.
+pub(crate) fn scope_of(
+    operation: &str,
+    contract: &Contract,
+    request: &Request,
+) -> Result<String, String> {
+    let mut hasher = Sha256::new();
+    hash_part(&mut hasher, operation.as_bytes());
+    for source in contract.scope {
+        let value = scope_value(source, request)?;
+        if value.is_empty() {
+            return Err(format!("{} is empty", source.describe()));
+        }
+        hash_part(&mut hasher, &value);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn scope_value(source: &Source, request: &Request) -> Result<Vec<u8>, String> {
+    match source {
+        Source::Header(name) => {
+            let mut values = request.headers.get_all(*name).iter();
+            match (values.next(), values.next()) {
+                (Some(value), None) => Ok(value.as_bytes().to_vec()),
+                (None, _) => Err(format!("{} is missing", source.describe())),
+                (Some(_), Some(_)) => Err(format!("{} is sent more than once", source.describe())),
+            }
+        }
+        Source::Query(name) => {
+            let mut values = request
+                .query_pairs
+                .iter()
+                .filter(|(pair_name, _)| pair_name == name);
+            match (values.next(), values.next()) {
+                (Some((_, value)), None) => Ok(value.as_bytes().to_vec()),
+                (None, _) => Err(format!("{} is missing", source.describe())),
+                (Some(_), Some(_)) => Err(format!("{} is sent more than once", source.describe())),
+            }
+        }
+        Source::Body(pointer) => {
+            let body: Value = serde_json::from_slice(&request.body).map_err(|_| {
+                format!("{} cannot be read: the body is not JSON", source.describe())
+            })?;
+            match body.pointer(pointer) {
+                Some(Value::String(text)) => Ok(text.as_bytes().to_vec()),
+                // Integers are exact in serde_json (i64 or u64); a float
+                // or a bigger number could round into another tenant's.
+                Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+                    Ok(number.to_string().into_bytes())
+                }
+                Some(_) => Err(format!(
+                    "{} must be a string or an integer",
+                    source.describe()
+                )),
+                None => Err(format!("{} is missing", source.describe())),
+            }
+        }
+    }
+}
+
+impl Source {
+    /// How a client is told where this value travels.
+    fn describe(&self) -> String {
+        match self {
+            Source::Header(name) => format!("the scope header `{name}`"),
+            Source::Query(name) => format!("the scope query parameter `{name}`"),
+            Source::Body(pointer) => format!("the scope field `{pointer}` of the body"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contract::Contract;
+
+    fn request(body: &str) -> Request {
+        Request {
+            method: axum::http::Method::POST,
+            path: "/pay".into(),
+            path_params: Default::default(),
+            query: Default::default(),
+            query_pairs: Default::default(),
+            headers: Default::default(),
+            body: body.to_string().into(),
+        }
+    }
+
+    #[test]
+    fn length_template_and_field_segments_are_checked() {
+        let contract = Contract {
+            key_fields: &[(1, "/order")],
+            max_key_len: 20,
+            ..Contract::header("pay:{field:/order}", "^pay:([a-z0-9]+)$", 1, 1)
+        };
+        let regex = Regex::new(contract.key_pattern).unwrap();
+        let body = request(r#"{"order": "o42"}"#);
+        assert_eq!(validate(&contract, &regex, "pay:o42", &body), Ok(()));
+        assert!(
+            validate(&contract, &regex, "pay:o43", &body)
+                .unwrap_err()
+                .contains("must equal the request body's `/order`")
+        );
+        assert!(
+            validate(&contract, &regex, "PAY:o42", &body)
+                .unwrap_err()
+                .contains("does not have the form")
+        );
+        assert!(
+            validate(&contract, &regex, &format!("pay:{}", "o".repeat(20)), &body)
+                .unwrap_err()
+                .contains("longer than 20 bytes")
+        );
+    }
+
+    #[test]
+    fn numbers_in_the_body_count_as_written() {
+        assert_eq!(body_text(br#"{"n": 1e3}"#, "/n").as_deref(), Some("1000.0"));
+        assert_eq!(body_text(br#"{"n": 42}"#, "/n").as_deref(), Some("42"));
+        assert_eq!(body_text(br#"{"n": true}"#, "/n"), None);
+    }
+
+    fn scope(contract: &Contract, request: &Request) -> Result<String, String> {
+        scope_of("op", contract, request)
+    }
+
+    #[test]
+    fn scopes_are_exact_or_refused() {
+        let contract = Contract {
+            scope: &[Source::Header("X-Tenant")],
+            ..Contract::header("k:{uuid}", "^k:.*$", 1, 1)
+        };
+        let tenant = |value: &[u8]| {
+            let mut request = request("{}");
+            request.headers.insert(
+                "x-tenant",
+                axum::http::HeaderValue::from_bytes(value).unwrap(),
+            );
+            scope(&contract, &request)
+        };
+        let zurich_utf8 = tenant("Zürich".as_bytes()).unwrap();
+        let zurich_latin1 = tenant(b"Z\xfcrich").unwrap();
+        let malmo = tenant("Malmö".as_bytes()).unwrap();
+        assert_ne!(zurich_utf8, zurich_latin1);
+        assert_ne!(zurich_utf8, malmo);
+        assert_eq!(zurich_utf8, tenant("Zürich".as_bytes()).unwrap());
+        let missing = scope(&contract, &request("{}")).unwrap_err();
+        assert_eq!(missing, "the scope header `X-Tenant` is missing");
+        assert!(tenant(b"").unwrap_err().contains("is empty"));
+        let mut twice = request("{}");
+        twice.headers.append("x-tenant", "a".parse().unwrap());
+        twice.headers.append("x-tenant", "b".parse().unwrap());
+        assert!(
+            scope(&contract, &twice)
+                .unwrap_err()
+                .contains("more than once")
+        );
+    }
+
+    #[test]
+    fn body_scopes_are_strings_or_integers() {
+        let contract = Contract {
+            scope: &[Source::Body("/tenant")],
+            ..Contract::header("k:{uuid}", "^k:.*$", 1, 1)
+        };
+        let of = |body: &str| scope(&contract, &request(body));
+        assert_eq!(of(r#"{"tenant": "42"}"#), of(r#"{"tenant": 42}"#));
+        assert_ne!(
+            of(r#"{"tenant": 42}"#).unwrap(),
+            of(r#"{"tenant": 43}"#).unwrap()
+        );
+        for refused in [
+            r#"{"tenant": 4.2}"#,
+            r#"{"tenant": true}"#,
+            r#"{"tenant": null}"#,
+            "{}",
+            "not json",
+        ] {
+            assert!(of(refused).is_err(), "{refused}");
+        }
+    }
+
+    #[test]
+    fn the_operation_is_part_of_the_namespace() {
+        let contract = Contract::header("k:{uuid}", "^k:.*$", 1, 1);
+        let body = request("{}");
+        assert_ne!(
+            scope_of("pay", &contract, &body).unwrap(),
+            scope_of("refund", &contract, &body).unwrap()
+        );
+    }
+}

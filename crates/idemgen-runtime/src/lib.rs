@@ -1,0 +1,136 @@
+//! Exactly-once HTTP endpoints on axum + sqlx.
+//!
+//! A retried or duplicated request must not run its business write twice.
+//! "Check, then write" loses that race: two instances both see "absent" and
+//! both write. This crate claims the request's idempotency key with one
+//! atomic statement on a unique index, runs the business function in a
+//! transaction, and stores the answer in that same transaction, fenced on
+//! the claim. Duplicates get "in progress" (`429` + `Retry-After`) while
+//! the first attempt runs and the stored answer, byte for byte, after it
+//! succeeded; the same key with a different request is a conflict (`409`).
+//!
+//! [`Idempotency`] is the engine; [`Operation`] and [`Contract`] describe an
+//! endpoint; a business function receives the open transaction ([`Tx`])
+//! and the [`Request`] and returns a [`Reply`]. The record table lives in
+//! the business database (its DDL is what `idemgen ddl` prints). For typed
+//! input, [`Idempotency::begin_decoded`] decodes and checks the request
+//! (e.g. with [`Request::body_as`]) before the key is claimed, so a request
+//! that fails its schema is answered `400`/`422` with no record written and
+//! the key still unused; [`Reply::from_parts`] stores exactly the bytes a
+//! typed response serialised to. One
+//! database per build, chosen by a Cargo feature: `sqlite` (default),
+//! `mysql` (MySQL and MariaDB) or `postgres`.
+//!
+//! ```
+//! # #[cfg(feature = "sqlite")]
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use axum::http::StatusCode;
+//! use idemgen_runtime::{Contract, Idempotency, Operation, Reply};
+//!
+//! static PAY: Operation = Operation::idempotent(
+//!     "pay",
+//!     "pay",
+//!     Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 3_000),
+//! );
+//! # let pool = sqlx::SqlitePool::connect("sqlite::memory:").await.unwrap();
+//! # sqlx::raw_sql(idemgen_runtime::doc_support::SQLITE_DDL).execute(&pool).await.unwrap();
+//! let engine = Idempotency::new(pool, "idempotent_record").await?;
+//! let request = || {
+//!     axum::http::Request::post("/pay")
+//!         .header("Idempotency-Key", "pay:1b4e28ba-2fa1-41d2-883f-0016d3cca427")
+//!         .body(axum::body::Body::from(r#"{"amount": 100}"#))
+//!         .unwrap()
+//! };
+//!
+//! // The first request claims the key and runs the business function.
+//! let mut call = engine.begin(&PAY, request()).await.expect("a fresh key");
+//! let (tx, _request) = call.parts();
+//! sqlx::query("INSERT INTO payments (amount) VALUES (100)")
+//!     .execute(&mut **tx)
+//!     .await?;
+//! let reply = Reply::json(StatusCode::CREATED, &serde_json::json!({"paid": 100}));
+//! let first = call.finish(Ok::<_, sqlx::Error>(reply)).await;
+//! assert_eq!(first.status(), StatusCode::CREATED);
+//!
+//! // A retry gets the stored answer; the business function does not run.
+//! let replay = engine.begin(&PAY, request()).await.err().expect("an answer");
+//! assert_eq!(replay.status(), StatusCode::CREATED);
+//! assert_eq!(replay.headers()["idempotent-replayed"], "true");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+pub mod canonical_json;
+mod contract;
+mod db;
+mod engine;
+mod fingerprint;
+mod input;
+mod key;
+pub mod metrics;
+mod reply;
+pub mod service;
+mod store;
+mod time;
+
+pub use contract::{Contract, Fingerprint, Source};
+pub use db::{
+    ConnectError, Db, Dialect, Failure, Pool, Tx, classify, connect, connect_with_pool_size,
+    is_lost_race,
+};
+pub use engine::{Call, Idempotency, Operation, REPLAYED_HEADER, within_lease};
+pub use fingerprint::fingerprint;
+pub use input::{Param, ParamIn, Scalar};
+pub use reply::{MAX_BODY_BYTES, Reply, Request};
+pub use store::{RecordStore, StoreError, is_plain_identifier};
+pub use time::{now_ms, rfc3339};
+
+/// An error a business function may return besides its answers: anything
+/// (a database error, a downstream client's). The transaction is rolled
+/// back and the claim released, so a retry with the same key runs again;
+/// the client gets `500`, or `503`/`429` with `Retry-After` when the
+/// database was unreachable or busy.
+pub type BusinessError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The error of a business function nobody has written yet: answered `501`
+/// naming the file to write, rolled back, and the claim released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotImplemented(pub &'static str);
+
+impl std::fmt::Display for NotImplemented {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "write this operation's business logic in {}", self.0)
+    }
+}
+
+impl std::error::Error for NotImplemented {}
+
+/// Re-exported so that code written against this crate names the same
+/// versions it was built with.
+pub use {axum, sqlx};
+
+#[doc(hidden)]
+pub mod doc_support {
+    //! The record table for the examples in these docs (the same DDL
+    //! `idemgen ddl --db sqlite` prints), plus a business table.
+    pub const SQLITE_DDL: &str = "
+        CREATE TABLE idempotent_record (
+            id INTEGER PRIMARY KEY,
+            scope TEXT NOT NULL,
+            idem_key TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),
+            claim_token TEXT NOT NULL,
+            lease_expires_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            response_status INTEGER,
+            response_content_type TEXT,
+            response_body BLOB,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL,
+            CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
+        );
+        CREATE INDEX ix_idempotent_record_expires_at ON idempotent_record (expires_at);
+        CREATE TABLE payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL);
+    ";
+}

@@ -1,0 +1,266 @@
+//! What a business function receives ([`Request`]) and returns ([`Reply`]).
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequestParts, Path, Query};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Largest request body read, and largest response body stored (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// One decoded request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: Method,
+    /// The request path, e.g. `/orders/42`.
+    pub path: String,
+    /// Path parameters by name, e.g. `order_no` for `/orders/{order_no}`.
+    pub path_params: HashMap<String, String>,
+    /// Query parameters by name (the last of repeated ones).
+    pub query: HashMap<String, String>,
+    /// Every query parameter in the order sent, repeats included.
+    pub query_pairs: Vec<(String, String)>,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Request {
+    /// An empty request: no parameters, headers or body (for tests and
+    /// examples; a service reads its requests with [`Request::read`]).
+    pub fn new(method: Method, path: &str) -> Request {
+        Request {
+            method,
+            path: path.to_string(),
+            path_params: HashMap::new(),
+            query: HashMap::new(),
+            query_pairs: Vec::new(),
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    /// Reads an axum request: its body up to [`MAX_BODY_BYTES`] (413
+    /// beyond), path parameters (when routed by axum), query and headers.
+    pub async fn read(request: axum::extract::Request) -> Result<Request, Response> {
+        let (mut parts, body) = request.into_parts();
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<usize>().ok());
+        if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+            return Err(too_large());
+        }
+        // The only error left for a bounded read is a body over the limit
+        // (or a client that went away, who will not see the answer anyway).
+        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
+            .await
+            .map_err(|_| too_large())?;
+        let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &())
+            .await
+            .map(|Path(params)| params)
+            .unwrap_or_default();
+        let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
+            .map(|Query(query)| query)
+            .unwrap_or_default();
+        let query_pairs = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .map(|(name, value)| (name.into_owned(), value.into_owned()))
+            .collect();
+        Ok(Request {
+            method: parts.method,
+            path: parts.uri.path().to_string(),
+            path_params,
+            query,
+            query_pairs,
+            headers: parts.headers,
+            body,
+        })
+    }
+
+    /// The JSON body as `T`; on failure a `400` problem to return as is.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, Reply> {
+        serde_json::from_slice(&self.body).map_err(|error| {
+            Reply::problem(
+                StatusCode::BAD_REQUEST,
+                "invalid request body",
+                &error.to_string(),
+            )
+        })
+    }
+
+    /// The JSON body as `T`, for typed input checked before the key is
+    /// claimed: a body that is not JSON is `400`, JSON that does not fit
+    /// `T` (a missing field, a wrong type) is `422`, both as
+    /// `application/problem+json` saying where. A whole number written
+    /// with a fraction (`1999.0`) fits an integer field, as it fits JSON
+    /// Schema's `integer`.
+    ///
+    /// ```
+    /// use idemgen_runtime::Request;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Pay {
+    ///     amount: u32,
+    /// }
+    /// let request = |body: &'static str| Request {
+    ///     body: body.into(),
+    ///     ..Request::new(axum::http::Method::POST, "/pay")
+    /// };
+    /// assert_eq!(request(r#"{"amount": 5}"#).body_as::<Pay>().unwrap().amount, 5);
+    /// assert_eq!(request(r#"{"amount": 5.0}"#).body_as::<Pay>().unwrap().amount, 5);
+    /// let refused = request(r#"{"amount": "5"}"#).body_as::<Pay>().err().unwrap();
+    /// assert_eq!(refused.status.as_u16(), 422);
+    /// assert_eq!(request("{").body_as::<Pay>().err().unwrap().status.as_u16(), 400);
+    /// ```
+    pub fn body_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
+        self.body_as_or(422)
+    }
+
+    /// [`Request::body_as`] answering `mismatch` (e.g. `400`, for an API
+    /// that declares no `422`) for JSON that does not fit `T`.
+    pub fn body_as_or<T: DeserializeOwned>(&self, mismatch: u16) -> Result<T, Reply> {
+        let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+        let mut value: serde_json::Value = serde_json::from_slice(&self.body).map_err(|error| {
+            Reply::problem(
+                StatusCode::BAD_REQUEST,
+                "invalid request body",
+                &format!("the body is not JSON: {error}"),
+            )
+        })?;
+        crate::input::whole_numbers_as_integers(&mut value);
+        serde_json::from_value(value).map_err(|error| {
+            Reply::problem(
+                mismatch,
+                "request does not match its schema",
+                &error.to_string(),
+            )
+        })
+    }
+
+    pub fn path_param(&self, name: &str) -> Option<&str> {
+        self.path_params.get(name).map(String::as_str)
+    }
+}
+
+/// The answer of one request: what the client gets, and what an idempotent
+/// operation stores and replays (status, content type and body only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: String,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// A JSON body.
+    pub fn json(status: StatusCode, value: &impl Serialize) -> Reply {
+        Reply {
+            status,
+            content_type: "application/json".into(),
+            body: serde_json::to_vec(value).expect("serialising to memory cannot fail"),
+        }
+    }
+
+    /// An RFC 9457 problem (`application/problem+json`).
+    ///
+    /// ```
+    /// use axum::http::StatusCode;
+    /// use idemgen_runtime::Reply;
+    ///
+    /// let reply = Reply::problem(StatusCode::NOT_FOUND, "unknown order", "no order `A1`");
+    /// assert_eq!(reply.content_type, "application/problem+json");
+    /// assert_eq!(
+    ///     String::from_utf8(reply.body).unwrap(),
+    ///     r#"{"detail":"no order `A1`","status":404,"title":"unknown order","type":"about:blank"}"#
+    /// );
+    /// ```
+    pub fn problem(status: StatusCode, title: &str, detail: &str) -> Reply {
+        Reply {
+            status,
+            content_type: "application/problem+json".into(),
+            body: serde_json::to_vec(&serde_json::json!({
+                "type": "about:blank",
+                "title": title,
+                "status": status.as_u16(),
+                "detail": detail,
+            }))
+            .expect("serialising to memory cannot fail"),
+        }
+    }
+
+    /// An answer from its parts, e.g. a typed response's status, content
+    /// type and serialised body: exactly these bytes are sent, stored and
+    /// replayed. No content type means no body type (`application/octet-stream`
+    /// is not assumed).
+    pub fn from_parts(status: StatusCode, content_type: Option<&str>, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            content_type: content_type.unwrap_or_default().to_string(),
+            body,
+        }
+    }
+
+    /// The answer of a typed response: its status, content type and body
+    /// as its generated `status()`, `content_type()` and `into_body()`
+    /// give them. A body that failed to serialise, or a status that is not
+    /// an HTTP status, is an error (a 500, rolled back).
+    ///
+    /// ```
+    /// use idemgen_runtime::Reply;
+    ///
+    /// let reply = Reply::typed(201, Some("application/json"), serde_json::to_vec(&[1, 2])).unwrap();
+    /// assert_eq!((reply.status.as_u16(), reply.body.as_slice()), (201, &b"[1,2]"[..]));
+    /// assert!(Reply::typed(1000, None, Ok(Vec::new())).is_err());
+    /// ```
+    pub fn typed(
+        status: u16,
+        content_type: Option<&str>,
+        body: Result<Vec<u8>, serde_json::Error>,
+    ) -> Result<Reply, crate::BusinessError> {
+        let status = StatusCode::from_u16(status)
+            .map_err(|_| format!("{status} is not an HTTP status code"))?;
+        Ok(Reply::from_parts(status, content_type, body?))
+    }
+
+    /// The answer of a business function nobody has written yet.
+    pub fn not_implemented(file: &str) -> Reply {
+        Reply::problem(
+            StatusCode::NOT_IMPLEMENTED,
+            "not implemented",
+            &format!("write this operation's business logic in {file}"),
+        )
+    }
+
+    pub fn is_success(&self) -> bool {
+        self.status.is_success()
+    }
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, self.body).into_response();
+        let headers = response.headers_mut();
+        match HeaderValue::from_str(&self.content_type) {
+            Ok(value) if !self.content_type.is_empty() => {
+                headers.insert(header::CONTENT_TYPE, value);
+            }
+            _ => {
+                headers.remove(header::CONTENT_TYPE);
+            }
+        }
+        response
+    }
+}
+
+fn too_large() -> Response {
+    Reply::problem(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request body too large",
+        &format!("the body exceeds {MAX_BODY_BYTES} bytes; it was neither processed nor recorded"),
+    )
+    .into_response()
+}

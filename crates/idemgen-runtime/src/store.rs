@@ -1,0 +1,471 @@
+//! The record table: one row per `(scope, idem_key)`.
+//!
+//! The statements are fixed except for the table's name, which comes from
+//! the contract (`store.table`). `sqlx::query!` needs the whole SQL text as
+//! a literal at compile time, so it cannot take a name chosen by each
+//! service; instead the text is built once per store from a name that must
+//! be a plain SQL identifier (nothing a request can influence is ever
+//! formatted into SQL: every value is bound), and [`RecordStore::new`] has
+//! the database prepare every statement before the first request, so a
+//! table that lacks a column or has one of another type stops the service
+//! at start with the table's name, not at the first duplicate. This
+//! crate's tests run every statement against SQLite, MariaDB and
+//! PostgreSQL tables created with the DDL `idemgen ddl` prints.
+//!
+//! Every time the statements write or compare comes from the database's
+//! clock ([`db_now`]), never from the application server's: instances whose
+//! clocks disagree still agree on when a lease or a window ends, because
+//! one clock decides. On a cluster whose nodes each have a clock (Galera),
+//! the comparisons that hand a key to a new owner wait an extra
+//! `clock_margin_ms` beyond the lease and the window, which covers the
+//! nodes' offset.
+
+use std::sync::Arc;
+
+use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr};
+
+use crate::db::{Db, Dialect, Pool};
+use crate::reply::Reply;
+
+/// Final record states, as stored (a claim writes `in_progress`).
+pub(crate) const COMPLETED: &str = "completed";
+pub(crate) const FAILED: &str = "failed";
+
+/// The record of one key, as read back.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    pub fingerprint: String,
+    pub status: String,
+    pub claim_token: String,
+    pub lease_expires_at: i64,
+    pub expires_at: i64,
+    pub response_status: Option<u16>,
+    pub response_content_type: Option<String>,
+    pub response_body: Option<Vec<u8>>,
+    /// The database's clock when the record was read (Unix ms).
+    pub db_now: i64,
+}
+
+/// A new in-progress record; its times are the database's now plus these.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NewClaim<'a> {
+    pub scope: &'a str,
+    pub key: &'a str,
+    pub fingerprint: &'a str,
+    pub token: &'a str,
+    pub lease_ms: i64,
+    pub window_ms: i64,
+}
+
+/// Claiming an existing record, fenced on what was read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reclaim<'a> {
+    pub claim: NewClaim<'a>,
+    pub old_token: &'a str,
+    pub old_status: &'a str,
+    /// Extra time past the lease and window before a record is taken.
+    pub margin_ms: i64,
+}
+
+/// The outcome of an attempt, fenced on its claim token.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Finish<'a> {
+    pub status: &'a str,
+    pub reply: &'a Reply,
+    pub scope: &'a str,
+    pub key: &'a str,
+    pub token: &'a str,
+}
+
+/// The record table of one service, with its statements.
+#[derive(Debug, Clone)]
+pub struct RecordStore {
+    table: Arc<str>,
+    sql: Arc<Statements>,
+}
+
+#[derive(Debug)]
+struct Statements {
+    claim: Arc<str>,
+    read: Arc<str>,
+    reclaim: Arc<str>,
+    finish: Arc<str>,
+    release: Arc<str>,
+    purge: Arc<str>,
+}
+
+/// Why a [`RecordStore`] could not be opened.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The table name is not a plain SQL identifier.
+    BadTableName(String),
+    /// The database refused a statement (missing table or column, wrong type).
+    Schema {
+        table: String,
+        statement: &'static str,
+        error: sqlx::Error,
+    },
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::BadTableName(name) => write!(
+                f,
+                "record table name `{name}` is not a plain SQL identifier \
+                 (letters, digits and `_`, not starting with a digit, at most 63 bytes)"
+            ),
+            StoreError::Schema {
+                table,
+                statement,
+                error,
+            } => write!(
+                f,
+                "the record table `{table}` does not fit the {statement} statement ({error}); \
+                 create it with the DDL `idemgen ddl` prints"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Schema { error, .. } => Some(error),
+            StoreError::BadTableName(_) => None,
+        }
+    }
+}
+
+/// Whether `name` is a plain SQL identifier, safe to write unquoted in every
+/// dialect.
+pub fn is_plain_identifier(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    matches!(bytes.next(), Some(b'a'..=b'z' | b'A'..=b'Z' | b'_'))
+        && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
+        && name.len() <= 63
+}
+
+impl RecordStore {
+    /// The store for `table`, its statements prepared by the database once
+    /// to prove the table fits them.
+    pub async fn new(pool: &Pool, table: &str) -> Result<RecordStore, StoreError> {
+        let store = RecordStore::unchecked(table)?;
+        for (statement, sql) in store.statements() {
+            if let Err(error) = pool
+                .prepare(AssertSqlSafe(sql.clone()).into_sql_str())
+                .await
+            {
+                return Err(StoreError::Schema {
+                    table: table.to_string(),
+                    statement,
+                    error,
+                });
+            }
+        }
+        Ok(store)
+    }
+
+    fn unchecked(table: &str) -> Result<RecordStore, StoreError> {
+        if !is_plain_identifier(table) {
+            return Err(StoreError::BadTableName(table.to_string()));
+        }
+        let sql = |template: &str| -> Arc<str> {
+            let template = template
+                .replace("{t}", table)
+                .replace("{now}", db_now(Dialect::BUILT));
+            placeholders(Dialect::BUILT, &template).into()
+        };
+        let on_conflict = match Dialect::BUILT {
+            // A plain INSERT: a duplicate is a unique violation (affected
+            // rows cannot tell an insert from a duplicate on MySQL, where
+            // sqlx always sets CLIENT_FOUND_ROWS).
+            Dialect::Mysql => "",
+            // The token comes back only when this statement inserted.
+            Dialect::Sqlite | Dialect::Postgres => {
+                " ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token"
+            }
+        };
+        let purge = match Dialect::BUILT {
+            Dialect::Mysql => {
+                "DELETE FROM {t} WHERE expires_at < {now} - {1} AND lease_expires_at < {now} - {2} \
+                 ORDER BY expires_at LIMIT {3}"
+            }
+            Dialect::Sqlite | Dialect::Postgres => {
+                "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} \
+                 WHERE expires_at < {now} - {1} AND lease_expires_at < {now} - {2} \
+                 ORDER BY expires_at LIMIT {3})"
+            }
+        };
+        Ok(RecordStore {
+            table: table.into(),
+            sql: Arc::new(Statements {
+                claim: sql(&format!(
+                    "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
+                     lease_expires_at, expires_at, created_at, updated_at) \
+                     VALUES ({{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
+                     {{now}} + {{6}}, {{now}}, {{now}}){on_conflict}"
+                )),
+                read: sql(
+                    "SELECT fingerprint, status, claim_token, lease_expires_at, expires_at, \
+                     response_status, response_content_type, response_body, {now} AS db_now \
+                     FROM {t} WHERE scope = {1} AND idem_key = {2}",
+                ),
+                reclaim: sql("UPDATE {t} SET fingerprint = {1}, status = 'in_progress', \
+                     claim_token = {2}, lease_expires_at = {now} + {3}, \
+                     expires_at = {now} + {4}, created_at = {now}, updated_at = {now}, \
+                     response_status = NULL, response_content_type = NULL, response_body = NULL \
+                     WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
+                     AND status = {8} AND (expires_at + {9} <= {now} OR status = 'failed' \
+                     OR (status = 'in_progress' AND lease_expires_at + {10} <= {now}))"),
+                finish: sql("UPDATE {t} SET status = {1}, response_status = {2}, \
+                     response_content_type = {3}, response_body = {4}, updated_at = {now} \
+                     WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
+                     AND status = 'in_progress'"),
+                release: sql(
+                    "UPDATE {t} SET lease_expires_at = {now} - {1}, updated_at = {now} \
+                     WHERE scope = {2} AND idem_key = {3} AND claim_token = {4} \
+                     AND status = 'in_progress'",
+                ),
+                purge: sql(purge),
+            }),
+        })
+    }
+
+    /// The table's name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn statements(&self) -> [(&'static str, &Arc<str>); 6] {
+        [
+            ("claim", &self.sql.claim),
+            ("read", &self.sql.read),
+            ("reclaim", &self.sql.reclaim),
+            ("finish", &self.sql.finish),
+            ("release", &self.sql.release),
+            ("purge", &self.sql.purge),
+        ]
+    }
+
+    /// Inserts an in-progress record unless `(scope, idem_key)` exists;
+    /// `true` when this statement inserted it. Never an affected-row count:
+    /// the claim token coming back (SQLite, PostgreSQL) or the absence of a
+    /// unique violation (MySQL) says who owns the key.
+    pub(crate) async fn claim(
+        &self,
+        pool: &Pool,
+        claim: &NewClaim<'_>,
+    ) -> Result<bool, sqlx::Error> {
+        let query = |sql: &Arc<str>| {
+            sqlx::query(AssertSqlSafe(sql.clone()))
+                .bind(claim.scope)
+                .bind(claim.key)
+                .bind(claim.fingerprint)
+                .bind(claim.token)
+                .bind(claim.lease_ms)
+                .bind(claim.window_ms)
+        };
+        if Dialect::BUILT == Dialect::Mysql {
+            return match query(&self.sql.claim).execute(pool).await {
+                Ok(_) => Ok(true),
+                Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
+                Err(error) => Err(error),
+            };
+        }
+        let inserted: Option<String> = query(&self.sql.claim)
+            .fetch_optional(pool)
+            .await?
+            .map(|row| row.try_get(0))
+            .transpose()?;
+        Ok(inserted.as_deref() == Some(claim.token))
+    }
+
+    pub(crate) async fn read(
+        &self,
+        pool: &Pool,
+        scope: &str,
+        key: &str,
+    ) -> Result<Option<Record>, sqlx::Error> {
+        let Some(row) = sqlx::query(AssertSqlSafe(self.sql.read.clone()))
+            .bind(scope)
+            .bind(key)
+            .fetch_optional(pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let response_status: Option<i16> = row.try_get("response_status")?;
+        Ok(Some(Record {
+            fingerprint: row.try_get("fingerprint")?,
+            status: row.try_get("status")?,
+            claim_token: row.try_get("claim_token")?,
+            lease_expires_at: row.try_get("lease_expires_at")?,
+            expires_at: row.try_get("expires_at")?,
+            response_status: response_status.and_then(|status| u16::try_from(status).ok()),
+            response_content_type: row.try_get("response_content_type")?,
+            response_body: row.try_get("response_body")?,
+            db_now: row.try_get("db_now")?,
+        }))
+    }
+
+    /// Claims an expired, failed or abandoned record if it is still as read
+    /// (same claim token and status); the caller reads the token back.
+    pub(crate) async fn reclaim(
+        &self,
+        pool: &Pool,
+        reclaim: &Reclaim<'_>,
+    ) -> Result<(), sqlx::Error> {
+        let claim = &reclaim.claim;
+        sqlx::query(AssertSqlSafe(self.sql.reclaim.clone()))
+            .bind(claim.fingerprint)
+            .bind(claim.token)
+            .bind(claim.lease_ms)
+            .bind(claim.window_ms)
+            .bind(claim.scope)
+            .bind(claim.key)
+            .bind(reclaim.old_token)
+            .bind(reclaim.old_status)
+            .bind(reclaim.margin_ms)
+            .bind(reclaim.margin_ms)
+            .execute(pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Stores the outcome if this attempt still holds the claim; `false`
+    /// when its lease was taken over (then nothing was written).
+    pub(crate) async fn finish<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = Db>,
+        finish: &Finish<'_>,
+    ) -> Result<bool, sqlx::Error> {
+        let status = i16::try_from(finish.reply.status.as_u16()).unwrap_or(500);
+        let result = sqlx::query(AssertSqlSafe(self.sql.finish.clone()))
+            .bind(finish.status)
+            .bind(status)
+            .bind(finish.reply.content_type.as_str())
+            .bind(finish.reply.body.as_slice())
+            .bind(finish.scope)
+            .bind(finish.key)
+            .bind(finish.token)
+            .execute(executor)
+            .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// Ends this attempt's lease now, so that a retry may take the key over
+    /// at once; nothing is recorded. `false` when the claim is no longer
+    /// this attempt's.
+    pub(crate) async fn release(
+        &self,
+        pool: &Pool,
+        scope: &str,
+        key: &str,
+        token: &str,
+        margin_ms: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let result = sqlx::query(AssertSqlSafe(self.sql.release.clone()))
+            .bind(margin_ms)
+            .bind(scope)
+            .bind(key)
+            .bind(token)
+            .execute(pool)
+            .await?;
+        Ok(result.rows_affected() == 1)
+    }
+
+    /// Deletes up to `batch` records whose window and lease have both
+    /// ended, `margin_ms` ago, by the database's clock.
+    pub(crate) async fn purge(
+        &self,
+        pool: &Pool,
+        margin_ms: i64,
+        batch: i64,
+    ) -> Result<u64, sqlx::Error> {
+        let result = sqlx::query(AssertSqlSafe(self.sql.purge.clone()))
+            .bind(margin_ms)
+            .bind(margin_ms)
+            .bind(batch)
+            .execute(pool)
+            .await?;
+        Ok(result.rows_affected())
+    }
+}
+
+/// The database's clock as Unix milliseconds, in SQL.
+fn db_now(dialect: Dialect) -> &'static str {
+    match dialect {
+        // Julian days to Unix ms; 'now' is fixed for one statement.
+        Dialect::Sqlite => "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+        // UTC_TIMESTAMP and TIMESTAMPDIFF do no time-zone conversion, so the
+        // session's time zone and daylight saving cannot shift it.
+        Dialect::Mysql => {
+            "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+        }
+        // clock_timestamp(), not now(): the time of the statement, not of
+        // the transaction's start.
+        Dialect::Postgres => "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
+    }
+}
+
+/// Replaces `{n}` with the dialect's n-th placeholder: `?n` on SQLite, `?`
+/// on MySQL, `$n` on PostgreSQL.
+fn placeholders(dialect: Dialect, template: &str) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = open + rest[open..].find('}').expect("placeholders are closed");
+        let number = &rest[open + 1..close];
+        match dialect {
+            Dialect::Sqlite => out.push_str(&format!("?{number}")),
+            Dialect::Mysql => out.push('?'),
+            Dialect::Postgres => out.push_str(&format!("${number}")),
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_identifiers_name_a_table() {
+        for good in ["idempotent_record", "_r", "Records2"] {
+            assert!(is_plain_identifier(good), "{good}");
+        }
+        for bad in [
+            "",
+            "2records",
+            "rec-ords",
+            "r; DROP TABLE x",
+            "\"quoted\"",
+            "é",
+        ] {
+            assert!(!is_plain_identifier(bad), "{bad}");
+            assert!(matches!(
+                RecordStore::unchecked(bad),
+                Err(StoreError::BadTableName(_))
+            ));
+        }
+        assert!(!is_plain_identifier(&"r".repeat(64)));
+    }
+
+    #[test]
+    fn placeholders_follow_the_dialect() {
+        let template = "a = {1} AND b = {12}";
+        assert_eq!(
+            placeholders(Dialect::Sqlite, template),
+            "a = ?1 AND b = ?12"
+        );
+        assert_eq!(placeholders(Dialect::Mysql, template), "a = ? AND b = ?");
+        assert_eq!(
+            placeholders(Dialect::Postgres, template),
+            "a = $1 AND b = $12"
+        );
+    }
+}

@@ -1,0 +1,786 @@
+//! The claim / finish / reclaim state machine against a real database:
+//! SQLite always, MariaDB or PostgreSQL when this crate is built with
+//! `--features mysql|postgres` and `IDEMGEN_TEST_MYSQL_URL` /
+//! `IDEMGEN_TEST_PG_URL` is set.
+
+mod support;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::Response;
+use idemgen_runtime::{
+    Call, Contract, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source, StoreError,
+};
+use serde_json::{Value, json};
+use support::Table;
+
+const KEY_PATTERN: &str =
+    "^pay:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$";
+
+static PAY: Operation = Operation::idempotent(
+    "onPay",
+    "on_pay",
+    Contract {
+        max_key_len: 64,
+        ..Contract::header("pay:{uuid}", KEY_PATTERN, 60_000, 3_000)
+    },
+);
+
+/// `failed: reject`, a key in the body that must repeat `/order`, scoped
+/// by a tenant header, raw body fingerprint.
+static STRICT: Operation = Operation::idempotent(
+    "strict",
+    "strict",
+    Contract {
+        key: Source::Body("/key"),
+        key_format: "ord:{field:/order}",
+        key_pattern: "^ord:([a-z0-9]+)$",
+        key_fields: &[(1, "/order")],
+        max_key_len: 64,
+        key_required: true,
+        missing_key_status: 422,
+        scope: &[Source::Header("X-Tenant")],
+        window_ms: 60_000,
+        lease_ms: 3_000,
+        retry_after_secs: 2,
+        in_progress_status: 409,
+        conflict_status: 422,
+        retry_failed: false,
+        fingerprint: Fingerprint {
+            canonical_json: false,
+            ..Fingerprint::DEFAULT
+        },
+    },
+);
+
+static PLAIN: Operation = Operation::plain("plain", "plain");
+
+fn key() -> String {
+    format!("pay:{}", uuid::Uuid::new_v4())
+}
+
+fn pay(key: Option<&str>, body: &Value) -> axum::extract::Request {
+    let builder = Request::post("/pay").header("content-type", "application/json");
+    let builder = match key {
+        Some(key) => builder.header("Idempotency-Key", key),
+        None => builder,
+    };
+    builder
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
+
+async fn claim(engine: &Idempotency, request: axum::extract::Request) -> Call {
+    match engine.begin(&PAY, request).await {
+        Ok(call) => call,
+        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
+    }
+}
+
+async fn claim_as(
+    op: &'static Operation,
+    engine: &Idempotency,
+    request: axum::extract::Request,
+) -> Call {
+    match engine.begin(op, request).await {
+        Ok(call) => call,
+        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
+    }
+}
+
+async fn answer(
+    op: &'static Operation,
+    engine: &Idempotency,
+    request: axum::extract::Request,
+) -> Response {
+    match engine.begin(op, request).await {
+        Ok(_) => panic!("expected an answer, but the key was claimed"),
+        Err(answer) => answer,
+    }
+}
+
+fn created(marker: &str) -> Result<Reply, sqlx::Error> {
+    Ok(Reply::json(
+        StatusCode::CREATED,
+        &json!({ "marker": marker }),
+    ))
+}
+
+async fn body_text(response: Response) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Moves a time column of `key`'s record to the past.
+async fn age(table: &Table, key: &str, column: &str) {
+    table
+        .sql(&format!(
+            "UPDATE {{t}} SET {column} = 0 WHERE idem_key = '{key}'"
+        ))
+        .await;
+}
+
+async fn count(table: &Table, sql: &str) -> i64 {
+    sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql.replace("{t}", &table.name)))
+        .fetch_one(&table.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn success_is_stored_and_replayed_byte_for_byte() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    let first = claim(&engine, pay(Some(&key), &json!({"amount": 1})))
+        .await
+        .finish(created("first"))
+        .await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    assert!(first.headers().get(REPLAYED_HEADER).is_none());
+    let first_body = body_text(first).await;
+
+    // Reordered and re-spaced JSON is the same request.
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"amount": 1}))).await;
+    assert_eq!(replay.status(), StatusCode::CREATED);
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert_eq!(replay.headers()["content-type"], "application/json");
+    assert_eq!(replay.headers().len(), 2, "{:?}", replay.headers());
+    assert_eq!(body_text(replay).await, first_body);
+    assert!(PAY.counters.replays.get() >= 1);
+}
+
+#[tokio::test]
+async fn a_duplicate_in_progress_is_told_to_retry_and_concurrent_claims_have_one_winner() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    // Each winner finishes at once: on SQLite its transaction holds the
+    // only write lock, and the other claims wait for it.
+    let attempts: Vec<_> = (0..8)
+        .map(|_| {
+            let engine = engine.clone();
+            let request = pay(Some(&key), &json!({"amount": 2}));
+            tokio::spawn(async move {
+                match engine.begin(&PAY, request).await {
+                    Ok(call) => (true, call.finish(created("one")).await),
+                    Err(answer) => (false, answer),
+                }
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for attempt in attempts {
+        let (won, answer) = attempt.await.unwrap();
+        if won {
+            winners += 1;
+            assert_eq!(answer.status(), StatusCode::CREATED);
+            continue;
+        }
+        match answer.status() {
+            StatusCode::CREATED => assert_eq!(answer.headers()[REPLAYED_HEADER], "true"),
+            status => {
+                assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+                assert_eq!(answer.headers()["retry-after"], "1");
+                assert_eq!(answer.headers()["content-type"], "application/problem+json");
+            }
+        }
+    }
+    assert_eq!(winners, 1);
+    let rows = count(&table, "SELECT COUNT(*) FROM {t}").await;
+    assert_eq!(rows, 1);
+}
+
+#[tokio::test]
+async fn the_same_key_with_another_body_is_a_conflict_and_changes_nothing() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    claim(&engine, pay(Some(&key), &json!({"amount": 3})))
+        .await
+        .finish(created("first"))
+        .await;
+    let conflict = answer(&PAY, &engine, pay(Some(&key), &json!({"amount": 4}))).await;
+    assert_eq!(conflict.status(), StatusCode::CONFLICT);
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"amount": 3}))).await;
+    assert!(body_text(replay).await.contains("first"));
+}
+
+#[tokio::test]
+async fn the_business_write_commits_with_the_record_or_not_at_all() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    table
+        .sql("CREATE TABLE {t}_paid (order_no VARCHAR(32) NOT NULL)")
+        .await;
+    let engine = table.engine().await;
+
+    // A failure rolls the write back and records the failure.
+    let key = key();
+    let mut call = claim(&engine, pay(Some(&key), &json!({"order": "A"}))).await;
+    let (tx, _) = call.parts();
+    table_insert(tx, &table.name, "A").await;
+    let failed = call
+        .finish(Ok::<_, sqlx::Error>(Reply::problem(
+            StatusCode::NOT_FOUND,
+            "unknown order",
+            "",
+        )))
+        .await;
+    assert_eq!(failed.status(), StatusCode::NOT_FOUND);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 0);
+    let status: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT status FROM {} WHERE idem_key = '{key}'",
+        table.name
+    )))
+    .fetch_one(&table.pool)
+    .await
+    .unwrap();
+    assert_eq!(status, "failed");
+
+    // An error of the business function's own type is a 500, rolled back.
+    let mut call = claim(&engine, pay(Some(&key), &json!({"order": "A"}))).await;
+    let (tx, _) = call.parts();
+    table_insert(tx, &table.name, "A").await;
+    let broken = call.finish(Err::<Reply, _>("the downstream refused")).await;
+    assert_eq!(broken.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 0);
+
+    // A retry after the failures succeeds, and its write commits with it.
+    let mut call = claim(&engine, pay(Some(&key), &json!({"order": "A"}))).await;
+    let (tx, _) = call.parts();
+    table_insert(tx, &table.name, "A").await;
+    assert_eq!(
+        call.finish(created("paid")).await.status(),
+        StatusCode::CREATED
+    );
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 1);
+    table.sql("DROP TABLE {t}_paid").await;
+}
+
+async fn table_insert(tx: &mut idemgen_runtime::Tx, table: &str, order: &str) {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {table}_paid (order_no) VALUES ('{order}')"
+    )))
+    .execute(&mut **tx)
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_recorded_failure_is_claimed_again_by_exactly_one_retry() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    claim(&engine, pay(Some(&key), &json!({})))
+        .await
+        .finish(Ok::<_, sqlx::Error>(Reply::problem(
+            StatusCode::NOT_FOUND,
+            "no",
+            "",
+        )))
+        .await;
+    let retries: Vec<_> = (0..6)
+        .map(|_| {
+            let engine = engine.clone();
+            let request = pay(Some(&key), &json!({}));
+            tokio::spawn(async move {
+                match engine.begin(&PAY, request).await {
+                    Ok(call) => (true, call.finish(created("retried")).await),
+                    Err(answer) => (false, answer),
+                }
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for retry in retries {
+        let (won, answer) = retry.await.unwrap();
+        if won {
+            winners += 1;
+            assert_eq!(answer.status(), StatusCode::CREATED);
+        } else if answer.status() == StatusCode::CREATED {
+            assert_eq!(answer.headers()[REPLAYED_HEADER], "true");
+        } else {
+            assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+        }
+    }
+    assert_eq!(winners, 1);
+}
+
+fn strict(tenant: &str, body: &Value) -> axum::extract::Request {
+    Request::post("/strict")
+        .header("X-Tenant", tenant)
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
+
+#[tokio::test]
+async fn body_keys_scopes_and_the_reject_policy() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let order = format!("o{}", uuid::Uuid::new_v4().simple());
+    let body = json!({"key": format!("ord:{order}"), "order": order});
+
+    // The key must repeat the body's `/order`.
+    let wrong = json!({"key": "ord:other", "order": order});
+    let refused = answer(&STRICT, &engine, strict("a", &wrong)).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        body_text(refused)
+            .await
+            .contains("must equal the request body's `/order`")
+    );
+
+    // Tenant `a` fails; `failed: reject` refuses its retry.
+    let call = engine
+        .begin(&STRICT, strict("a", &body))
+        .await
+        .ok()
+        .unwrap();
+    call.finish(Ok::<_, sqlx::Error>(Reply::problem(
+        StatusCode::BAD_GATEWAY,
+        "down",
+        "",
+    )))
+    .await;
+    let rejected = answer(&STRICT, &engine, strict("a", &body)).await;
+    assert_eq!(rejected.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body_text(rejected).await.contains("earlier attempt failed"));
+
+    // The same key under tenant `b` is another record.
+    let call = engine
+        .begin(&STRICT, strict("b", &body))
+        .await
+        .ok()
+        .unwrap();
+    assert_eq!(
+        call.finish(created("b")).await.status(),
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    let stale = claim(&engine, pay(Some(&key), &json!({}))).await;
+    if idemgen_runtime::Dialect::BUILT == idemgen_runtime::Dialect::Sqlite {
+        // SQLite has one writer: a stale worker's open transaction holds
+        // off the takeover until its deadline rolls it back (tested in
+        // `a_business_step_past_its_lease_is_cut_off_and_the_key_retried`).
+        drop(stale);
+        age(&table, &key, "lease_expires_at").await;
+        let fresh = claim(&engine, pay(Some(&key), &json!({}))).await;
+        assert!(PAY.counters.takeovers.get() >= 1);
+        assert_eq!(
+            fresh.finish(created("fresh")).await.status(),
+            StatusCode::CREATED
+        );
+        return;
+    }
+    age(&table, &key, "lease_expires_at").await;
+    let fresh = claim(&engine, pay(Some(&key), &json!({}))).await;
+    assert!(PAY.counters.takeovers.get() >= 1);
+
+    let late = stale.finish(created("stale")).await;
+    assert_eq!(late.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        fresh.finish(created("fresh")).await.status(),
+        StatusCode::CREATED
+    );
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({}))).await;
+    assert!(body_text(replay).await.contains("fresh"));
+}
+
+#[tokio::test]
+async fn a_key_past_its_window_is_new_and_the_purge_deletes_only_expired_records() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let (expired, live) = (key(), key());
+    for key in [&expired, &live] {
+        claim(&engine, pay(Some(key), &json!({})))
+            .await
+            .finish(created("done"))
+            .await;
+    }
+    age(&table, &expired, "expires_at").await;
+    // Past its window the key is new, even with another body.
+    let call = claim(&engine, pay(Some(&expired), &json!({"other": true}))).await;
+    call.finish(created("new")).await;
+
+    age(&table, &expired, "expires_at").await;
+    age(&table, &expired, "lease_expires_at").await;
+    assert_eq!(engine.purge_expired(1).await.unwrap(), 1);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 1);
+    let replay = answer(&PAY, &engine, pay(Some(&live), &json!({}))).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+}
+
+#[tokio::test]
+async fn missing_malformed_and_overlong_keys_and_oversized_bodies_write_nothing() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let long = format!("{}{}", key(), "0".repeat(64));
+    for key in [None, Some("pay:not-a-uuid"), Some(long.as_str())] {
+        let refused = answer(&PAY, &engine, pay(key, &json!({}))).await;
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{key:?}");
+        assert_eq!(
+            refused.headers()["content-type"],
+            "application/problem+json"
+        );
+    }
+    let mut request = pay(Some(&key()), &json!({}));
+    *request.body_mut() = Body::from(vec![b' '; idemgen_runtime::MAX_BODY_BYTES + 1]);
+    let refused = answer(&PAY, &engine, request).await;
+    assert_eq!(refused.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+}
+
+#[tokio::test]
+async fn an_operation_without_a_contract_runs_in_a_plain_transaction() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let call = engine
+        .begin(&PLAIN, pay(None, &json!({})))
+        .await
+        .ok()
+        .unwrap();
+    assert_eq!(call.request().path, "/pay");
+    assert_eq!(
+        call.finish(created("x")).await.status(),
+        StatusCode::CREATED
+    );
+    // Nothing recorded, and the same request runs again.
+    let again = engine
+        .begin(&PLAIN, pay(None, &json!({})))
+        .await
+        .ok()
+        .unwrap();
+    again.finish(created("x")).await;
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+}
+
+#[tokio::test]
+async fn a_table_that_does_not_fit_stops_the_service_at_start() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    match Idempotency::new(table.pool.clone(), "no_such_table").await {
+        Err(StoreError::Schema { table, .. }) => assert_eq!(table, "no_such_table"),
+        Err(other) => panic!("expected a schema error, got {other}"),
+        Ok(_) => panic!("a missing table was accepted"),
+    }
+    table.sql("ALTER TABLE {t} DROP COLUMN response_body").await;
+    let Err(error) = Idempotency::new(table.pool.clone(), &table.name).await else {
+        panic!("a table without response_body was accepted");
+    };
+    let message = error.to_string();
+    assert!(message.contains(&format!("`{}`", table.name)), "{message}");
+    assert!(message.contains("idemgen ddl"), "{message}");
+    match Idempotency::new(table.pool.clone(), "records; DROP TABLE x").await {
+        Err(StoreError::BadTableName(_)) => {}
+        _ => panic!("a table name that is not an identifier was accepted"),
+    }
+}
+
+/// A 300 ms lease, so the deadline test does not wait long.
+static QUICK: Operation = Operation::idempotent(
+    "quick",
+    "quick",
+    Contract {
+        max_key_len: 64,
+        ..Contract::header("pay:{uuid}", KEY_PATTERN, 60_000, 300)
+    },
+);
+
+#[tokio::test]
+async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    table
+        .sql("CREATE TABLE {t}_slow (order_no VARCHAR(32) NOT NULL)")
+        .await;
+    let engine = table.engine().await;
+    let key = key();
+    let call = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
+    assert!(call.claim_token().is_some_and(|token| token.len() == 36));
+    let name = table.name.clone();
+    let mut call = call;
+    let deadline = call.deadline();
+    let (tx, _) = call.parts();
+    let slow = async {
+        table_insert_named(tx, &format!("{name}_slow"), "S").await;
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        created("too late")
+    };
+    assert!(
+        idemgen_runtime::within_lease(deadline, slow)
+            .await
+            .is_none()
+    );
+    let slow = call.lease_expired().await;
+    assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(slow.headers().contains_key("retry-after"));
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_slow").await, 0);
+    // Released at once: the retry runs now, not after another lease.
+    let mut retry = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
+    let deadline = retry.deadline();
+    let (tx, _) = retry.parts();
+    let in_time = async {
+        table_insert_named(tx, &format!("{name}_slow"), "S").await;
+        created("in time")
+    };
+    let outcome = idemgen_runtime::within_lease(deadline, in_time)
+        .await
+        .expect("in time");
+    assert_eq!(retry.finish(outcome).await.status(), StatusCode::CREATED);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_slow").await, 1);
+    table.sql("DROP TABLE {t}_slow").await;
+}
+
+#[tokio::test]
+async fn errors_that_are_not_business_answers_leave_the_key_retryable_under_reject() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let body = json!({"key": "ord:r1", "order": "r1"});
+    let request = || {
+        let mut request = pay(None, &body);
+        request
+            .headers_mut()
+            .insert("x-tenant", "acme".parse().unwrap());
+        request
+    };
+    // An error from the business function (here a database error of the
+    // infrastructure kind) is not an answer: nothing is recorded.
+    let call = claim_as(&STRICT, &engine, request()).await;
+    let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    let down = call.finish(Err::<Reply, _>(sqlx::Error::Io(reset))).await;
+    assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(down.headers().contains_key("retry-after"));
+    // Nor is any other error: a 500 the client may retry.
+    let call = claim_as(&STRICT, &engine, request()).await;
+    let raced = call
+        .finish(Err::<Reply, _>(sqlx::Error::Protocol("not a race".into())))
+        .await;
+    assert_eq!(raced.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    // Still retryable, although the contract rejects recorded failures.
+    let call = claim_as(&STRICT, &engine, request()).await;
+    assert_eq!(
+        call.finish(created("paid")).await.status(),
+        StatusCode::CREATED
+    );
+}
+
+#[tokio::test]
+async fn scope_values_that_cannot_be_read_exactly_are_refused_before_any_record() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let body = json!({"key": "ord:s1", "order": "s1"});
+    let with_tenant = |tenant: Option<&[u8]>| {
+        let mut request = pay(None, &body);
+        if let Some(tenant) = tenant {
+            request.headers_mut().insert(
+                "x-tenant",
+                axum::http::HeaderValue::from_bytes(tenant).unwrap(),
+            );
+        }
+        request
+    };
+    let missing = answer(&STRICT, &engine, with_tenant(None)).await;
+    assert_eq!(missing.status(), StatusCode::BAD_REQUEST);
+    assert!(body_text(missing).await.contains("X-Tenant"));
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+    // Two tenants whose names are not ASCII are two tenants.
+    for tenant in [
+        "Zürich".as_bytes(),
+        "Malmö".as_bytes(),
+        b"Z\xfcrich".as_slice(),
+    ] {
+        let call = claim_as(&STRICT, &engine, with_tenant(Some(tenant))).await;
+        assert_eq!(
+            call.finish(created("ok")).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 3);
+}
+
+#[tokio::test]
+async fn a_body_with_a_duplicate_member_is_refused_before_any_record() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let request = Request::post("/pay")
+        .header("Idempotency-Key", key())
+        .header("content-type", "application/json")
+        .body(Body::from(r#"{"amount": 1, "amount": 100}"#))
+        .unwrap();
+    let refused = answer(&PAY, &engine, request).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert!(body_text(refused).await.contains("appears twice"));
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+}
+
+async fn table_insert_named(tx: &mut idemgen_runtime::Tx, table: &str, order: &str) {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {table} (order_no) VALUES ('{order}')"
+    )))
+    .execute(&mut **tx)
+    .await
+    .unwrap();
+}
+
+/// The typed input of [`PAY`] in the tests below.
+#[derive(serde::Deserialize)]
+struct Payment {
+    amount: u32,
+}
+
+#[tokio::test]
+async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unused() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    for (body, status) in [
+        (json!({"amount": "ten"}), StatusCode::UNPROCESSABLE_ENTITY),
+        (json!({}), StatusCode::UNPROCESSABLE_ENTITY),
+    ] {
+        let refused = match engine
+            .begin_decoded(&PAY, pay(Some(&key), &body), |request| {
+                request.body_as::<Payment>()
+            })
+            .await
+        {
+            Ok(_) => panic!("{body} was accepted"),
+            Err(refused) => refused,
+        };
+        assert_eq!(refused.status(), status, "{body}");
+        assert_eq!(
+            refused.headers()["content-type"],
+            "application/problem+json"
+        );
+        assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+    }
+    let mut malformed = pay(Some(&key), &json!({}));
+    *malformed.body_mut() = Body::from("{\"amount\": 1");
+    let refused = engine
+        .begin_decoded(&PAY, malformed, |request| request.body_as::<Payment>())
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+
+    // The fixed request is processed with the same key, and its typed
+    // answer is stored and replayed as serialised.
+    let (call, payment) = engine
+        .begin_decoded(&PAY, pay(Some(&key), &json!({"amount": 10})), |request| {
+            request.body_as::<Payment>()
+        })
+        .await
+        .ok()
+        .unwrap();
+    let body = serde_json::to_vec(&json!({"paid": payment.amount})).unwrap();
+    let reply = Reply::from_parts(StatusCode::CREATED, Some("application/json"), body.clone());
+    let done = call
+        .finish(Ok::<_, idemgen_runtime::BusinessError>(reply))
+        .await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"amount": 10}))).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert_eq!(body_text(replay).await.into_bytes(), body);
+}
+
+#[tokio::test]
+async fn an_answer_without_content_is_replayed_without_a_content_type() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    let call = claim(&engine, pay(Some(&key), &json!({}))).await;
+    let done = call
+        .answer(Reply::from_parts(StatusCode::NO_CONTENT, None, Vec::new()))
+        .await;
+    assert_eq!(done.status(), StatusCode::NO_CONTENT);
+    assert!(done.headers().get("content-type").is_none());
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({}))).await;
+    assert_eq!(replay.status(), StatusCode::NO_CONTENT);
+    assert!(replay.headers().get("content-type").is_none());
+    assert_eq!(body_text(replay).await, "");
+}
+
+#[tokio::test]
+async fn a_missing_key_is_answered_before_the_input_is_decoded() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    // The body is also wrong, but the key's absence is what the contract
+    // answers, with its own status.
+    let refused = engine
+        .begin_decoded(&STRICT, strict("acme", &json!({"order": 5})), |_| {
+            Err::<(), _>(Reply::problem(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "decode ran",
+                "",
+            ))
+        })
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 422);
+    assert!(body_text(refused).await.contains("missing idempotency key"));
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+}
+
+#[tokio::test]
+async fn an_unwritten_business_function_is_501_and_leaves_the_key_retryable() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let key = key();
+    let call = claim(&engine, pay(Some(&key), &json!({}))).await;
+    let stub = call
+        .finish(Err::<Reply, idemgen_runtime::BusinessError>(
+            idemgen_runtime::NotImplemented("src/business/on_pay.rs").into(),
+        ))
+        .await;
+    assert_eq!(stub.status(), StatusCode::NOT_IMPLEMENTED);
+    assert!(body_text(stub).await.contains("src/business/on_pay.rs"));
+    // Released, not recorded as failed: once written, the retry runs.
+    let retry = claim(&engine, pay(Some(&key), &json!({}))).await;
+    let done = retry.finish(created("written")).await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+}

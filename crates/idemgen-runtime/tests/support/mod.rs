@@ -1,0 +1,131 @@
+//! A record table for one test on this build's database: a temporary SQLite
+//! file (removed afterwards), or a uniquely named table in the database of
+//! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` (dropped afterwards).
+//! The DDL is the one idemgen generates (the payment-callback example's
+//! first migration), under the test's own table name.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use idemgen_runtime::{Dialect, Idempotency, Pool};
+
+#[cfg(feature = "sqlite")]
+const DDL: &str = include_str!(
+    "../../../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql"
+);
+#[cfg(feature = "mysql")]
+const DDL: &str = include_str!(
+    "../../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
+);
+#[cfg(feature = "postgres")]
+const DDL: &str = include_str!(
+    "../../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
+);
+
+/// The variable naming the server for this build, if it needs one.
+pub fn server_variable() -> Option<&'static str> {
+    match Dialect::BUILT {
+        Dialect::Sqlite => None,
+        Dialect::Mysql => Some("IDEMGEN_TEST_MYSQL_URL"),
+        Dialect::Postgres => Some("IDEMGEN_TEST_PG_URL"),
+    }
+}
+
+pub struct Table {
+    pub pool: Pool,
+    pub name: String,
+    url: String,
+    file: Option<PathBuf>,
+}
+
+impl Table {
+    /// A fresh record table, or `None` (with a note) when this build's
+    /// server is not configured.
+    pub async fn new() -> Option<Table> {
+        let name = format!("idem_rt_{}", uuid::Uuid::new_v4().simple());
+        let (url, file) = match server_variable() {
+            None => {
+                let file = std::env::temp_dir().join(format!("{name}.db"));
+                (format!("sqlite://{}", file.display()), Some(file))
+            }
+            Some(variable) => match std::env::var(variable) {
+                Ok(url) => (url, None),
+                Err(_) => {
+                    // Written past the test harness's capture, so the skip shows.
+                    let _ = std::io::Write::write_all(
+                        &mut std::io::stderr(),
+                        format!("SKIPPED: set {variable} to run\n").as_bytes(),
+                    );
+                    return None;
+                }
+            },
+        };
+        static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+        let pool = idemgen_runtime::connect(&url, &NO_MIGRATIONS)
+            .await
+            .expect("connect");
+        let table = Table {
+            pool,
+            name,
+            url,
+            file,
+        };
+        sqlx::raw_sql(sqlx::AssertSqlSafe(table.ddl()))
+            .execute(&table.pool)
+            .await
+            .expect("create the record table");
+        Some(table)
+    }
+
+    pub fn ddl(&self) -> String {
+        DDL.replace("idempotent_record", &self.name)
+    }
+
+    pub async fn engine(&self) -> Idempotency {
+        Idempotency::new(self.pool.clone(), &self.name)
+            .await
+            .expect("the table fits the statements")
+    }
+
+    /// Runs SQL with `{t}` standing for the table.
+    pub async fn sql(&self, sql: &str) {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.replace("{t}", &self.name)))
+            .execute(&self.pool)
+            .await
+            .unwrap();
+    }
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        match &self.file {
+            Some(file) => {
+                for suffix in ["", "-wal", "-shm", "-journal"] {
+                    let mut path = file.clone().into_os_string();
+                    path.push(suffix);
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            None => {
+                let url = self.url.clone();
+                let sql = format!("DROP TABLE IF EXISTS {}", self.name);
+                // The test's runtime is blocked here: drop the table from a
+                // runtime and connection of its own.
+                let _ = std::thread::spawn(move || {
+                    tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap()
+                        .block_on(async move {
+                            if let Ok(pool) = Pool::connect(&url).await {
+                                let _ =
+                                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
+                            }
+                        })
+                })
+                .join();
+            }
+        }
+    }
+}

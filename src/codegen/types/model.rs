@@ -1,0 +1,156 @@
+//! What the generator decided, before any Rust is written: the Rust type
+//! each schema use maps to, and the definitions the models module holds.
+
+/// The Rust type of one use of a schema.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ty {
+    /// A type defined in the models module.
+    Named(String),
+    String,
+    Bool,
+    /// `i32`, `i64`, `u32`, `u64`, …
+    Integer(&'static str),
+    /// `f32` or `f64`.
+    Number(&'static str),
+    Vec(Box<Ty>),
+    /// `BTreeMap<String, T>`: a JSON object used as a dictionary.
+    Map(Box<Ty>),
+    Option(Box<Ty>),
+    /// A named type that contains itself by value (a recursive schema).
+    Boxed(Box<Ty>),
+    /// Bytes of a body that is not JSON.
+    Bytes,
+    /// Any JSON value: `serde_json::Value`.
+    Json,
+}
+
+impl Ty {
+    pub fn option(self) -> Ty {
+        match self {
+            Ty::Option(_) | Ty::Json => self,
+            other => Ty::Option(Box::new(other)),
+        }
+    }
+
+    pub fn uses_map(&self) -> bool {
+        match self {
+            Ty::Map(_) => true,
+            Ty::Vec(inner) | Ty::Option(inner) | Ty::Boxed(inner) => inner.uses_map(),
+            _ => false,
+        }
+    }
+
+    /// The named type this use holds by value (not behind `Vec`, a map
+    /// or a `Box`): what makes a struct that contains it infinitely large
+    /// when the two refer to each other.
+    pub fn by_value(&self) -> Option<&str> {
+        match self {
+            Ty::Named(name) => Some(name),
+            Ty::Option(inner) => inner.by_value(),
+            _ => None,
+        }
+    }
+
+    /// Puts the by-value named type in a `Box` (keeping an `Option` outside).
+    pub fn boxed(self) -> Ty {
+        match self {
+            Ty::Option(inner) => Ty::Option(Box::new(inner.boxed())),
+            Ty::Named(_) => Ty::Boxed(Box::new(self)),
+            other => other,
+        }
+    }
+
+    /// The type as Rust source, relative to the models module.
+    pub fn rust(&self) -> String {
+        match self {
+            Ty::Named(name) => name.clone(),
+            Ty::String => "String".into(),
+            Ty::Bool => "bool".into(),
+            Ty::Integer(name) | Ty::Number(name) => (*name).into(),
+            Ty::Vec(inner) => format!("Vec<{}>", inner.rust()),
+            Ty::Map(inner) => format!("BTreeMap<String, {}>", inner.rust()),
+            Ty::Option(inner) => format!("Option<{}>", inner.rust()),
+            Ty::Boxed(inner) => format!("Box<{}>", inner.rust()),
+            Ty::Bytes => "Vec<u8>".into(),
+            Ty::Json => "serde_json::Value".into(),
+        }
+    }
+}
+
+/// One type of the models module.
+#[derive(Debug, Clone)]
+pub struct TypeDef {
+    pub name: String,
+    pub docs: Vec<String>,
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Struct(Struct),
+    /// A string enum: each variant and the value it stands for.
+    StringEnum(Vec<EnumValue>),
+    /// `oneOf` / `anyOf` / several types: the first variant that fits wins.
+    Untagged(Vec<Alternative>),
+    /// `pub type Name = Ty;`
+    Alias(Ty),
+    /// `pub struct Name(pub Ty);`: an alias that refers to itself, which a
+    /// type alias cannot.
+    Newtype(Ty),
+    /// An operation's answers: one variant per declared status.
+    Response(Vec<ResponseCase>),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Struct {
+    pub fields: Vec<Field>,
+    /// `additionalProperties` with a schema: the other members, kept.
+    pub additional: Option<Ty>,
+    /// `additionalProperties: false`: unknown members are an error.
+    pub deny_unknown: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The Rust name (`r#type` for keywords).
+    pub name: String,
+    /// The property name on the wire.
+    pub wire: String,
+    /// The type when present; optional fields are wrapped in `Option` on output.
+    pub ty: Ty,
+    pub required: bool,
+    pub docs: Vec<String>,
+}
+
+impl Field {
+    /// The field's declared type: optional properties are `Option`s.
+    pub fn declared(&self) -> Ty {
+        if self.required {
+            self.ty.clone()
+        } else {
+            self.ty.clone().option()
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EnumValue {
+    pub variant: String,
+    pub wire: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResponseCase {
+    pub variant: String,
+    pub status: super::StatusPattern,
+    /// `None` when the response has no content.
+    pub body: Option<Ty>,
+    pub media_type: Option<String>,
+    pub docs: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Alternative {
+    pub variant: String,
+    pub ty: Ty,
+}
