@@ -14,6 +14,7 @@ pub mod config;
 pub mod contract;
 pub mod fix;
 pub mod lint;
+pub mod lsp;
 pub mod probe;
 pub mod report;
 pub mod spec;

@@ -50,6 +50,9 @@ enum Command {
     /// Attack a running service's idempotent operations (bursts, replays,
     /// changed bodies, bad keys) and report which promises hold.
     Probe(Box<probe::ProbeArgs>),
+    /// Serve the Language Server Protocol on stdio: diagnostics, window
+    /// math on hover, fixes as code actions, completion, go to `$ref`.
+    Lsp,
     /// Print shell completions.
     Completions { shell: clap_complete::Shell },
 }
@@ -222,6 +225,7 @@ pub fn run() -> ExitCode {
         Command::Gen(args) => generate::run(&args),
         Command::Ddl(args) => ddl::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::Lsp => crate::lsp::run(),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

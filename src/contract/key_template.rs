@@ -26,7 +26,8 @@ pub struct KeyTemplate {
     pub parts: Vec<Part>,
 }
 
-const SEGMENT_NAMES: [&str; 7] = [
+/// The `{segment}` names a key format may use.
+pub const SEGMENT_NAMES: [&str; 7] = [
     "uuid",
     "ulid",
     "random:N",

@@ -21,8 +21,9 @@ pub struct ContractError {
     pub help: Option<String>,
 }
 
-/// Field names at each level, for unknown-field suggestions.
-const SECTIONS: [(&str, &[&str]); 9] = [
+/// Field names at each level, for unknown-field suggestions and editor
+/// completion.
+pub const SECTIONS: [(&str, &[&str]); 9] = [
     (
         "",
         &[
@@ -63,6 +64,16 @@ const SECTIONS: [(&str, &[&str]); 9] = [
         ],
     ),
     ("monitoring", &["replay-rate-alert"]),
+];
+
+/// The values of the fields that take one of a few words (other than
+/// `profile` and `store.dialect`, whose names live on their types), for
+/// editor completion; the parser below accepts exactly these.
+pub const CHOICES: [(&str, &[&str]); 4] = [
+    ("key.in", &["header", "query", "body"]),
+    ("fingerprint.canonical", &["json", "raw"]),
+    ("fingerprint.include", &["method", "path", "query", "body"]),
+    ("responses.failed", &["retry", "reject"]),
 ];
 
 struct Parser<'e> {

@@ -1,0 +1,75 @@
+//! Hover on an `x-idempotency` block or any field in it: the operation's
+//! window math, rendered by the same code as `idemgen window --format
+//! markdown`. On the document-level block, every operation that inherits
+//! it.
+
+use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind};
+
+use super::locate::Located;
+use crate::analysis::analyse;
+use crate::contract::model::Defaults;
+use crate::spec::Workspace;
+use crate::spec::node::pointer_join;
+use crate::window::WindowInputs;
+use crate::window::render::{WindowRow, markdown};
+
+/// Operations listed at most under the document-level block.
+const MAX_ROWS: usize = 20;
+
+pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -> Option<Hover> {
+    let block_at = located.path.iter().position(|key| key == "x-idempotency")?;
+    // The pointer of what holds the block: "" for the document, else an
+    // operation's.
+    let holder = located.path[..block_at]
+        .iter()
+        .fold(String::new(), |pointer, key| pointer_join(&pointer, key));
+    let analysis = analyse(workspace, defaults);
+    let mut rows = Vec::new();
+    let mut inheriting = 0;
+    for (analysed, contract) in analysis.contracted() {
+        let operation = &analysed.operation;
+        if !holder.is_empty() && operation.pointer != holder {
+            continue;
+        }
+        inheriting += 1;
+        if rows.len() < MAX_ROWS {
+            rows.push(WindowRow::new(
+                operation.name(),
+                operation.method.clone(),
+                operation.path.clone(),
+                WindowInputs::of(contract),
+            ));
+        }
+    }
+    let title = if holder.is_empty() {
+        format!(
+            "**Window math** of the {inheriting} operation{} with a contract (this block is their default)",
+            if inheriting == 1 { "" } else { "s" }
+        )
+    } else {
+        format!(
+            "**Window math** of `{}`",
+            rows.first()
+                .map_or("this operation", |row| row.operation.as_str())
+        )
+    };
+    let body = if rows.is_empty() {
+        "No operation has a readable contract here yet.\n".to_string()
+    } else {
+        let mut body = markdown(&rows);
+        if inheriting > rows.len() {
+            body.push_str(&format!(
+                "\n{} more: `idemgen window` lists them all.\n",
+                inheriting - rows.len()
+            ));
+        }
+        body
+    };
+    Some(Hover {
+        contents: HoverContents::Markup(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: format!("{title}\n\n{body}"),
+        }),
+        range: None,
+    })
+}

@@ -1,0 +1,78 @@
+//! The background linter behind pushed diagnostics.
+//!
+//! One worker thread lints; the server loop keeps answering while it does.
+//! Jobs queued while the worker is busy coalesce: of several for one
+//! document only the newest is linted. Results carry the document version
+//! they were computed for, and the server drops any that a newer edit has
+//! overtaken, so stale diagnostics are never published over fresh ones.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+
+use super::diagnostics::{Checked, check};
+use crate::lint::LintOptions;
+
+pub struct Job {
+    pub uri: String,
+    pub version: i32,
+    pub path: PathBuf,
+    /// Every open document's text by path.
+    pub overlay: Arc<HashMap<PathBuf, String>>,
+    pub options: Arc<LintOptions>,
+}
+
+pub struct Outcome {
+    pub uri: String,
+    pub version: i32,
+    pub checked: Checked,
+}
+
+pub struct Linter {
+    jobs: Sender<Job>,
+    pub results: Receiver<Outcome>,
+}
+
+impl Linter {
+    pub fn start() -> Linter {
+        let (jobs, queue) = unbounded::<Job>();
+        let (done, results) = unbounded::<Outcome>();
+        std::thread::Builder::new()
+            .name("lsp-linter".into())
+            .spawn(move || work(&queue, &done))
+            .expect("spawning the linter thread");
+        Linter { jobs, results }
+    }
+
+    pub fn submit(&self, job: Job) {
+        let _ = self.jobs.send(job);
+    }
+}
+
+fn work(queue: &Receiver<Job>, done: &Sender<Outcome>) {
+    while let Ok(first) = queue.recv() {
+        // Everything queued meanwhile: keep only the newest job per document.
+        let mut newest: Vec<Job> = vec![first];
+        while let Ok(job) = queue.try_recv() {
+            newest.retain(|queued| queued.uri != job.uri);
+            newest.push(job);
+        }
+        for job in newest {
+            // A bug in a rule must not take the server down with it.
+            let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                check(&job.path, &job.overlay, &job.options)
+            }))
+            .unwrap_or(None);
+            let outcome = Outcome {
+                uri: job.uri,
+                version: job.version,
+                checked,
+            };
+            if done.send(outcome).is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Loading an open document the way `idemgen lint` loads a file, with the
+//! editor's unsaved text of every open document in place of the disk.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use crate::spec::{LoadError, MAX_FILE_BYTES, Workspace};
+
+pub enum Loaded {
+    Spec(Box<Workspace>),
+    /// Not an OpenAPI 3.x document (a YAML file of another kind, a
+    /// Swagger 2.0 file, binary data): the server says nothing about it.
+    NotOpenApi,
+    /// An OpenAPI document that cannot be read yet (half-typed YAML, an
+    /// unsupported version, too large): one diagnostic says why.
+    Failed(Box<LoadError>),
+}
+
+/// Loads `path`, whose text (and that of other open files) is in `overlay`.
+pub fn load(path: &Path, overlay: &HashMap<PathBuf, String>) -> Loaded {
+    let key = crate::spec::normalize(path);
+    let Some(text) = overlay.get(&key) else {
+        return Loaded::NotOpenApi;
+    };
+    if !looks_like_openapi(text) {
+        return Loaded::NotOpenApi;
+    }
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Loaded::Failed(LoadError::plain(
+            &path.display().to_string(),
+            format!(
+                "the file is larger than the {} MiB limit, so it is not checked",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            "split the API description into several files",
+        ));
+    }
+    match Workspace::load_with(&key, overlay) {
+        Ok(workspace) => Loaded::Spec(Box::new(workspace)),
+        Err(error) => Loaded::Failed(error),
+    }
+}
+
+/// Whether the text declares `openapi` near its top: the cheap test that
+/// keeps the server quiet on every other YAML and JSON file.
+pub fn looks_like_openapi(text: &str) -> bool {
+    let mut head = &text[..text.len().min(64 * 1024)];
+    while !text.is_char_boundary(head.len()) {
+        head = &head[..head.len() - 1];
+    }
+    if head.contains('\0') {
+        return false; // binary
+    }
+    head.contains("\"openapi\"")
+        || head.lines().any(|line| {
+            let line = line.trim_start();
+            ["openapi:", "'openapi':", "\"openapi\":"]
+                .iter()
+                .any(|key| line.starts_with(key))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_openapi_documents_are_recognised() {
+        assert!(looks_like_openapi("openapi: 3.1.0\ninfo: {}\n"));
+        assert!(looks_like_openapi("{\"openapi\":\"3.0.3\"}"));
+        assert!(!looks_like_openapi("name: CI\non: push\n"));
+        assert!(!looks_like_openapi("openapi:\0\u{1}"));
+        assert!(!looks_like_openapi(""));
+    }
+}

@@ -1,0 +1,270 @@
+//! JSON-RPC over stdio with `Content-Length` framing.
+//!
+//! `lsp-server`'s own stdio transport ends its reader thread on the first
+//! malformed message, which would leave the editor talking to a dead
+//! server. This one reads the frames itself: a body that is not JSON gets a
+//! `ParseError` response, JSON that is not a JSON-RPC message an
+//! `InvalidRequest` one, and reading goes on with the next frame.
+
+use std::io::{self, BufRead, Write};
+use std::thread;
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use lsp_server::{ErrorCode, Message};
+use serde_json::{Value, json};
+
+/// Largest message body accepted: a 32 MiB spec, escaped, fits.
+const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
+
+/// What the reader hands the server loop.
+#[derive(Debug)]
+pub enum Incoming {
+    Message(Message),
+    /// A frame that is not a JSON-RPC message: already answered with an
+    /// error response, logged here for the server.
+    Malformed(String),
+}
+
+/// What the writer sends: a message, or a raw JSON-RPC object (an error
+/// response whose `id` is `null`, which `lsp_server::Response` cannot say).
+#[derive(Debug)]
+pub enum Outgoing {
+    Message(Message),
+    Raw(Value),
+}
+
+impl From<Message> for Outgoing {
+    fn from(message: Message) -> Self {
+        Outgoing::Message(message)
+    }
+}
+
+pub struct Transport {
+    pub incoming: Receiver<Incoming>,
+    pub outgoing: Sender<Outgoing>,
+    writer: thread::JoinHandle<()>,
+}
+
+impl Transport {
+    /// Starts the reader and writer threads on stdin and stdout. The
+    /// reader's channel is unbounded so queued edits can be coalesced.
+    pub fn stdio() -> Transport {
+        let (outgoing, to_write) = unbounded::<Outgoing>();
+        let writer = thread::Builder::new()
+            .name("lsp-writer".into())
+            .spawn(move || {
+                let stdout = io::stdout();
+                let mut stdout = stdout.lock();
+                for message in to_write {
+                    let written = match message {
+                        Outgoing::Message(message) => message.write(&mut stdout),
+                        Outgoing::Raw(value) => write_frame(&mut stdout, &value.to_string()),
+                    };
+                    if written.is_err() {
+                        break; // the client is gone
+                    }
+                }
+            })
+            .expect("spawning the writer thread");
+        let (to_server, incoming) = unbounded::<Incoming>();
+        let replies = outgoing.clone();
+        thread::Builder::new()
+            .name("lsp-reader".into())
+            .spawn(move || {
+                let stdin = io::stdin();
+                read_loop(&mut stdin.lock(), &to_server, &replies);
+            })
+            .expect("spawning the reader thread");
+        Transport {
+            incoming,
+            outgoing,
+            writer,
+        }
+    }
+
+    /// Flushes what is queued for the client and waits for the writer.
+    pub fn finish(self) {
+        drop(self.outgoing);
+        let _ = self.writer.join();
+    }
+}
+
+/// Reads frames until end of input or `exit`.
+fn read_loop(input: &mut impl BufRead, to_server: &Sender<Incoming>, replies: &Sender<Outgoing>) {
+    loop {
+        let incoming = match read_frame(input) {
+            Ok(None) => return,
+            Ok(Some(body)) => decode(&body, replies),
+            Err(error) if error.kind() == io::ErrorKind::InvalidData => {
+                let why = error.to_string();
+                let _ = replies.send(error_without_id(ErrorCode::ParseError, &why));
+                Incoming::Malformed(why)
+            }
+            Err(_) => return,
+        };
+        let is_exit =
+            matches!(&incoming, Incoming::Message(Message::Notification(n)) if n.method == "exit");
+        if to_server.send(incoming).is_err() || is_exit {
+            return;
+        }
+    }
+}
+
+/// One frame's body, `None` at end of input. A bad header is
+/// `InvalidData`, after which the frame's body (if any) is skipped.
+fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
+    let mut length: Option<usize> = None;
+    let mut bad_header = None;
+    let mut line = String::new();
+    let mut saw_header = false;
+    loop {
+        line.clear();
+        if input.read_line(&mut line)? == 0 {
+            return if saw_header {
+                Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "end of input inside a header",
+                ))
+            } else {
+                Ok(None)
+            };
+        }
+        let header = line.trim_end_matches(['\r', '\n']);
+        if header.is_empty() {
+            if saw_header {
+                break;
+            }
+            continue; // stray blank line between frames
+        }
+        saw_header = true;
+        match header.split_once(':') {
+            Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
+                match value.trim().parse::<usize>() {
+                    Ok(bytes) => length = Some(bytes),
+                    Err(_) => bad_header = Some(format!("bad Content-Length `{}`", value.trim())),
+                }
+            }
+            Some(_) => {} // Content-Type and other headers are ignored
+            None => bad_header = Some(format!("malformed header line `{header}`")),
+        }
+    }
+    let length = match (length, bad_header) {
+        (Some(length), None) if length <= MAX_BODY_BYTES => length,
+        (Some(length), None) => {
+            skip(input, length)?;
+            return Err(invalid(format!(
+                "a {length}-byte message is larger than the {MAX_BODY_BYTES}-byte limit"
+            )));
+        }
+        (Some(length), Some(why)) => {
+            skip(input, length)?;
+            return Err(invalid(why));
+        }
+        (None, why) => {
+            return Err(invalid(
+                why.unwrap_or_else(|| "no Content-Length header".into()),
+            ));
+        }
+    };
+    let mut body = vec![0; length];
+    input.read_exact(&mut body)?;
+    Ok(Some(body))
+}
+
+fn skip(input: &mut impl BufRead, bytes: usize) -> io::Result<()> {
+    io::copy(&mut io::Read::take(input, bytes as u64), &mut io::sink()).map(drop)
+}
+
+fn invalid(why: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, why)
+}
+
+/// A body as a message; anything else is answered here.
+fn decode(body: &[u8], replies: &Sender<Outgoing>) -> Incoming {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(value) => value,
+        Err(error) => {
+            let why = format!("the message is not JSON: {error}");
+            let _ = replies.send(error_without_id(ErrorCode::ParseError, &why));
+            return Incoming::Malformed(why);
+        }
+    };
+    let id = value.get("id").cloned();
+    match serde_json::from_value::<Message>(value) {
+        Ok(message) => Incoming::Message(message),
+        Err(error) => {
+            let why = format!("not a JSON-RPC request, response or notification: {error}");
+            let _ = replies.send(Outgoing::Raw(json!({
+                "jsonrpc": "2.0",
+                "id": id.unwrap_or(Value::Null),
+                "error": {"code": ErrorCode::InvalidRequest as i32, "message": why},
+            })));
+            Incoming::Malformed(why)
+        }
+    }
+}
+
+fn error_without_id(code: ErrorCode, message: &str) -> Outgoing {
+    Outgoing::Raw(json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": code as i32, "message": message},
+    }))
+}
+
+fn write_frame(out: &mut impl Write, body: &str) -> io::Result<()> {
+    write!(out, "Content-Length: {}\r\n\r\n", body.len())?;
+    out.write_all(body.as_bytes())?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(text: &str) -> (Vec<Incoming>, Vec<Outgoing>) {
+        let (to_server, incoming) = unbounded();
+        let (replies, outgoing) = unbounded();
+        read_loop(&mut text.as_bytes(), &to_server, &replies);
+        drop((to_server, replies));
+        (incoming.iter().collect(), outgoing.iter().collect())
+    }
+
+    fn frame(body: &str) -> String {
+        format!("Content-Length: {}\r\n\r\n{body}", body.len())
+    }
+
+    #[test]
+    fn a_bad_body_is_answered_and_reading_goes_on() {
+        let input = frame("{not json")
+            + &frame(r#"{"jsonrpc":"2.0","id":7}"#)
+            + &frame(r#"{"jsonrpc":"2.0","id":8,"method":"shutdown"}"#);
+        let (incoming, outgoing) = frames(&input);
+        assert_eq!(incoming.len(), 3);
+        assert!(
+            matches!(&incoming[2], Incoming::Message(Message::Request(r)) if r.method == "shutdown")
+        );
+        let Outgoing::Raw(parse) = &outgoing[0] else {
+            panic!("{outgoing:?}")
+        };
+        assert_eq!(parse["error"]["code"], -32700);
+        assert_eq!(parse["id"], Value::Null);
+        let Outgoing::Raw(invalid) = &outgoing[1] else {
+            panic!("{outgoing:?}")
+        };
+        assert_eq!(invalid["error"]["code"], -32600);
+        assert_eq!(invalid["id"], 7);
+    }
+
+    #[test]
+    fn a_bad_header_skips_its_body() {
+        let input = "Content-Length: 5\r\nX: \r\nbogus\r\n\r\nhello".to_string()
+            + &frame(r#"{"jsonrpc":"2.0","method":"exit"}"#);
+        let (incoming, outgoing) = frames(&input);
+        assert!(matches!(&incoming[0], Incoming::Malformed(_)));
+        assert!(
+            matches!(&incoming[1], Incoming::Message(Message::Notification(n)) if n.method == "exit")
+        );
+        assert_eq!(outgoing.len(), 1);
+    }
+}
