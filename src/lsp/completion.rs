@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn every_offered_choice_parses() {
         for (field, words) in CHOICES {
-            for word in *words {
+            for word in words.iter() {
                 let (section, key) = field.split_once('.').unwrap();
                 let value = if key == "include" {
                     format!("[{word}]")

@@ -76,3 +76,37 @@ fn work(queue: &Receiver<Job>, done: &Sender<Outcome>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(uri: &str, version: i32) -> Job {
+        Job {
+            uri: uri.into(),
+            version,
+            path: PathBuf::from(format!("/nonexistent/{uri}.yaml")),
+            overlay: Arc::default(),
+            options: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn of_the_jobs_queued_meanwhile_only_the_newest_per_document_is_linted() {
+        let (jobs, queue) = unbounded();
+        let (done, results) = unbounded();
+        for version in 1..=5 {
+            jobs.send(job("a", version)).unwrap();
+        }
+        jobs.send(job("b", 1)).unwrap();
+        jobs.send(job("a", 6)).unwrap();
+        drop(jobs);
+        work(&queue, &done);
+        drop(done);
+        let linted: Vec<(String, i32)> = results
+            .iter()
+            .map(|outcome| (outcome.uri, outcome.version))
+            .collect();
+        assert_eq!(linted, [("b".to_string(), 1), ("a".to_string(), 6)]);
+    }
+}
