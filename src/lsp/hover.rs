@@ -11,7 +11,7 @@ use crate::contract::model::Defaults;
 use crate::spec::Workspace;
 use crate::spec::node::pointer_join;
 use crate::window::WindowInputs;
-use crate::window::render::{WindowRow, markdown};
+use crate::window::render::{WindowRow, markdown, markdown_one};
 
 /// Operations listed at most under the document-level block.
 const MAX_ROWS: usize = 20;
@@ -55,7 +55,7 @@ pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -
     };
     let body = if rows.is_empty() {
         "No operation has a readable contract here yet.\n".to_string()
-    } else {
+    } else if holder.is_empty() {
         let mut body = markdown(&rows);
         if inheriting > rows.len() {
             body.push_str(&format!(
@@ -64,6 +64,8 @@ pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -
             ));
         }
         body
+    } else {
+        markdown_one(&rows[0])
     };
     Some(Hover {
         contents: HoverContents::Markup(MarkupContent {

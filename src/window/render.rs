@@ -213,6 +213,16 @@ pub fn markdown(rows: &[WindowRow]) -> String {
     out
 }
 
+/// One operation's math as a two-column markdown table (quantity, value),
+/// narrow enough for an editor's hover.
+pub fn markdown_one(row: &WindowRow) -> String {
+    let mut out = String::from("| | |\n|---|---|\n");
+    for (header, cell) in HEADERS.iter().zip(cells(row)).skip(1) {
+        out.push_str(&format!("| {header} | {} |\n", markdown_cell(&cell)));
+    }
+    out
+}
+
 /// The `idemgen window --format json` document:
 /// `{"operations": [{"operation", "method", "path", "timeout_ms",
 /// "retry_delay_ms", "jitter_ms", "processing_ms", "required_ms",
@@ -248,6 +258,18 @@ pub fn json(rows: &[WindowRow]) -> Value {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn one_operation_reads_top_down() {
+        let text = markdown_one(&article_row(Some(16_000)));
+        assert!(text.contains("| 2× bound | 18s |\n"), "{text}");
+        assert!(text.contains("| retry span | 14s |\n"), "{text}");
+        assert!(
+            text.contains("| verdict | too-short (2× bound) |\n"),
+            "{text}"
+        );
+        assert!(text.ends_with("| smallest safe window | 18s |\n"), "{text}");
+    }
 
     pub(crate) fn article_row(window_ms: Option<u64>) -> WindowRow {
         WindowRow::new(
