@@ -455,3 +455,34 @@ fn a_client_that_pulls_diagnostics_gets_them_on_request() {
         "pull clients get no pushed diagnostics"
     );
 }
+
+#[test]
+fn unsafe_fixes_are_offered_but_not_preferred() {
+    let (mut client, _root) = server();
+    let path = project("examples/broken/missing-idempotency.yaml");
+    let (uri, text) = (uri(&path), std::fs::read_to_string(&path).unwrap());
+    client.open(&uri, &text);
+    let published = client.diagnostics(&uri);
+    let diagnostic = &published["diagnostics"][0];
+    assert_eq!(diagnostic["code"], "missing-idempotency");
+    let answer = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri},
+            "range": diagnostic["range"],
+            "context": {"diagnostics": [diagnostic]},
+        }),
+    );
+    let actions = answer["result"].as_array().unwrap();
+    let fix = actions
+        .iter()
+        .find(|action| action["title"].as_str().unwrap().contains("unsafe"))
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert!(fix.get("isPreferred").is_none(), "{fix}");
+    let fixed = apply_edits(&text, fix["edit"]["changes"][&uri].as_array().unwrap());
+    assert!(fixed.contains("x-idempotency:"), "{fixed}");
+    assert!(
+        actions.iter().all(|action| action["isPreferred"] != true),
+        "{answer}"
+    );
+}
