@@ -34,6 +34,8 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
         .join("specs");
+    // The URI an editor sends names the file without `..`.
+    let corpus = corpus.canonicalize().unwrap_or(corpus);
     println!(
         "| file | size | bare saphyr parse | open → diagnostics | edit → diagnostics (median of {EDITS}) | edit / parse | RSS after open | RSS after {BURST} more edits |"
     );

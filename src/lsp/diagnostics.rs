@@ -18,9 +18,14 @@ use crate::spec::{LoadError, Workspace};
 /// files it references, by URI. `None` when it is not an OpenAPI document.
 pub type Checked = Option<BTreeMap<String, (Uri, Vec<lsp_types::Diagnostic>)>>;
 
-/// Lints the document at `path` (its text is in `overlay`).
-pub fn check(path: &Path, overlay: &HashMap<PathBuf, String>, options: &LintOptions) -> Checked {
-    let uri = path_to_uri(path)?;
+/// Lints the document the client calls `uri`, at `path` (its text is in
+/// `overlay`).
+pub fn check(
+    uri: &Uri,
+    path: &Path,
+    overlay: &HashMap<PathBuf, String>,
+    options: &LintOptions,
+) -> Checked {
     let mut out = BTreeMap::new();
     out.insert(uri.as_str().to_string(), (uri.clone(), Vec::new()));
     match load(path, overlay) {
@@ -36,9 +41,9 @@ pub fn check(path: &Path, overlay: &HashMap<PathBuf, String>, options: &LintOpti
         }
         Loaded::Spec(workspace) => {
             let findings = crate::lint::lint(&workspace, options).diagnostics;
-            for (uri, diagnostics) in convert(&workspace, &findings) {
-                out.entry(uri.as_str().to_string())
-                    .or_insert_with(|| (uri.clone(), Vec::new()))
+            for (file_uri, diagnostics) in convert(&workspace, &findings, uri) {
+                out.entry(file_uri.as_str().to_string())
+                    .or_insert_with(|| (file_uri.clone(), Vec::new()))
                     .1
                     .extend(diagnostics);
             }
@@ -47,10 +52,12 @@ pub fn check(path: &Path, overlay: &HashMap<PathBuf, String>, options: &LintOpti
     Some(out)
 }
 
-/// Findings grouped by the file they point into.
+/// Findings grouped by the file they point into; the root document's are
+/// filed under `root_uri`, the URI the client knows it by.
 pub fn convert(
     workspace: &Workspace,
     findings: &[Diagnostic],
+    root_uri: &Uri,
 ) -> Vec<(Uri, Vec<lsp_types::Diagnostic>)> {
     let mut by_file: BTreeMap<&str, Vec<&Diagnostic>> = BTreeMap::new();
     for finding in findings {
@@ -68,8 +75,13 @@ pub fn convert(
         else {
             continue;
         };
-        let Some(uri) = path_to_uri(&loaded.source.path) else {
-            continue;
+        let uri = if std::ptr::eq(loaded, &workspace.files[0]) {
+            root_uri.clone()
+        } else {
+            match path_to_uri(&loaded.source.path) {
+                Some(uri) => uri,
+                None => continue,
+            }
         };
         let text = &loaded.source.text;
         let index = LineIndex::new(text);

@@ -16,7 +16,7 @@ use super::diagnostics::{Checked, check};
 use crate::lint::LintOptions;
 
 pub struct Job {
-    pub uri: String,
+    pub uri: lsp_types::Uri,
     pub version: i32,
     pub path: PathBuf,
     /// Every open document's text by path.
@@ -62,11 +62,11 @@ fn work(queue: &Receiver<Job>, done: &Sender<Outcome>) {
         for job in newest {
             // A bug in a rule must not take the server down with it.
             let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                check(&job.path, &job.overlay, &job.options)
+                check(&job.uri, &job.path, &job.overlay, &job.options)
             }))
             .unwrap_or(None);
             let outcome = Outcome {
-                uri: job.uri,
+                uri: job.uri.as_str().to_string(),
                 version: job.version,
                 checked,
             };
@@ -83,7 +83,7 @@ mod tests {
 
     fn job(uri: &str, version: i32) -> Job {
         Job {
-            uri: uri.into(),
+            uri: std::str::FromStr::from_str(&format!("file:///nonexistent/{uri}.yaml")).unwrap(),
             version,
             path: PathBuf::from(format!("/nonexistent/{uri}.yaml")),
             overlay: Arc::default(),
@@ -107,6 +107,12 @@ mod tests {
             .iter()
             .map(|outcome| (outcome.uri, outcome.version))
             .collect();
-        assert_eq!(linted, [("b".to_string(), 1), ("a".to_string(), 6)]);
+        assert_eq!(
+            linted,
+            [
+                ("file:///nonexistent/b.yaml".to_string(), 1),
+                ("file:///nonexistent/a.yaml".to_string(), 6)
+            ]
+        );
     }
 }

@@ -41,23 +41,23 @@ pub fn load(path: &Path, overlay: &HashMap<PathBuf, String>) -> Loaded {
     }
 }
 
-/// Whether the text declares `openapi` near its top: the cheap test that
-/// keeps the server quiet on every other YAML and JSON file.
+/// Whether the text declares `openapi` at its top level: the cheap test
+/// that keeps the server quiet on every other YAML and JSON file. The key
+/// can be anywhere (Stripe's is on line 40,015), so the whole text is
+/// searched, for a line that starts with it (YAML) or for the quoted key
+/// (JSON).
 pub fn looks_like_openapi(text: &str) -> bool {
-    let mut head = &text[..text.len().min(64 * 1024)];
-    while !text.is_char_boundary(head.len()) {
-        head = &head[..head.len() - 1];
-    }
-    if head.contains('\0') {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let head = &text.as_bytes()[..text.len().min(4096)];
+    if head.contains(&0) {
         return false; // binary
     }
-    head.contains("\"openapi\"")
-        || head.lines().any(|line| {
-            let line = line.trim_start();
-            ["openapi:", "'openapi':", "\"openapi\":"]
-                .iter()
-                .any(|key| line.starts_with(key))
-        })
+    if crate::spec::json_escapes::looks_like_json(text) {
+        return text.contains("\"openapi\"");
+    }
+    ["openapi:", "'openapi':", "\"openapi\":"]
+        .iter()
+        .any(|key| text.starts_with(key) || text.contains(&format!("\n{key}")))
 }
 
 #[cfg(test)]
@@ -71,5 +71,11 @@ mod tests {
         assert!(!looks_like_openapi("name: CI\non: push\n"));
         assert!(!looks_like_openapi("openapi:\0\u{1}"));
         assert!(!looks_like_openapi(""));
+        // Not at the top level, or only mentioned.
+        assert!(!looks_like_openapi("info:\n  openapi: 3\n"));
+        assert!(!looks_like_openapi("# an openapi: file\nname: x\n"));
+        // Far down, as in Stripe's spec.
+        let late = format!("components:\n{}openapi: 3.0.0\n", "  x: y\n".repeat(20_000));
+        assert!(looks_like_openapi(&late));
     }
 }

@@ -311,6 +311,7 @@ impl Server {
                 let uri = params.text_document.uri;
                 let items = self.documents.get(&uri).and_then(|document| {
                     let mut checked = diagnostics::check(
+                        &uri,
                         document.path.as_ref()?,
                         &self.documents.overlay(),
                         &self.options,
@@ -475,7 +476,7 @@ impl Server {
                 continue;
             };
             self.linter.submit(Job {
-                uri,
+                uri: document.uri.clone(),
                 version: document.version,
                 path,
                 overlay: Arc::clone(&overlay),
