@@ -76,7 +76,7 @@ impl<'a> Editor<'a> {
 
     fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
         let display = self.source(file).display.clone();
-        let replacement = if self.source(file).text.contains("\r\n") {
+        let replacement = if self.source(file).uses_crlf() {
             replacement.replace('\n', "\r\n")
         } else {
             replacement

@@ -23,6 +23,9 @@ pub struct SourceFile {
     /// Byte offset of every `CHECKPOINT_EVERY`-th character; empty when
     /// the text is ASCII and characters are bytes.
     checkpoints: Vec<usize>,
+    /// Whether lines end in `\r\n`, found on first use: fixes ask once
+    /// per edit, and a search of a 4 MB file per edit adds up.
+    crlf: std::sync::OnceLock<bool>,
 }
 
 impl SourceFile {
@@ -40,7 +43,13 @@ impl SourceFile {
             display,
             text,
             checkpoints,
+            crlf: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Whether the file's lines end in `\r\n`.
+    pub fn uses_crlf(&self) -> bool {
+        *self.crlf.get_or_init(|| self.text.contains("\r\n"))
     }
 
     /// Byte offset of the character at `char_index` (clamped to the end).
