@@ -157,7 +157,14 @@ fn hover_on_the_block_shows_the_window_math() {
     // On `window: 16s` in the operation's block (line 40).
     let hover = client.request("textDocument/hover", at(&uri, 39, 10));
     let value = hover["result"]["contents"]["value"].as_str().unwrap();
-    assert!(value.contains("`onPayCallback`"), "{value}");
+    assert!(
+        value.starts_with("**Window math** of `onPayCallback` (POST /callbacks/pay)"),
+        "{value}"
+    );
+    assert!(
+        value.contains("| verdict | too-short (2× bound) |"),
+        "{value}"
+    );
     for expected in [
         "5s",
         "200ms, 800ms",
@@ -485,4 +492,60 @@ fn unsafe_fixes_are_offered_but_not_preferred() {
         actions.iter().all(|action| action["isPreferred"] != true),
         "{answer}"
     );
+}
+
+#[test]
+fn findings_in_an_open_referenced_file_are_shown_there_and_follow_its_edits() {
+    let (mut client, root) = server();
+    let (_, example) = window_too_short();
+    // The example's operation moved into ops.yaml, referenced from api.yaml.
+    let lines: Vec<&str> = example.lines().collect();
+    let operation: String = lines[18..59]
+        .iter()
+        .map(|line| format!("{}\n", line.strip_prefix("    ").unwrap_or(line)))
+        .collect();
+    let api = format!(
+        "{}paths:\n  /callbacks/pay:\n    $ref: 'ops.yaml'\n",
+        lines[8..16]
+            .iter()
+            .map(|line| format!("{line}\n"))
+            .collect::<String>()
+    );
+    std::fs::write(root.path().join("api.yaml"), &api).unwrap();
+    std::fs::write(root.path().join("ops.yaml"), &operation).unwrap();
+    let (api_uri, ops_uri) = (
+        uri(&root.path().join("api.yaml")),
+        uri(&root.path().join("ops.yaml")),
+    );
+    client.open(&ops_uri, &operation);
+    client.open(&api_uri, &api);
+    let in_ops = client.diagnostics(&ops_uri);
+    assert!(
+        codes(&in_ops).contains(&"window-too-short".to_string()),
+        "{in_ops}"
+    );
+    let window_line = operation
+        .lines()
+        .position(|line| line.contains("window: 16s"))
+        .unwrap();
+    assert!(
+        in_ops["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["range"]["start"]["line"] == window_line),
+        "{in_ops}"
+    );
+    // Fixing the window in the referenced file (unsaved) clears it there.
+    let fixed = operation.replace("window: 16s", "window: 18s");
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": ops_uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    let in_ops = client.wait_for(|message| {
+        message["method"] == "textDocument/publishDiagnostics"
+            && message["params"]["uri"] == ops_uri
+            && !codes(&message["params"]).contains(&"window-too-short".to_string())
+    });
+    assert!(in_ops["params"]["diagnostics"].is_array());
 }

@@ -78,6 +78,9 @@ fn action(
 }
 
 /// Edits by file display name as an LSP workspace edit.
+// `WorkspaceEdit::changes` is keyed by `Uri`, whose only interior
+// mutability is a parse cache that hashing and equality ignore.
+#[allow(clippy::mutable_key_type)]
 pub fn workspace_edit(workspace: &Workspace, edits: &[Edit]) -> Option<WorkspaceEdit> {
     let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
     for edit in edits {

@@ -47,11 +47,13 @@ pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -
             if inheriting == 1 { "" } else { "s" }
         )
     } else {
-        format!(
-            "**Window math** of `{}`",
-            rows.first()
-                .map_or("this operation", |row| row.operation.as_str())
-        )
+        match rows.first() {
+            Some(row) => format!(
+                "**Window math** of `{}` ({} {})",
+                row.operation, row.method, row.path
+            ),
+            None => "**Window math** of this operation".to_string(),
+        }
     };
     let body = if rows.is_empty() {
         "No operation has a readable contract here yet.\n".to_string()
