@@ -444,7 +444,14 @@ fn idemgen_toml_of_the_workspace_applies_and_is_read_again_when_it_changes() {
 #[test]
 fn a_client_that_pulls_diagnostics_gets_them_on_request() {
     let root = tempfile::tempdir().unwrap();
-    let mut client = Client::start(root.path(), json!({"textDocument": {"diagnostic": {}}}));
+    let config = root.path().join("idemgen.toml");
+    let mut client = Client::start(
+        root.path(),
+        json!({
+            "textDocument": {"diagnostic": {}},
+            "workspace": {"diagnostics": {"refreshSupport": true}},
+        }),
+    );
     let (uri, text) = window_too_short();
     client.open(&uri, &text);
     let report = client.request(
@@ -453,6 +460,19 @@ fn a_client_that_pulls_diagnostics_gets_them_on_request() {
     );
     assert_eq!(report["result"]["kind"], "full", "{report}");
     assert_eq!(report["result"]["items"][0]["code"], "window-too-short");
+    // A new configuration: the client is asked to pull again, and gets
+    // findings under it.
+    std::fs::write(&config, "[rules]\nwindow-too-short = \"off\"\n").unwrap();
+    client.notify(
+        "workspace/didChangeWatchedFiles",
+        json!({"changes": [{"uri": lsp_client::uri(&config), "type": 1}]}),
+    );
+    client.wait_for(|message| message["method"] == "workspace/diagnostic/refresh");
+    let report = client.request(
+        "textDocument/diagnostic",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    assert_eq!(report["result"]["items"], json!([]), "{report}");
     client.request("shutdown", Value::Null);
     assert!(
         client

@@ -65,6 +65,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_spec_past_the_size_limit_is_reported_not_parsed() {
+        let path = Path::new("/nonexistent/huge.yaml");
+        let text = format!(
+            "openapi: 3.1.0\n{}",
+            "x: y\n".repeat(MAX_FILE_BYTES as usize / 4)
+        );
+        let overlay = HashMap::from([(path.to_path_buf(), text)]);
+        let Loaded::Failed(error) = load(path, &overlay) else {
+            panic!("a huge spec must not load")
+        };
+        assert!(error.message.contains("larger than"), "{}", error.message);
+    }
+
+    #[test]
     fn only_openapi_documents_are_recognised() {
         assert!(looks_like_openapi("openapi: 3.1.0\ninfo: {}\n"));
         assert!(looks_like_openapi("{\"openapi\":\"3.0.3\"}"));

@@ -54,6 +54,8 @@ struct Server {
     pull: bool,
     /// The client lets the server ask to be told of file changes.
     watch: bool,
+    /// The client pulls again when asked (`workspace/diagnostic/refresh`).
+    refresh: bool,
     linter: Linter,
     /// Documents to lint once the queued messages are handled.
     dirty: BTreeSet<String>,
@@ -80,6 +82,11 @@ fn handshake(transport: &Transport) -> Option<Server> {
             _ => {}
         }
     };
+    // The protocol names it `workspace.diagnostics`; lsp-types reads
+    // `diagnostic`, so the raw parameters are asked.
+    let refresh = ["diagnostics", "diagnostic"]
+        .iter()
+        .any(|key| params["capabilities"]["workspace"][key]["refreshSupport"] == Value::Bool(true));
     let params: InitializeParams = match serde_json::from_value(params) {
         Ok(params) => params,
         Err(error) => {
@@ -122,6 +129,7 @@ fn handshake(transport: &Transport) -> Option<Server> {
         config,
         pull,
         watch,
+        refresh,
         linter: Linter::start(),
         dirty: BTreeSet::new(),
         shutdown: false,
@@ -218,7 +226,10 @@ impl Server {
                 if note.method == "exit" {
                     return true;
                 }
-                self.notification(note);
+                let method = note.method.clone();
+                if catch_unwind(AssertUnwindSafe(|| self.notification(note))).is_err() {
+                    eprintln!("idemgen lsp: failed on {method}; please report it");
+                }
             }
             Incoming::Message(Message::Response(_)) => {} // to our registrations
         }
@@ -431,6 +442,18 @@ impl Server {
             self.show_error(&problem);
         }
         self.options = Arc::new(self.config.options.clone());
+        if self.pull && self.refresh {
+            // Pulled diagnostics are stale under the new configuration.
+            self.next_request += 1;
+            send(
+                &self.outgoing,
+                Request::new(
+                    RequestId::from(format!("idemgen-{}", self.next_request)),
+                    lsp_types::request::WorkspaceDiagnosticRefresh::METHOD.into(),
+                    Value::Null,
+                ),
+            );
+        }
         self.dirty.extend(
             self.documents
                 .iter()
