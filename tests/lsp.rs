@@ -179,6 +179,10 @@ fn hover_on_the_block_shows_the_window_math() {
     let hover = client.request("textDocument/hover", at(&uri, 13, 12));
     let value = hover["result"]["contents"]["value"].as_str().unwrap();
     assert!(value.contains("1 operation with a contract"), "{value}");
+    // On the operation's method key: its merged contract's math.
+    let hover = client.request("textDocument/hover", at(&uri, 18, 5));
+    let value = hover["result"]["contents"]["value"].as_str().unwrap();
+    assert!(value.contains("| smallest safe window | 18s |"), "{value}");
     // Elsewhere: nothing.
     let hover = client.request("textDocument/hover", at(&uri, 10, 4));
     assert_eq!(hover["result"], Value::Null, "{hover}");

@@ -1,7 +1,8 @@
-//! Hover on an `x-idempotency` block or any field in it: the operation's
-//! window math, rendered by the same code as `idemgen window --format
-//! markdown`. On the document-level block, every operation that inherits
-//! it.
+//! Hover on an `x-idempotency` block or any field in it, or on an
+//! operation's method key: the operation's window math (from its own block
+//! merged over the document's, so inherited values count), rendered by the
+//! window module as `idemgen window` renders it. On the document-level
+//! block, every operation that inherits it.
 
 use lsp_types::{Hover, HoverContents, MarkupContent, MarkupKind};
 
@@ -17,12 +18,22 @@ use crate::window::render::{WindowRow, markdown, markdown_one};
 const MAX_ROWS: usize = 20;
 
 pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -> Option<Hover> {
-    let block_at = located.path.iter().position(|key| key == "x-idempotency")?;
+    let pointer = |keys: &[String]| {
+        keys.iter()
+            .fold(String::new(), |pointer, key| pointer_join(&pointer, key))
+    };
     // The pointer of what holds the block: "" for the document, else an
     // operation's.
-    let holder = located.path[..block_at]
-        .iter()
-        .fold(String::new(), |pointer, key| pointer_join(&pointer, key));
+    let (holder, on_method) = match located.path.iter().position(|key| key == "x-idempotency") {
+        Some(block_at) => (pointer(&located.path[..block_at]), false),
+        None if located.on_key
+            && located.path.len() == 3
+            && matches!(located.path[0].as_str(), "paths" | "webhooks") =>
+        {
+            (pointer(&located.path), true)
+        }
+        None => return None,
+    };
     let analysis = analyse(workspace, defaults);
     let mut rows = Vec::new();
     let mut inheriting = 0;
@@ -40,6 +51,9 @@ pub fn hover(workspace: &Workspace, defaults: Defaults, located: &Located<'_>) -
                 WindowInputs::of(contract),
             ));
         }
+    }
+    if on_method && rows.is_empty() {
+        return None; // an operation without a contract: nothing to show
     }
     let title = if holder.is_empty() {
         format!(
