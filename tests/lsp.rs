@@ -573,3 +573,39 @@ fn findings_in_an_open_referenced_file_are_shown_there_and_follow_its_edits() {
     });
     assert!(in_ops["params"]["diagnostics"].is_array());
 }
+
+#[test]
+fn the_server_exits_when_its_input_closes() {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .arg("lsp")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    // No `shutdown` came first, so the exit code is 1, as the protocol says.
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn requests_before_initialize_are_refused() {
+    use std::io::{Read, Write};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .arg("lsp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"textDocument/hover","params":{}}"#;
+    let mut stdin = child.stdin.take().unwrap();
+    write!(stdin, "Content-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child.wait().unwrap();
+    assert!(out.contains(r#""code":-32002"#), "{out}");
+}
