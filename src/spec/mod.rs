@@ -6,6 +6,7 @@
 //! written in.
 
 pub mod json_escapes;
+pub mod json_parse;
 pub mod key_names;
 pub mod node;
 pub mod operations;
@@ -277,8 +278,14 @@ impl Workspace {
         let rewritten = json_escapes::looks_like_json(&source.text)
             .then(|| json_escapes::rewrite_surrogates(&source.text))
             .flatten();
-        let parsed =
-            parse::parse(id, rewritten.as_deref().unwrap_or(&source.text)).map_err(|error| {
+        let text = rewritten.as_deref().unwrap_or(&source.text);
+        // JSON takes the fast path when it is strict JSON; the YAML parser
+        // builds the same tree for it, only slower.
+        let parsed = json_escapes::looks_like_json(text)
+            .then(|| json_parse::parse(id, text))
+            .flatten()
+            .unwrap_or_else(|| parse::parse(id, text))
+            .map_err(|error| {
                 let mut located = located_error(&source, error.index, error.line, error.col);
                 located.message = error.message;
                 located.help = error.help;

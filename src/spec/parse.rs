@@ -65,16 +65,7 @@ enum Frame {
 }
 
 pub fn parse(file: FileId, text: &str) -> Result<Parsed, ParseError> {
-    let mut builder = Builder {
-        file,
-        stack: Vec::new(),
-        anchors: HashMap::new(),
-        alias_nodes: 0,
-        nodes: 0,
-        duplicates: Vec::new(),
-        root: None,
-        documents: 0,
-    };
+    let mut builder = Builder::new(file);
     let mut parser = Parser::new_from_str(text);
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|error| {
@@ -92,20 +83,11 @@ pub fn parse(file: FileId, text: &str) -> Result<Parsed, ParseError> {
         }
         builder.event(event, span)?;
     }
-    let root = builder.root.ok_or_else(|| ParseError {
-        message: "the file is empty: it holds no YAML or JSON document".into(),
-        help: "an OpenAPI document starts with `openapi: 3.1.0`".into(),
-        index: 0,
-        line: 1,
-        col: 0,
-    })?;
-    Ok(Parsed {
-        root,
-        duplicates: builder.duplicates,
-    })
+    builder.finish_tree()
 }
 
-struct Builder {
+/// Builds the tree from parser events; [`super::json_parse`] feeds it too.
+pub(super) struct Builder {
     file: FileId,
     stack: Vec<Frame>,
     anchors: HashMap<usize, Node>,
@@ -117,6 +99,34 @@ struct Builder {
 }
 
 impl Builder {
+    pub(super) fn new(file: FileId) -> Builder {
+        Builder {
+            file,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            alias_nodes: 0,
+            nodes: 0,
+            duplicates: Vec::new(),
+            root: None,
+            documents: 0,
+        }
+    }
+
+    /// The tree, once every event is in.
+    pub(super) fn finish_tree(self) -> Result<Parsed, ParseError> {
+        let root = self.root.ok_or_else(|| ParseError {
+            message: "the file is empty: it holds no YAML or JSON document".into(),
+            help: "an OpenAPI document starts with `openapi: 3.1.0`".into(),
+            index: 0,
+            line: 1,
+            col: 0,
+        })?;
+        Ok(Parsed {
+            root,
+            duplicates: self.duplicates,
+        })
+    }
+
     fn limit_error(&self, node: &Node, message: String, help: &str) -> ParseError {
         ParseError {
             message,
@@ -137,7 +147,11 @@ impl Builder {
         }
     }
 
-    fn event(&mut self, event: Event<'_>, parser_span: ParserSpan) -> Result<(), ParseError> {
+    pub(super) fn event(
+        &mut self,
+        event: Event<'_>,
+        parser_span: ParserSpan,
+    ) -> Result<(), ParseError> {
         let span = self.span(parser_span);
         let error_here = |message: String, help: &str| ParseError {
             message,
