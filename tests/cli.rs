@@ -412,7 +412,8 @@ fn hostile_input_ends_in_a_clear_error_not_a_crash() {
         (
             "deep-flow.json",
             "[".repeat(100_000).into_bytes(),
-            "invalid YAML/JSON",
+            // The JSON fast path reaches the tree's depth limit first.
+            "nesting deeper than",
         ),
         ("bomb.yaml", bomb.into_bytes(), "alias"),
         (
