@@ -2,7 +2,9 @@
 //! input (deep nesting, alias bombs) to a clear error instead of a crash.
 //!
 //! The tree is built from saphyr's event stream with an explicit stack, so
-//! nesting depth never turns into native recursion.
+//! nesting depth never turns into native recursion. Strict JSON reaches the
+//! same builder through [`super::json_parse`], a faster tokenizer that
+//! emits the same events at the same positions.
 
 use std::collections::HashMap;
 
