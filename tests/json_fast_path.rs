@@ -135,3 +135,43 @@ fn every_json_spec_of_the_corpus_gets_the_same_tree() {
     // Every JSON spec of the corpus is strict JSON.
     assert_eq!(fast, checked);
 }
+
+mod generated {
+    use proptest::prelude::*;
+    use serde_json::Value as Json;
+
+    fn json() -> impl Strategy<Value = Json> {
+        let leaf = prop_oneof![
+            Just(Json::Null),
+            any::<bool>().prop_map(Json::Bool),
+            any::<i64>().prop_map(Json::from),
+            (-1e6f64..1e6).prop_map(Json::from),
+            "[a-z \\\\\"é😀\\t\\n\u{1}/]{0,12}".prop_map(Json::String),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Json::Array),
+                prop::collection::vec(("[a-zé\\\\\" ]{0,6}", inner), 0..6)
+                    .prop_map(|entries| Json::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Any JSON document, compact or pretty, gives the same tree both ways.
+        #[test]
+        fn any_json_gets_the_same_tree(value in json()) {
+            let compact = serde_json::to_string(&value).unwrap();
+            let pretty = serde_json::to_string_pretty(&value).unwrap();
+            for text in [compact, pretty] {
+                if matches!(value, Json::Object(_) | Json::Array(_)) {
+                    prop_assert!(super::check(&text, "generated"), "{}", text);
+                } else {
+                    super::check(&text, "generated");
+                }
+            }
+        }
+    }
+}
