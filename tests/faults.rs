@@ -68,6 +68,7 @@ fn sqlite_faults() {
     a_body_at_the_limit_is_replayed_and_one_byte_more_is_refused(&db, &server);
     drop(server);
     a_pool_of_two_answers_500_duplicates_without_a_5xx(&db, &binaries.generated);
+    no_key_is_left_in_progress(&db);
 }
 
 #[test]
@@ -112,6 +113,15 @@ fn run(dialect: Dialect) {
     } else {
         skipped("set IDEMGEN_TEST_RESTART_DATABASES=1 to restart the database server mid-burst");
     }
+    no_key_is_left_in_progress(&db);
+}
+
+/// Every case ends with its payments answered 200: whatever was claimed by
+/// a killed worker, a timed-out lock wait or a restart has been taken over
+/// and completed, so no record may still be in progress.
+fn no_key_is_left_in_progress(db: &Database) {
+    let stuck = db.query("SELECT idem_key FROM idempotent_record WHERE status <> 'completed'");
+    assert_eq!(stuck, "", "keys not completed after the faults");
 }
 
 /// The skewed instance starts with `FAKETIME=+1h`; tokio's timers stay on
@@ -210,8 +220,9 @@ fn a_killed_connection_is_retried_and_pays_once(db: &Database, server: &Server) 
     );
 }
 
-/// Kills the connections of the run's database that hold the business
-/// transaction; how many.
+/// Kills the service's connections to the run's database: the one that
+/// holds the business transaction and the idle ones (among them the one
+/// that made the claim just before); how many.
 fn kill_transaction_connections(db: &Database) -> usize {
     let ids = match db.dialect {
         // InnoDB lists a transaction only after its first statement, and
@@ -221,10 +232,21 @@ fn kill_transaction_connections(db: &Database) -> usize {
             "SELECT id FROM information_schema.processlist \
              WHERE db = DATABASE() AND id <> CONNECTION_ID()",
         ),
-        Dialect::Postgres => db.query(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
-             AND state LIKE 'idle in transaction%' AND pid <> pg_backend_pid()",
-        ),
+        // Here the open transaction shows: once it does, kill it and the
+        // idle connections (the claim's among them).
+        Dialect::Postgres => {
+            let activity = |states: &str| {
+                db.query(&format!(
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() \
+                     AND state IN ({states}) AND pid <> pg_backend_pid()"
+                ))
+            };
+            let open = activity("'idle in transaction'");
+            if open.is_empty() {
+                return 0;
+            }
+            format!("{open} {}", activity("'idle'"))
+        }
         Dialect::Sqlite => String::new(),
     };
     let ids: Vec<&str> = ids.split_whitespace().collect();
@@ -414,9 +436,14 @@ fn hold_lock(db: &Database, lock: &str, seconds: u32) -> std::process::Child {
         Dialect::Mysql => format!("SELECT SLEEP({seconds})"),
         _ => format!("SELECT pg_sleep({seconds})"),
     };
-    let holder = db.spawn_query(&format!("BEGIN; {lock}; {sleep}; COMMIT;"));
+    let mut holder = db.spawn_query(&format!("BEGIN; {lock}; {sleep}; COMMIT;"));
     // The client connects and takes the lock well within this.
     thread::sleep(Duration::from_millis(700));
+    assert!(
+        holder.try_wait().unwrap().is_none(),
+        "the session meant to hold `{lock}` ended: {}",
+        std::fs::read_to_string(db.client_errors()).unwrap_or_default()
+    );
     holder
 }
 
@@ -499,13 +526,21 @@ fn a_locked_record_during_a_takeover_is_in_progress(db: &Database, binary: &Path
     let mut holder = hold_lock(
         db,
         &format!("SELECT status FROM idempotent_record WHERE idem_key = '{key}' FOR UPDATE"),
-        6,
+        // Past the lease end plus two lock waits: on MariaDB the claim's
+        // INSERT waits on the row, then the takeover's UPDATE does.
+        10,
     );
     sleep_until(lease_end + 200);
+    let sent = Instant::now();
     let blocked = post(&server, Some(&key), &body);
     assert_eq!(
-        blocked.status, 429,
-        "a takeover that waited on the row lock: {blocked:?}"
+        blocked.status,
+        429,
+        "a takeover that waited on the row lock ({:?}, holder running: {}): {blocked:?}\n{}\n{}",
+        sent.elapsed(),
+        holder.try_wait().unwrap().is_none(),
+        server.log_text(),
+        std::fs::read_to_string(db.client_errors()).unwrap_or_default()
     );
     assert!(blocked.retry_after.is_some(), "{blocked:?}");
     assert_eq!(db.paid_rows(&order), 0, "the killed worker paid");

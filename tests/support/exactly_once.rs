@@ -309,7 +309,8 @@ impl Database {
     }
 
     /// Starts `sql` in the background in a session of its own (to hold a
-    /// lock while the service runs into it); kill the child to end it.
+    /// lock while the service runs into it); kill the child to end it. Its
+    /// errors go to [`Database::client_errors`].
     pub fn spawn_query(&self, sql: &str) -> std::process::Child {
         let mut command = self.client(Some(&self.name));
         match self.dialect {
@@ -317,11 +318,22 @@ impl Database {
             Dialect::Mysql => command.args(["-e", sql]),
             Dialect::Postgres => command.args(["-c", sql]),
         };
+        let errors = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.client_errors())
+            .unwrap();
         command
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(errors)
             .spawn()
             .expect("the database client runs")
+    }
+
+    /// Where the clients started by [`Database::spawn_query`] write their
+    /// errors.
+    pub fn client_errors(&self) -> PathBuf {
+        self.dir.path().join("client-errors.log")
     }
 
     /// Runs `sql` on the server, outside the run's database (settings).

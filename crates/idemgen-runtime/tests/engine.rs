@@ -456,6 +456,52 @@ async fn missing_malformed_and_overlong_keys_and_oversized_bodies_write_nothing(
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
 }
 
+/// A JSON reply of exactly `bytes` bytes: one string.
+fn reply_of(bytes: usize) -> Result<Reply, sqlx::Error> {
+    Ok(Reply::json(
+        StatusCode::CREATED,
+        &json!("x".repeat(bytes - 2)),
+    ))
+}
+
+#[tokio::test]
+async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_never_stored() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let limit = idemgen_runtime::MAX_BODY_BYTES;
+    let key = key();
+    let first = claim(&engine, pay(Some(&key), &json!({"order": "big"})))
+        .await
+        .finish(reply_of(limit))
+        .await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let first = body_text(first).await;
+    assert_eq!(first.len(), limit);
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"order": "big"}))).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert!(body_text(replay).await == first, "the replay differs");
+
+    // One byte more cannot be stored: rolled back, nothing recorded as
+    // completed or failed, and the key is claimed again by the retry.
+    let bigger = self::key();
+    let too_big = claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"})))
+        .await
+        .finish(reply_of(limit + 1))
+        .await;
+    assert_eq!(too_big.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let stored = count(
+        &table,
+        &format!(
+            "SELECT COUNT(*) FROM {{t}} WHERE idem_key = '{bigger}' AND status <> 'in_progress'"
+        ),
+    )
+    .await;
+    assert_eq!(stored, 0, "a reply past the limit was recorded");
+    claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"}))).await;
+}
+
 #[tokio::test]
 async fn an_operation_without_a_contract_runs_in_a_plain_transaction() {
     let Some(table) = Table::new().await else {

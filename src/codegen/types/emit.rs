@@ -54,7 +54,14 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
         "#![allow(clippy::enum_variant_names, clippy::large_enum_variant, \
          clippy::doc_lazy_continuation)]\n",
     );
-    out.push_str("use serde::{Deserialize, Serialize};\n");
+    // Aliases and response enums derive nothing from serde: a spec with
+    // only those (or none) must not import it unused.
+    if defs
+        .values()
+        .any(|def| !matches!(def.kind, Kind::Alias(_) | Kind::Response(_)))
+    {
+        out.push_str("use serde::{Deserialize, Serialize};\n");
+    }
     if defs.values().any(uses_map) {
         out.push_str("use std::collections::BTreeMap;\n");
     }
