@@ -500,6 +500,56 @@ async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_nev
     .await;
     assert_eq!(stored, 0, "a reply past the limit was recorded");
     claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"}))).await;
+
+    #[cfg(feature = "mysql")]
+    a_server_that_cannot_take_the_reply_stores_nothing(&table, &engine).await;
+}
+
+/// A MariaDB server whose `max_allowed_packet` is 1 MiB cannot take a
+/// 1 MiB reply in the statement that stores it: the attempt is rolled
+/// back and the client told to retry; no half-stored record, the key stays
+/// claimable.
+#[cfg(feature = "mysql")]
+async fn a_server_that_cannot_take_the_reply_stores_nothing(table: &Table, engine: &Idempotency) {
+    let previous: u64 = sqlx::query_scalar("SELECT @@GLOBAL.max_allowed_packet")
+        .fetch_one(&table.pool)
+        .await
+        .unwrap();
+    sqlx::query("SET GLOBAL max_allowed_packet = 1048576")
+        .execute(&table.pool)
+        .await
+        .unwrap();
+    // The one connection of this pool is opened now, with the small packet.
+    static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+    let small = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1)).await;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SET GLOBAL max_allowed_packet = {previous}"
+    )))
+    .execute(&table.pool)
+    .await
+    .unwrap();
+    let small = Idempotency::new(small.expect("connect"), &table.name)
+        .await
+        .unwrap();
+    let key = key();
+    let refused = claim(&small, pay(Some(&key), &json!({"order": "packet"})))
+        .await
+        .finish(reply_of(idemgen_runtime::MAX_BODY_BYTES))
+        .await;
+    // The server closes the connection: an outage for this attempt.
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.headers().contains_key("retry-after"));
+    let stored = count(
+        table,
+        &format!("SELECT COUNT(*) FROM {{t}} WHERE idem_key = '{key}' AND status <> 'in_progress'"),
+    )
+    .await;
+    assert_eq!(stored, 0, "a reply the server refused was recorded");
+    let retry = claim(engine, pay(Some(&key), &json!({"order": "packet"}))).await;
+    assert_eq!(
+        retry.finish(created("small")).await.status(),
+        StatusCode::CREATED
+    );
 }
 
 #[tokio::test]

@@ -35,7 +35,8 @@ pub fn server_variable() -> Option<&'static str> {
 pub struct Table {
     pub pool: Pool,
     pub name: String,
-    url: String,
+    /// The server's URL (the SQLite file's for SQLite).
+    pub url: String,
     file: Option<PathBuf>,
 }
 
