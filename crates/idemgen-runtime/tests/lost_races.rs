@@ -49,7 +49,16 @@ async fn claim(engine: &Idempotency, key: &str) -> Call {
     }
 }
 
-/// A table of two rows, `{t}_rows`, for the races to fight over.
+/// A record table, a table of two rows (`{t}_rows`) for the races to
+/// fight over, and an engine; `None` when this build's server is not
+/// configured.
+async fn arena() -> Option<(Table, Idempotency)> {
+    let table = Table::new().await?;
+    rows(&table).await;
+    let engine = table.engine().await;
+    Some((table, engine))
+}
+
 async fn rows(table: &Table) {
     table
         .sql("CREATE TABLE {t}_rows (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
@@ -129,11 +138,9 @@ mod mysql {
 
     #[tokio::test]
     async fn a_lock_wait_timeout_in_the_business_step_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let key = key();
         // Another session holds row 1 (a stale worker, a long report).
         let mut holder = table.pool.begin().await.unwrap();
@@ -162,11 +169,9 @@ mod mysql {
 
     #[tokio::test]
     async fn a_deadlock_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let error = deadlock(&table).await;
         assert_eq!(number(&error), Some(1213), "{error}");
         let key = key();
@@ -179,11 +184,9 @@ mod mysql {
     /// snapshot as 1020 when `innodb_snapshot_isolation` is on.
     #[tokio::test]
     async fn a_row_changed_since_the_snapshot_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let key = key();
         let mut call = claim(&engine, &key).await;
         let (tx, _) = call.parts();
@@ -235,11 +238,9 @@ mod postgres {
 
     #[tokio::test]
     async fn a_lock_timeout_and_nowait_in_the_business_step_are_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let mut holder = table.pool.begin().await.unwrap();
         sqlx::query(sql(
             &table,
@@ -272,11 +273,9 @@ mod postgres {
 
     #[tokio::test]
     async fn a_deadlock_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let error = deadlock(&table).await;
         assert_eq!(code(&error).as_deref(), Some("40P01"), "{error}");
         let key = key();
@@ -287,11 +286,9 @@ mod postgres {
 
     #[tokio::test]
     async fn a_serialization_failure_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let key = key();
         let mut call = claim(&engine, &key).await;
         let (tx, _) = call.parts();
@@ -332,11 +329,9 @@ mod sqlite {
     /// SQLITE_BUSY while another holds it.
     #[tokio::test]
     async fn a_busy_database_is_in_progress() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let key = key();
         let call = claim(&engine, &key).await;
         // The call's transaction (BEGIN IMMEDIATE) holds the write lock.
@@ -366,11 +361,9 @@ mod sqlite {
     /// writer waits (within its busy timeout) and both succeed.
     #[tokio::test]
     async fn a_step_that_reads_before_it_writes_is_not_failed_by_another_writer() {
-        let Some(table) = Table::new().await else {
+        let Some((table, engine)) = arena().await else {
             return;
         };
-        rows(&table).await;
-        let engine = table.engine().await;
         let key = key();
         let mut call = claim(&engine, &key).await;
         let (tx, _) = call.parts();
