@@ -6,11 +6,12 @@
 #
 #   scripts/vscode-package.sh [OUT_DIR]   # default: a new temporary directory
 set -euo pipefail
-cd "$(dirname "$0")/../editors/vscode"
-
+# OUT_DIR is relative to where the script was started.
 out_dir="${1:-$(mktemp -d)}"
 mkdir -p "$out_dir"
 out_dir="$(cd "$out_dir" && pwd)"
+
+cd "$(dirname "$0")/../editors/vscode"
 
 npm ci --no-audit --no-fund
 version="$(node -p 'require("./package.json").version')"
