@@ -45,12 +45,18 @@ fn lint_finding(spec: &Path) -> (String, u64, u64) {
     )
 }
 
-/// Runs the Lua script on `spec` and returns what it wrote. Neovim is
-/// killed if it has not finished within a minute, so a server that never
-/// answers fails the test instead of hanging it.
+/// Runs the Lua script on a copy of `spec` in an empty directory (so no
+/// `idemgen.toml` of the project applies, as with `lint --no-config`) and
+/// returns what it wrote. Neovim is killed if it has not finished within a
+/// minute, so a server that never answers fails the test instead of hanging
+/// it.
 fn run_neovim(spec: &Path) -> Value {
     let out_dir = tempfile::tempdir().unwrap();
     let out = out_dir.path().join("result.json");
+    let workspace = out_dir.path().join("workspace");
+    std::fs::create_dir(&workspace).unwrap();
+    let copy = workspace.join(spec.file_name().unwrap());
+    std::fs::copy(spec, &copy).unwrap();
     let mut nvim = Command::new("nvim")
         .args(["--headless", "--clean", "-u", "NONE", "-c"])
         .arg(format!(
@@ -58,7 +64,7 @@ fn run_neovim(spec: &Path) -> Value {
             project("tests/editors/neovim_lsp.lua").display()
         ))
         .env("IDEMGEN_BIN", env!("CARGO_BIN_EXE_idemgen"))
-        .env("IDEMGEN_SPEC", spec)
+        .env("IDEMGEN_SPEC", &copy)
         .env("IDEMGEN_OUT", &out)
         // Neovim writes its log and state under these; keep them out of $HOME.
         .env("XDG_STATE_HOME", out_dir.path())
