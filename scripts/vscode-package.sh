@@ -13,6 +13,11 @@ out_dir="$(cd "$out_dir" && pwd)"
 
 cd "$(dirname "$0")/../editors/vscode"
 
+# @vscode/vsce 3.9 needs Node.js 20 or later.
+if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+    echo "scripts/vscode-package.sh needs Node.js 20 or later and npm on PATH" >&2
+    exit 1
+fi
 npm ci --no-audit --no-fund
 version="$(node -p 'require("./package.json").version')"
 vsix="$out_dir/idemgen-$version.vsix"
