@@ -146,12 +146,7 @@ fn refund_key(body: &[u8]) -> Option<String> {
 }
 
 /// The payment (and refund) handler, with one promise broken by `flaw`.
-fn handle(
-    flaw: Flaw,
-    records: &Mutex<HashMap<String, Record>>,
-    ids: &AtomicU64,
-    request: Request,
-) -> Reply {
+fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request) -> Reply {
     let key = if request.path == "/refunds" {
         refund_key(&request.body)
     } else {
@@ -169,7 +164,7 @@ fn handle(
         // Long enough that scheduling noise on a busy machine does not
         // decide which request overlaps which.
         std::thread::sleep(Duration::from_millis(150));
-        let id = ids.fetch_add(1, Ordering::SeqCst);
+        let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
         format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes()
     };
     if flaw == Flaw::CheckThenWrite {
@@ -242,19 +237,29 @@ fn replayed(answer: Vec<u8>) -> Reply {
     }
 }
 
-/// Serves `flaw`'s handler on a free loopback port, one thread per
-/// connection, one request per connection; returns the base URL.
+/// Payment ids come from one business database, whichever instance and
+/// idempotency store served the request.
+static PAYMENT_IDS: AtomicU64 = AtomicU64::new(1000);
+
+/// An idempotency store: key → record.
+type Store = Arc<Mutex<HashMap<String, Record>>>;
+
+/// Serves `flaw`'s handler with a store of its own; returns the base URL.
 fn serve(flaw: Flaw) -> String {
+    serve_with(flaw, Store::default())
+}
+
+/// Serves `flaw`'s handler on `store` on a free loopback port, one thread
+/// per connection, one request per connection; returns the base URL.
+/// Instances given one store stand for a deployment that shares it.
+fn serve_with(flaw: Flaw, store: Store) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let records = Arc::new(Mutex::new(HashMap::new()));
-    let ids = Arc::new(AtomicU64::new(1000));
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let records = Arc::clone(&records);
-            let ids = Arc::clone(&ids);
+            let store = Arc::clone(&store);
             std::thread::spawn(move || {
-                let _ = answer(stream, |request| handle(flaw, &records, &ids, request));
+                let _ = answer(stream, |request| handle(flaw, &store, request));
             });
         }
     });
@@ -642,6 +647,104 @@ fn the_request_budget_bounds_the_probe() {
     );
 }
 
+#[test]
+fn instances_that_share_one_store_keep_every_promise() {
+    let (_dir, spec) = spec_file();
+    let store = Store::default();
+    let first = serve_with(Flaw::None, Arc::clone(&store));
+    let second = serve_with(Flaw::None, store);
+    let output = probe(
+        &spec,
+        &first,
+        &["--base-url", &second, "--format", "json", "--op", "pay"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["base_urls"], serde_json::json!([first, second]));
+    let checks = report["operations"][0]["checks"].as_array().unwrap();
+    for check in checks {
+        assert_eq!(check["outcome"], "pass", "{report:#}");
+    }
+    // The burst went to both, and the tally says which answered what.
+    let burst = checks[0]["summary"].as_str().unwrap();
+    assert!(
+        burst.contains(&format!("from {first}")) && burst.contains(&format!("from {second}")),
+        "{burst}"
+    );
+
+    let table = probe(&spec, &first, &["--base-url", &second, "--op", "pay"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{text}");
+    assert!(
+        text.starts_with(&format!(
+            "idemgen probe {} against 2 instances: {first}, {second}\n",
+            spec.display()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn instances_with_a_store_each_fail_the_burst() {
+    let (_dir, spec) = spec_file();
+    let first = serve(Flaw::None);
+    let second = serve(Flaw::None);
+    let output = probe(
+        &spec,
+        &first,
+        &["--base-url", &second, "--format", "json", "--op", "pay"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{report:#}");
+    let burst = &report["operations"][0]["checks"][0];
+    assert_eq!(burst["check"], "burst");
+    assert_eq!(burst["outcome"], "fail", "{report:#}");
+    let evidence = burst["evidence"].to_string();
+    assert!(
+        evidence.contains("the business step ran more than once"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains(&format!(
+            "each of {first} and {second} ran the step for the same key: the instances do not share one idempotency store"
+        )),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains(&format!("2xx body from {first}"))
+            && evidence.contains(&format!("2xx body from {second}")),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn every_instance_must_be_loopback_and_reachable() {
+    let (_dir, spec) = spec_file();
+    let up = serve(Flaw::None);
+    let remote = probe(&spec, &up, &["--base-url", "http://192.0.2.10:8080"]);
+    assert_eq!(remote.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&remote.stderr);
+    assert!(
+        stderr.contains("http://192.0.2.10:8080") && stderr.contains("--allow-remote"),
+        "{stderr}"
+    );
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down_url = format!("http://127.0.0.1:{port}");
+    let down = probe(&spec, &up, &["--base-url", &down_url]);
+    assert_eq!(down.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert!(
+        stderr.contains(&down_url) && stderr.contains("cannot connect"),
+        "{stderr}"
+    );
+    assert!(down.stdout.is_empty(), "nothing is probed");
+}
+
 // The payment-callback example: a real generated service on a database.
 
 /// The running example; killed when dropped. Its binary is a private copy,
@@ -953,7 +1056,7 @@ fn fixed_report() -> idemgen::probe::Report {
     };
     Report {
         spec: "openapi.yaml".into(),
-        base_url: "http://127.0.0.1:8080".into(),
+        base_urls: vec!["http://127.0.0.1:8080".into()],
         operations: vec![
             OperationReport {
                 name: "onPayCallback".into(),

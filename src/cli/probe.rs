@@ -33,6 +33,11 @@ Checks, per operation with x-idempotency:
   in-progress    duplicates while a first attempt runs: never a 2xx with an
                  empty or different body
 
+Several --base-url (instances of one deployment): the burst, the in-progress
+duplicates and the replays go round-robin over all of them, and each answer
+in the report names the instance it came from; instances that do not share
+one idempotency store fail the burst.
+
 The burst needs a request the service accepts (an order that exists, say):
 use the spec's examples, --example, --set or --body-file.
 
@@ -46,9 +51,10 @@ pub struct ProbeArgs {
     /// The OpenAPI document the service implements.
     pub spec: PathBuf,
     /// Where the service listens, e.g. http://127.0.0.1:8080. Only
-    /// loopback hosts unless --allow-remote.
-    #[arg(long, value_name = "URL")]
-    pub base_url: String,
+    /// loopback hosts unless --allow-remote. Repeat it for each instance
+    /// of a deployment: requests go round-robin over all of them.
+    #[arg(long, value_name = "URL", required = true)]
+    pub base_url: Vec<String>,
     /// Only these operations (operationId, or `METHOD /path`).
     #[arg(long = "op", value_name = "ID")]
     pub operations: Vec<String>,
@@ -154,7 +160,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
         },
     };
     let options = ProbeOptions {
-        base_url: args.base_url.clone(),
+        base_urls: args.base_url.clone(),
         defaults,
         operations: args.operations.clone(),
         burst: usize::from(args.burst),

@@ -31,6 +31,19 @@ pub struct Probe<'a> {
 pub struct Settled(pub Option<Answer>);
 
 impl Probe<'_> {
+    /// `http://a and http://b`: the instances at these indexes.
+    fn instance_names(&self, instances: &[usize]) -> String {
+        let names: Vec<&str> = instances
+            .iter()
+            .map(|&index| self.client.instances()[index].as_str())
+            .collect();
+        match names.as_slice() {
+            [] => String::new(),
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        }
+    }
+
     fn in_progress(&self, answer: &Answer) -> bool {
         answer.status == self.plan.expect.in_progress
     }
@@ -111,10 +124,11 @@ impl Probe<'_> {
         }
 
         let successes: Vec<&Answer> = answers.iter().filter(|a| a.is_success()).collect();
-        let mut bodies: Vec<&[u8]> = Vec::new();
+        // Each distinct 2xx body, with the first answer that carried it.
+        let mut bodies: Vec<&Answer> = Vec::new();
         for answer in &successes {
-            if !bodies.contains(&answer.body.as_slice()) {
-                bodies.push(&answer.body);
+            if !bodies.iter().any(|seen| seen.body == answer.body) {
+                bodies.push(answer);
             }
         }
         if bodies.len() > 1 {
@@ -122,8 +136,21 @@ impl Probe<'_> {
                 "{} different 2xx bodies for one key: the business step ran more than once",
                 bodies.len()
             ));
-            for body in bodies.iter().take(3) {
-                check.evidence.push(format!("2xx body: {}", excerpt(body)));
+            for answer in bodies.iter().take(3) {
+                check.evidence.push(format!(
+                    "2xx body{}: {}",
+                    self.client.from(answer),
+                    excerpt(&answer.body)
+                ));
+            }
+            let mut instances: Vec<usize> = bodies.iter().map(|answer| answer.instance).collect();
+            instances.sort_unstable();
+            instances.dedup();
+            if instances.len() > 1 {
+                check.evidence.push(format!(
+                    "each of {} ran the step for the same key: the instances do not share one idempotency store",
+                    self.instance_names(&instances)
+                ));
             }
         }
         let firsts = successes
@@ -139,7 +166,7 @@ impl Probe<'_> {
         for answer in &answers {
             if self.in_progress(answer) && !answer.is_success() {
                 match self.retry_after(answer) {
-                    Err(why) => check.fail(why),
+                    Err(why) => check.fail(format!("{why}{}", self.client.from(answer))),
                     Ok(Some(warning)) => check.warn(warning),
                     Ok(None) => {}
                 }
@@ -155,7 +182,8 @@ impl Probe<'_> {
         if successes.is_empty() {
             if let Some(first) = others.first() {
                 check.evidence.push(format!(
-                    "first answer: {} {}",
+                    "first answer{}: {} {}",
+                    self.client.from(first),
                     first.describe(),
                     first.excerpt()
                 ));
@@ -171,8 +199,9 @@ impl Probe<'_> {
         }
         for answer in &others {
             check.fail(format!(
-                "{} while the first attempt {}: expected {} with Retry-After or the first answer",
+                "{}{} while the first attempt {}: expected {} with Retry-After or the first answer",
                 answer.describe(),
+                self.client.from(answer),
                 if answer.received < successes[0].received {
                     "ran"
                 } else {
@@ -235,8 +264,9 @@ impl Probe<'_> {
             .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
         if answer.status == first.status && answer.body == first.body {
             check.summary = format!(
-                "{} with the first answer's {} bytes{}",
+                "{}{} with the first answer's {} bytes{}",
                 answer.describe(),
+                self.client.from(&answer),
                 answer.body.len(),
                 if replayed {
                     ", Idempotent-Replayed: true"
@@ -251,15 +281,23 @@ impl Probe<'_> {
                 );
             }
         } else {
-            check.summary = format!("{}, not the stored answer", answer.describe());
+            check.summary = format!(
+                "{}{}, not the stored answer",
+                answer.describe(),
+                self.client.from(&answer)
+            );
             check.fail(format!(
-                "first answer {} {}",
+                "first answer{} {} {}",
+                self.client.from(first),
                 first.describe(),
                 first.excerpt()
             ));
-            check
-                .evidence
-                .push(format!("replay {} {}", answer.describe(), answer.excerpt()));
+            check.evidence.push(format!(
+                "replay{} {} {}",
+                self.client.from(&answer),
+                answer.describe(),
+                answer.excerpt()
+            ));
         }
         check
     }
@@ -307,10 +345,11 @@ impl Probe<'_> {
                 .map_or_else(String::new, |value| value.to_string())
         };
         check.summary = format!(
-            "same key, `{pointer}` {} → {}: {}",
+            "same key, `{pointer}` {} → {}: {}{}",
             show(event),
             show(&changed),
-            answer.describe()
+            answer.describe(),
+            self.client.from(&answer)
         );
         if answer.status != expect {
             check.fail(format!("expected {expect}: {}", answer.excerpt()));
@@ -379,7 +418,8 @@ impl Probe<'_> {
                     Ok(answer) => answer,
                     Err(error) => return check.no_answer(error),
                 };
-                check.summary = format!("{what}: {}", answer.describe());
+                check.summary =
+                    format!("{what}: {}{}", answer.describe(), self.client.from(&answer));
                 if answer.status != expect {
                     check.fail(format!("expected {expect}: {}", answer.excerpt()));
                     if answer.is_success() {
@@ -458,10 +498,11 @@ impl Probe<'_> {
             .filter(|answer| answer.sent < first.received)
             .collect();
         check.summary = format!(
-            "{} duplicate(s) sent while the first attempt ran (it took {} ms and answered {}): {}",
+            "{} duplicate(s) sent while the first attempt ran (it took {} ms and answered {}{}): {}",
             during.len(),
             (first.received - first.sent).as_millis(),
             first.describe(),
+            self.client.from(&first),
             tally(&during, self)
         );
         if during.is_empty() {
@@ -480,21 +521,23 @@ impl Probe<'_> {
             }
             if self.in_progress(answer) && !answer.is_success() {
                 match self.retry_after(answer) {
-                    Err(why) => check.fail(why),
+                    Err(why) => check.fail(format!("{why}{}", self.client.from(answer))),
                     Ok(Some(warning)) => check.warn(warning),
                     Ok(None) => {}
                 }
             } else if answer.is_success() && answer.body.is_empty() {
                 check.fail(format!(
-                    "{} with an empty body while the first attempt was still running: a client would take it as done",
-                    answer.describe()
+                    "{}{} with an empty body while the first attempt was still running: a client would take it as done",
+                    answer.describe(),
+                    self.client.from(answer)
                 ));
             } else if answer.is_success() {
                 reran.push(answer);
             } else {
                 check.fail(format!(
-                    "{} while the first attempt ran: expected {} with Retry-After",
+                    "{}{} while the first attempt ran: expected {} with Retry-After",
                     answer.describe(),
+                    self.client.from(answer),
                     self.plan.expect.in_progress
                 ));
             }
@@ -504,11 +547,17 @@ impl Probe<'_> {
                 "{} duplicate(s) answered 2xx with a different body than the first attempt's: the business step ran again",
                 reran.len()
             ));
-            check.evidence.push(format!("first: {}", first.excerpt()));
+            check.evidence.push(format!(
+                "first{}: {}",
+                self.client.from(&first),
+                first.excerpt()
+            ));
             for answer in reran.iter().take(2) {
-                check
-                    .evidence
-                    .push(format!("duplicate: {}", answer.excerpt()));
+                check.evidence.push(format!(
+                    "duplicate{}: {}",
+                    self.client.from(answer),
+                    answer.excerpt()
+                ));
             }
         }
         check.dedup();
@@ -526,6 +575,7 @@ fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
         } else if answer.header("idempotent-replayed").is_some() && answer.is_success() {
             label.push_str(" replayed");
         }
+        label.push_str(&probe.client.from(answer));
         match counts.iter_mut().find(|(seen, _)| *seen == label) {
             Some((_, count)) => *count += 1,
             None => counts.push((label, 1)),

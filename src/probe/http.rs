@@ -24,6 +24,8 @@ pub struct Answer {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Index of the `--base-url` that answered.
+    pub instance: usize,
     /// When it was sent and when the answer was complete, since the probe
     /// started.
     pub sent: Duration,
@@ -57,7 +59,10 @@ impl std::fmt::Display for SendError {
 
 pub struct Client {
     agent: ureq::Agent,
-    base: String,
+    /// The instances, each a base URL without a trailing `/`.
+    bases: Vec<String>,
+    /// Round-robin position: request N goes to instance N mod len.
+    turn: AtomicUsize,
     started: Instant,
     deadline: Instant,
     sent: AtomicUsize,
@@ -108,69 +113,20 @@ pub fn excerpt(body: &[u8]) -> String {
 }
 
 impl Client {
-    /// Checks the base URL (scheme, host, loopback) and that something
-    /// listens there. Errors are usage errors (exit 2).
+    /// Checks every base URL (scheme, host, loopback) and that something
+    /// listens there. Errors are usage errors (exit 2) naming the URL.
     pub fn connect(
-        base_url: &str,
+        base_urls: &[String],
         allow_remote: bool,
         timeout: Duration,
         deadline: Duration,
         max_requests: usize,
     ) -> Result<Client, String> {
-        let uri: Uri = base_url.parse().map_err(|error| {
-            format!("--base-url `{base_url}` is not a URL ({error}); e.g. http://127.0.0.1:8080")
-        })?;
-        let scheme = uri.scheme_str().unwrap_or("");
-        let default_port = match scheme {
-            "http" => 80,
-            "https" if cfg!(feature = "https") => 443,
-            "https" => {
-                return Err(
-                    "this idemgen was built without TLS; probe the service over http on loopback, or rebuild with `--features https`"
-                        .into(),
-                );
-            }
-            _ => {
-                return Err(format!(
-                    "--base-url `{base_url}` must start with http:// (e.g. http://127.0.0.1:8080)"
-                ));
-            }
-        };
-        let host = uri
-            .host()
-            .ok_or_else(|| format!("--base-url `{base_url}` has no host"))?;
-        if uri.query().is_some() {
-            return Err(format!("--base-url `{base_url}` must not carry a query"));
+        if base_urls.is_empty() {
+            return Err("give the service's address with --base-url".into());
         }
-        let port = uri.port_u16().unwrap_or(default_port);
-        let bare_host = host.trim_start_matches('[').trim_end_matches(']');
-        let named_loopback = match bare_host.parse::<std::net::IpAddr>() {
-            Ok(ip) => ip.is_loopback(),
-            Err(_) => bare_host.eq_ignore_ascii_case("localhost"),
-        };
-        let refuse = || {
-            format!(
-                "`{host}` is not a loopback address, and the probe sends real writes (payments, orders…); probe a local or test instance, or pass --allow-remote if you own the service and mean it"
-            )
-        };
-        if !allow_remote && !named_loopback {
-            return Err(refuse());
-        }
-        let addresses: Vec<SocketAddr> = (bare_host, port)
-            .to_socket_addrs()
-            .map_err(|error| format!("cannot resolve `{host}`: {error}"))?
-            .collect();
-        // `localhost` must also resolve to loopback only.
-        if !allow_remote && !addresses.iter().all(|address| address.ip().is_loopback()) {
-            return Err(refuse());
-        }
-        let reachable = addresses
-            .iter()
-            .any(|address| TcpStream::connect_timeout(address, timeout).is_ok());
-        if !reachable {
-            return Err(format!(
-                "cannot connect to {host}:{port}: nothing answers there; start the service or fix --base-url"
-            ));
+        for base_url in base_urls {
+            check_base(base_url, allow_remote, timeout)?;
         }
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -185,7 +141,11 @@ impl Client {
         let started = Instant::now();
         Ok(Client {
             agent,
-            base: base_url.trim_end_matches('/').to_string(),
+            bases: base_urls
+                .iter()
+                .map(|base| base.trim_end_matches('/').to_string())
+                .collect(),
+            turn: AtomicUsize::new(0),
             started,
             deadline: started + deadline,
             sent: AtomicUsize::new(0),
@@ -201,8 +161,18 @@ impl Client {
         self.started.elapsed()
     }
 
-    pub fn url(&self, outgoing: &Outgoing) -> String {
-        format!("{}{}", self.base, outgoing.target)
+    /// The base URLs, in the order given.
+    pub fn instances(&self) -> &[String] {
+        &self.bases
+    }
+
+    /// ` from http://…` naming the instance that answered, or nothing when
+    /// there is only one.
+    pub fn from(&self, answer: &Answer) -> String {
+        if self.bases.len() < 2 {
+            return String::new();
+        }
+        format!(" from {}", self.bases[answer.instance])
     }
 
     pub fn send(&self, outgoing: &Outgoing) -> Result<Answer, SendError> {
@@ -212,20 +182,29 @@ impl Client {
         if self.sent.fetch_add(1, Ordering::Relaxed) >= self.max_requests {
             return Err(SendError::Budget(self.max_requests));
         }
+        let instance = self.turn.fetch_add(1, Ordering::Relaxed) % self.bases.len();
         let mut builder = http::Request::builder()
             .method(outgoing.method.as_str())
-            .uri(self.url(outgoing));
+            .uri(format!("{}{}", self.bases[instance], outgoing.target));
         for (name, value) in &outgoing.headers {
             builder = builder.header(name.as_str(), value.as_str());
         }
         let request = builder
             .body(outgoing.body.clone().unwrap_or_default())
             .map_err(|error| SendError::Transport(format!("cannot build the request: {error}")))?;
+        // With several instances, say which one did not answer.
+        let lost = |why: String| {
+            SendError::Transport(if self.bases.len() < 2 {
+                why
+            } else {
+                format!("{} {why}", self.bases[instance])
+            })
+        };
         let sent = self.started.elapsed();
         let response = self
             .agent
             .run(request)
-            .map_err(|error| SendError::Transport(error.to_string()))?;
+            .map_err(|error| lost(error.to_string()))?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -242,15 +221,77 @@ impl Client {
             .with_config()
             .limit(MAX_BODY_BYTES)
             .read_to_vec()
-            .map_err(|error| SendError::Transport(format!("reading the answer: {error}")))?;
+            .map_err(|error| lost(format!("reading the answer: {error}")))?;
         Ok(Answer {
             status,
             headers,
             body,
+            instance,
             sent,
             received: self.started.elapsed(),
         })
     }
+}
+
+/// One `--base-url`: http, a host, no query, loopback unless allowed, and
+/// something listening.
+fn check_base(base_url: &str, allow_remote: bool, timeout: Duration) -> Result<(), String> {
+    let uri: Uri = base_url.parse().map_err(|error| {
+        format!("--base-url `{base_url}` is not a URL ({error}); e.g. http://127.0.0.1:8080")
+    })?;
+    let scheme = uri.scheme_str().unwrap_or("");
+    let default_port = match scheme {
+        "http" => 80,
+        "https" if cfg!(feature = "https") => 443,
+        "https" => {
+            return Err(
+                "this idemgen was built without TLS; probe the service over http on loopback, or rebuild with `--features https`"
+                    .into(),
+            );
+        }
+        _ => {
+            return Err(format!(
+                "--base-url `{base_url}` must start with http:// (e.g. http://127.0.0.1:8080)"
+            ));
+        }
+    };
+    let host = uri
+        .host()
+        .ok_or_else(|| format!("--base-url `{base_url}` has no host"))?;
+    if uri.query().is_some() {
+        return Err(format!("--base-url `{base_url}` must not carry a query"));
+    }
+    let port = uri.port_u16().unwrap_or(default_port);
+    let bare_host = host.trim_start_matches('[').trim_end_matches(']');
+    let named_loopback = match bare_host.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => bare_host.eq_ignore_ascii_case("localhost"),
+    };
+    let refuse = || {
+        format!(
+            "--base-url `{base_url}`: `{host}` is not a loopback address, and the probe sends real writes (payments, orders…); probe a local or test instance, or pass --allow-remote if you own the service and mean it"
+        )
+    };
+    if !allow_remote && !named_loopback {
+        return Err(refuse());
+    }
+    let addresses: Vec<SocketAddr> = (bare_host, port)
+        .to_socket_addrs()
+        .map_err(|error| format!("--base-url `{base_url}`: cannot resolve `{host}`: {error}"))?
+        .collect();
+    // `localhost` must also resolve to loopback only.
+    if !allow_remote && !addresses.iter().all(|address| address.ip().is_loopback()) {
+        return Err(refuse());
+    }
+    let reachable = addresses
+        .iter()
+        .any(|address| TcpStream::connect_timeout(address, timeout).is_ok());
+    if !reachable {
+        return Err(format!(
+            "--base-url `{base_url}`: cannot connect to {host}:{port}: nothing answers there; start the service or fix the URL"
+        ));
+    }
+    Ok(())
 }
 
 fn reason(status: u16) -> &'static str {

@@ -25,7 +25,8 @@ use http::{Client, SendError};
 use request::{Plan, RequestOptions};
 
 pub struct ProbeOptions {
-    pub base_url: String,
+    /// One URL per instance of the service; requests go round-robin.
+    pub base_urls: Vec<String>,
     /// Profile and dialect of contracts that name none (`idemgen.toml`,
     /// `--profile`), so the probe expects what lint demands.
     pub defaults: Defaults,
@@ -137,7 +138,8 @@ pub struct OperationReport {
 
 pub struct Report {
     pub spec: String,
-    pub base_url: String,
+    /// The instances probed, in the order of `--base-url`.
+    pub base_urls: Vec<String>,
     pub operations: Vec<OperationReport>,
     pub requests: usize,
     pub elapsed: Duration,
@@ -193,7 +195,7 @@ pub fn run(
         }));
     }
     let client = Client::connect(
-        &options.base_url,
+        &options.base_urls,
         options.allow_remote,
         options.request_timeout,
         options.deadline,
@@ -252,7 +254,7 @@ pub fn run(
     }
     Ok(Report {
         spec: spec.to_string(),
-        base_url: options.base_url.clone(),
+        base_urls: client.instances().to_vec(),
         operations,
         requests: client.requests_sent(),
         elapsed: client.elapsed(),

@@ -7,10 +7,15 @@ use serde_json::{Value, json};
 use super::{Outcome, Report};
 
 pub fn table(report: &Report) -> String {
-    let mut out = format!(
-        "idemgen probe {} against {}\n",
-        report.spec, report.base_url
-    );
+    let mut out = match report.base_urls.as_slice() {
+        [one] => format!("idemgen probe {} against {one}\n", report.spec),
+        all => format!(
+            "idemgen probe {} against {} instances: {}\n",
+            report.spec,
+            all.len(),
+            all.join(", ")
+        ),
+    };
     for operation in &report.operations {
         out.push_str(&format!(
             "\n{} ({} {}, profile {})\n",
@@ -85,7 +90,8 @@ pub fn json(report: &Report) -> Value {
         .collect();
     json!({
         "spec": report.spec,
-        "base_url": report.base_url,
+        "base_url": report.base_urls.first(),
+        "base_urls": report.base_urls,
         "operations": operations,
         "summary": {
             "passed": report.count(Outcome::Pass),
