@@ -89,6 +89,10 @@ enum Flaw {
     IgnoresFingerprint,
     /// Answers 429 while in progress but without `Retry-After`.
     NoRetryAfter,
+    /// Answers the first attempt but never marks its record done, so it
+    /// says "in progress, retry in 1 s" long past `server.max-processing`
+    /// (an attempt whose claim is never released).
+    StaysInProgress,
 }
 
 enum Record {
@@ -215,13 +219,15 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         }
     }
     let answer = work();
-    records.lock().unwrap().insert(
-        key,
-        Record::Done {
-            body: request.body,
-            answer: answer.clone(),
-        },
-    );
+    if flaw != Flaw::StaysInProgress {
+        records.lock().unwrap().insert(
+            key,
+            Record::Done {
+                body: request.body,
+                answer: answer.clone(),
+            },
+        );
+    }
     Reply {
         status: 200,
         headers: Vec::new(),
@@ -360,7 +366,7 @@ fn evidence(checks: &HashMap<String, Value>, id: &str) -> String {
     checks[id]["evidence"].to_string()
 }
 
-const ALL: [&str; 7] = [
+const ALL: [&str; 8] = [
     "burst",
     "replay",
     "conflict",
@@ -368,6 +374,7 @@ const ALL: [&str; 7] = [
     "malformed-key",
     "long-key",
     "in-progress",
+    "retry-after",
 ];
 
 #[test]
@@ -391,7 +398,7 @@ fn a_correct_server_keeps_every_promise() {
     let table = probe(&spec, &base, &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("PASS  burst"), "{text}");
-    assert!(text.contains("14 passed, 0 failed"), "{text}");
+    assert!(text.contains("16 passed, 0 failed"), "{text}");
     assert_eq!(table.status.code(), Some(0));
 }
 
@@ -553,6 +560,51 @@ fn an_in_progress_answer_without_retry_after_is_caught() {
 }
 
 #[test]
+fn in_progress_long_past_max_processing_is_caught() {
+    let (_dir, spec) = spec_file();
+    let started = Instant::now();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::StaysInProgress));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "retry-after"), "fail", "{report:#}");
+    // The spec: max-processing 3s, retry-after 1s.
+    assert!(
+        evidence(&checks, "retry-after")
+            .contains("no final answer within max-processing 3 s + 3 × Retry-After 1 s = 6.0 s"),
+        "{report:#}"
+    );
+    let summary = checks["retry-after"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Retry-After: 1") && summary.contains("still 429"),
+        "{summary}"
+    );
+    // Within the budget the duplicates were honest; the burst passes.
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{report:#}");
+}
+
+#[test]
+fn a_retry_after_the_advertised_wait_gets_the_final_answer() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(outcome(&checks, "retry-after"), "pass", "{report:#}");
+    let summary = checks["retry-after"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("in progress (Retry-After: 1), then 200 OK after"),
+        "{summary}"
+    );
+    // Without server.max-processing there is no promise to hold it to.
+    let (dir, _) = spec_file();
+    let loose = dir.path().join("loose.yaml");
+    std::fs::write(&loose, SPEC.replace("  server: {max-processing: 3s}\n", "")).unwrap();
+    let (_, checks, report) = probe_json(&loose, &serve(Flaw::None));
+    assert_eq!(
+        outcome(&checks, "retry-after"),
+        "not-applicable",
+        "{report:#}"
+    );
+}
+
+#[test]
 fn junit_has_one_testcase_per_check() {
     let (_dir, spec) = spec_file();
     let output = probe(
@@ -567,7 +619,7 @@ fn junit_has_one_testcase_per_check() {
         .descendants()
         .filter(|node| node.has_tag_name("testcase"))
         .collect();
-    assert_eq!(cases.len(), 7, "{xml}");
+    assert_eq!(cases.len(), 8, "{xml}");
     let failed: Vec<_> = cases
         .iter()
         .filter(|case| case.children().any(|child| child.has_tag_name("failure")))

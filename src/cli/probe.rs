@@ -32,6 +32,10 @@ Checks, per operation with x-idempotency:
   long-key       a key longer than key.max-length: the missing-key status
   in-progress    duplicates while a first attempt runs: never a 2xx with an
                  empty or different body
+  retry-after    a client that waits each advertised Retry-After and retries
+                 gets the final answer within server.max-processing plus 3
+                 retries (Retry-After as the contract says); a service that
+                 stays in progress longer fails
 
 Several --base-url (instances of one deployment): the burst, the in-progress
 duplicates and the replays go round-robin over all of them, and each answer

@@ -61,7 +61,7 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct CheckResult {
     /// `burst`, `replay`, `conflict`, `missing-key`, `malformed-key`,
-    /// `long-key`, `in-progress`.
+    /// `long-key`, `in-progress`, `retry-after`.
     pub id: &'static str,
     pub outcome: Outcome,
     /// One line: what was sent and what came back.
@@ -218,10 +218,11 @@ pub fn run(
         match plan.and_then(|plan| {
             let first = plan.event(&mut rng)?;
             let second = plan.event(&mut rng)?;
-            Ok((plan, first, second))
+            let third = plan.event(&mut rng)?;
+            Ok((plan, first, second, third))
         }) {
             Err(why) => report.skipped = Some(why),
-            Ok((plan, first, second)) => {
+            Ok((plan, first, second, third)) => {
                 report.request = describe_plan(&plan, &first);
                 let probe = Probe {
                     client: &client,
@@ -238,6 +239,7 @@ pub fn run(
                 report.checks.push(probe.conflict(&first, &settled));
                 report.checks.extend(probe.key_checks(&first, &mut rng));
                 report.checks.push(probe.in_progress_honesty(&second));
+                report.checks.push(probe.retry_after_honesty(&third));
             }
         }
         operations.push(report);

@@ -34,6 +34,8 @@ pub struct Expect {
     pub profile: &'static str,
     pub in_progress: u16,
     pub retry_after_ms: u64,
+    /// `server.max-processing`: the longest a first attempt may run.
+    pub max_processing_ms: Option<u64>,
     pub conflict: u16,
     /// `None`: the profile makes the key optional.
     pub missing_key: Option<u16>,
@@ -203,6 +205,7 @@ impl Plan {
                 profile: contract.profile.value.name(),
                 in_progress: contract.in_progress_status.value,
                 retry_after_ms: contract.retry_after_ms.value,
+                max_processing_ms: contract.max_processing_ms.as_ref().map(|max| max.value),
                 conflict: contract.conflict_status.value,
                 missing_key: contract
                     .missing_key_status
