@@ -93,6 +93,9 @@ enum Flaw {
     /// says "in progress, retry in 1 s" long past `server.max-processing`
     /// (an attempt whose claim is never released).
     StaysInProgress,
+    /// Keeps every promise, but every execution answers the same bytes
+    /// (no payment id), so a second execution does not show in the body.
+    SameAnswerEachTime,
 }
 
 enum Record {
@@ -168,6 +171,9 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         // Long enough that scheduling noise on a busy machine does not
         // decide which request overlaps which.
         std::thread::sleep(Duration::from_millis(150));
+        if flaw == Flaw::SameAnswerEachTime {
+            return br#"{"status":"paid"}"#.to_vec();
+        }
         let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
         format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes()
     };
@@ -767,6 +773,38 @@ fn instances_with_a_store_each_fail_the_burst() {
             && evidence.contains(&format!("2xx body from {second}")),
         "{evidence}"
     );
+}
+
+#[test]
+fn instances_with_a_store_each_fail_even_with_identical_answers() {
+    let (_dir, spec) = spec_file();
+    let burst_of = |first: &str, second: &str| {
+        let output = probe(
+            &spec,
+            first,
+            &["--base-url", second, "--format", "json", "--op", "pay"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["operations"][0]["checks"][0].clone()
+    };
+    let first = serve(Flaw::SameAnswerEachTime);
+    let second = serve(Flaw::SameAnswerEachTime);
+    let burst = burst_of(&first, &second);
+    assert_eq!(burst["outcome"], "fail", "{burst:#}");
+    let evidence = burst["evidence"].to_string();
+    assert!(
+        evidence.contains(&format!(
+            "from {first} and {second}: each ran the step for the same key"
+        )),
+        "{evidence}"
+    );
+
+    // Sharing a store, the same servers pass.
+    let store = Store::default();
+    let first = serve_with(Flaw::SameAnswerEachTime, Arc::clone(&store));
+    let second = serve_with(Flaw::SameAnswerEachTime, store);
+    let burst = burst_of(&first, &second);
+    assert_eq!(burst["outcome"], "pass", "{burst:#}");
 }
 
 #[test]

@@ -156,11 +156,31 @@ impl Probe<'_> {
                 ));
             }
         }
-        let firsts = successes
+        let unmarked: Vec<&Answer> = successes
             .iter()
+            .copied()
             .filter(|answer| answer.header("idempotent-replayed").is_none())
-            .count();
-        if firsts > 1 && bodies.len() == 1 {
+            .collect();
+        let firsts = unmarked.len();
+        let mut first_instances: Vec<usize> =
+            unmarked.iter().map(|answer| answer.instance).collect();
+        first_instances.sort_unstable();
+        first_instances.dedup();
+        // A service that marks its replays, yet gave first answers on two
+        // instances, ran the step on each, even if the outputs match. When
+        // the burst held no replay, one more request tells.
+        let marks_replays = || {
+            firsts < successes.len()
+                || self
+                    .settle(&request)
+                    .is_ok_and(|answer| answer.header("idempotent-replayed").is_some())
+        };
+        if bodies.len() == 1 && first_instances.len() > 1 && marks_replays() {
+            check.fail(format!(
+                "{firsts} unmarked 2xx answers (first answers, since replays carry `Idempotent-Replayed`) from {}: each ran the step for the same key; the instances do not share one idempotency store",
+                self.instance_names(&first_instances)
+            ));
+        } else if firsts > 1 && bodies.len() == 1 {
             check.warn(format!(
                 "{firsts} 2xx answers without `Idempotent-Replayed`: replays are unmarked, or the step ran {firsts} times with identical output"
             ));
