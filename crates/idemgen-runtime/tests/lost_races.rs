@@ -104,6 +104,57 @@ async fn the_race_is_answered_and_retryable(
     assert_eq!(done.status(), StatusCode::CREATED);
 }
 
+/// The server's code for `error`: MariaDB's error number, else the
+/// SQLSTATE (SQLite's result code).
+fn error_code(error: &sqlx::Error) -> Option<String> {
+    let sqlx::Error::Database(error) = error else {
+        return None;
+    };
+    #[cfg(feature = "mysql")]
+    if let Some(error) = error.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return Some(error.number().to_string());
+    }
+    error.code().map(|code| code.into_owned())
+}
+
+/// A deadlock between two other transactions, met by a claimed request:
+/// the server reports `expected`, and the request is answered from the
+/// record.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+async fn a_deadlock_is_answered(expected: &str) {
+    let Some((table, engine)) = arena().await else {
+        return;
+    };
+    let error = deadlock(&table).await;
+    assert_eq!(error_code(&error).as_deref(), Some(expected), "{error}");
+    let key = key();
+    let call = claim(&engine, &key).await;
+    the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
+    table.sql("DROP TABLE {t}_rows").await;
+}
+
+/// The business step reads row 1 (its snapshot starts there), another
+/// request changes the row and commits, then the step writes it: the
+/// step's error.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+async fn a_write_after_a_concurrent_change(
+    table: &Table,
+    tx: &mut idemgen_runtime::Tx,
+) -> sqlx::Error {
+    sqlx::query(sql(table, "SELECT n FROM {t}_rows WHERE id = 1"))
+        .fetch_one(&mut **tx)
+        .await
+        .unwrap();
+    sqlx::query(sql(table, "UPDATE {t}_rows SET n = 5 WHERE id = 1"))
+        .execute(&table.pool)
+        .await
+        .unwrap();
+    sqlx::query(sql(table, "UPDATE {t}_rows SET n = n + 1 WHERE id = 1"))
+        .execute(&mut **tx)
+        .await
+        .expect_err("the row changed since the step read it")
+}
+
 /// Two transactions lock rows 1 and 2, then each asks for the other's:
 /// the server picks a victim; its error.
 #[cfg(any(feature = "mysql", feature = "postgres"))]
@@ -161,7 +212,7 @@ mod mysql {
             .execute(&mut **tx)
             .await
             .expect_err("the row is locked");
-        assert_eq!(number(&error), Some(1205), "{error}");
+        assert_eq!(error_code(&error).as_deref(), Some("1205"), "{error}");
         holder.rollback().await.unwrap();
         the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
         table.sql("DROP TABLE {t}_rows").await;
@@ -169,15 +220,7 @@ mod mysql {
 
     #[tokio::test]
     async fn a_deadlock_is_in_progress() {
-        let Some((table, engine)) = arena().await else {
-            return;
-        };
-        let error = deadlock(&table).await;
-        assert_eq!(number(&error), Some(1213), "{error}");
-        let key = key();
-        let call = claim(&engine, &key).await;
-        the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
-        table.sql("DROP TABLE {t}_rows").await;
+        a_deadlock_is_answered("1213").await;
     }
 
     /// MariaDB 10.6.18+ reports a row changed after the transaction's
@@ -202,33 +245,10 @@ mod mysql {
             table.sql("DROP TABLE {t}_rows").await;
             return;
         }
-        // The business step reads (its snapshot starts here) ...
-        sqlx::query(sql(&table, "SELECT n FROM {t}_rows WHERE id = 1"))
-            .fetch_one(&mut **tx)
-            .await
-            .unwrap();
-        // ... another request changes the row and commits ...
-        sqlx::query(sql(&table, "UPDATE {t}_rows SET n = 5 WHERE id = 1"))
-            .execute(&table.pool)
-            .await
-            .unwrap();
-        // ... and the step's write finds it changed.
-        let error = sqlx::query(sql(&table, "UPDATE {t}_rows SET n = n + 1 WHERE id = 1"))
-            .execute(&mut **tx)
-            .await
-            .expect_err("the row changed since the snapshot");
-        assert_eq!(number(&error), Some(1020), "{error}");
+        let error = a_write_after_a_concurrent_change(&table, tx).await;
+        assert_eq!(error_code(&error).as_deref(), Some("1020"), "{error}");
         the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
         table.sql("DROP TABLE {t}_rows").await;
-    }
-
-    fn number(error: &sqlx::Error) -> Option<u16> {
-        match error {
-            sqlx::Error::Database(error) => error
-                .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                .map(|error| error.number()),
-            _ => None,
-        }
     }
 }
 
@@ -264,7 +284,7 @@ mod postgres {
                 .execute(&mut **tx)
                 .await
                 .expect_err("the row is locked");
-            assert_eq!(code(&error).as_deref(), Some("55P03"), "{error}");
+            assert_eq!(error_code(&error).as_deref(), Some("55P03"), "{error}");
             the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
         }
         holder.rollback().await.unwrap();
@@ -273,15 +293,7 @@ mod postgres {
 
     #[tokio::test]
     async fn a_deadlock_is_in_progress() {
-        let Some((table, engine)) = arena().await else {
-            return;
-        };
-        let error = deadlock(&table).await;
-        assert_eq!(code(&error).as_deref(), Some("40P01"), "{error}");
-        let key = key();
-        let call = claim(&engine, &key).await;
-        the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
-        table.sql("DROP TABLE {t}_rows").await;
+        a_deadlock_is_answered("40P01").await;
     }
 
     #[tokio::test]
@@ -296,28 +308,10 @@ mod postgres {
             .execute(&mut **tx)
             .await
             .unwrap();
-        sqlx::query(sql(&table, "SELECT n FROM {t}_rows WHERE id = 1"))
-            .fetch_one(&mut **tx)
-            .await
-            .unwrap();
-        sqlx::query(sql(&table, "UPDATE {t}_rows SET n = 5 WHERE id = 1"))
-            .execute(&table.pool)
-            .await
-            .unwrap();
-        let error = sqlx::query(sql(&table, "UPDATE {t}_rows SET n = n + 1 WHERE id = 1"))
-            .execute(&mut **tx)
-            .await
-            .expect_err("a concurrent update");
-        assert_eq!(code(&error).as_deref(), Some("40001"), "{error}");
+        let error = a_write_after_a_concurrent_change(&table, tx).await;
+        assert_eq!(error_code(&error).as_deref(), Some("40001"), "{error}");
         the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
         table.sql("DROP TABLE {t}_rows").await;
-    }
-
-    fn code(error: &sqlx::Error) -> Option<String> {
-        match error {
-            sqlx::Error::Database(error) => error.code().map(|code| code.into_owned()),
-            _ => None,
-        }
     }
 }
 
@@ -346,10 +340,7 @@ mod sqlite {
             .expect_err("the database is locked");
         impatient.close().await.unwrap();
         // SQLITE_BUSY, possibly with an extended code.
-        let code = match &error {
-            sqlx::Error::Database(error) => error.code().and_then(|code| code.parse::<i32>().ok()),
-            _ => None,
-        };
+        let code = error_code(&error).and_then(|code| code.parse::<i32>().ok());
         assert_eq!(code.map(|code| code & 0xff), Some(5), "{error}");
         the_race_is_answered_and_retryable(&table, &engine, &key, call, error).await;
         table.sql("DROP TABLE {t}_rows").await;
