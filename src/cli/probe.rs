@@ -36,6 +36,11 @@ Checks, per operation with x-idempotency:
                  gets the final answer within server.max-processing plus 3
                  retries (Retry-After as the contract says); a service that
                  stays in progress longer fails
+  scope          with key.scope: the same key under a second scope value is
+                 a new key (not the first scope's stored answer, not the
+                 conflict status), and a request without the scope value
+                 is refused with a 4xx; values from --scope, else
+                 probe-tenant-a and probe-tenant-b
 
 Several --base-url (instances of one deployment): the burst, the in-progress
 duplicates and the replays go round-robin over all of them, and each answer
@@ -95,6 +100,11 @@ pub struct ProbeArgs {
     /// `true` are parsed; anything else is a string). Repeatable.
     #[arg(long = "set", value_name = "POINTER=VALUE", value_parser = set_arg)]
     pub sets: Vec<(String, serde_json::Value)>,
+    /// A `key.scope` value, NAME as the contract names it (`X-Tenant`,
+    /// `tenant`, `/account_id`): `X-Tenant=acme`. The first value goes on
+    /// every request; repeat NAME for the scope check's second value.
+    #[arg(long = "scope", value_name = "NAME=VALUE", value_parser = param_arg)]
+    pub scopes: Vec<(String, String)>,
     /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub params: Vec<(String, String)>,
@@ -179,6 +189,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
             sets: args.sets.clone(),
             params: args.params.clone(),
             headers: args.headers.clone(),
+            scopes: args.scopes.clone(),
         },
     };
     let spec = args.spec.display().to_string();

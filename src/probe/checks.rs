@@ -9,7 +9,7 @@ use crate::contract::model::FailedPolicy;
 
 use super::http::{Answer, Client, SendError, excerpt};
 use super::key;
-use super::request::{Event, KeyUse, Plan};
+use super::request::{Event, KeyUse, Plan, ScopeUse};
 use super::{CheckResult, Outcome};
 
 /// Most replay attempts that meet an in-progress answer before giving up.
@@ -454,6 +454,97 @@ impl Probe<'_> {
                 check
             })
             .collect()
+    }
+
+    /// `key.scope`: the same key under another scope value is another key
+    /// (neither the first scope's stored answer nor a conflict), and a
+    /// request without the scope value is refused, not processed.
+    /// `event` and `unscoped` are fresh events.
+    pub fn scope(&self, event: &Event, unscoped: &Event) -> CheckResult {
+        let mut check = CheckResult::new("scope");
+        if self.plan.scopes.is_empty() {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "the contract declares no `key.scope`".into();
+            return check;
+        }
+        let shown = |index: usize| {
+            self.plan
+                .scopes
+                .iter()
+                .map(|(source, values)| format!("{} `{}`", Plan::scope_label(source), values[index]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let first = match self.settle(&self.plan.scoped_request(event, KeyUse::Valid, ScopeUse::First)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        if !first.is_success() {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "under {} the first request answered {}{}, so there is no stored answer to leak",
+                shown(0),
+                first.describe(),
+                self.client.from(&first)
+            );
+            check.evidence.push(format!("its body: {}", first.excerpt()));
+            return check;
+        }
+        let second = match self.settle(&self.plan.scoped_request(event, KeyUse::Valid, ScopeUse::Second)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        let missing = match self.client.send(&self.plan.scoped_request(unscoped, KeyUse::Valid, ScopeUse::Missing)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        check.summary = format!(
+            "one key under {}: {}{}; under {}: {}{}; without the scope value: {}{}",
+            shown(0),
+            first.describe(),
+            self.client.from(&first),
+            shown(1),
+            second.describe(),
+            self.client.from(&second),
+            missing.describe(),
+            self.client.from(&missing)
+        );
+        let replayed = second
+            .header("idempotent-replayed")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        if second.is_success() && (replayed || second.body == first.body) {
+            check.fail(format!(
+                "the second scope got the first scope's stored answer ({}): one tenant sees another's response",
+                if replayed {
+                    "Idempotent-Replayed: true"
+                } else {
+                    "a byte-identical 2xx body"
+                }
+            ));
+            check.evidence.push(format!("first scope{}: {}", self.client.from(&first), first.excerpt()));
+            check.evidence.push(format!("second scope{}: {}", self.client.from(&second), second.excerpt()));
+        } else if second.status == self.plan.expect.conflict {
+            check.fail(format!(
+                "the second scope got the conflict status {}: the key is not namespaced by the scope",
+                self.plan.expect.conflict
+            ));
+            check.evidence.push(format!("its body: {}", second.excerpt()));
+        }
+        if missing.is_success() {
+            check.fail(format!(
+                "{}{} without the scope value: the request was processed, expected a 4xx refusal",
+                missing.describe(),
+                self.client.from(&missing)
+            ));
+            check.evidence.push(format!("its body: {}", missing.excerpt()));
+        } else if !(400..500).contains(&missing.status) {
+            check.fail(format!(
+                "{}{} without the scope value: expected a 4xx refusal",
+                missing.describe(),
+                self.client.from(&missing)
+            ));
+        }
+        check
     }
 
     /// Duplicates sent 10 ms apart while a first attempt runs: each must

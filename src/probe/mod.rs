@@ -61,7 +61,7 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct CheckResult {
     /// `burst`, `replay`, `conflict`, `missing-key`, `malformed-key`,
-    /// `long-key`, `in-progress`, `retry-after`.
+    /// `long-key`, `in-progress`, `retry-after`, `scope`.
     pub id: &'static str,
     pub outcome: Outcome,
     /// One line: what was sent and what came back.
@@ -219,10 +219,11 @@ pub fn run(
             let first = plan.event(&mut rng)?;
             let second = plan.event(&mut rng)?;
             let third = plan.event(&mut rng)?;
-            Ok((plan, first, second, third))
+            let scoped = [plan.event(&mut rng)?, plan.event(&mut rng)?];
+            Ok((plan, first, second, third, scoped))
         }) {
             Err(why) => report.skipped = Some(why),
-            Ok((plan, first, second, third)) => {
+            Ok((plan, first, second, third, scoped)) => {
                 report.request = describe_plan(&plan, &first);
                 let probe = Probe {
                     client: &client,
@@ -240,6 +241,7 @@ pub fn run(
                 report.checks.extend(probe.key_checks(&first, &mut rng));
                 report.checks.push(probe.in_progress_honesty(&second));
                 report.checks.push(probe.retry_after_honesty(&third));
+                report.checks.push(probe.scope(&scoped[0], &scoped[1]));
             }
         }
         operations.push(report);
@@ -288,5 +290,13 @@ fn describe_plan(plan: &Plan, event: &request::Event) -> Vec<String> {
             .missing_key
             .map_or("(optional key)".to_string(), |status| status.to_string())
     ));
+    for (source, values) in &plan.scopes {
+        lines.push(format!(
+            "scope {}: `{}` (the scope check also sends `{}`)",
+            Plan::scope_label(source),
+            values[0],
+            values[1]
+        ));
+    }
     lines
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::analysis::{ContractState, OperationContext};
 use crate::contract::Contract;
 use crate::contract::key_template::{KeyTemplate, Segment};
-use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation};
+use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation, ScopeSource};
 use crate::spec::operations::Operation;
 use crate::spec::{Node, Workspace};
 
@@ -26,6 +26,10 @@ pub struct RequestOptions {
     /// Path or query parameter name → value.
     pub params: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
+    /// `--scope NAME=VALUE`: the `key.scope` values to send, in order
+    /// (the first for every check, the second for the scope check's other
+    /// tenant).
+    pub scopes: Vec<(String, String)>,
 }
 
 /// The answers the contract promises.
@@ -61,7 +65,18 @@ pub struct Plan {
     /// fresh values unless the user pinned them with `--set`.
     fields: Vec<(String, Option<usize>)>,
     pinned: Vec<String>,
+    /// Each `key.scope` source with the two values the probe sends: the
+    /// first on every request, the second as the scope check's other tenant.
+    pub scopes: Vec<(ScopeSource, [String; 2])>,
     pub expect: Expect,
+}
+
+/// Which `key.scope` values a request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScopeUse {
+    First,
+    Second,
+    Missing,
 }
 
 /// One business event: a key and the body that goes with it.
@@ -182,6 +197,15 @@ impl Plan {
                 _ => None,
             })
             .collect();
+        let scopes = key
+            .scope
+            .iter()
+            .map(|source| {
+                let source = source.value.clone();
+                let values = scope_values(&source, options, &headers, &query, body.as_ref());
+                (source, values)
+            })
+            .collect();
         let pinned = options
             .sets
             .iter()
@@ -201,6 +225,7 @@ impl Plan {
             max_length: usize::try_from(key.max_length.value).unwrap_or(usize::MAX),
             fields,
             pinned,
+            scopes,
             expect: Expect {
                 profile: contract.profile.value.name(),
                 in_progress: contract.in_progress_status.value,
@@ -271,6 +296,12 @@ impl Plan {
 
     /// The HTTP request for `event` with the key `key`.
     pub fn request(&self, event: &Event, key: KeyUse<'_>) -> Outgoing {
+        self.scoped_request(event, key, ScopeUse::First)
+    }
+
+    /// The HTTP request for `event` with the key `key` and the scope
+    /// values `scope`.
+    pub fn scoped_request(&self, event: &Event, key: KeyUse<'_>, scope: ScopeUse) -> Outgoing {
         let key_text = match key {
             KeyUse::Valid => Some(event.key.as_str()),
             KeyUse::Missing => None,
@@ -292,6 +323,34 @@ impl Plan {
             }
             (_, None) => {}
         }
+        for (source, values) in &self.scopes {
+            let value = match scope {
+                ScopeUse::First => Some(values[0].as_str()),
+                ScopeUse::Second => Some(values[1].as_str()),
+                ScopeUse::Missing => None,
+            };
+            match source.location {
+                KeyLocation::Header => {
+                    headers.retain(|(name, _)| !name.eq_ignore_ascii_case(&source.name));
+                    if let Some(value) = value {
+                        headers.push((source.name.clone(), value.into()));
+                    }
+                }
+                KeyLocation::Query => {
+                    query.retain(|(name, _)| *name != source.name);
+                    if let Some(value) = value {
+                        query.push((source.name.clone(), value.into()));
+                    }
+                }
+                KeyLocation::Body => {
+                    let target = body.get_or_insert_with(|| Value::Object(Default::default()));
+                    let _ = match value {
+                        Some(value) => set_pointer(target, &source.name, scope_json(value)),
+                        None => remove_pointer(target, &source.name),
+                    };
+                }
+            }
+        }
         let mut target = self.path.clone();
         for (index, (name, value)) in query.iter().enumerate() {
             target.push(if index == 0 { '?' } else { '&' });
@@ -311,6 +370,15 @@ impl Plan {
         }
     }
 
+    /// `X-Tenant` header, `tenant` query parameter, body field `/account`.
+    pub fn scope_label(source: &ScopeSource) -> String {
+        match source.location {
+            KeyLocation::Header => format!("`{}` header", source.name),
+            KeyLocation::Query => format!("`{}` query parameter", source.name),
+            KeyLocation::Body => format!("body field `{}`", source.name),
+        }
+    }
+
     /// How the key travels, for messages: `Idempotency-Key` header.
     pub fn key_label(&self) -> String {
         match self.key_in {
@@ -318,6 +386,65 @@ impl Plan {
             KeyLocation::Query => format!("`{}` query parameter", self.key_name),
             KeyLocation::Body => format!("body field `{}`", self.key_name),
         }
+    }
+}
+
+/// The two values a scope source takes: `--scope NAME=VALUE` in order,
+/// else the value the request already carries (a `--header`, `--param`,
+/// `--set` or the spec's example) for the first, else `probe-tenant-a`
+/// and `probe-tenant-b`.
+fn scope_values(
+    source: &ScopeSource,
+    options: &RequestOptions,
+    headers: &[(String, String)],
+    query: &[(String, String)],
+    body: Option<&Value>,
+) -> [String; 2] {
+    let same_name = |name: &str| match source.location {
+        KeyLocation::Header => name.eq_ignore_ascii_case(&source.name),
+        _ => name == source.name,
+    };
+    let mut given = options
+        .scopes
+        .iter()
+        .filter(|(name, _)| same_name(name))
+        .map(|(_, value)| value.clone());
+    let present = || match source.location {
+        KeyLocation::Header => headers
+            .iter()
+            .find(|(name, _)| same_name(name))
+            .map(|(_, value)| value.clone()),
+        KeyLocation::Query => query
+            .iter()
+            .find(|(name, _)| same_name(name))
+            .map(|(_, value)| value.clone()),
+        KeyLocation::Body => body
+            .and_then(|body| body.pointer(&source.name))
+            .map(|value| match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            }),
+    };
+    let first = given
+        .next()
+        .or_else(present)
+        .unwrap_or_else(|| "probe-tenant-a".into());
+    let second = given
+        .next()
+        .unwrap_or_else(|| "probe-tenant-b".into());
+    let second = if second == first {
+        format!("{first}-other")
+    } else {
+        second
+    };
+    [first, second]
+}
+
+/// A scope value in the body: a number or boolean stays one, as `--set`.
+fn scope_json(text: &str) -> Value {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ (Value::Number(_) | Value::Bool(_))) => value,
+        _ => Value::String(text.into()),
     }
 }
 
