@@ -96,6 +96,10 @@ enum Flaw {
     /// Keeps every promise, but every execution answers the same bytes
     /// (no payment id), so a second execution does not show in the body.
     SameAnswerEachTime,
+    /// Keys its store by the key alone, not by (tenant, key).
+    IgnoresTenant,
+    /// Processes a request that carries no tenant.
+    ProcessesWithoutTenant,
 }
 
 enum Record {
@@ -166,6 +170,22 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     };
     let Some(key) = key else {
         return reply(400, r#"{"title":"missing or malformed key"}"#);
+    };
+    // `/tenant-pay` declares `key.scope: [header:X-Tenant]`.
+    let key = if request.path == "/tenant-pay" {
+        let tenant = request
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("x-tenant"))
+            .map(|(_, value)| value.clone());
+        match (tenant, flaw) {
+            (None, Flaw::ProcessesWithoutTenant) => key,
+            (None, _) => return reply(400, r#"{"title":"missing tenant"}"#),
+            (Some(_), Flaw::IgnoresTenant) => key,
+            (Some(tenant), _) => format!("{tenant}\n{key}"),
+        }
+    } else {
+        key
     };
     let work = || {
         // Long enough that scheduling noise on a busy machine does not
@@ -323,6 +343,53 @@ fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io:
     stream.flush()
 }
 
+/// One operation whose keys are namespaced by the `X-Tenant` header.
+const SCOPED_SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe scope test, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+paths:
+  /tenant-pay:
+    post:
+      operationId: tenantPay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [order_no, amount, date]
+              properties:
+                order_no: {type: string, maxLength: 32, example: ORD-1}
+                amount: {type: integer, minimum: 1}
+                date: {type: string, pattern: "^[0-9]{8}$"}
+      x-idempotency:
+        key:
+          in: header
+          name: Idempotency-Key
+          format: "pay:{date}:{uuid}"
+          scope: ["header:X-Tenant"]
+        window: 18s
+        responses:
+          in-progress: {status: 429, retry-after: 1s}
+      responses:
+        "200": {description: paid}
+        "400": {description: bad key or no tenant}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+"#;
+
+fn scoped_spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, SCOPED_SPEC).unwrap();
+    (dir, path)
+}
+
 fn spec_file() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("openapi.yaml");
@@ -406,6 +473,98 @@ fn a_correct_server_keeps_every_promise() {
     assert!(text.contains("PASS  burst"), "{text}");
     assert!(text.contains("16 passed, 0 failed"), "{text}");
     assert_eq!(table.status.code(), Some(0));
+}
+
+#[test]
+fn a_contract_without_scope_has_no_scope_check() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(outcome(&checks, "scope"), "not-applicable", "{report:#}");
+}
+
+#[test]
+fn a_server_that_keys_by_tenant_and_key_passes_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::None), "tenantPay");
+    for id in ALL.iter().chain(&["scope"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    let summary = checks["scope"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("`X-Tenant` header `probe-tenant-a`"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`X-Tenant` header `probe-tenant-b`"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("without the scope value: 400"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn scope_values_come_from_the_command_line() {
+    let (_dir, spec) = scoped_spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::None),
+        &[
+            "--format",
+            "json",
+            "--scope",
+            "X-Tenant=acme",
+            "--scope",
+            "X-Tenant=globex",
+        ],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scope = report["operations"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["check"] == "scope")
+        .unwrap();
+    assert_eq!(scope["outcome"], "pass", "{report:#}");
+    let summary = scope["summary"].as_str().unwrap();
+    assert!(summary.contains("`X-Tenant` header `acme`"), "{summary}");
+    assert!(summary.contains("`X-Tenant` header `globex`"), "{summary}");
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+}
+
+#[test]
+fn a_server_that_ignores_the_tenant_fails_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::IgnoresTenant), "tenantPay");
+    assert_eq!(outcome(&checks, "scope"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "scope");
+    assert!(
+        evidence.contains(
+            "the second scope got the first scope's stored answer (Idempotent-Replayed: true)"
+        ),
+        "{evidence}"
+    );
+    assert!(evidence.contains("second scope: {"), "{evidence}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_processes_a_request_without_the_tenant_fails_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) =
+        probe_op_json(&spec, &serve(Flaw::ProcessesWithoutTenant), "tenantPay");
+    assert_eq!(outcome(&checks, "scope"), "fail", "{report:#}");
+    let evidence = evidence(&checks, "scope");
+    assert!(
+        evidence
+            .contains("without the scope value: the request was processed, expected a 4xx refusal"),
+        "{evidence}"
+    );
+    assert!(!evidence.contains("stored answer"), "{evidence}");
+    assert_eq!(code, 1);
 }
 
 /// Runs the probe of `pay` in `dir` (where an `idemgen.toml` may be) with
@@ -625,7 +784,8 @@ fn junit_has_one_testcase_per_check() {
         .descendants()
         .filter(|node| node.has_tag_name("testcase"))
         .collect();
-    assert_eq!(cases.len(), 8, "{xml}");
+    // Every check of ALL, and `scope`, not applicable (skipped) here.
+    assert_eq!(cases.len(), 9, "{xml}");
     let failed: Vec<_> = cases
         .iter()
         .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
@@ -721,7 +881,12 @@ fn instances_that_share_one_store_keep_every_promise() {
     assert_eq!(report["base_urls"], serde_json::json!([first, second]));
     let checks = report["operations"][0]["checks"].as_array().unwrap();
     for check in checks {
-        assert_eq!(check["outcome"], "pass", "{report:#}");
+        let expected = if check["check"] == "scope" {
+            "not-applicable" // `pay` declares no key.scope
+        } else {
+            "pass"
+        };
+        assert_eq!(check["outcome"], expected, "{report:#}");
     }
     // The burst went to both, and the tally says which answered what.
     let burst = checks[0]["summary"].as_str().unwrap();

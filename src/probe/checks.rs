@@ -471,11 +471,17 @@ impl Probe<'_> {
             self.plan
                 .scopes
                 .iter()
-                .map(|(source, values)| format!("{} `{}`", Plan::scope_label(source), values[index]))
+                .map(|(source, values)| {
+                    format!("{} `{}`", Plan::scope_label(source), values[index])
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let first = match self.settle(&self.plan.scoped_request(event, KeyUse::Valid, ScopeUse::First)) {
+        let first = match self.settle(&self.plan.scoped_request(
+            event,
+            KeyUse::Valid,
+            ScopeUse::First,
+        )) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
@@ -487,14 +493,24 @@ impl Probe<'_> {
                 first.describe(),
                 self.client.from(&first)
             );
-            check.evidence.push(format!("its body: {}", first.excerpt()));
+            check
+                .evidence
+                .push(format!("its body: {}", first.excerpt()));
             return check;
         }
-        let second = match self.settle(&self.plan.scoped_request(event, KeyUse::Valid, ScopeUse::Second)) {
+        let second = match self.settle(&self.plan.scoped_request(
+            event,
+            KeyUse::Valid,
+            ScopeUse::Second,
+        )) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
-        let missing = match self.client.send(&self.plan.scoped_request(unscoped, KeyUse::Valid, ScopeUse::Missing)) {
+        let missing = match self.client.send(&self.plan.scoped_request(
+            unscoped,
+            KeyUse::Valid,
+            ScopeUse::Missing,
+        )) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
@@ -521,14 +537,24 @@ impl Probe<'_> {
                     "a byte-identical 2xx body"
                 }
             ));
-            check.evidence.push(format!("first scope{}: {}", self.client.from(&first), first.excerpt()));
-            check.evidence.push(format!("second scope{}: {}", self.client.from(&second), second.excerpt()));
+            check.evidence.push(format!(
+                "first scope{}: {}",
+                self.client.from(&first),
+                first.excerpt()
+            ));
+            check.evidence.push(format!(
+                "second scope{}: {}",
+                self.client.from(&second),
+                second.excerpt()
+            ));
         } else if second.status == self.plan.expect.conflict {
             check.fail(format!(
                 "the second scope got the conflict status {}: the key is not namespaced by the scope",
                 self.plan.expect.conflict
             ));
-            check.evidence.push(format!("its body: {}", second.excerpt()));
+            check
+                .evidence
+                .push(format!("its body: {}", second.excerpt()));
         }
         if missing.is_success() {
             check.fail(format!(
@@ -536,7 +562,9 @@ impl Probe<'_> {
                 missing.describe(),
                 self.client.from(&missing)
             ));
-            check.evidence.push(format!("its body: {}", missing.excerpt()));
+            check
+                .evidence
+                .push(format!("its body: {}", missing.excerpt()));
         } else if !(400..500).contains(&missing.status) {
             check.fail(format!(
                 "{}{} without the scope value: expected a 4xx refusal",

@@ -429,9 +429,7 @@ fn scope_values(
         .next()
         .or_else(present)
         .unwrap_or_else(|| "probe-tenant-a".into());
-    let second = given
-        .next()
-        .unwrap_or_else(|| "probe-tenant-b".into());
+    let second = given.next().unwrap_or_else(|| "probe-tenant-b".into());
     let second = if second == first {
         format!("{first}-other")
     } else {
