@@ -456,12 +456,7 @@ fn post_until_ok(server: &Server, key: &str, body: &str) -> Answer {
         match answer.status {
             200 => return answer,
             429 | 503 if Instant::now() < deadline => {
-                let wait = answer
-                    .retry_after
-                    .as_deref()
-                    .and_then(|seconds| seconds.parse::<u64>().ok())
-                    .unwrap_or(1);
-                thread::sleep(Duration::from_secs(wait));
+                thread::sleep(answer.retry_after_delay().unwrap_or(Duration::from_secs(1)));
             }
             _ => panic!("retrying {key}: {answer:?}\n{}", server.log_text()),
         }
@@ -667,12 +662,8 @@ fn retry_until_ok(servers: &[Server; 2], first: usize, key: &str, body: &str) ->
             Instant::now() < deadline,
             "{key} never got a 200: {statuses:?}"
         );
-        let wait = answer
-            .ok()
-            .and_then(|answer| answer.retry_after)
-            .and_then(|seconds| seconds.parse::<u64>().ok())
-            .map_or(Duration::from_millis(250), Duration::from_secs);
-        thread::sleep(wait);
+        let wait = answer.ok().and_then(|answer| answer.retry_after_delay());
+        thread::sleep(wait.unwrap_or(Duration::from_millis(250)));
     }
 }
 

@@ -578,6 +578,14 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
+impl Answer {
+    /// The wait its `Retry-After` header asks for (whole seconds), if any.
+    pub fn retry_after_delay(&self) -> Option<Duration> {
+        let seconds = self.retry_after.as_deref()?.parse().ok()?;
+        Some(Duration::from_secs(seconds))
+    }
+}
+
 impl std::fmt::Debug for Answer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
