@@ -520,8 +520,8 @@ async fn a_server_that_cannot_take_the_reply_stores_nothing(table: &Table, engin
         .await
         .unwrap();
     // The one connection of this pool is opened now, with the small packet.
-    static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
-    let small = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1)).await;
+    let small =
+        idemgen_runtime::connect_with_pool_size(&table.url, &support::NO_MIGRATIONS, Some(1)).await;
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "SET GLOBAL max_allowed_packet = {previous}"
     )))

@@ -32,6 +32,9 @@ pub fn server_variable() -> Option<&'static str> {
     }
 }
 
+/// The tests create their tables themselves.
+pub static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
+
 pub struct Table {
     pub pool: Pool,
     pub name: String,
@@ -62,7 +65,6 @@ impl Table {
                 }
             },
         };
-        static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
         let pool = idemgen_runtime::connect(&url, &NO_MIGRATIONS)
             .await
             .expect("connect");
