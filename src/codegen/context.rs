@@ -11,7 +11,7 @@ use super::{Store, dialect};
 use crate::contract::key_template::{Part, Segment};
 use crate::contract::model::{
     Canonical, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
-    KeyLocation, ScopeSource,
+    KeyLocation, RequestScope,
 };
 
 /// Every template's context: the project as a whole.
@@ -357,10 +357,8 @@ impl ContractContext {
             .map(|key| {
                 key.scope
                     .iter()
-                    .map(|source| {
-                        let ScopeSource { location, name } = &source.value;
-                        source_expr(*location, name)
-                    })
+                    .filter_map(|source| source.value.request())
+                    .map(|RequestScope { location, name }| source_expr(*location, name))
                     .collect()
             })
             .unwrap_or_default();
@@ -368,9 +366,10 @@ impl ContractContext {
             .map(|key| {
                 key.scope
                     .iter()
+                    .filter_map(|source| source.value.request())
                     .map(|source| ScopeSourceContext {
-                        location: source.value.location.name(),
-                        name: source.value.name.clone(),
+                        location: source.location.name(),
+                        name: source.name.clone(),
                     })
                     .collect()
             })

@@ -54,12 +54,32 @@ impl KeyLocation {
     }
 }
 
-/// A value that namespaces keys (`header:X-Tenant`, `body:/account_id`).
+/// A value that namespaces keys: one the caller sends
+/// (`header:X-Tenant`, `body:/account_id`) or the verified principal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScopeSource {
+pub enum ScopeSource {
+    /// Carried by the request, so set by whoever sends it.
+    Request(RequestScope),
+    /// `principal`: the id of the principal the security check verified.
+    Principal,
+}
+
+/// A scope value read from the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestScope {
     pub location: KeyLocation,
     /// Header or query parameter name, or JSON pointer into the body.
     pub name: String,
+}
+
+impl ScopeSource {
+    /// The request-carried source, or `None` for `principal`.
+    pub fn request(&self) -> Option<&RequestScope> {
+        match self {
+            ScopeSource::Request(scope) => Some(scope),
+            ScopeSource::Principal => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

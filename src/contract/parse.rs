@@ -8,7 +8,7 @@ use super::duration::parse_duration;
 use super::key_template::KeyTemplate;
 use super::model::{
     Canonical, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin, RawContract,
-    ScopeSource,
+    RequestScope, ScopeSource,
 };
 use super::profile::Profile;
 use super::suggest::closest;
@@ -436,7 +436,7 @@ impl Parser<'_> {
                                 &item_at,
                                 "key.scope",
                                 format!("`{}` is not a scope source", text.value),
-                                Some("write `header:X-Tenant-Id`, `query:tenant` or `body:/account_id`".into()),
+                                Some("write `principal`, `header:X-Tenant-Id`, `query:tenant` or `body:/account_id`".into()),
                             ),
                         }
                     }
@@ -621,6 +621,9 @@ impl Parser<'_> {
 }
 
 fn parse_scope(text: &str) -> Option<ScopeSource> {
+    if text == "principal" {
+        return Some(ScopeSource::Principal);
+    }
     let (location, name) = text.split_once(':')?;
     let location = match location {
         "header" => KeyLocation::Header,
@@ -628,8 +631,10 @@ fn parse_scope(text: &str) -> Option<ScopeSource> {
         "body" if name.starts_with('/') => KeyLocation::Body,
         _ => return None,
     };
-    (!name.is_empty()).then(|| ScopeSource {
-        location,
-        name: name.to_string(),
+    (!name.is_empty()).then(|| {
+        ScopeSource::Request(RequestScope {
+            location,
+            name: name.to_string(),
+        })
     })
 }

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::analysis::{ContractState, OperationContext};
 use crate::contract::Contract;
 use crate::contract::key_template::{KeyTemplate, Segment};
-use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation, ScopeSource};
+use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation, RequestScope};
 use crate::spec::operations::Operation;
 use crate::spec::{Node, Workspace};
 
@@ -67,7 +67,7 @@ pub struct Plan {
     pinned: Vec<String>,
     /// Each `key.scope` source with the two values the probe sends: the
     /// first on every request, the second as the scope check's other tenant.
-    pub scopes: Vec<(ScopeSource, [String; 2])>,
+    pub scopes: Vec<(RequestScope, [String; 2])>,
     pub expect: Expect,
 }
 
@@ -200,8 +200,9 @@ impl Plan {
         let scopes = key
             .scope
             .iter()
+            .filter_map(|source| source.value.request())
             .map(|source| {
-                let source = source.value.clone();
+                let source = source.clone();
                 let values = scope_values(&source, options, &headers, &query, body.as_ref());
                 (source, values)
             })
@@ -371,7 +372,7 @@ impl Plan {
     }
 
     /// `X-Tenant` header, `tenant` query parameter, body field `/account`.
-    pub fn scope_label(source: &ScopeSource) -> String {
+    pub fn scope_label(source: &RequestScope) -> String {
         match source.location {
             KeyLocation::Header => format!("`{}` header", source.name),
             KeyLocation::Query => format!("`{}` query parameter", source.name),
@@ -394,7 +395,7 @@ impl Plan {
 /// `--set` or the spec's example) for the first, else `probe-tenant-a`
 /// and `probe-tenant-b`.
 fn scope_values(
-    source: &ScopeSource,
+    source: &RequestScope,
     options: &RequestOptions,
     headers: &[(String, String)],
     query: &[(String, String)],
