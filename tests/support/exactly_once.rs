@@ -253,6 +253,8 @@ pub struct Database {
     pub url: String,
     name: String,
     server: Option<ServerUrl>,
+    /// The base URL the database was created from.
+    server_url: Option<String>,
     sqlite_file: PathBuf,
     /// Server logs, and the SQLite file.
     pub dir: tempfile::TempDir,
@@ -261,20 +263,27 @@ pub struct Database {
 impl Database {
     /// `None` when the dialect's server is not configured.
     pub fn create(dialect: Dialect) -> Option<Database> {
+        let server_url = match dialect {
+            Dialect::Sqlite => None,
+            _ => Some(
+                std::env::var(dialect.env_var())
+                    .ok()
+                    .filter(|url| !url.is_empty())?,
+            ),
+        };
+        Some(Database::create_at(dialect, server_url.as_deref()))
+    }
+
+    /// A database of its own on the server at `server_url` (the dialect's
+    /// base URL; `None` for SQLite).
+    pub fn create_at(dialect: Dialect, server_url: Option<&str>) -> Database {
         let dir = tempfile::Builder::new()
             .prefix("idemgen-exactly-once-")
             .tempdir()
             .unwrap();
         let name = format!("idem_{}_{:x}", std::process::id(), now_nanos() % (1 << 40));
         let sqlite_file = dir.path().join("payments.db");
-        let server = match dialect {
-            Dialect::Sqlite => None,
-            _ => Some(ServerUrl::parse(
-                &std::env::var(dialect.env_var())
-                    .ok()
-                    .filter(|url| !url.is_empty())?,
-            )),
-        };
+        let server = server_url.map(ServerUrl::parse);
         let url = match &server {
             None => format!("sqlite://{}", sqlite_file.display()),
             Some(server) => server.with_database(&name),
@@ -284,13 +293,20 @@ impl Database {
             url,
             name,
             server,
+            server_url: server_url.map(str::to_string),
             sqlite_file,
             dir,
         };
         if database.server.is_some() {
             database.admin(&format!("CREATE DATABASE {}", database.name));
         }
-        Some(database)
+        database
+    }
+
+    /// This database on another server of the same cluster (a Galera
+    /// node), whose base URL is `server_url`.
+    pub fn url_on(&self, server_url: &str) -> String {
+        ServerUrl::parse(server_url).with_database(&self.name)
     }
 
     /// Runs `sql` against the run's database; its output, trimmed.
@@ -391,7 +407,7 @@ impl Database {
                 // The base URL's own database for admin statements.
                 let url = match database {
                     Some(database) => server.with_database(database),
-                    None => std::env::var(Dialect::Postgres.env_var()).unwrap(),
+                    None => self.server_url.clone().unwrap(),
                 };
                 command
                     .arg(url)

@@ -197,15 +197,34 @@ impl RecordStore {
                  ORDER BY expires_at LIMIT {3})"
             }
         };
+        let claim = match Dialect::BUILT {
+            Dialect::Sqlite | Dialect::Mysql => format!(
+                "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
+                 lease_expires_at, expires_at, created_at, updated_at) \
+                 VALUES ({{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
+                 {{now}} + {{6}}, {{now}}, {{now}}){on_conflict}"
+            ),
+            // The claim commits without waiting for its WAL to reach disk
+            // (`synchronous_commit` off for this statement's own
+            // transaction only): a duplicate sees it at once all the same.
+            // WAL is flushed in order, so the business transaction's
+            // durable commit, which comes later and completes this record,
+            // makes the claim durable too; a crash before that can lose
+            // only a claim whose business step never committed, and whose
+            // client was never answered.
+            Dialect::Postgres => format!(
+                "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
+                 lease_expires_at, expires_at, created_at, updated_at) \
+                 SELECT {{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
+                 {{now}} + {{6}}, {{now}}, {{now}} \
+                 FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit\
+                 {on_conflict}"
+            ),
+        };
         Ok(RecordStore {
             table: table.into(),
             sql: Arc::new(Statements {
-                claim: sql(&format!(
-                    "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
-                     lease_expires_at, expires_at, created_at, updated_at) \
-                     VALUES ({{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
-                     {{now}} + {{6}}, {{now}}, {{now}}){on_conflict}"
-                )),
+                claim: sql(&claim),
                 read: sql(
                     "SELECT fingerprint, status, claim_token, lease_expires_at, expires_at, \
                      response_status, response_content_type, response_body, {now} AS db_now \
