@@ -24,6 +24,14 @@
 //! 10) tune it; a dialect whose URL is unset is skipped.
 //! `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` measures
 //! another build of the generated service (a candidate fix) instead.
+//!
+//! `IDEMGEN_COMPARE_BINS=/a/{dialect}/payment-callback,/b/{dialect}/payment-callback`
+//! compares builds instead: `IDEMGEN_BENCH_ROUNDS` rounds (default 3) of
+//! (a) and then (b) on each build (their order turning round by round),
+//! each ratio taken to the (a) of its own round, with the profile behind
+//! it per request: statements (PostgreSQL's `pg_stat_statements`, where
+//! the server has it), commits, WAL flushes (`pg_stat_wal.wal_sync`), and
+//! CPU time of the service process and of its database sessions.
 
 #[path = "../tests/support/exactly_once.rs"]
 mod support;
@@ -48,12 +56,39 @@ fn main() {
     let duration = Duration::from_secs(setting("IDEMGEN_BENCH_SECS", 10) as u64);
     let machine = machine();
     let mut tables = Vec::new();
+    let compared: Vec<String> = std::env::var("IDEMGEN_COMPARE_BINS")
+        .unwrap_or_default()
+        .split(',')
+        .map(|path| path.trim().to_string())
+        .filter(|path| !path.is_empty())
+        .collect();
     for dialect in [Dialect::Mysql, Dialect::Postgres] {
         let Some(db) = Database::create(dialect) else {
             skipped(&format!("set {} to run ({dialect:?})", dialect.env_var()));
             continue;
         };
-        tables.push(bench(&db, clients, duration));
+        if compared.is_empty() {
+            tables.push(bench(&db, clients, duration));
+        } else {
+            let rounds = setting("IDEMGEN_BENCH_ROUNDS", 3);
+            tables.push(compare(&db, &compared, clients, duration, rounds));
+        }
+    }
+    if !compared.is_empty() {
+        println!("\n## first-time writes, builds compared\n");
+        println!("{machine}");
+        println!(
+            "{clients} client threads, {} s per run, one server process each, release builds.\n",
+            duration.as_secs()
+        );
+        println!(
+            "| database | round | service | req/s | × (a) | p50 ms | p99 ms | statements/request | commits/request | WAL flushes/request | service CPU µs/request | database CPU µs/request |"
+        );
+        println!("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for table in &tables {
+            print!("{table}");
+        }
+        return;
     }
     println!("\n## idempotency under load\n");
     println!("{machine}");
@@ -191,6 +226,229 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     }
     eprint!("{rows}");
     rows
+}
+
+/// Rounds of (a) and (b) on each of `builds`; their table rows.
+fn compare(
+    db: &Database,
+    builds: &[String],
+    clients: usize,
+    duration: Duration,
+    rounds: usize,
+) -> String {
+    let binaries = Binaries::build(db.dialect, Profile::Release);
+    let generated: Vec<(String, Server)> = builds
+        .iter()
+        .map(|build| {
+            let path = build.replace("{dialect}", db.dialect.feature());
+            // The directory that names the build: `…/<build>/<dialect>/payment-callback`.
+            let name = std::path::Path::new(&path)
+                .ancestors()
+                .nth(2)
+                .and_then(|dir| dir.file_name())
+                .map_or_else(|| path.clone(), |name| name.to_string_lossy().into_owned());
+            (name, Server::start(std::path::Path::new(&path), db, 0))
+        })
+        .collect();
+    let naive = Server::start(&binaries.naive, db, 0);
+    let database = match db.dialect {
+        Dialect::Mysql => "MariaDB",
+        _ => "PostgreSQL",
+    };
+    let orders = 60_000;
+    seed_orders(db, "W", orders);
+    drive(clients, Duration::from_secs(2), orders, |agent, i| {
+        plain(agent, &naive.base, &format!("W-{i}"))
+    });
+    let mut rows = String::new();
+    for round in 0..rounds {
+        let prefix = format!("A{round}");
+        seed_orders(db, &prefix, orders);
+        let profile = Profiler::start(db, naive.pid());
+        let plain_run = drive(clients, duration, orders, |agent, i| {
+            plain(agent, &naive.base, &format!("{prefix}-{i}"))
+        });
+        let plain_profile = profile.per_request(&plain_run);
+        rows.push_str(&compared_row(
+            database,
+            round,
+            "(a) plain write",
+            &plain_run,
+            &plain_run,
+            &plain_profile,
+        ));
+        for turn in 0..generated.len() {
+            let (name, server) = &generated[(turn + round) % generated.len()];
+            let prefix = format!("B{round}{turn}");
+            seed_orders(db, &prefix, orders);
+            let keys = new_keys(orders);
+            let profile = Profiler::start(db, server.pid());
+            let run = drive(clients, duration, orders, |agent, i| {
+                send(
+                    agent,
+                    &server.base,
+                    Some(&keys[i]),
+                    &callback_body(&format!("{prefix}-{i}"), 100),
+                )
+            });
+            let measured = profile.per_request(&run);
+            rows.push_str(&compared_row(
+                database,
+                round,
+                &format!("(b) first-time, {name}"),
+                &run,
+                &plain_run,
+                &measured,
+            ));
+        }
+        eprint!("{rows}");
+    }
+    rows
+}
+
+fn compared_row(
+    database: &str,
+    round: usize,
+    service: &str,
+    run: &Run,
+    plain_run: &Run,
+    profile: &PerRequest,
+) -> String {
+    let figure = |value: Option<f64>, digits: usize| {
+        value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
+    };
+    format!(
+        "| {database} | {} | {service} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |\n",
+        round + 1,
+        run.throughput(),
+        run.throughput() / plain_run.throughput(),
+        ms(run.percentile(50.0)),
+        ms(run.percentile(99.0)),
+        figure(profile.statements, 2),
+        figure(profile.commits, 2),
+        figure(profile.wal_syncs, 2),
+        figure(profile.service_cpu_us, 0),
+        figure(profile.database_cpu_us, 0),
+    )
+}
+
+/// Counters read before and after a run, per request.
+#[derive(Debug, Default)]
+struct PerRequest {
+    statements: Option<f64>,
+    commits: Option<f64>,
+    wal_syncs: Option<f64>,
+    service_cpu_us: Option<f64>,
+    database_cpu_us: Option<f64>,
+}
+
+/// What the counters read at the start of a run.
+struct Profiler<'a> {
+    db: &'a Database,
+    service: u32,
+    counters: Counters,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    statements: Option<i64>,
+    commits: Option<i64>,
+    wal_syncs: Option<i64>,
+    service_ticks: Option<u64>,
+    /// Database session (backend process) → CPU ticks.
+    sessions: BTreeMap<u32, u64>,
+}
+
+impl<'a> Profiler<'a> {
+    fn start(db: &'a Database, service: u32) -> Profiler<'a> {
+        Profiler {
+            db,
+            service,
+            counters: Profiler::read(db, service),
+        }
+    }
+
+    fn read(db: &Database, service: u32) -> Counters {
+        let mut counters = Counters {
+            service_ticks: cpu_ticks(service),
+            ..Counters::default()
+        };
+        if db.dialect != Dialect::Postgres {
+            return counters;
+        }
+        // Statistics reach the views up to a second late.
+        thread::sleep(Duration::from_millis(1_200));
+        let name = db.name();
+        let number = |sql: &str| db.try_server_query(sql).and_then(|text| text.parse().ok());
+        counters.commits = number(&format!(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = '{name}'"
+        ));
+        counters.wal_syncs = number("SELECT wal_sync FROM pg_stat_wal");
+        counters.statements = number(&format!(
+            "SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements \
+             WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '{name}')"
+        ));
+        counters.sessions = db
+            .try_server_query(&format!(
+                "SELECT pid FROM pg_stat_activity WHERE datname = '{name}'"
+            ))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|pid| pid.parse().ok())
+            .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
+            .collect();
+        counters
+    }
+
+    fn per_request(self, run: &Run) -> PerRequest {
+        let after = Profiler::read(self.db, self.service);
+        let before = &self.counters;
+        let requests = run.latencies.len().max(1) as f64;
+        let per = |after: Option<i64>, before: Option<i64>, own: i64| {
+            Some((after? - before? - own) as f64 / requests)
+        };
+        let tick_us = 1_000_000.0 / ticks_per_second();
+        // Sessions that ended during the run are missed; the pool keeps its
+        // connections, so there are none in practice.
+        let database_ticks: u64 = after
+            .sessions
+            .iter()
+            .map(|(pid, ticks)| ticks - before.sessions.get(pid).copied().unwrap_or(0))
+            .sum();
+        PerRequest {
+            // The reading query itself is one statement and one commit in
+            // another database, or (commits) one in this run's count.
+            statements: per(after.statements, before.statements, 0),
+            commits: per(after.commits, before.commits, 0),
+            wal_syncs: per(after.wal_syncs, before.wal_syncs, 0),
+            service_cpu_us: after
+                .service_ticks
+                .zip(before.service_ticks)
+                .map(|(after, before)| (after - before) as f64 * tick_us / requests),
+            database_cpu_us: (self.db.dialect == Dialect::Postgres)
+                .then(|| database_ticks as f64 * tick_us / requests),
+        }
+    }
+}
+
+/// User plus system CPU time of process `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let user: u64 = fields.get(11)?.parse().ok()?;
+    let system: u64 = fields.get(12)?.parse().ok()?;
+    Some(user + system)
+}
+
+/// `getconf CLK_TCK`: 100 on Linux.
+fn ticks_per_second() -> f64 {
+    std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|output| String::from_utf8_lossy(&output.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
 }
 
 /// PostgreSQL's count of committed transactions in the run's database: the

@@ -67,7 +67,10 @@ fn main() {
         ("MariaDB", Dialect::Mysql),
         ("PostgreSQL", Dialect::Postgres),
     ] {
-        match std::env::var(dialect.env_var()).ok().filter(|url| !url.is_empty()) {
+        match std::env::var(dialect.env_var())
+            .ok()
+            .filter(|url| !url.is_empty())
+        {
             Some(url) => setups.push(Setup {
                 name,
                 dialect,
@@ -298,7 +301,13 @@ fn run_setup(setup: &Setup, rate: usize, duration: Duration, instances: usize) -
     // the tables (and the record table) before anything else.
     let generated: Vec<Server> = (0..instances)
         .map(|instance| {
-            Server::start_at(&binaries.generated, &node_url(instance), db.dir.path(), 0, &env)
+            Server::start_at(
+                &binaries.generated,
+                &node_url(instance),
+                db.dir.path(),
+                0,
+                &env,
+            )
         })
         .collect();
     for prefix in ["P", "I"] {
@@ -307,7 +316,9 @@ fn run_setup(setup: &Setup, rate: usize, duration: Duration, instances: usize) -
 
     // (1) The plain write: the same schedule, no key.
     let naive: Vec<Server> = (0..instances)
-        .map(|instance| Server::start_at(&binaries.naive, &node_url(instance), db.dir.path(), 0, &[]))
+        .map(|instance| {
+            Server::start_at(&binaries.naive, &node_url(instance), db.dir.path(), 0, &[])
+        })
         .collect();
     let naive_bases: Vec<String> = naive.iter().map(|server| server.base.clone()).collect();
     let plain = drive(&schedule, &naive_bases, |agent, base, payment| {

@@ -363,6 +363,22 @@ impl Database {
         run_client(command, sql)
     }
 
+    /// [`Database::server_query`] that answers `None` where the server
+    /// refuses `sql` (a view or extension it does not have).
+    pub fn try_server_query(&self, sql: &str) -> Option<String> {
+        let mut command = self.client(None);
+        match self.dialect {
+            Dialect::Sqlite => return None,
+            Dialect::Mysql => command.args(["-e", sql]),
+            Dialect::Postgres => command.args(["-c", sql]),
+        };
+        let output = command.output().ok()?;
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    }
+
     /// The run's database name.
     pub fn name(&self) -> &str {
         &self.name
@@ -562,6 +578,11 @@ impl Server {
             last_log = server.log_text();
         }
         panic!("{} did not start:\n{last_log}", binary.display());
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log_text(&self) -> String {
