@@ -27,6 +27,8 @@ pub type Db = sqlx::MySql;
 pub type Db = sqlx::Postgres;
 
 pub type Pool = sqlx::Pool<Db>;
+/// A connection taken from the [`Pool`].
+pub type PoolConnection = sqlx::pool::PoolConnection<Db>;
 /// The transaction a business function writes in.
 pub type Tx = sqlx::Transaction<'static, Db>;
 
@@ -263,6 +265,18 @@ pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
         Dialect::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
         Dialect::Mysql | Dialect::Postgres => pool.begin().await,
     }
+}
+
+/// [`begin`] on a connection already taken from the pool (the one the key
+/// was claimed on), so that a request takes one connection, not two: each
+/// acquire costs a round trip (sqlx pings an idle connection before
+/// handing it out).
+pub(crate) async fn begin_on(connection: PoolConnection) -> Result<Tx, sqlx::Error> {
+    let statement = match Dialect::BUILT {
+        Dialect::Sqlite => Some(sqlx::SqlStr::from_static("BEGIN IMMEDIATE")),
+        Dialect::Mysql | Dialect::Postgres => None,
+    };
+    sqlx::Transaction::begin(connection, statement).await
 }
 
 #[cfg(feature = "sqlite")]

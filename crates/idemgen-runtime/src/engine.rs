@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 use crate::NotImplemented;
 use crate::contract::Contract;
-use crate::db::{self, Failure, Pool, Tx, classify};
+use crate::db::{self, Db, Failure, Pool, PoolConnection, Tx, classify};
 use crate::fingerprint::fingerprint;
 use crate::key;
 use crate::metrics::Counters;
@@ -240,12 +240,26 @@ impl Idempotency {
         // cannot be made in that time is not made.
         let lease = Duration::from_millis(u64::try_from(contract.lease_ms).unwrap_or(0));
         let deadline = started + lease;
+        // One connection for the claim and the business transaction.
+        let mut connection = match tokio::time::timeout_at(deadline, self.pool.acquire()).await {
+            Ok(Ok(connection)) => connection,
+            Ok(Err(error)) => {
+                return Err(self.stopped(
+                    operation,
+                    Some(contract),
+                    stop_for(&error),
+                    Some(&error),
+                ));
+            }
+            Err(_) => {
+                return Err(self.stopped(operation, Some(contract), Stop::Unavailable, None));
+            }
+        };
         let claim = match admitted {
             None => None,
             Some(admitted) => {
-                match tokio::time::timeout_at(deadline, self.claim(operation, contract, admitted))
-                    .await
-                {
+                let claimed = self.claim(operation, contract, admitted, &mut connection);
+                match tokio::time::timeout_at(deadline, claimed).await {
                     Ok(claim) => Some(claim?),
                     Err(_) => {
                         return Err(self.stopped(
@@ -258,7 +272,7 @@ impl Idempotency {
                 }
             }
         };
-        let began = tokio::time::timeout_at(deadline, db::begin(&self.pool)).await;
+        let began = tokio::time::timeout_at(deadline, db::begin_on(connection)).await;
         match began {
             Ok(Ok(tx)) => Ok(Call {
                 engine: self.clone(),
@@ -356,11 +370,14 @@ impl Idempotency {
         }
     }
 
+    /// Claims the key on `connection` (outside any transaction: the claim
+    /// commits on its own).
     async fn claim(
         &self,
         operation: &'static Operation,
         contract: &Contract,
         admitted: Admitted,
+        connection: &mut PoolConnection,
     ) -> Result<Claim, Response> {
         let Admitted {
             key,
@@ -383,7 +400,7 @@ impl Idempotency {
                 lease_ms: contract.lease_ms,
                 window_ms: contract.window_ms,
             };
-            match self.records.claim(&self.pool, &claim).await {
+            match self.records.claim(&mut **connection, &claim).await {
                 Ok(true) => {
                     counters.first_attempts.inc();
                     return Ok(Claim {
@@ -409,7 +426,7 @@ impl Idempotency {
                     }
                 },
             }
-            let record = match self.read(operation, &scope, &key).await? {
+            let record = match self.read(&mut **connection, operation, &scope, &key).await? {
                 Some(record) => record,
                 None => continue,
             };
@@ -443,7 +460,7 @@ impl Idempotency {
                 old_status: &record.status,
                 margin_ms: self.clock_margin_ms,
             };
-            if let Err(error) = self.records.reclaim(&self.pool, &reclaim).await {
+            if let Err(error) = self.records.reclaim(&mut **connection, &reclaim).await {
                 let failure = classify(&error);
                 if failure != Failure::LostRace {
                     return Err(self.stopped(
@@ -455,7 +472,7 @@ impl Idempotency {
                 }
             }
             let won = self
-                .read(operation, &scope, &key)
+                .read(&mut **connection, operation, &scope, &key)
                 .await?
                 .is_some_and(|record| record.claim_token == token);
             if won {
@@ -481,13 +498,14 @@ impl Idempotency {
     }
 
     /// Reads a record; a lost race reads as "no record yet".
-    async fn read(
+    async fn read<'e>(
         &self,
+        executor: impl sqlx::Executor<'e, Database = Db>,
         operation: &Operation,
         scope: &str,
         key: &str,
     ) -> Result<Option<Record>, Response> {
-        match self.records.read(&self.pool, scope, key).await {
+        match self.records.read(executor, scope, key).await {
             Ok(record) => Ok(record),
             Err(error) => match classify(&error) {
                 Failure::LostRace => Ok(None),
@@ -507,7 +525,10 @@ impl Idempotency {
             .contract
             .as_ref()
             .expect("only idempotent operations hold claims");
-        match self.read(operation, &claim.scope, &claim.key).await {
+        match self
+            .read(&self.pool, operation, &claim.scope, &claim.key)
+            .await
+        {
             Ok(Some(record)) => {
                 match decide(
                     operation,

@@ -271,9 +271,9 @@ impl RecordStore {
     /// `true` when this statement inserted it. Never an affected-row count:
     /// the claim token coming back (SQLite, PostgreSQL) or the absence of a
     /// unique violation (MySQL) says who owns the key.
-    pub(crate) async fn claim(
+    pub(crate) async fn claim<'e>(
         &self,
-        pool: &Pool,
+        executor: impl sqlx::Executor<'e, Database = Db>,
         claim: &NewClaim<'_>,
     ) -> Result<bool, sqlx::Error> {
         let query = |sql: &Arc<str>| {
@@ -286,30 +286,30 @@ impl RecordStore {
                 .bind(claim.window_ms)
         };
         if Dialect::BUILT == Dialect::Mysql {
-            return match query(&self.sql.claim).execute(pool).await {
+            return match query(&self.sql.claim).execute(executor).await {
                 Ok(_) => Ok(true),
                 Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
                 Err(error) => Err(error),
             };
         }
         let inserted: Option<String> = query(&self.sql.claim)
-            .fetch_optional(pool)
+            .fetch_optional(executor)
             .await?
             .map(|row| row.try_get(0))
             .transpose()?;
         Ok(inserted.as_deref() == Some(claim.token))
     }
 
-    pub(crate) async fn read(
+    pub(crate) async fn read<'e>(
         &self,
-        pool: &Pool,
+        executor: impl sqlx::Executor<'e, Database = Db>,
         scope: &str,
         key: &str,
     ) -> Result<Option<Record>, sqlx::Error> {
         let Some(row) = sqlx::query(AssertSqlSafe(self.sql.read.clone()))
             .bind(scope)
             .bind(key)
-            .fetch_optional(pool)
+            .fetch_optional(executor)
             .await?
         else {
             return Ok(None);
@@ -330,9 +330,9 @@ impl RecordStore {
 
     /// Claims an expired, failed or abandoned record if it is still as read
     /// (same claim token and status); the caller reads the token back.
-    pub(crate) async fn reclaim(
+    pub(crate) async fn reclaim<'e>(
         &self,
-        pool: &Pool,
+        executor: impl sqlx::Executor<'e, Database = Db>,
         reclaim: &Reclaim<'_>,
     ) -> Result<(), sqlx::Error> {
         let claim = &reclaim.claim;
@@ -347,7 +347,7 @@ impl RecordStore {
             .bind(reclaim.old_status)
             .bind(reclaim.margin_ms)
             .bind(reclaim.margin_ms)
-            .execute(pool)
+            .execute(executor)
             .await?;
         Ok(())
     }
