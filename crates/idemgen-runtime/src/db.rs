@@ -149,6 +149,10 @@ pub async fn connect(url: &str, migrations: &Migrator) -> Result<Pool, ConnectEr
     connect_with_pool_size(url, migrations, None).await
 }
 
+/// How long a pooled connection may sit idle before it is pinged (one round
+/// trip) when taken from the pool again.
+pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+
 /// [`connect`] with at most `max_connections` open connections (sqlx's
 /// default, 10, when `None`). A request that finds none free waits for one
 /// within its lease, then is answered 429 with `Retry-After`.
@@ -162,7 +166,22 @@ pub async fn connect_with_pool_size(
     {
         return Err(ConnectError::WrongDriver { url: dialect });
     }
-    let mut options = sqlx::pool::PoolOptions::<Db>::new();
+    let mut options = sqlx::pool::PoolOptions::<Db>::new()
+        // sqlx would ping every idle connection before handing it out: a
+        // round trip per request. One that was in use less than
+        // `PING_AFTER_IDLE` ago is handed out as it is; if the database
+        // went away since, its first statement fails and the request is
+        // answered 503 with `Retry-After` (and the broken connection is
+        // dropped), as for any request caught by an outage.
+        .test_before_acquire(false)
+        .before_acquire(|connection, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_AFTER_IDLE {
+                    sqlx::Connection::ping(connection).await?;
+                }
+                Ok(true)
+            })
+        });
     if let Some(max) = max_connections {
         options = options.max_connections(max.max(1));
     }
