@@ -283,6 +283,7 @@ fn compare(
             seed_orders(db, &prefix, orders);
             let keys = new_keys(orders);
             let profile = Profiler::start(db, server.pid());
+            eprintln!("round {}: (b) on {name}", round + 1);
             let run = drive(clients, duration, orders, |agent, i| {
                 send(
                     agent,
