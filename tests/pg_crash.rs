@@ -198,6 +198,27 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
         lost.is_empty(),
         "payments answered 200 but not in paid_log after the restart: {lost:?}"
     );
+    // What the crash left of the payments it cut: claims still in
+    // progress, and keys with no record at all (never claimed, or a claim
+    // whose WAL was lost with the server).
+    let recorded: std::collections::BTreeSet<String> = db
+        .query("SELECT idem_key FROM idempotent_record")
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let cut: Vec<usize> = (0..PAYMENTS)
+        .filter(|payment| acknowledged.binary_search(payment).is_err())
+        .collect();
+    let unrecorded = cut
+        .iter()
+        .filter(|payment| !recorded.contains(&keys[**payment]))
+        .count();
+    eprintln!(
+        "after the restart: {} payments without a 200; {} claims in progress; {unrecorded} of \
+         those payments have no record",
+        cut.len(),
+        db.count("SELECT COUNT(*) FROM idempotent_record WHERE status = 'in_progress'"),
+    );
 
     // Every payment retried with its key until it has its final answer:
     // 200, first or replayed. A 409 "order already paid" would be a

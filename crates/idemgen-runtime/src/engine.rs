@@ -426,7 +426,10 @@ impl Idempotency {
                     }
                 },
             }
-            let record = match self.read(&mut **connection, operation, &scope, &key).await? {
+            let record = match self
+                .read(&mut **connection, operation, &scope, &key)
+                .await?
+            {
                 Some(record) => record,
                 None => continue,
             };
