@@ -66,13 +66,29 @@ fn hash_part_into(out: &mut Vec<u8>, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
+/// Lower-case hex, two digits a byte (one allocation: this runs for every
+/// request's fingerprint and scope).
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|byte| format!("{byte:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hex_is_two_lower_case_digits_a_byte() {
+        assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
+        let every: Vec<u8> = (0..=255).collect();
+        let expected: String = every.iter().map(|byte| format!("{byte:02x}")).collect();
+        assert_eq!(hex(&every), expected);
+    }
 
     fn request(method: &str, path: &str, body: &str) -> Request {
         Request {
