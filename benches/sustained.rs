@@ -97,6 +97,10 @@ fn main() {
 
     let mut rows = String::new();
     for setup in &setups {
+        if let Some(down) = setup.nodes.iter().find(|node| !reachable(node)) {
+            skipped(&format!("{}: {down} does not answer", setup.name));
+            continue;
+        }
         rows.push_str(&run_setup(setup, rate, duration, instances));
     }
     println!("\n## sustained load\n");
@@ -109,6 +113,22 @@ fn main() {
     );
     println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|");
     print!("{rows}");
+}
+
+/// Whether the server of `url` (`scheme://user@host:port/…`) accepts a
+/// connection.
+fn reachable(url: &str) -> bool {
+    let authority = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let hostport = authority.split('/').next().unwrap_or_default();
+    let hostport = hostport
+        .rsplit_once('@')
+        .map_or(hostport, |(_, hostport)| hostport);
+    use std::net::ToSocketAddrs;
+    hostport.to_socket_addrs().is_ok_and(|mut addresses| {
+        addresses.any(|address| {
+            std::net::TcpStream::connect_timeout(&address, Duration::from_secs(2)).is_ok()
+        })
+    })
 }
 
 fn setting(name: &str, default: usize) -> usize {
