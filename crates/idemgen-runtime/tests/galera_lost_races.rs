@@ -9,9 +9,10 @@
 //! - **1213 on an autocommit statement**: claims of one key on two nodes at
 //!   once, with `wsrep_retry_autocommit = 0` so the server does not retry
 //!   the loser's INSERT;
-//! - **a stale read**: right after a claim completes on node 1, a read on
-//!   node 2 without `wsrep_sync_wait` may miss it; the engine's sessions
-//!   wait (`wsrep_sync_wait = 1`), so node 2 replays it every time.
+//! - **a stale read**: right after a claim completes on node 1 (other
+//!   writes keeping node 2's applier busy), a read on node 2 without
+//!   `wsrep_sync_wait` may miss it; the engine's sessions wait
+//!   (`wsrep_sync_wait = 1`), so node 2 replays it every time.
 //!
 //! Runs with `--no-default-features --features mysql` when
 //! `IDEMGEN_TEST_GALERA_URLS` lists the cluster's nodes (comma-separated,
@@ -393,7 +394,10 @@ mod galera {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_claim_completed_on_one_node_is_replayed_on_another_at_once() {
+        // Rounds until a few reads were stale (at least `ROUNDS`, at most
+        // `MAX_ROUNDS`): how often one is depends on the machine's load.
         const ROUNDS: usize = 200;
+        const MAX_ROUNDS: usize = 2_000;
         let _serial = SERIAL.lock().await;
         let Some(cluster) = Cluster::create().await else {
             return;
@@ -405,8 +409,31 @@ mod galera {
             .unwrap();
         assert_eq!(sync_wait, 1, "the engine's sessions wait for causality");
         let mut unsynced = cluster.session(1, 0).await;
-        let mut stale = 0;
-        for _ in 0..ROUNDS {
+        // Other writes on node 1 keep node 2's applier busy, as traffic
+        // does, so that it lags behind the commits of the rounds.
+        let mut writer = cluster.session(0, 0).await;
+        let traffic =
+            cluster.sql("INSERT INTO {t}_rows (id, n) SELECT NULL, 0 FROM {t}_rows LIMIT 200");
+        writer
+            .execute(sqlx::AssertSqlSafe(cluster.sql(
+                "ALTER TABLE {t}_rows MODIFY id INTEGER NOT NULL AUTO_INCREMENT",
+            )))
+            .await
+            .unwrap();
+        let busy = tokio::spawn(async move {
+            loop {
+                if writer
+                    .execute(sqlx::AssertSqlSafe(traffic.as_str()))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        let (mut stale, mut rounds) = (0, 0);
+        while rounds < ROUNDS || (stale < 3 && rounds < MAX_ROUNDS) {
+            rounds += 1;
             let key = key();
             let call = claim(&first, &key).await;
             assert_eq!(call.finish(created()).await.status(), StatusCode::CREATED);
@@ -426,10 +453,15 @@ mod galera {
             assert_eq!(replay.status(), StatusCode::CREATED, "key {key}");
             assert_answered(&replay, "the request on node 2");
         }
+        busy.abort();
         eprintln!(
-            "galera: {ROUNDS} claims completed on node 1: a read on node 2 with \
-             wsrep_sync_wait = 0 right after missed {stale}; the engine on node 2 replayed all \
-             {ROUNDS}"
+            "galera: {rounds} claims completed on node 1 under other writes: a read on node 2 \
+             with wsrep_sync_wait = 0 right after missed {stale}; the engine on node 2 replayed \
+             all {rounds}"
+        );
+        assert!(
+            stale > 0,
+            "no read on node 2 was stale: the shape was not provoked"
         );
     }
 }
