@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn errors_never_quote_the_credential() {
         for (given, expected) in [
-            ("Authorization: Bearer s3cr3t-token", "is not a principal name"),
+            ("Authorization: Bearer s3cr3t-token", "write it as NAME="),
             ("Authorization: Basic YWxpY2U6cHc=", "is not a principal name"),
             ("alice=Bearer s3cr3t-token", "write the credential as a header"),
             ("alice=Bearer s3cr3t-token: x", "is not a header name"),
