@@ -121,7 +121,8 @@ pub struct ProbeArgs {
     pub principals: Vec<String>,
     /// A `key.scope` value, NAME as the contract names it (`X-Tenant`,
     /// `tenant`, `/account_id`): `X-Tenant=acme`. The first value goes on
-    /// every request; repeat NAME for the scope check's second value.
+    /// every request; repeat NAME for the scope check's second value. A
+    /// NAME no probed `key.scope` declares is an error.
     #[arg(long = "scope", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub scopes: Vec<(String, String)>,
     /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
