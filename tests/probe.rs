@@ -1615,6 +1615,7 @@ fn fixed_report() -> idemgen::probe::Report {
                 request: vec![
                     "POST /callbacks/pay".into(),
                     "key `Idempotency-Key` header: `pay:20240615:0f8fad5b-d9cb-469f-a165-70867728950e` (format `pay:{date}:{uuid}`)".into(),
+                    "as `alice` (`Authorization` header, values not shown); the principals check also sends as `bob` (`Authorization` header)".into(),
                 ],
                 skipped: None,
                 checks: vec![
@@ -1640,6 +1641,24 @@ fn fixed_report() -> idemgen::probe::Report {
                         "in-progress",
                         Outcome::NotApplicable,
                         "the first attempt answered in 2 ms, before a duplicate could be sent",
+                        &[],
+                        &[],
+                    ),
+                    check(
+                        "principals",
+                        Outcome::Fail,
+                        "one key and body as `alice`: 200 OK; as `bob`: 200 OK, `alice`'s stored answer",
+                        &[
+                            "`bob` got `alice`'s stored answer (Idempotent-Replayed: true): one principal sees another's response; keys are not namespaced by the principal",
+                            "`alice`: {\"payment_id\":1}",
+                            "`bob`: {\"payment_id\":1}",
+                        ],
+                        &[],
+                    ),
+                    check(
+                        "unauthenticated",
+                        Outcome::Pass,
+                        "without `Authorization`: 401 Unauthorized; then as `alice` with the same key and body: 200 OK",
                         &[],
                         &[],
                     ),
