@@ -106,6 +106,10 @@ enum Flaw {
     IgnoresPrincipal,
     /// Processes a request without credentials (as nobody).
     ProcessesUnauthenticated,
+    /// Keys its store by the key alone and claims the key before it
+    /// authenticates: a request without credentials is refused, but its
+    /// claim is never released.
+    ClaimsBeforeAuthenticating,
 }
 
 /// The bearer tokens `/principal-pay` accepts, and whose they are.
@@ -186,6 +190,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
         .map(|(_, value)| value.clone());
+    let mut refuse_after_claim = false;
     let principal = if request.path == "/principal-pay" {
         let known = TOKENS
             .iter()
@@ -193,8 +198,12 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
             .map(|(_, principal)| *principal);
         match (known, flaw) {
             (None, Flaw::ProcessesUnauthenticated) => Some(""),
+            (None, Flaw::ClaimsBeforeAuthenticating) => {
+                refuse_after_claim = true;
+                Some("")
+            }
             (None, _) => return reply(401, r#"{"title":"unauthenticated"}"#),
-            (Some(_), Flaw::IgnoresPrincipal) => Some(""),
+            (Some(_), Flaw::IgnoresPrincipal | Flaw::ClaimsBeforeAuthenticating) => Some(""),
             (Some(principal), _) => Some(principal),
         }
     } else {
@@ -293,6 +302,9 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
                 );
             }
         }
+    }
+    if refuse_after_claim {
+        return reply(401, r#"{"title":"unauthenticated"}"#);
     }
     let answer = work();
     if flaw != Flaw::StaysInProgress {
@@ -744,6 +756,28 @@ fn a_server_that_processes_unauthenticated_requests_fails_the_unauthenticated_ch
     assert!(
         evidence.contains(
             "200 OK without credentials: the request was processed, expected 401 or 403"
+        ),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_claims_the_key_before_authenticating_fails_the_unauthenticated_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::ClaimsBeforeAuthenticating),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "unauthenticated"), "fail", "{report:#}");
+    let evidence = evidence(&checks, "unauthenticated");
+    // The refusal itself is right; what it left behind is not.
+    assert!(!evidence.contains("expected 401 or 403"), "{evidence}");
+    assert!(
+        evidence.contains(
+            "`alice`'s request with the key got 429 Too Many Requests (Retry-After: 1): the request without credentials left a record under the key"
         ),
         "{evidence}"
     );
