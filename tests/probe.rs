@@ -679,12 +679,8 @@ fn a_server_that_processes_a_request_without_the_tenant_fails_the_scope_check() 
 #[test]
 fn a_server_that_keys_by_principal_and_key_passes_the_principal_checks() {
     let (_dir, spec) = principal_spec_file();
-    let (code, checks, report) = probe_op_json_with(
-        &spec,
-        &serve(Flaw::None),
-        "principalPay",
-        &AS_ALICE_AND_BOB,
-    );
+    let (code, checks, report) =
+        probe_op_json_with(&spec, &serve(Flaw::None), "principalPay", &AS_ALICE_AND_BOB);
     // Every other check runs as alice, so it meets the service itself,
     // not its 401.
     for id in ALL.iter().chain(&["principals", "unauthenticated"]) {
@@ -698,7 +694,8 @@ fn a_server_that_keys_by_principal_and_key_passes_the_principal_checks() {
     );
     let summary = checks["principals"]["summary"].as_str().unwrap();
     assert!(
-        summary.starts_with("one key and body as `alice`: 200 OK; as `bob`: 200 OK, a fresh answer"),
+        summary
+            .starts_with("one key and body as `alice`: 200 OK; as `bob`: 200 OK, a fresh answer"),
         "{summary}"
     );
     let summary = checks["unauthenticated"]["summary"].as_str().unwrap();
@@ -754,9 +751,8 @@ fn a_server_that_processes_unauthenticated_requests_fails_the_unauthenticated_ch
     assert_eq!(outcome(&checks, "principals"), "pass", "{report:#}");
     let evidence = evidence(&checks, "unauthenticated");
     assert!(
-        evidence.contains(
-            "200 OK without credentials: the request was processed, expected 401 or 403"
-        ),
+        evidence
+            .contains("200 OK without credentials: the request was processed, expected 401 or 403"),
         "{evidence}"
     );
     assert_eq!(code, 1);

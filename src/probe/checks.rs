@@ -631,7 +631,10 @@ impl Probe<'_> {
         let mut judged = 0;
         for (index, principal) in principals.iter().enumerate().skip(1) {
             let name = &principal.name;
-            let answer = match self.client.send(&as_caller(event, Caller::Principal(index))) {
+            let answer = match self
+                .client
+                .send(&as_caller(event, Caller::Principal(index)))
+            {
                 Ok(answer) => answer,
                 Err(error) => return check.no_answer(error),
             };
@@ -747,7 +750,10 @@ impl Probe<'_> {
             .collect::<Vec<_>>()
             .join(", ");
         let request = self.plan.request(event, KeyUse::Valid);
-        let bare = match self.client.send(&self.plan.as_caller(request, Caller::Nobody)) {
+        let bare = match self
+            .client
+            .send(&self.plan.as_caller(request, Caller::Nobody))
+        {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
@@ -771,17 +777,13 @@ impl Probe<'_> {
                 "{} without credentials: the request was processed, expected 401 or 403",
                 bare.describe()
             ));
-            check
-                .evidence
-                .push(format!("its body: {}", bare.excerpt()));
+            check.evidence.push(format!("its body: {}", bare.excerpt()));
         } else if !matches!(bare.status, 401 | 403) {
             check.fail(format!(
                 "{} without credentials: expected 401 or 403, the refusal of an unauthenticated request",
                 bare.describe()
             ));
-            check
-                .evidence
-                .push(format!("its body: {}", bare.excerpt()));
+            check.evidence.push(format!("its body: {}", bare.excerpt()));
         }
         let replayed = after
             .header("idempotent-replayed")

@@ -200,8 +200,14 @@ mod tests {
     fn errors_never_quote_the_credential() {
         for (given, expected) in [
             ("Authorization: Bearer s3cr3t-token", "write it as NAME="),
-            ("Authorization: Basic YWxpY2U6cHc=", "is not a principal name"),
-            ("alice=Bearer s3cr3t-token", "write the credential as a header"),
+            (
+                "Authorization: Basic YWxpY2U6cHc=",
+                "is not a principal name",
+            ),
+            (
+                "alice=Bearer s3cr3t-token",
+                "write the credential as a header",
+            ),
             ("alice=Bearer s3cr3t-token: x", "is not a header name"),
             ("alice=Authorization:", "has no value"),
         ] {
