@@ -186,8 +186,8 @@ for app in apps:
     if app == "generated":
         print(f"{app}: {s['payments']} payment recorded for the probe's order (it is paid at most once)")
     else:
-        print(f"{app}: {s['payments']} payments recorded under {s['keys']} keys "
-              f"({s['payments'] - s['keys']} made more than once for one key)")
+        print(f"{app}: {s['payments']} payments recorded under {s['keys']} keys, "
+              f"{s['payments'] - s['keys']} of them a repeat under a key already paid")
 print()
 for mismatch in mismatches:
     print(f"MISMATCH {mismatch}")
