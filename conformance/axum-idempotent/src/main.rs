@@ -46,7 +46,11 @@ struct App {
     delay: Duration,
 }
 
-async fn pay(State(app): State<App>, headers: HeaderMap, Json(callback): Json<PayCallback>) -> (StatusCode, Json<Value>) {
+async fn pay(
+    State(app): State<App>,
+    headers: HeaderMap,
+    Json(callback): Json<PayCallback>,
+) -> (StatusCode, Json<Value>) {
     tokio::time::sleep(app.delay).await;
     let key = headers
         .get("idempotency-key")
@@ -58,7 +62,10 @@ async fn pay(State(app): State<App>, headers: HeaderMap, Json(callback): Json<Pa
         ledger.payments.push(key);
         ledger.payments.len()
     };
-    let paid_at = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let paid_at = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     (
         StatusCode::OK,
         Json(json!({
