@@ -41,13 +41,15 @@ for tool in cargo npm python3 curl sqlite3; do
 done
 
 echo "== building idemgen, the generated service and the axum-idempotent app"
-cargo build --quiet --bin idemgen --bin payment-callback
-cargo build --quiet --locked --manifest-path conformance/axum-idempotent/Cargo.toml
+cargo build --quiet --bin idemgen --bin payment-callback || fail_setup "building idemgen failed"
+cargo build --quiet --locked --manifest-path conformance/axum-idempotent/Cargo.toml \
+    || fail_setup "building the axum-idempotent app failed"
 idemgen=$target/debug/idemgen
 
 echo "== installing express-idempotency (npm ci)"
 if [ ! -d conformance/express-idempotency/node_modules/express-idempotency ]; then
-    (cd conformance/express-idempotency && npm ci --silent --no-audit --no-fund)
+    (cd conformance/express-idempotency && npm ci --silent --no-audit --no-fund) \
+        || fail_setup "npm ci of the express-idempotency app failed"
 fi
 
 echo "== installing django-idempotency-key (pip, into $target/conformance-venv)"
@@ -55,8 +57,9 @@ venv=$target/conformance-venv
 requirements=conformance/django-idempotency-key/requirements.txt
 if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null; then
     rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    python3 -m venv "$venv" || fail_setup "python3 -m venv failed"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" \
+        || fail_setup "pip install of the django-idempotency-key app failed"
     cp "$requirements" "$venv/requirements.txt"
 fi
 
