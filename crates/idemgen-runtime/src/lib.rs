@@ -68,6 +68,7 @@ mod fingerprint;
 mod input;
 mod key;
 pub mod metrics;
+mod reachability;
 mod reply;
 pub mod service;
 mod store;
