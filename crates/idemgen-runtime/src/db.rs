@@ -307,8 +307,14 @@ pub fn classify(error: &sqlx::Error) -> Failure {
 /// would wait on it. A transaction begun after the caller stopped waiting
 /// is dropped, which rolls it back.
 pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
+    begin_on(pool.acquire().await?).await
+}
+
+/// [`begin`] on a connection already taken from the pool (the one the key
+/// was claimed on), so that a request takes one connection, not two: each
+/// acquire and release costs a round trip (sqlx pings the connection).
+pub(crate) async fn begin_on(connection: PoolConnection) -> Result<Tx, sqlx::Error> {
     use sqlx::SqlSafeStr;
-    let connection = pool.acquire().await?;
     let statement = match Dialect::BUILT {
         Dialect::Sqlite => Some("BEGIN IMMEDIATE".into_sql_str()),
         Dialect::Mysql | Dialect::Postgres => None,
@@ -316,18 +322,6 @@ pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
     tokio::spawn(sqlx::Transaction::begin(connection, statement))
         .await
         .unwrap_or_else(|_| Err(sqlx::Error::WorkerCrashed))
-}
-
-/// [`begin`] on a connection already taken from the pool (the one the key
-/// was claimed on), so that a request takes one connection, not two: each
-/// acquire costs a round trip (sqlx pings an idle connection before
-/// handing it out).
-pub(crate) async fn begin_on(connection: PoolConnection) -> Result<Tx, sqlx::Error> {
-    let statement = match Dialect::BUILT {
-        Dialect::Sqlite => Some(sqlx::SqlStr::from_static("BEGIN IMMEDIATE")),
-        Dialect::Mysql | Dialect::Postgres => None,
-    };
-    sqlx::Transaction::begin(connection, statement).await
 }
 
 #[cfg(feature = "sqlite")]
