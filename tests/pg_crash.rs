@@ -81,8 +81,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
     let next = AtomicUsize::new(0);
     let answered = AtomicUsize::new(0);
     let crashed = AtomicBool::new(false);
-    // Payment → the answers it got, and whether it got one before the crash.
-    let seen: Mutex<BTreeMap<usize, Vec<(u16, bool, bool)>>> = Mutex::new(BTreeMap::new());
+    let seen: Mutex<BTreeMap<usize, Vec<Seen>>> = Mutex::new(BTreeMap::new());
     let started = Instant::now();
     thread::scope(|scope| {
         scope.spawn(|| {
@@ -287,6 +286,10 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
     drop(servers);
     drop(db);
 }
+
+/// One answer a payment got during the burst: its status (0: transport
+/// error), whether it was a replay, and whether it came before the stop.
+type Seen = (u16, bool, bool);
 
 /// A PostgreSQL cluster of the test's own, in a temporary directory,
 /// stopped (immediately) and removed when dropped.
