@@ -12,6 +12,7 @@ pub mod node;
 pub mod operations;
 pub mod parse;
 pub mod refs;
+pub mod security;
 pub mod source;
 pub mod version;
 

@@ -123,6 +123,10 @@ pub enum Credential {
     ApiKey(String),
     /// Nothing read: a [`SchemeKind::Request`] scheme verifies the request.
     Request,
+    /// The request carries none for this scheme (or an empty one, one sent
+    /// twice, or an `Authorization` of another scheme). Refuse it with
+    /// [`Refusal::missing`], unless the service deliberately runs open.
+    Missing,
 }
 
 impl std::fmt::Debug for Credential {
@@ -136,6 +140,7 @@ impl std::fmt::Debug for Credential {
                 .finish(),
             Credential::ApiKey(_) => f.write_str("ApiKey(<redacted>)"),
             Credential::Request => f.write_str("Request"),
+            Credential::Missing => f.write_str("Missing"),
         }
     }
 }
@@ -166,6 +171,25 @@ impl Refusal {
         }
     }
 
+    /// `401` for a [`Credential::Missing`]: says how to send one.
+    pub fn missing(scheme: &Scheme) -> Refusal {
+        Refusal::unauthenticated(match scheme.kind {
+            SchemeKind::Bearer => "send `Authorization: Bearer <token>`".to_string(),
+            SchemeKind::Basic => {
+                "send `Authorization: Basic <base64 of user:password>`".to_string()
+            }
+            SchemeKind::ApiKey { location, name } => {
+                let place = match location {
+                    ApiKeyIn::Header => "header",
+                    ApiKeyIn::Query => "query parameter",
+                    ApiKeyIn::Cookie => "cookie",
+                };
+                format!("send the API key in the {place} `{name}`, once")
+            }
+            SchemeKind::Request => format!("the request does not satisfy `{}`", scheme.name),
+        })
+    }
+
     /// `401` from a verifier nobody has written yet, naming its file.
     pub fn not_written(scheme: &Scheme, file: &str) -> Refusal {
         Refusal::unauthenticated(format!(
@@ -189,8 +213,9 @@ pub trait Verify: Send + Sync {
 /// (or an anonymous alternative when no other passes), `Ok(Some)` the
 /// principal of the first alternative whose schemes all pass (that of its
 /// first scheme), `Err` the `401`/`403` answer. Alternatives are tried in
-/// the spec's order; one whose credentials are absent is skipped without
-/// calling the verifier.
+/// the spec's order; the verifier sees every scheme's credential, a
+/// [`Credential::Missing`] too (so that a service may run open on
+/// purpose, e.g. before its secret is configured).
 pub async fn authenticate(
     security: &'static Security,
     verifier: &impl Verify,
@@ -208,21 +233,16 @@ pub async fn authenticate(
         }
         let mut principal = None;
         for scheme in *schemes {
-            let credential = match credential(scheme, request) {
-                Ok(credential) => credential,
-                Err(missing) => {
-                    refusal.get_or_insert(Refusal::unauthenticated(missing));
-                    continue 'alternatives;
-                }
-            };
+            let credential = credential(scheme, request);
             match verifier.verify(scheme, &credential, request).await {
                 Ok(verified) => {
                     principal.get_or_insert(verified);
                 }
                 Err(refused) => {
-                    // A verifier's own answer says more than "missing".
+                    // The first 403 wins: the caller is known, and not allowed.
                     refusal = Some(match refusal {
                         Some(earlier) if earlier.status == StatusCode::FORBIDDEN => earlier,
+                        Some(earlier) if credential == Credential::Missing => earlier,
                         _ => refused,
                     });
                     continue 'alternatives;
@@ -276,40 +296,29 @@ fn refused(security: &Security, refusal: &Refusal) -> Response {
     response
 }
 
-/// The credential `scheme` reads from `request`; `Err` says what is
-/// missing, for the client.
-fn credential(scheme: &Scheme, request: &Request) -> Result<Credential, String> {
-    match scheme.kind {
-        SchemeKind::Bearer => authorization(request, "Bearer")
-            .map(Credential::Bearer)
-            .ok_or_else(|| "send `Authorization: Bearer <token>`".to_string()),
-        SchemeKind::Basic => authorization(request, "Basic")
-            .and_then(|encoded| decode_basic(&encoded))
-            .ok_or_else(|| "send `Authorization: Basic <base64 of user:password>`".to_string()),
-        SchemeKind::ApiKey { location, name } => {
-            let value = match location {
-                ApiKeyIn::Header => single_header(request, name),
-                ApiKeyIn::Query => {
-                    let mut values = request.query_pairs.iter().filter(|(key, _)| key == name);
-                    match (values.next(), values.next()) {
-                        (Some((_, value)), None) => Some(value.clone()),
-                        _ => None,
-                    }
-                }
-                ApiKeyIn::Cookie => cookie(request, name),
-            };
-            let place = match location {
-                ApiKeyIn::Header => "header",
-                ApiKeyIn::Query => "query parameter",
-                ApiKeyIn::Cookie => "cookie",
-            };
-            value
-                .filter(|value| !value.is_empty())
-                .map(Credential::ApiKey)
-                .ok_or_else(|| format!("send the API key in the {place} `{name}`, once"))
+/// The credential `scheme` reads from `request`.
+fn credential(scheme: &Scheme, request: &Request) -> Credential {
+    let found = match scheme.kind {
+        SchemeKind::Bearer => authorization(request, "Bearer").map(Credential::Bearer),
+        SchemeKind::Basic => {
+            authorization(request, "Basic").and_then(|encoded| decode_basic(&encoded))
         }
-        SchemeKind::Request => Ok(Credential::Request),
-    }
+        SchemeKind::ApiKey { location, name } => match location {
+            ApiKeyIn::Header => single_header(request, name),
+            ApiKeyIn::Query => {
+                let mut values = request.query_pairs.iter().filter(|(key, _)| key == name);
+                match (values.next(), values.next()) {
+                    (Some((_, value)), None) => Some(value.clone()),
+                    _ => None,
+                }
+            }
+            ApiKeyIn::Cookie => cookie(request, name),
+        }
+        .filter(|value| !value.is_empty())
+        .map(Credential::ApiKey),
+        SchemeKind::Request => Some(Credential::Request),
+    };
+    found.unwrap_or(Credential::Missing)
 }
 
 /// The one value of header `name`, if sent exactly once as text.
@@ -436,6 +445,7 @@ mod tests {
                 Credential::ApiKey(secret) if secret == "banned" => {
                     Err(Refusal::forbidden("banned"))
                 }
+                Credential::Missing => Err(Refusal::missing(scheme)),
                 _ => Err(Refusal::unauthenticated("wrong credential")),
             }
         }
