@@ -68,6 +68,8 @@ pub struct Project {
     pub table: String,
     pub files: Vec<File>,
     pub warnings: Vec<String>,
+    /// Whether an operation requires credentials (`src/auth.rs` checks them).
+    pub secured: bool,
 }
 
 /// The dialect, record table and key width every idempotent operation of
@@ -333,6 +335,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
             .map(|path| serde_json::to_string(path).expect("strings serialise")),
     };
 
+    let secured = project.any_secured;
     let env = render::environment(options.templates.as_deref())?;
     if let Some(dir) = &options.templates {
         if !dir.is_dir() {
@@ -430,6 +433,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         table: store.table,
         files,
         warnings,
+        secured,
     })
 }
 
