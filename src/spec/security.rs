@@ -247,7 +247,8 @@ paths:
 {SCHEMES}"
         );
         let found = security_of(&yaml);
-        let [post, put, patch, delete] = found.as_slice() else {
+        // In the order of `operations::METHODS`.
+        let [put, post, delete, patch] = found.as_slice() else {
             panic!("{found:?}")
         };
         let post = post.as_ref().unwrap();
@@ -289,14 +290,15 @@ components:
     half: {type: apiKey, in: header}
 ",
         );
-        let unknown = found[0].as_ref().unwrap_err();
+        // `put` comes first, in the order of `operations::METHODS`.
+        let unknown = found[1].as_ref().unwrap_err();
         assert!(unknown.starts_with("openapi.yaml:6"), "{unknown}");
         assert!(unknown.contains("`nope`"), "{unknown}");
         assert!(
             unknown.contains("define it there or remove it"),
             "{unknown}"
         );
-        let half = found[1].as_ref().unwrap_err();
+        let half = found[0].as_ref().unwrap_err();
         assert!(half.contains("needs the `name` of its header"), "{half}");
     }
 }
