@@ -96,14 +96,19 @@ initialise() {
     chown -R mysql:mysql "$(node_dir "$n")"
 }
 
+# The node's process: from its pid file, or (until mariadbd writes that,
+# which a joiner does only after its state transfer) the pid `launch` saw.
 pid_of() {
-    local file
-    file=$(pidfile "$1")
-    [ -f "$file" ] || return 1
-    local pid
-    pid=$(cat "$file")
-    kill -0 "$pid" 2>/dev/null || return 1
-    echo "$pid"
+    local file pid
+    for file in "$(pidfile "$1")" "$(node_dir "$1")/launched.pid"; do
+        [ -f "$file" ] || continue
+        pid=$(cat "$file")
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "$pid"
+            return 0
+        fi
+    done
+    return 1
 }
 
 running() { pid_of "$1" >/dev/null; }
@@ -133,10 +138,10 @@ launch() {
     # mariadbd runs in the background with its own pid file; its stdout is the log.
     nohup /usr/sbin/mariadbd --defaults-file="$(config "$n")" "$@" \
         >>"$(node_dir "$n")/error.log" 2>&1 </dev/null &
-    for _ in $(seq 1 40); do
-        running "$n" && return 0
-        sleep 0.25
-    done
+    local pid=$!
+    echo "$pid" >"$(node_dir "$n")/launched.pid"
+    sleep 0.5
+    kill -0 "$pid" 2>/dev/null && return 0
     echo "node $n did not start; last lines of its log:" >&2
     tail -n 20 "$(node_dir "$n")/error.log" >&2 || true
     return 1

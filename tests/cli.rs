@@ -82,10 +82,16 @@ fn every_rule_fires_in_its_broken_example() {
 }
 
 #[test]
-fn the_payment_callback_example_lints_clean() {
+fn the_payment_callback_example_has_only_the_unauthenticated_replay_warning() {
+    // The example declares no security, so its one contract's stored
+    // answers go to anyone holding a key.
     let (code, json) = lint_json("examples/payment-callback/openapi.yaml");
     assert_eq!(code, 0);
-    assert_eq!(json["diagnostics"], Value::Array(vec![]));
+    assert_eq!(rules_fired(&json), ["replay-unauthenticated"]);
+    assert_eq!(
+        json["diagnostics"][0]["message"],
+        "onPayCallback: no security requirement, so stored responses are replayed to anyone holding the key"
+    );
     assert_eq!(json["summary"]["operations"], 2);
 }
 
@@ -158,7 +164,7 @@ fn several_files_in_one_run() {
         "lint",
         "--format",
         "json",
-        "examples/payment-callback/openapi.yaml",
+        "examples/broken/fixed/replay-unauthenticated.yaml",
         "examples/broken/window-too-short.yaml",
         "examples/broken/key-predictable.yaml",
     ]);
@@ -545,7 +551,8 @@ fn the_exact_status_wins_over_its_range() {
     assert!(spec.contains("4XX"));
     std::fs::write(&path, spec).unwrap();
     let (code, json) = lint_json(path.to_str().unwrap());
-    assert_eq!((code, rules_fired(&json)), (0, vec![]), "{json:#}");
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(rules_fired(&json), ["replay-unauthenticated"], "{json:#}");
 }
 
 #[test]

@@ -146,8 +146,8 @@ fn the_default_dialect_comes_from_the_config_unless_the_flag_says_otherwise() {
             "",
         )
         .replace(
-            "format: \"pay:{date}:{uuid}\"}",
-            "format: \"pay:{date}:{uuid}\", max-length: 2700}",
+            "format: \"pay:{date}:{uuid}\",",
+            "format: \"pay:{date}:{uuid}\", max-length: 2700,",
         );
     let (root, path) = project(Some("[store]\ndialect = \"postgres\"\n"), &spec);
     let key_too_long = |run: &Run| run.rules.iter().any(|(rule, _)| rule == "key-too-long");

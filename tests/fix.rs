@@ -206,6 +206,15 @@ fn multi_file_specs_edit_the_file_that_holds_the_node() {
             .contains("    type: string   # the pattern goes below\n    pattern: ")
     );
     assert!(read("components/responses.yaml").contains("Retry-After"));
+    // The document's security applies to the operation in paths/pay.yaml,
+    // whose block gets the principal scope.
+    assert!(
+        read("paths/pay.yaml").contains(
+            "    key: {in: header, name: Idempotency-Key, format: \"pay:{uuid}\", scope: [principal]}\n"
+        ),
+        "{}",
+        read("paths/pay.yaml")
+    );
     assert!(findings(&path).is_empty(), "{:?}", findings(&path));
 }
 

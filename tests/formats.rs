@@ -370,7 +370,7 @@ fn markdown_is_a_pull_request_summary() {
     let (clean, code) = lint(&[
         "--format",
         "markdown",
-        "examples/payment-callback/openapi.yaml",
+        "examples/broken/fixed/replay-unauthenticated.yaml",
     ]);
     assert_eq!(code, 0);
     assert!(

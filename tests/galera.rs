@@ -50,34 +50,65 @@ fn galera_exactly_once() {
         servers.push(cluster.start(&binaries.generated, i % 3, BURST_DELAY_MS));
     }
 
-    let (key, body, first_answer) = burst_pays_once_on_every_node(&cluster, &servers);
-    retries_after_failure_pay_once(&cluster, &servers);
-    crashed_instance_is_taken_over_on_another_node(&cluster, &binaries.generated, &servers);
+    let paid = [
+        burst_pays_once_on_every_node(&cluster, &servers),
+        retries_after_failure_pay_once(&cluster, &servers),
+        crashed_instance_is_taken_over_on_another_node(&cluster, &binaries.generated, &servers),
+    ];
 
-    // Restart every instance: the record answers, identically everywhere.
+    // Restart every instance: the records answer, identically everywhere.
     drop(servers);
     let servers: Vec<Server> = (0..INSTANCES)
         .map(|i| cluster.start(&binaries.generated, i % 3, BURST_DELAY_MS))
         .collect();
-    for server in &servers {
-        let replay = post(server, Some(&key), &body);
-        assert_eq!((replay.status, replay.replayed), (200, true), "{replay:?}");
-        assert_eq!(
-            replay.body, first_answer,
-            "replay differs on {}",
-            server.base
-        );
+    for (key, body, first_answer) in &paid {
+        for server in &servers {
+            let replay = post(server, Some(key), body);
+            assert_eq!((replay.status, replay.replayed), (200, true), "{replay:?}");
+            assert_eq!(
+                &replay.body, first_answer,
+                "replay of {key} differs on {}",
+                server.base
+            );
+        }
     }
+    let records = cluster.record_counts();
+    assert!(
+        records.windows(2).all(|pair| pair[0] == pair[1]),
+        "record counts per node: {records:?}"
+    );
+    eprintln!(
+        "galera: every instance restarted: the {} payments so far replayed byte-identically on \
+         all {INSTANCES}; records per node {records:?}",
+        paid.len()
+    );
 
     node_killed_mid_burst(&cluster, &servers);
 }
 
+/// A payment made once: its key, its body and the answer that made it.
+type Paid = (String, String, Vec<u8>);
+
+/// "N × 200 (R replays), M × 429": the answers of a burst, by status.
+fn tally(answers: &[Answer]) -> String {
+    let mut by_status = std::collections::BTreeMap::<u16, usize>::new();
+    for answer in answers {
+        *by_status.entry(answer.status).or_default() += 1;
+    }
+    let replays = answers.iter().filter(|a| a.replayed).count();
+    by_status
+        .iter()
+        .map(|(status, count)| match status {
+            200 => format!("{count} × 200 ({replays} replays)"),
+            _ => format!("{count} × {status}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// 200 concurrent duplicates of one payment, round-robin over the eight
 /// instances (so over the three nodes): one payment on every node.
-fn burst_pays_once_on_every_node(
-    cluster: &Cluster,
-    servers: &[Server],
-) -> (String, String, Vec<u8>) {
+fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server]) -> Paid {
     let order = cluster.seed_order(1999);
     let (key, body) = callback(&order, 1999);
     let before = first_attempts(servers);
@@ -102,18 +133,18 @@ fn burst_pays_once_on_every_node(
             _ => panic!("a duplicate got neither 200 nor 429: {answer:?}"),
         }
     }
-    let replays = answers.iter().filter(|a| a.replayed).count();
+    let records = cluster.record_counts();
     eprintln!(
-        "galera: {BURST} duplicates over {INSTANCES} instances on 3 nodes → 1 payment on each \
-         node, {replays} replays, {} in progress",
-        answers.iter().filter(|a| a.status == 429).count()
+        "galera: {BURST} duplicates over {INSTANCES} instances on 3 nodes: {}; paid_log rows \
+         per node [1, 1, 1]; records per node {records:?}",
+        tally(&answers)
     );
     (key, body, first_answer)
 }
 
 /// An unknown order fails (404, recorded); once it exists, 60 concurrent
 /// retries over every node pay it once.
-fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) {
+fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) -> Paid {
     let order = unique_order_no();
     let (key, body) = callback(&order, 700);
     assert_eq!(post(&servers[0], Some(&key), &body).status, 404);
@@ -124,17 +155,23 @@ fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) {
     cluster.wait_for_replication();
     assert_eq!(cluster.paid_rows_per_node(&order), [1, 1, 1]);
     assert_eq!(first_attempts(servers) - before, 1);
-    let fresh = answers
+    let fresh: Vec<&Answer> = answers
         .iter()
         .filter(|a| a.status == 200 && !a.replayed)
-        .count();
-    assert_eq!(fresh, 1, "exactly one retry runs the business step");
+        .collect();
+    assert_eq!(fresh.len(), 1, "exactly one retry runs the business step");
     assert!(
         answers
             .iter()
             .all(|a| a.status == 200 || (a.status == 429 && a.retry_after.is_some())),
         "{answers:?}"
     );
+    eprintln!(
+        "galera: {RETRIES} concurrent retries after a recorded 404: {}; paid_log rows per \
+         node [1, 1, 1]",
+        tally(&answers)
+    );
+    (key, body, fresh[0].body.clone())
 }
 
 /// An instance on node 1 is SIGKILLed while it holds a claim; instances on
@@ -143,7 +180,7 @@ fn crashed_instance_is_taken_over_on_another_node(
     cluster: &Cluster,
     binary: &Path,
     servers: &[Server],
-) {
+) -> Paid {
     let order = cluster.seed_order(900);
     let (key, body) = callback(&order, 900);
     let doomed = cluster.start(binary, 0, STALE_DELAY_MS);
@@ -174,11 +211,18 @@ fn crashed_instance_is_taken_over_on_another_node(
     let answers = burst(servers, 24, &key, &body);
     cluster.wait_for_replication();
     assert_eq!(cluster.paid_rows_per_node(&order), [1, 1, 1]);
-    let fresh = answers
+    let fresh: Vec<&Answer> = answers
         .iter()
         .filter(|a| a.status == 200 && !a.replayed)
-        .count();
-    assert_eq!(fresh, 1, "one takeover: {answers:?}");
+        .collect();
+    assert_eq!(fresh.len(), 1, "one takeover: {answers:?}");
+    eprintln!(
+        "galera: an instance on node 1 SIGKILLed holding a claim: {early} retries on nodes 2 \
+         and 3 answered 429 during its lease; then 24 at once: {}; paid_log rows per node \
+         [1, 1, 1]",
+        tally(&answers)
+    );
+    (key, body, fresh[0].body.clone())
 }
 
 /// Many payments, each sent several times at once over every instance,
@@ -213,11 +257,18 @@ fn node_killed_mid_burst(cluster: &Cluster, servers: &[Server]) {
     barrier.wait();
     thread::sleep(Duration::from_millis(250));
     cluster.kill_node(3);
-    eprintln!("galera: node 3 killed at {}", now_ms());
+    let killed_ms = now_ms();
+    let reformed_ms = cluster.wait_for_cluster_size(0, 2);
     let outcomes: Vec<ClientOutcome> = clients.into_iter().map(|c| c.join().unwrap()).collect();
 
+    // Until the survivors evict node 3 (evs.suspect_timeout, 5 s by
+    // default) the cluster commits nothing: an attempt that reached a
+    // commit then may outlive the client's timeout or its lease on any
+    // node, and its client moves on. Once the primary component has
+    // re-formed, only node 3's instances may fail an attempt.
     let node3: BTreeSet<usize> = (0..INSTANCES).filter(|i| i % 3 == 2).collect();
     let mut refused = 0;
+    let mut stalled = 0;
     for (i, outcome) in outcomes.iter().enumerate() {
         let key = &requests[i % PAYMENTS].0;
         assert_eq!(
@@ -233,13 +284,23 @@ fn node_killed_mid_burst(cluster: &Cluster, servers: &[Server]) {
                 )
             )
         );
-        for (instance, status) in &outcome.errors {
-            refused += 1;
+        for &(instance, status, sent_ms) in &outcome.errors {
             assert!(
-                node3.contains(instance) && (*status == 503 || *status == 0),
-                "instance {instance} (node {}) answered {status}; only node 3's may answer, with 503",
-                instance % 3 + 1
+                status == 503 || status == 0,
+                "instance {instance} answered {status}"
             );
+            if node3.contains(&instance) {
+                refused += 1;
+            } else {
+                assert!(
+                    sent_ms < reformed_ms,
+                    "instance {instance} (node {}) answered {status} {} ms after the cluster \
+                     re-formed; only node 3's may fail then",
+                    instance % 3 + 1,
+                    sent_ms - reformed_ms
+                );
+                stalled += 1;
+            }
         }
     }
     let slowest = outcomes
@@ -247,45 +308,92 @@ fn node_killed_mid_burst(cluster: &Cluster, servers: &[Server]) {
         .map(|outcome| outcome.answered_ms - outcome.started_ms)
         .max()
         .unwrap_or(0);
+    let busy: Vec<i64> = outcomes
+        .iter()
+        .flat_map(|outcome| &outcome.busy)
+        .filter(|(instance, _, _)| !node3.contains(instance))
+        .map(|(_, _, answered_ms)| answered_ms - killed_ms)
+        .collect();
+    let busy_on_node3 = outcomes
+        .iter()
+        .flat_map(|outcome| &outcome.busy)
+        .filter(|(instance, sent_ms, _)| node3.contains(instance) && *sent_ms > killed_ms)
+        .count();
+    let slowest_refusal = outcomes
+        .iter()
+        .flat_map(|outcome| &outcome.refusal_ms)
+        .max()
+        .copied()
+        .unwrap_or(0);
+    let replays = outcomes.iter().filter(|o| o.last.replayed).count();
     eprintln!(
-        "galera: node 3 killed mid-burst; {refused} answers were 503 or refused connections \
-         from its instances; the slowest payment was answered after {slowest} ms"
+        "galera: node 3 SIGKILLed mid-burst of {PAYMENTS} payments × {COPIES} copies; the \
+         survivors re-formed the primary component {} ms later. {} × 200 ({replays} replays); \
+         instances on node 3: {refused} × 503 or refused connection (slowest {slowest_refusal} \
+         ms), {busy_on_node3} × 429 after the kill; instances on nodes 1 and 2: {stalled} attempts timed out or \
+         503 during the stall, {} × 429, the last {} ms after the kill ({} ms after the \
+         re-forming); slowest payment answered after {slowest} ms",
+        reformed_ms - killed_ms,
+        outcomes.len(),
+        busy.len(),
+        busy.iter().max().copied().unwrap_or(0),
+        busy.iter().max().copied().unwrap_or(0) + killed_ms - reformed_ms,
     );
     assert!(refused > 0, "the kill did not land during the burst");
+    assert_eq!(
+        busy_on_node3, 0,
+        "an instance whose node was down answered 429 (retry here) instead of 503"
+    );
+
+    // Inside the window (node 3 takes longer than that to rejoin), every
+    // instance on the surviving nodes replays each payment, byte for byte
+    // what its clients got.
+    for (i, (key, body)) in requests.iter().enumerate() {
+        let answered: Vec<&Vec<u8>> = outcomes
+            .iter()
+            .skip(i)
+            .step_by(PAYMENTS)
+            .map(|outcome| &outcome.last.body)
+            .collect();
+        assert!(
+            answered.windows(2).all(|pair| pair[0] == pair[1]),
+            "the copies of payment {i} were answered differently"
+        );
+        for (instance, server) in servers.iter().enumerate() {
+            if node3.contains(&instance) {
+                continue;
+            }
+            let replay = post(server, Some(key), body);
+            assert!(replay.replayed, "{replay:?}");
+            assert_eq!(&replay.body, answered[0], "replay on instance {instance}");
+        }
+    }
 
     cluster.start_node(3);
     cluster.wait_for_replication();
-    for (order, (key, body)) in orders.iter().zip(&requests) {
+    for order in &orders {
         assert_eq!(
             cluster.paid_rows_per_node(order),
             [1, 1, 1],
             "order {order}"
         );
-        let answers: Vec<Vec<u8>> = servers
-            .iter()
-            .map(|server| {
-                let replay = retry_until_answered(
-                    &bases,
-                    servers.iter().position(|s| s.base == server.base).unwrap(),
-                    key,
-                    body,
-                )
-                .last;
-                assert!(replay.replayed, "{replay:?}");
-                replay.body
-            })
-            .collect();
-        assert!(
-            answers.windows(2).all(|pair| pair[0] == pair[1]),
-            "replays differ for {order}"
-        );
     }
-    let counts: Vec<i64> = (0..3)
-        .map(|node| cluster.count(node, "SELECT COUNT(*) FROM idempotent_record"))
-        .collect();
+    // Node 3 rejoined: it holds the same records, stored answers included.
+    let counts = cluster.record_counts();
+    let digests: Vec<String> = (0..3).map(|node| cluster.records_digest(node)).collect();
     assert!(
         counts.windows(2).all(|pair| pair[0] == pair[1]),
         "record counts per node: {counts:?}"
+    );
+    assert!(
+        digests.windows(2).all(|pair| pair[0] == pair[1]),
+        "stored records differ between nodes: {digests:?}"
+    );
+    eprintln!(
+        "galera: node 3 rejoined: paid_log rows per node [1, 1, 1] for each of the {PAYMENTS} \
+         orders; replays byte-identical on the {} instances of nodes 1 and 2; records per node \
+         {counts:?}, their keys, states and stored answers identical on every node",
+        INSTANCES - node3.len()
     );
 }
 
@@ -295,8 +403,13 @@ struct ClientOutcome {
     /// When the first and the last attempt were sent (Unix ms).
     started_ms: i64,
     answered_ms: i64,
-    /// (instance, status) of every 5xx; status 0 for a refused connection.
-    errors: Vec<(usize, u16)>,
+    /// (instance, status, when sent) of every 5xx; status 0 for a refused
+    /// connection or a timeout.
+    errors: Vec<(usize, u16, i64)>,
+    /// How long each of those took to come back (ms).
+    refusal_ms: Vec<i64>,
+    /// (instance, when sent, when answered) of every 429 (Unix ms).
+    busy: Vec<(usize, i64, i64)>,
 }
 
 /// A client as the contract describes it: each attempt times out after
@@ -314,13 +427,21 @@ fn retry_until_answered(bases: &[String], first: usize, key: &str, body: &str) -
     let started_ms = now_ms();
     let mut instance = first % bases.len();
     let mut errors = Vec::new();
+    let mut refusal_ms = Vec::new();
+    let mut busy = Vec::new();
     loop {
         assert!(
             started.elapsed() < WINDOW,
-            "no answer inside the {WINDOW:?} window; errors: {errors:?}"
+            "no answer inside the {WINDOW:?} window; errors: {errors:?}; 429s: {busy:?}"
         );
-        match send(&agent, &bases[instance], Some(key), body) {
+        let sent_ms = now_ms();
+        let sent = send(&agent, &bases[instance], Some(key), body);
+        if !matches!(&sent, Ok(answer) if answer.status < 500) {
+            refusal_ms.push(now_ms() - sent_ms);
+        }
+        match sent {
             Ok(answer) if answer.status == 429 => {
+                busy.push((instance, sent_ms, now_ms()));
                 let wait = answer
                     .retry_after
                     .as_deref()
@@ -329,7 +450,7 @@ fn retry_until_answered(bases: &[String], first: usize, key: &str, body: &str) -
                 thread::sleep(wait);
             }
             Ok(answer) if answer.status >= 500 => {
-                errors.push((instance, answer.status));
+                errors.push((instance, answer.status, sent_ms));
                 instance = (instance + 1) % bases.len();
             }
             Ok(answer) => {
@@ -338,10 +459,12 @@ fn retry_until_answered(bases: &[String], first: usize, key: &str, body: &str) -
                     started_ms,
                     answered_ms: now_ms(),
                     errors,
+                    refusal_ms,
+                    busy,
                 };
             }
             Err(_) => {
-                errors.push((instance, 0));
+                errors.push((instance, 0, sent_ms));
                 instance = (instance + 1) % bases.len();
             }
         }
@@ -473,6 +596,24 @@ impl Cluster {
         );
     }
 
+    /// `idempotent_record` rows on each node.
+    fn record_counts(&self) -> Vec<i64> {
+        (0..3)
+            .map(|node| self.count(node, "SELECT COUNT(*) FROM idempotent_record"))
+            .collect()
+    }
+
+    /// A digest of every record's key, state and stored answer on `node`.
+    fn records_digest(&self, node: usize) -> String {
+        self.exec_on(
+            node,
+            Some(&self.name),
+            "SET SESSION wsrep_sync_wait = 1; SELECT COUNT(*), BIT_XOR(CRC32(CONCAT_WS('|', \
+             scope, idem_key, fingerprint, status, claim_token, response_status, \
+             response_content_type, HEX(response_body)))) FROM idempotent_record",
+        )
+    }
+
     fn paid_rows_per_node(&self, order: &str) -> [i64; 3] {
         let sql = format!("SELECT COUNT(*) FROM paid_log WHERE order_no = '{order}'");
         [
@@ -502,6 +643,24 @@ impl Cluster {
             if self.node_up(node) {
                 self.exec_on(node, None, "SET SESSION wsrep_sync_wait = 15; SELECT 1");
             }
+        }
+    }
+
+    /// Polls `node` (0-based) until its `wsrep_cluster_size` is `size`;
+    /// when it was (Unix ms).
+    fn wait_for_cluster_size(&self, node: usize, size: i64) -> i64 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let text = self.exec_on(node, None, "SHOW STATUS LIKE 'wsrep_cluster_size'");
+            if text.split_whitespace().last() == Some(&size.to_string()) {
+                return now_ms();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {} never saw a cluster of {size}: {text}",
+                node + 1
+            );
+            thread::sleep(Duration::from_millis(50));
         }
     }
 

@@ -243,6 +243,43 @@ fn code_actions_apply_the_fix_and_add_an_ignore_entry() {
 }
 
 #[test]
+fn the_principal_scope_fix_is_the_preferred_quick_fix() {
+    let (mut client, _root) = server();
+    let path = project("examples/broken/replay-unauthenticated.yaml");
+    let (uri, text) = (uri(&path), std::fs::read_to_string(&path).unwrap());
+    client.open(&uri, &text);
+    assert_eq!(codes(&client.diagnostics(&uri)), ["replay-unauthenticated"]);
+    // On `scope:` in the operation's key (line 52).
+    let answer = client.request(
+        "textDocument/codeAction",
+        json!({
+            "textDocument": {"uri": uri},
+            "range": {"start": position(51, 10), "end": position(51, 10)},
+            "context": {"diagnostics": []},
+        }),
+    );
+    let actions = answer["result"].as_array().unwrap();
+    let fix = actions
+        .iter()
+        .find(|action| action["isPreferred"] == true)
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(fix["diagnostics"][0]["code"], "replay-unauthenticated");
+    let fixed = apply_edits(&text, fix["edit"]["changes"][&uri].as_array().unwrap());
+    assert_eq!(
+        fixed,
+        text.replace(
+            "scope: [header:X-Merchant-Id]",
+            "scope: [header:X-Merchant-Id, principal]"
+        )
+    );
+    client.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": fixed}]}),
+    );
+    assert!(codes(&client.diagnostics(&uri)).is_empty());
+}
+
+#[test]
 fn completion_offers_fields_and_values() {
     let (mut client, root) = server();
     let uri = uri(&root.path().join("api.yaml"));

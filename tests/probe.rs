@@ -1,7 +1,8 @@
 //! `idemgen probe` against servers written here with std::net: one that
-//! keeps every promise, and three that each break one (check-then-write,
-//! an empty 200 while in progress, an ignored fingerprint). Then against
-//! the real payment-callback example when it is in the tree.
+//! keeps every promise, and others that each break one (check-then-write,
+//! an empty 200 while in progress, an ignored fingerprint, an ignored
+//! tenant or principal, an unauthenticated request processed). Then
+//! against the real payment-callback example when it is in the tree.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -100,7 +101,30 @@ enum Flaw {
     IgnoresTenant,
     /// Processes a request that carries no tenant.
     ProcessesWithoutTenant,
+    /// Authenticates, but keys its store by the key alone, not by
+    /// (principal, key).
+    IgnoresPrincipal,
+    /// Processes a request without credentials (as nobody).
+    ProcessesUnauthenticated,
+    /// Keys its store by the key alone and claims the key before it
+    /// authenticates: a request without credentials is refused, but its
+    /// claim is never released.
+    ClaimsBeforeAuthenticating,
 }
+
+/// The bearer tokens `/principal-pay` accepts, and whose they are.
+const TOKENS: [(&str, &str); 2] = [
+    ("Bearer alice-secret-1", "alice"),
+    ("Bearer bob-secret-2", "bob"),
+];
+
+/// `--as` for both principals of [`TOKENS`].
+const AS_ALICE_AND_BOB: [&str; 4] = [
+    "--as",
+    "alice=Authorization: Bearer alice-secret-1",
+    "--as",
+    "bob=Authorization: Bearer bob-secret-2",
+];
 
 enum Record {
     InProgress { body: Vec<u8> },
@@ -158,6 +182,33 @@ fn refund_key(body: &[u8]) -> Option<String> {
 
 /// The payment (and refund) handler, with one promise broken by `flaw`.
 fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request) -> Reply {
+    // `/principal-pay` declares `key.scope: [principal]` and a bearer
+    // token; it authenticates first, and its answers echo the token (as a
+    // careless service might), which the report must not show.
+    let authorization = request
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .map(|(_, value)| value.clone());
+    let mut refuse_after_claim = false;
+    let principal = if request.path == "/principal-pay" {
+        let known = TOKENS
+            .iter()
+            .find(|(token, _)| Some(*token) == authorization.as_deref())
+            .map(|(_, principal)| *principal);
+        match (known, flaw) {
+            (None, Flaw::ProcessesUnauthenticated) => Some(""),
+            (None, Flaw::ClaimsBeforeAuthenticating) => {
+                refuse_after_claim = true;
+                Some("")
+            }
+            (None, _) => return reply(401, r#"{"title":"unauthenticated"}"#),
+            (Some(_), Flaw::IgnoresPrincipal | Flaw::ClaimsBeforeAuthenticating) => Some(""),
+            (Some(principal), _) => Some(principal),
+        }
+    } else {
+        None
+    };
     let key = if request.path == "/refunds" {
         refund_key(&request.body)
     } else {
@@ -187,6 +238,14 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     } else {
         key
     };
+    let key = match principal {
+        Some(principal) => format!("{principal}\n{key}"),
+        None => key,
+    };
+    let echo = match principal {
+        Some(_) => format!(r#","by":"{}""#, authorization.unwrap_or_default()),
+        None => String::new(),
+    };
     let work = || {
         // Long enough that scheduling noise on a busy machine does not
         // decide which request overlaps which.
@@ -195,7 +254,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
             return br#"{"status":"paid"}"#.to_vec();
         }
         let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
-        format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes()
+        format!(r#"{{"payment_id":{id},"status":"paid"{echo}}}"#).into_bytes()
     };
     if flaw == Flaw::CheckThenWrite {
         if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
@@ -243,6 +302,9 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
                 );
             }
         }
+    }
+    if refuse_after_claim {
+        return reply(401, r#"{"title":"unauthenticated"}"#);
     }
     let answer = work();
     if flaw != Flaw::StaysInProgress {
@@ -390,6 +452,30 @@ fn scoped_spec_file() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// One operation behind a bearer token whose keys are namespaced by the
+/// verified principal.
+fn principal_spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    let spec = SCOPED_SPEC
+        .replace("/tenant-pay", "/principal-pay")
+        .replace("tenantPay", "principalPay")
+        .replace(r#"["header:X-Tenant"]"#, "[principal]")
+        .replace(
+            "      x-idempotency:\n        key:",
+            "      security: [{bearer: []}]\n      x-idempotency:\n        key:",
+        )
+        .replace(
+            r#""400": {description: bad key or no tenant}"#,
+            r#""400": {description: bad key}
+        "401": {description: no or unknown token}"#,
+        )
+        + "components:\n  securitySchemes:\n    bearer: {type: http, scheme: bearer}\n";
+    assert!(spec.contains("[principal]") && spec.contains("security: [{bearer"));
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
 fn spec_file() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("openapi.yaml");
@@ -414,7 +500,30 @@ fn probe_json(spec: &Path, base_url: &str) -> (i32, HashMap<String, Value>, Valu
 }
 
 fn probe_op_json(spec: &Path, base_url: &str, op: &str) -> (i32, HashMap<String, Value>, Value) {
-    let output = probe(spec, base_url, &["--format", "json", "--op", op]);
+    probe_op_json_with(spec, base_url, op, &[])
+}
+
+/// As [`probe_op_json`] with more arguments; no `--as` credential may
+/// appear in its output.
+fn probe_op_json_with(
+    spec: &Path,
+    base_url: &str,
+    op: &str,
+    extra: &[&str],
+) -> (i32, HashMap<String, Value>, Value) {
+    let mut args = vec!["--format", "json", "--op", op];
+    args.extend(extra);
+    let output = probe(spec, base_url, &args);
+    for (token, _) in TOKENS {
+        let secret = token.trim_start_matches("Bearer ");
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(
+                !String::from_utf8_lossy(stream).contains(secret),
+                "a credential in the output: {}",
+                String::from_utf8_lossy(stream)
+            );
+        }
+    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
         panic!(
@@ -565,6 +674,217 @@ fn a_server_that_processes_a_request_without_the_tenant_fails_the_scope_check() 
     );
     assert!(!evidence.contains("stored answer"), "{evidence}");
     assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_keys_by_principal_and_key_passes_the_principal_checks() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) =
+        probe_op_json_with(&spec, &serve(Flaw::None), "principalPay", &AS_ALICE_AND_BOB);
+    // Every other check runs as alice, so it meets the service itself,
+    // not its 401.
+    for id in ALL.iter().chain(&["principals", "unauthenticated"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(outcome(&checks, "scope"), "not-applicable", "{report:#}");
+    assert_eq!(
+        checks["scope"]["summary"],
+        "`key.scope` is `principal` only, which the `principals` check covers"
+    );
+    let summary = checks["principals"]["summary"].as_str().unwrap();
+    assert!(
+        summary
+            .starts_with("one key and body as `alice`: 200 OK; as `bob`: 200 OK, a fresh answer"),
+        "{summary}"
+    );
+    let summary = checks["unauthenticated"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("without `Authorization`: 401 Unauthorized; then as `alice` with the same key and body: 200 OK"),
+        "{summary}"
+    );
+    let request = report["operations"][0]["request"].to_string();
+    assert!(
+        request.contains("as `alice` (`Authorization` header, values not shown); the principals check also sends as `bob` (`Authorization` header)"),
+        "{request}"
+    );
+}
+
+#[test]
+fn a_server_that_ignores_the_principal_fails_the_principals_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::IgnoresPrincipal),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "principals"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    assert_eq!(outcome(&checks, "unauthenticated"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "principals");
+    assert!(
+        evidence.contains(
+            "`bob` got `alice`'s stored answer (Idempotent-Replayed: true): one principal sees another's response"
+        ),
+        "{evidence}"
+    );
+    // Bob's answer carries alice's token, echoed by the service: the
+    // report shows where, not what.
+    assert!(
+        evidence.contains(r#"`bob`: {\"payment_id\":"#) && evidence.contains("[redacted]"),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_processes_unauthenticated_requests_fails_the_unauthenticated_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::ProcessesUnauthenticated),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "unauthenticated"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "principals"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "unauthenticated");
+    assert!(
+        evidence
+            .contains("200 OK without credentials: the request was processed, expected 401 or 403"),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_claims_the_key_before_authenticating_fails_the_unauthenticated_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::ClaimsBeforeAuthenticating),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "unauthenticated"), "fail", "{report:#}");
+    let evidence = evidence(&checks, "unauthenticated");
+    // The refusal itself is right; what it left behind is not.
+    assert!(!evidence.contains("expected 401 or 403"), "{evidence}");
+    assert!(
+        evidence.contains(
+            "`alice`'s request with the key got 429 Too Many Requests (Retry-After: 1): the request without credentials left a record under the key"
+        ),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_key_scoped_by_principal_needs_two_principals() {
+    let (_dir, spec) = principal_spec_file();
+    let base = serve(Flaw::None);
+    let none = probe(&spec, &base, &[]);
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: `principalPay` scopes its keys by `principal` (`key.scope`)")
+            && stderr.contains("none was given: pass --as NAME='Header: value' for each"),
+        "{stderr}"
+    );
+    let one = probe(
+        &spec,
+        &base,
+        &["--as", "alice=Authorization: Bearer alice-secret-1"],
+    );
+    let stderr = String::from_utf8_lossy(&one.stderr);
+    assert_eq!(one.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("only `alice` was given"), "{stderr}");
+    assert!(!stderr.contains("alice-secret-1"), "{stderr}");
+    assert!(one.stdout.is_empty());
+}
+
+#[test]
+fn without_as_the_principal_checks_do_not_apply() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(outcome(&checks, "principals"), "not-applicable");
+    assert_eq!(outcome(&checks, "unauthenticated"), "not-applicable");
+    assert!(
+        checks["principals"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("no --as principals given; pass two, e.g. --as alice="),
+        "{report:#}"
+    );
+    assert!(
+        checks["unauthenticated"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("no --as credentials given"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn bad_as_values_are_refused_without_quoting_them() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::None);
+    for (given, expected) in [
+        (
+            "Authorization: Basic YWxpY2U6czNjcjN0=",
+            "error: --as (#1): the part before `=` is not a principal name",
+        ),
+        (
+            "alice=Bearer s3cr3t",
+            "error: --as alice: write the credential as a header",
+        ),
+    ] {
+        let output = probe(&spec, &base, &["--as", given]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(
+            !stderr.contains("s3cr3t") && !stderr.contains("YWxp"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_scope_name_the_contract_does_not_declare_is_an_error() {
+    let (_dir, spec) = scoped_spec_file();
+    let base = serve(Flaw::None);
+    let output = probe(&spec, &base, &["--scope", "X-Tenent=acme"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: --scope X-Tenent=…: no `key.scope` of the probed operations names `X-Tenent`; the declared names: `X-Tenant` (header)\n"
+    );
+    // A header name is case-insensitive, as the service reads it.
+    let output = probe(
+        &spec,
+        &base,
+        &["--scope", "x-tenant=acme", "--max-requests", "1"],
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("--scope"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let (_dir, spec) = spec_file();
+    let output = probe(&spec, &base, &["--scope", "principal=alice"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "names `principal`; the probed operations declare no `key.scope` value a request carries; `principal` is the verified principal"
+        ),
+        "{stderr}"
+    );
 }
 
 /// Runs the probe of `pay` in `dir` (where an `idemgen.toml` may be) with
@@ -784,8 +1104,9 @@ fn junit_has_one_testcase_per_check() {
         .descendants()
         .filter(|node| node.has_tag_name("testcase"))
         .collect();
-    // Every check of ALL, and `scope`, not applicable (skipped) here.
-    assert_eq!(cases.len(), 9, "{xml}");
+    // Every check of ALL, and `scope`, `principals` and
+    // `unauthenticated`, not applicable (skipped) here.
+    assert_eq!(cases.len(), 11, "{xml}");
     let failed: Vec<_> = cases
         .iter()
         .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
@@ -881,8 +1202,11 @@ fn instances_that_share_one_store_keep_every_promise() {
     assert_eq!(report["base_urls"], serde_json::json!([first, second]));
     let checks = report["operations"][0]["checks"].as_array().unwrap();
     for check in checks {
-        let expected = if check["check"] == "scope" {
-            "not-applicable" // `pay` declares no key.scope
+        let expected = if ["scope", "principals", "unauthenticated"]
+            .iter()
+            .any(|id| check["check"] == *id)
+        {
+            "not-applicable" // `pay` declares no key.scope; no --as
         } else {
             "pass"
         };
@@ -1321,6 +1645,7 @@ fn fixed_report() -> idemgen::probe::Report {
                 request: vec![
                     "POST /callbacks/pay".into(),
                     "key `Idempotency-Key` header: `pay:20240615:0f8fad5b-d9cb-469f-a165-70867728950e` (format `pay:{date}:{uuid}`)".into(),
+                    "as `alice` (`Authorization` header, values not shown); the principals check also sends as `bob` (`Authorization` header)".into(),
                 ],
                 skipped: None,
                 checks: vec![
@@ -1346,6 +1671,24 @@ fn fixed_report() -> idemgen::probe::Report {
                         "in-progress",
                         Outcome::NotApplicable,
                         "the first attempt answered in 2 ms, before a duplicate could be sent",
+                        &[],
+                        &[],
+                    ),
+                    check(
+                        "principals",
+                        Outcome::Fail,
+                        "one key and body as `alice`: 200 OK; as `bob`: 200 OK, `alice`'s stored answer",
+                        &[
+                            "`bob` got `alice`'s stored answer (Idempotent-Replayed: true): one principal sees another's response; keys are not namespaced by the principal",
+                            "`alice`: {\"payment_id\":1}",
+                            "`bob`: {\"payment_id\":1}",
+                        ],
+                        &[],
+                    ),
+                    check(
+                        "unauthenticated",
+                        Outcome::Pass,
+                        "without `Authorization`: 401 Unauthorized; then as `alice` with the same key and body: 200 OK",
                         &[],
                         &[],
                     ),

@@ -41,6 +41,19 @@ Checks, per operation with x-idempotency:
                  conflict status), and a request without the scope value
                  is refused with a 4xx; values from --scope, else
                  probe-tenant-a and probe-tenant-b
+  principals     with two --as: the first principal's key and body sent as
+                 each other principal get a fresh answer or a refusal, never
+                 the first one's stored answer, nor the conflict, in-progress,
+                 409 or 422 status that tells them its request exists
+  unauthenticated  with --as: a request without any --as header is refused
+                 with 401 or 403 before it is processed: the first principal's
+                 request with the same key afterwards is fresh (no replay,
+                 conflict or in-progress answer)
+
+--as NAME='Header: value' gives a principal's credentials (repeat it for a
+second header of the same NAME); the first NAME sends every request of the
+other checks. Header values never appear in the report. An operation whose
+key.scope names `principal` needs two --as (exit 2 otherwise).
 
 Several --base-url (instances of one deployment): the burst, the in-progress
 duplicates and the replays go round-robin over all of them, and each answer
@@ -100,9 +113,16 @@ pub struct ProbeArgs {
     /// `true` are parsed; anything else is a string). Repeatable.
     #[arg(long = "set", value_name = "POINTER=VALUE", value_parser = set_arg)]
     pub sets: Vec<(String, serde_json::Value)>,
+    /// A principal's credentials, e.g. alice='Authorization: Bearer …'.
+    /// Repeat with a second NAME for the principals check, or with the
+    /// same NAME for another header; the first NAME sends every other
+    /// request. Values are never printed.
+    #[arg(long = "as", value_name = "NAME='Header: value'")]
+    pub principals: Vec<String>,
     /// A `key.scope` value, NAME as the contract names it (`X-Tenant`,
     /// `tenant`, `/account_id`): `X-Tenant=acme`. The first value goes on
-    /// every request; repeat NAME for the scope check's second value.
+    /// every request; repeat NAME for the scope check's second value. A
+    /// NAME no probed `key.scope` declares is an error.
     #[arg(long = "scope", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub scopes: Vec<(String, String)>,
     /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
@@ -173,6 +193,14 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
             }
         },
     };
+    // Parsed here, not by clap, whose errors would quote the credential.
+    let principals = match probe::principal::parse(&args.principals) {
+        Ok(principals) => principals,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let options = ProbeOptions {
         base_urls: args.base_url.clone(),
         defaults,
@@ -190,6 +218,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
             params: args.params.clone(),
             headers: args.headers.clone(),
             scopes: args.scopes.clone(),
+            principals,
         },
     };
     let spec = args.spec.display().to_string();

@@ -200,11 +200,14 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
                     .any(|source| source.value == crate::contract::model::ScopeSource::Principal)
             })
         });
-        if scoped_by_principal && required.is_open() {
+        // With an anonymous `{}` alternative next to a scheme, a caller
+        // without credentials has no principal: the engine answers 401
+        // rather than share one namespace among them.
+        if scoped_by_principal && required.alternatives.iter().all(Vec::is_empty) {
             return Err(format!(
-                "{display}: `x-idempotency.key.scope` names `principal`, but the operation admits \
-                 callers without credentials (no `security` requirement, `security: []`, or an \
-                 empty `{{}}` alternative); require a security scheme, or scope keys by something else"
+                "{display}: `x-idempotency.key.scope` names `principal`, but no security \
+                 requirement applies (none, `security: []` or only `{{}}`), so no caller has a \
+                 principal; declare a security scheme for it, or scope keys by something else"
             ));
         }
         let security = (!required.is_open()).then(|| {

@@ -52,6 +52,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../crates/idemgen-runtime/src/metrics.rs"),
     ),
     (
+        "src/reachability.rs",
+        include_str!("../../crates/idemgen-runtime/src/reachability.rs"),
+    ),
+    (
         "src/reply.rs",
         include_str!("../../crates/idemgen-runtime/src/reply.rs"),
     ),

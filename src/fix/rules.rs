@@ -184,6 +184,63 @@ pub fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) 
     )
 }
 
+/// `replay-unauthenticated` → `principal` added to `key.scope`, where the
+/// list the operation uses is written: its own block's, else the
+/// document's. A document-level list is shared, so it is extended only
+/// when every operation that inherits it has security; otherwise the
+/// operation gets its own copy with `principal` added. With no list
+/// anywhere, the operation's block gets `key.scope: [principal]`.
+pub fn principal_scope(context: &OperationContext<'_>) -> Option<Fix> {
+    let title = "Scope the key by the verified principal: add `principal` to `key.scope`";
+    let principal = || Emit::str("principal");
+    let block = context.operation.node.get("x-idempotency")?;
+    let mut editor = Editor::new(context.workspace);
+    if let Some(key) = block.get("key").filter(|key| key.get("scope").is_some()) {
+        editor.append(key, "scope", principal())?;
+        return editor.finish(title, Applicability::Safe);
+    }
+    let document_key = context
+        .workspace
+        .root()
+        .get("x-idempotency")
+        .and_then(|document| document.get("key"))
+        .filter(|key| key.get("scope").is_some());
+    match document_key {
+        Some(key) if every_inheritor_authenticates(context) => {
+            editor.append(key, "scope", principal())?;
+        }
+        Some(key) => {
+            let mut scope: Vec<Emit> = key
+                .get("scope")?
+                .as_seq()?
+                .iter()
+                .map(|source| source.as_str().map(Emit::str))
+                .collect::<Option<_>>()?;
+            scope.push(principal());
+            editor.set(block, &["key", "scope"], Emit::Seq(scope))?;
+        }
+        None => editor.set(block, &["key", "scope"], Emit::Seq(vec![principal()]))?,
+    }
+    editor.finish(title, Applicability::Safe)
+}
+
+/// Whether every operation whose contract takes `key.scope` from the
+/// document has security, so `principal` can go into the shared list.
+fn every_inheritor_authenticates(context: &OperationContext<'_>) -> bool {
+    let workspace = context.workspace;
+    crate::spec::operations::operations(workspace)
+        .iter()
+        .filter(|operation| match operation.node.get("x-idempotency") {
+            Some(block) => match &block.value {
+                Value::Bool(contract) => *contract,
+                Value::Map(_) => block.get("key").and_then(|key| key.get("scope")).is_none(),
+                _ => false,
+            },
+            None => false,
+        })
+        .all(|operation| crate::spec::security::authenticates(workspace, operation))
+}
+
 /// A key-like input an operation already accepts.
 struct KeyInput {
     location: KeyLocation,

@@ -9,7 +9,7 @@ use crate::contract::model::FailedPolicy;
 
 use super::http::{Answer, Client, SendError, excerpt};
 use super::key;
-use super::request::{Event, KeyUse, Plan, ScopeUse};
+use super::request::{Caller, Event, KeyUse, Plan, ScopeUse};
 use super::{CheckResult, Outcome};
 
 /// Most replay attempts that meet an in-progress answer before giving up.
@@ -464,7 +464,11 @@ impl Probe<'_> {
         let mut check = CheckResult::new("scope");
         if self.plan.scopes.is_empty() {
             check.outcome = Outcome::NotApplicable;
-            check.summary = "the contract declares no `key.scope`".into();
+            check.summary = if self.plan.principal_scoped {
+                "`key.scope` is `principal` only, which the `principals` check covers".into()
+            } else {
+                "the contract declares no `key.scope`".into()
+            };
             return check;
         }
         let shown = |index: usize| {
@@ -570,6 +574,240 @@ impl Probe<'_> {
                 "{}{} without the scope value: expected a 4xx refusal",
                 missing.describe(),
                 self.client.from(&missing)
+            ));
+        }
+        check
+    }
+
+    /// `--as`: the first principal's key and body sent as each other
+    /// principal must be a new key to them: a fresh answer or a refusal,
+    /// never the first one's stored answer, nor an answer (conflict, in
+    /// progress) that tells them the first one's request exists. `event`
+    /// is a fresh event; `own` one fresh event per other principal, sent
+    /// when that principal is refused, to tell a refusal of the key from
+    /// credentials the service does not accept.
+    pub fn principals(&self, event: &Event, own: &[Event]) -> CheckResult {
+        let mut check = CheckResult::new("principals");
+        let principals = &self.plan.principals;
+        let Some(owner) = principals.first() else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "no --as principals given; pass two, e.g. --as alice='Authorization: Bearer …' --as bob='Authorization: Bearer …'".into();
+            return check;
+        };
+        let owner = &owner.name;
+        if principals.len() < 2 {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "one principal (`{owner}`) given; a second --as NAME='Header: value' checks that it never gets `{owner}`'s stored answer"
+            );
+            return check;
+        }
+        let as_caller = |event: &Event, caller| {
+            self.plan
+                .as_caller(self.plan.request(event, KeyUse::Valid), caller)
+        };
+        let first = match self.settle(&as_caller(event, Caller::Principal(0))) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        if !first.is_success() {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "as `{owner}` the first request answered {}{}, so there is no stored answer to leak",
+                first.describe(),
+                self.client.from(&first)
+            );
+            check
+                .evidence
+                .push(format!("its body: {}", first.excerpt()));
+            return check;
+        }
+        let mut parts = vec![format!(
+            "one key and body as `{owner}`: {}{}",
+            first.describe(),
+            self.client.from(&first)
+        )];
+        // Principals whose answer showed something either way.
+        let mut judged = 0;
+        for (index, principal) in principals.iter().enumerate().skip(1) {
+            let name = &principal.name;
+            let answer = match self
+                .client
+                .send(&as_caller(event, Caller::Principal(index)))
+            {
+                Ok(answer) => answer,
+                Err(error) => return check.no_answer(error),
+            };
+            let replayed = answer
+                .header("idempotent-replayed")
+                .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+            let shown = format!("{}{}", answer.describe(), self.client.from(&answer));
+            let reveals = [
+                self.plan.expect.conflict,
+                self.plan.expect.in_progress,
+                409,
+                422,
+            ]
+            .contains(&answer.status);
+            if answer.is_success() && (replayed || answer.body == first.body) {
+                judged += 1;
+                parts.push(format!("as `{name}`: {shown}, `{owner}`'s stored answer"));
+                check.fail(format!(
+                    "`{name}` got `{owner}`'s stored answer ({}): one principal sees another's response; keys are not namespaced by the principal",
+                    if replayed {
+                        "Idempotent-Replayed: true"
+                    } else {
+                        "a byte-identical 2xx body"
+                    }
+                ));
+                check.evidence.push(format!(
+                    "`{owner}`{}: {}",
+                    self.client.from(&first),
+                    first.excerpt()
+                ));
+                check.evidence.push(format!(
+                    "`{name}`{}: {}",
+                    self.client.from(&answer),
+                    answer.excerpt()
+                ));
+            } else if answer.is_success() {
+                judged += 1;
+                parts.push(format!("as `{name}`: {shown}, a fresh answer"));
+            } else if reveals {
+                judged += 1;
+                parts.push(format!("as `{name}`: {shown}"));
+                check.fail(format!(
+                    "`{name}` got {}: it tells `{name}` that `{owner}`'s request with this key exists; expected a fresh answer or a refusal",
+                    answer.describe()
+                ));
+                check
+                    .evidence
+                    .push(format!("its body: {}", answer.excerpt()));
+            } else if answer.status >= 500 || answer.status < 400 {
+                judged += 1;
+                parts.push(format!("as `{name}`: {shown}"));
+                check.fail(format!(
+                    "`{name}` got {}: expected a fresh answer or a refusal (a 4xx)",
+                    answer.describe()
+                ));
+                check
+                    .evidence
+                    .push(format!("its body: {}", answer.excerpt()));
+            } else {
+                // A refusal: of this key, or of the principal altogether?
+                let Some(own) = own.get(index - 1) else {
+                    continue;
+                };
+                let control = match self.settle(&as_caller(own, Caller::Principal(index))) {
+                    Ok(answer) => answer,
+                    Err(error) => return check.no_answer(error),
+                };
+                if control.is_success() {
+                    judged += 1;
+                    parts.push(format!(
+                        "as `{name}`: {shown}, refused (a key of `{name}`'s own: {})",
+                        control.describe()
+                    ));
+                } else {
+                    parts.push(format!(
+                        "as `{name}`: {shown}, and {} for a key of `{name}`'s own",
+                        control.describe()
+                    ));
+                    check.warn(format!(
+                        "`{name}` is refused for a fresh key too ({}): the service does not accept these credentials or this request from `{name}`, so nothing shows whether `{name}` could see `{owner}`'s answer; check --as {name}",
+                        control.describe()
+                    ));
+                }
+            }
+        }
+        check.summary = parts.join("; ");
+        if judged == 0 && check.outcome != Outcome::Fail {
+            check.outcome = Outcome::NotApplicable;
+        }
+        check
+    }
+
+    /// `--as`: a request without any of the principals' headers is refused
+    /// (401 or 403) before it is processed: the first principal's request
+    /// with the same key and body afterwards is a fresh one, not a replay,
+    /// a conflict or "in progress". `event` is a fresh event.
+    pub fn unauthenticated(&self, event: &Event) -> CheckResult {
+        let mut check = CheckResult::new("unauthenticated");
+        let Some(owner) = self.plan.principals.first() else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "no --as credentials given, so the probe cannot tell them from other headers; pass --as NAME='Header: value'".into();
+            return check;
+        };
+        let mut names: Vec<String> = Vec::new();
+        for (name, _) in self.plan.principals.iter().flat_map(|p| &p.headers) {
+            if !names.iter().any(|known| known.eq_ignore_ascii_case(name)) {
+                names.push(name.clone());
+            }
+        }
+        let without = names
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let request = self.plan.request(event, KeyUse::Valid);
+        let bare = match self
+            .client
+            .send(&self.plan.as_caller(request, Caller::Nobody))
+        {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        let after = match self.settle(&self.plan.as_caller(
+            self.plan.request(event, KeyUse::Valid),
+            Caller::Principal(0),
+        )) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        let owner = &owner.name;
+        check.summary = format!(
+            "without {without}: {}{}; then as `{owner}` with the same key and body: {}{}",
+            bare.describe(),
+            self.client.from(&bare),
+            after.describe(),
+            self.client.from(&after)
+        );
+        if bare.is_success() {
+            check.fail(format!(
+                "{} without credentials: the request was processed, expected 401 or 403",
+                bare.describe()
+            ));
+            check.evidence.push(format!("its body: {}", bare.excerpt()));
+        } else if !matches!(bare.status, 401 | 403) {
+            check.fail(format!(
+                "{} without credentials: expected 401 or 403, the refusal of an unauthenticated request",
+                bare.describe()
+            ));
+            check.evidence.push(format!("its body: {}", bare.excerpt()));
+        }
+        let replayed = after
+            .header("idempotent-replayed")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        let conflict = after.status == self.plan.expect.conflict;
+        let busy = self.in_progress(&after) && !after.is_success();
+        if replayed || ((conflict || busy) && !after.is_success()) {
+            check.fail(format!(
+                "`{owner}`'s request with the key got {}{}: the request without credentials left a record under the key, so it was processed (or claimed the key) before it was refused",
+                after.describe(),
+                if replayed { ", Idempotent-Replayed: true" } else { "" }
+            ));
+            check
+                .evidence
+                .push(format!("`{owner}`'s answer: {}", after.excerpt()));
+        } else if !after.is_success() {
+            check.warn(format!(
+                "`{owner}`'s request with the key answered {}, not a fresh 2xx, so whether the request without credentials left a record is not shown{}",
+                after.describe(),
+                if after.status == 401 {
+                    format!("; the service does not accept `{owner}`'s credentials: check --as {owner}")
+                } else {
+                    String::new()
+                }
             ));
         }
         check

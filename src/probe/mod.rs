@@ -5,11 +5,14 @@
 //!
 //! [`request`] builds a valid request per operation from the spec, [`key`]
 //! the keys, [`checks`] sends and judges, [`report`] shows the outcome;
-//! [`http`] keeps the client safe (loopback, no redirects, bounded).
+//! [`http`] keeps the client safe (loopback, no redirects, bounded);
+//! [`principal`] holds the `--as` credentials and keeps them out of the
+//! report.
 
 pub mod checks;
 pub mod http;
 pub mod key;
+pub mod principal;
 pub mod report;
 pub mod request;
 pub mod sample;
@@ -17,7 +20,8 @@ pub mod sample;
 use std::time::Duration;
 
 use crate::analysis::analyse;
-use crate::contract::model::Defaults;
+use crate::contract::Contract;
+use crate::contract::model::{Defaults, KeyLocation, ScopeSource};
 use crate::spec::Workspace;
 
 use checks::Probe;
@@ -61,7 +65,8 @@ impl Outcome {
 #[derive(Debug, Clone)]
 pub struct CheckResult {
     /// `burst`, `replay`, `conflict`, `missing-key`, `malformed-key`,
-    /// `long-key`, `in-progress`, `retry-after`, `scope`.
+    /// `long-key`, `in-progress`, `retry-after`, `scope`, `principals`,
+    /// `unauthenticated`.
     pub id: &'static str,
     pub outcome: Outcome,
     /// One line: what was sent and what came back.
@@ -194,6 +199,12 @@ pub fn run(
             )
         }));
     }
+    let contracts: Vec<(String, &Contract)> = targets
+        .iter()
+        .map(|(operation, contract)| (operation.name(), *contract))
+        .collect();
+    check_scopes(&contracts, &options.request.scopes)?;
+    check_principals(&contracts, &options.request.principals)?;
     let client = Client::connect(
         &options.base_urls,
         options.allow_remote,
@@ -220,10 +231,16 @@ pub fn run(
             let second = plan.event(&mut rng)?;
             let third = plan.event(&mut rng)?;
             let scoped = [plan.event(&mut rng)?, plan.event(&mut rng)?];
-            Ok((plan, first, second, third, scoped))
+            let owned = plan.event(&mut rng)?;
+            let own = (1..plan.principals.len())
+                .map(|_| plan.event(&mut rng))
+                .collect::<Result<Vec<_>, _>>()?;
+            let unauthenticated = plan.event(&mut rng)?;
+            let callers = (owned, own, unauthenticated);
+            Ok((plan, first, second, third, scoped, callers))
         }) {
             Err(why) => report.skipped = Some(why),
-            Ok((plan, first, second, third, scoped)) => {
+            Ok((plan, first, second, third, scoped, (owned, own, unauthenticated))) => {
                 report.request = describe_plan(&plan, &first);
                 let probe = Probe {
                     client: &client,
@@ -242,6 +259,8 @@ pub fn run(
                 report.checks.push(probe.in_progress_honesty(&second));
                 report.checks.push(probe.retry_after_honesty(&third));
                 report.checks.push(probe.scope(&scoped[0], &scoped[1]));
+                report.checks.push(probe.principals(&owned, &own));
+                report.checks.push(probe.unauthenticated(&unauthenticated));
             }
         }
         operations.push(report);
@@ -256,6 +275,10 @@ pub fn run(
             reasons.join("; ")
         )));
     }
+    let secrets = principal::secrets(&options.request.principals);
+    for operation in &mut operations {
+        redact_operation(operation, &secrets);
+    }
     Ok(Report {
         spec: spec.to_string(),
         base_urls: client.instances().to_vec(),
@@ -263,6 +286,104 @@ pub fn run(
         requests: client.requests_sent(),
         elapsed: client.elapsed(),
     })
+}
+
+/// Credentials the service echoed in an answer stay out of the report.
+fn redact_operation(operation: &mut OperationReport, secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    let redact = |text: &mut String| *text = principal::redact(text, secrets);
+    operation.request.iter_mut().for_each(redact);
+    operation.skipped.iter_mut().for_each(redact);
+    for check in &mut operation.checks {
+        redact(&mut check.summary);
+        check.evidence.iter_mut().for_each(redact);
+        check.warnings.iter_mut().for_each(redact);
+    }
+}
+
+/// Every `--scope NAME` names a `key.scope` source of a probed operation:
+/// a misspelt one would otherwise be ignored and the probe would send its
+/// own values.
+fn check_scopes(
+    contracts: &[(String, &Contract)],
+    scopes: &[(String, String)],
+) -> Result<(), ProbeError> {
+    let declared: Vec<(KeyLocation, &str)> = contracts
+        .iter()
+        .filter_map(|(_, contract)| contract.key.as_ref())
+        .flat_map(|key| &key.scope)
+        .filter_map(|source| source.value.request())
+        .map(|source| (source.location, source.name.as_str()))
+        .collect();
+    for (name, _) in scopes {
+        let known = declared.iter().any(|(location, declared)| match location {
+            KeyLocation::Header => declared.eq_ignore_ascii_case(name),
+            _ => declared == name,
+        });
+        if known {
+            continue;
+        }
+        let mut names: Vec<String> = Vec::new();
+        for (location, declared) in &declared {
+            let shown = format!("`{declared}` ({})", location.name());
+            if !names.contains(&shown) {
+                names.push(shown);
+            }
+        }
+        let declared = if names.is_empty() {
+            "the probed operations declare no `key.scope` value a request carries".to_string()
+        } else {
+            format!("the declared names: {}", names.join(", "))
+        };
+        let hint = if name == "principal" {
+            "; `principal` is the verified principal, not a value the request carries: give each principal's credentials with --as NAME='Header: value'"
+        } else {
+            ""
+        };
+        return Err(ProbeError(format!(
+            "--scope {name}=…: no `key.scope` of the probed operations names `{name}`; {declared}{hint}"
+        )));
+    }
+    Ok(())
+}
+
+/// An operation whose keys are scoped by `principal` can only be probed
+/// as principals, and its scope only checked with two of them.
+fn check_principals(
+    contracts: &[(String, &Contract)],
+    principals: &[principal::Principal],
+) -> Result<(), ProbeError> {
+    if principals.len() >= 2 {
+        return Ok(());
+    }
+    let scoped: Vec<&str> = contracts
+        .iter()
+        .filter(|(_, contract)| {
+            contract.key.as_ref().is_some_and(|key| {
+                key.scope
+                    .iter()
+                    .any(|source| source.value == ScopeSource::Principal)
+            })
+        })
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if scoped.is_empty() {
+        return Ok(());
+    }
+    let given = match principals.first() {
+        None => "none was given".to_string(),
+        Some(one) => format!("only `{}` was given", one.name),
+    };
+    let names: Vec<String> = scoped.iter().map(|name| format!("`{name}`")).collect();
+    let (subject, verb) = match names.as_slice() {
+        [one] => (one.clone(), "scopes its"),
+        _ => (format!("operations {}", names.join(", ")), "scope their"),
+    };
+    Err(ProbeError(format!(
+        "{subject} {verb} keys by `principal` (`key.scope`), so the probe must act as principals the service accepts, and needs two to check that one never gets the other's stored answer; {given}: pass --as NAME='Header: value' for each, e.g. --as alice='Authorization: Bearer …' --as bob='Authorization: Bearer …' (or leave the operation out with --op)"
+    )))
 }
 
 fn describe_plan(plan: &Plan, event: &request::Event) -> Vec<String> {
@@ -290,6 +411,24 @@ fn describe_plan(plan: &Plan, event: &request::Event) -> Vec<String> {
             .missing_key
             .map_or("(optional key)".to_string(), |status| status.to_string())
     ));
+    if let Some((first, others)) = plan.principals.split_first() {
+        let mut line = format!(
+            "as `{}` ({}, values not shown)",
+            first.name,
+            first.header_names()
+        );
+        if !others.is_empty() {
+            let others: Vec<String> = others
+                .iter()
+                .map(|other| format!("`{}` ({})", other.name, other.header_names()))
+                .collect();
+            line.push_str(&format!(
+                "; the principals check also sends as {}",
+                others.join(", ")
+            ));
+        }
+        lines.push(line);
+    }
     for (source, values) in &plan.scopes {
         lines.push(format!(
             "scope {}: `{}` (the scope check also sends `{}`)",

@@ -7,16 +7,19 @@ use serde_json::Value;
 use crate::analysis::{ContractState, OperationContext};
 use crate::contract::Contract;
 use crate::contract::key_template::{KeyTemplate, Segment};
-use crate::contract::model::{FailedPolicy, FingerprintPart, KeyLocation, RequestScope};
+use crate::contract::model::{
+    FailedPolicy, FingerprintPart, KeyLocation, RequestScope, ScopeSource,
+};
 use crate::spec::operations::Operation;
 use crate::spec::{Node, Workspace};
 
 use super::http::Outgoing;
 use super::key::{self, Rng};
+use super::principal::Principal;
 use super::sample::Sampler;
 
 /// What the user chose about the request (`--body-file`, `--example`,
-/// `--set`, `--param`, `--header`).
+/// `--set`, `--param`, `--header`, `--scope`, `--as`).
 #[derive(Debug, Clone, Default)]
 pub struct RequestOptions {
     pub body: Option<Value>,
@@ -30,6 +33,9 @@ pub struct RequestOptions {
     /// (the first for every check, the second for the scope check's other
     /// tenant).
     pub scopes: Vec<(String, String)>,
+    /// `--as`: the first sends every request but those of the
+    /// `principals` and `unauthenticated` checks.
+    pub principals: Vec<Principal>,
 }
 
 /// The answers the contract promises.
@@ -68,7 +74,20 @@ pub struct Plan {
     /// Each `key.scope` source with the two values the probe sends: the
     /// first on every request, the second as the scope check's other tenant.
     pub scopes: Vec<(RequestScope, [String; 2])>,
+    /// `key.scope` names `principal`: the verified principal's id.
+    pub principal_scoped: bool,
+    /// `--as`, without any header that carries the key.
+    pub principals: Vec<Principal>,
     pub expect: Expect,
+}
+
+/// Whose credentials a request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// The `--as` principal at this index.
+    Principal(usize),
+    /// None: every header any `--as` gives is left out.
+    Nobody,
 }
 
 /// Which `key.scope` values a request carries.
@@ -179,6 +198,29 @@ impl Plan {
             headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
             headers.push((name.clone(), value.clone()));
         }
+        // The probe chooses the key itself here too.
+        let principals: Vec<Principal> = options
+            .principals
+            .iter()
+            .map(|principal| Principal {
+                name: principal.name.clone(),
+                headers: principal
+                    .headers
+                    .iter()
+                    .filter(|(name, _)| {
+                        !(key.location.value == KeyLocation::Header
+                            && name.eq_ignore_ascii_case(&key.name.value))
+                    })
+                    .cloned()
+                    .collect(),
+            })
+            .collect();
+        if let Some(first) = principals.first() {
+            for (name, value) in &first.headers {
+                headers.retain(|(existing, _)| !existing.eq_ignore_ascii_case(name));
+                headers.push((name.clone(), value.clone()));
+            }
+        }
 
         let template = key.format.value.clone();
         let fields = template
@@ -227,6 +269,11 @@ impl Plan {
             fields,
             pinned,
             scopes,
+            principal_scoped: key
+                .scope
+                .iter()
+                .any(|source| source.value == ScopeSource::Principal),
+            principals,
             expect: Expect {
                 profile: contract.profile.value.name(),
                 in_progress: contract.in_progress_status.value,
@@ -369,6 +416,25 @@ impl Plan {
             headers,
             body,
         }
+    }
+
+    /// `outgoing` as `caller` sends it: without any `--as` header, then
+    /// with the caller's.
+    pub fn as_caller(&self, mut outgoing: Outgoing, caller: Caller) -> Outgoing {
+        outgoing.headers.retain(|(name, _)| {
+            !self.principals.iter().any(|principal| {
+                principal
+                    .headers
+                    .iter()
+                    .any(|(credential, _)| credential.eq_ignore_ascii_case(name))
+            })
+        });
+        if let Caller::Principal(index) = caller {
+            if let Some(principal) = self.principals.get(index) {
+                outgoing.headers.extend(principal.headers.iter().cloned());
+            }
+        }
+        outgoing
     }
 
     /// `X-Tenant` header, `tenant` query parameter, body field `/account`.

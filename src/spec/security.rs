@@ -4,7 +4,9 @@
 //! OpenAPI reads `security` as alternatives: any one requirement object
 //! will do, and every scheme named in one must pass. `security: []` (or
 //! none at all) leaves the operation open; an empty object `{}` among the
-//! alternatives admits anonymous callers.
+//! alternatives admits anonymous callers. The requirement in force is the
+//! operation's own `security` when it has one (even `security: []`), else
+//! the document's.
 
 use super::Workspace;
 use super::node::Node;
@@ -78,17 +80,37 @@ impl Security {
     }
 }
 
+/// The `security` list that applies to `operation`, if any applies.
+pub fn requirement<'a>(workspace: &'a Workspace, operation: &Operation<'a>) -> Option<&'a Node> {
+    operation
+        .node
+        .get("security")
+        .or_else(|| workspace.root().get("security"))
+}
+
+/// Whether the requirement in force names a security scheme, so callers
+/// authenticate and have a principal: some alternative is a non-empty
+/// mapping. No `security`, `security: []`, or only empty alternatives
+/// (`- {}`, anonymous access) name none.
+pub fn authenticates(workspace: &Workspace, operation: &Operation<'_>) -> bool {
+    requirement(workspace, operation)
+        .and_then(Node::as_seq)
+        .is_some_and(|alternatives| {
+            alternatives.iter().any(|alternative| {
+                alternative
+                    .as_map()
+                    .is_some_and(|schemes| !schemes.is_empty())
+            })
+        })
+}
+
 /// The security `operation` declares, or the document's when it declares
 /// none. `Err`: a requirement the generated service could not enforce as
 /// written (an unknown scheme, a scheme without its type), naming the
 /// file, the place and the fix.
 pub fn of_operation(workspace: &Workspace, operation: &Operation) -> Result<Security, String> {
-    let requirements = match operation.node.get("security") {
-        Some(own) => own,
-        None => match workspace.root().get("security") {
-            Some(document) => document,
-            None => return Ok(Security::default()),
-        },
+    let Some(requirements) = requirement(workspace, operation) else {
+        return Ok(Security::default());
     };
     let at = |node: &Node| {
         format!(

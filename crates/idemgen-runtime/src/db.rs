@@ -212,6 +212,22 @@ async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
     pool.connect(url).await
 }
 
+/// Whether the database accepts a new connection (outside the pool) within
+/// `timeout`. A server that answers at all, even with an error such as too
+/// many connections, is reachable; a refused, reset or silent one is not.
+pub(crate) async fn reachable(pool: &Pool, timeout: Duration) -> bool {
+    use sqlx::{ConnectOptions, Connection};
+    let options = pool.connect_options();
+    match tokio::time::timeout(timeout, options.connect()).await {
+        Ok(Ok(connection)) => {
+            let _ = tokio::time::timeout(timeout, connection.close()).await;
+            true
+        }
+        Ok(Err(sqlx::Error::Database(_))) => true,
+        Ok(Err(_)) | Err(_) => false,
+    }
+}
+
 /// What a database error means for the request that met it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -258,11 +274,27 @@ pub fn classify(error: &sqlx::Error) -> Failure {
 /// busy timeout), so that a function that reads before it writes cannot
 /// fail at its first write because another connection committed in
 /// between; the other databases lock rows as they go.
+///
+/// Waiting for a connection may be abandoned (the caller's lease ran out);
+/// `BEGIN` itself runs in a task of its own and is never cut off halfway.
+/// sqlx counts a transaction as begun only once `BEGIN` has answered, so a
+/// `BEGIN` cancelled in flight (one waiting on `wsrep_sync_wait` while a
+/// Galera cluster evicts a dead node, say) would put the connection back
+/// in the pool inside a transaction sqlx does not know of: the next claim
+/// on it, meant to commit on its own, would hold its row lock until that
+/// connection happened to begin again, and every other claim of the key
+/// would wait on it. A transaction begun after the caller stopped waiting
+/// is dropped, which rolls it back.
 pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
-    match Dialect::BUILT {
-        Dialect::Sqlite => pool.begin_with("BEGIN IMMEDIATE").await,
-        Dialect::Mysql | Dialect::Postgres => pool.begin().await,
-    }
+    use sqlx::SqlSafeStr;
+    let connection = pool.acquire().await?;
+    let statement = match Dialect::BUILT {
+        Dialect::Sqlite => Some("BEGIN IMMEDIATE".into_sql_str()),
+        Dialect::Mysql | Dialect::Postgres => None,
+    };
+    tokio::spawn(sqlx::Transaction::begin(connection, statement))
+        .await
+        .unwrap_or_else(|_| Err(sqlx::Error::WorkerCrashed))
 }
 
 #[cfg(feature = "sqlite")]

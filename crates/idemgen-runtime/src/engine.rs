@@ -28,7 +28,7 @@
 //! "conflict" for it later.
 
 use std::error::Error;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use axum::http::{HeaderValue, StatusCode, header};
@@ -42,6 +42,7 @@ use crate::db::{self, Failure, Pool, Tx, classify};
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::Counters;
+use crate::reachability::Reachability;
 use crate::reply::{MAX_BODY_BYTES, Reply, Request};
 use crate::security::Security;
 use crate::store::{COMPLETED, FAILED, Finish, NewClaim, Reclaim, Record, RecordStore, StoreError};
@@ -51,6 +52,10 @@ pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// How often one request tries to claim before answering "in progress".
 const CLAIM_ATTEMPTS: usize = 3;
+
+/// How long releasing a claim may take before the request is answered
+/// anyway (the lease ends on its own).
+const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
 /// One endpoint: its name in logs, its `operation` label in metrics, its
 /// contract (`None`: not idempotent, served in a plain transaction) and
@@ -114,6 +119,8 @@ pub struct Idempotency {
     pool: Pool,
     records: RecordStore,
     clock_margin_ms: i64,
+    /// Shared by the clones: whether the database was found down.
+    reachability: Arc<Reachability>,
 }
 
 /// A request that owns its key (or needs none) and may run its business
@@ -167,6 +174,7 @@ impl Idempotency {
             pool,
             records,
             clock_margin_ms: 0,
+            reachability: Arc::default(),
         })
     }
 
@@ -249,6 +257,16 @@ impl Idempotency {
         admitted: Option<Admitted>,
     ) -> Result<Call, Response> {
         let started = Instant::now();
+        // While the database is known to be down, answer at once rather
+        // than wait out the lease on a connection that cannot come.
+        if self.reachability.still_down(&self.pool).await {
+            return Err(self.stopped(
+                operation,
+                operation.contract.as_ref(),
+                Stop::Unavailable,
+                None,
+            ));
+        }
         let Some(contract) = &operation.contract else {
             return match db::begin(&self.pool).await {
                 Ok(tx) => Ok(Call {
@@ -273,14 +291,7 @@ impl Idempotency {
                     .await
                 {
                     Ok(claim) => Some(claim?),
-                    Err(_) => {
-                        return Err(self.stopped(
-                            operation,
-                            Some(contract),
-                            Stop::Unavailable,
-                            None,
-                        ));
-                    }
+                    Err(_) => return Err(self.timed_out(operation, contract).await),
                 }
             }
         };
@@ -304,9 +315,18 @@ impl Idempotency {
                 if let Some(claim) = &claim {
                     self.release(operation, claim).await;
                 }
-                Err(self.stopped(operation, Some(contract), Stop::Unavailable, None))
+                Err(self.timed_out(operation, contract).await)
             }
         }
+    }
+
+    /// The answer to a request whose lease ran out before the database
+    /// answered: `429` when the server is up but busy (or stalled, as a
+    /// Galera cluster is while it evicts a dead node), `503` when a probe
+    /// cannot connect to it, so the client retries on another instance.
+    async fn timed_out(&self, operation: &Operation, contract: &Contract) -> Response {
+        self.reachability.probe(&self.pool).await;
+        self.stopped(operation, Some(contract), Stop::Unavailable, None)
     }
 
     /// The answer to an attempt that stopped without one of its own; it
@@ -331,14 +351,24 @@ impl Idempotency {
                 }
             }
             Stop::Unavailable => {
-                // Connections are open but none came free in time: busy,
-                // not down.
+                // Waited in vain for a connection or an answer from a
+                // server that is up: busy, not down.
                 let waited = error.is_none_or(|error| matches!(error, sqlx::Error::PoolTimedOut));
-                if waited && self.pool.size() > 0 {
-                    tracing::warn!(operation = operation.name, "no database connection in time");
+                if waited && !self.reachability.down() {
+                    tracing::warn!(
+                        operation = operation.name,
+                        "no database connection or answer in time"
+                    );
                     retry_later(429, "server busy", retry_after)
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
+                    if !waited {
+                        // A connection broke: find out in the background
+                        // whether the server is gone, so the next requests
+                        // need not wait out their lease to learn it.
+                        let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
+                        tokio::spawn(async move { reachability.probe(&pool).await });
+                    }
                     retry_later(503, "database unavailable", retry_after)
                 }
             }
@@ -361,25 +391,30 @@ impl Idempotency {
     }
 
     /// Ends this attempt's lease at once, so a retry need not wait for it;
-    /// best effort (the lease ends anyway).
+    /// best effort (the lease ends anyway), given at most [`RELEASE_WAIT`]
+    /// so that a request on a database that went away is answered.
     async fn release(&self, operation: &Operation, claim: &Claim) {
-        let released = self
-            .records
-            .release(
+        let released = tokio::time::timeout(
+            RELEASE_WAIT,
+            self.records.release(
                 &self.pool,
                 &claim.scope,
                 &claim.key,
                 &claim.token,
                 self.clock_margin_ms,
-            )
-            .await;
-        if let Err(error) = released {
-            tracing::warn!(
-                operation = operation.name,
-                %error,
-                "claim not released; the key becomes claimable when its lease ends"
-            );
-        }
+            ),
+        )
+        .await;
+        let error = match released {
+            Ok(Ok(_)) => return,
+            Ok(Err(error)) => error.to_string(),
+            Err(_) => format!("no answer within {RELEASE_WAIT:?}"),
+        };
+        tracing::warn!(
+            operation = operation.name,
+            %error,
+            "claim not released; the key becomes claimable when its lease ends"
+        );
     }
 
     async fn claim(

@@ -68,6 +68,7 @@ mod fingerprint;
 mod input;
 mod key;
 pub mod metrics;
+mod reachability;
 mod reply;
 mod security;
 pub mod service;

@@ -5,7 +5,8 @@
 //! `{date}`, `{timestamp}`, `{seq}` (and `{random:N}` with fewer than 16
 //! bytes, which can be brute-forced) is an error. A format whose only
 //! other source is `{field:…}` (a value from the request body, such as the
-//! provider's transaction id) is a warning unless `key.scope` namespaces it.
+//! provider's transaction id) is a warning unless `key.scope` namespaces it
+//! (`principal` or any other source counts).
 //!
 //! **Why it matters.** Two clients that build the same guessable key (two
 //! orders in the same millisecond, a counter reset after a deploy) collide:
@@ -13,8 +14,10 @@
 //! never runs. Guessable keys also let one caller replay another's answer.
 //!
 //! **Example fix.** `format: "pay:{date}:{seq}"` becomes
-//! `format: "pay:{date}:{uuid}"`; for keys taken from business data, add a
-//! scope: `scope: [header:X-Merchant-Id]`.
+//! `format: "pay:{date}:{uuid}"`; for keys taken from business data, scope
+//! them by the verified caller: `scope: [principal]` (a caller-set scope
+//! such as `header:X-Merchant-Id` keeps honest clients apart, but see
+//! `replay-unauthenticated`).
 use super::prelude::*;
 use crate::contract::key_template::Predictability;
 
@@ -53,7 +56,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     context.name()
                 ),
             )
-            .with_help("namespace it by caller, e.g. `scope: [header:X-Merchant-Id]`, or add `{uuid}`");
+            .with_help("namespace it by the verified caller, `scope: [principal]`, or add `{uuid}`");
         }
         Predictability::FieldDerived => {}
     }

@@ -27,6 +27,7 @@ pub mod missing_key_undeclared;
 pub mod ref_unresolved;
 pub mod replay_alert_too_high;
 pub mod replay_schema_missing;
+pub mod replay_unauthenticated;
 pub mod retry_after_missing;
 pub mod retry_after_out_of_range;
 pub mod store_cross_database;
@@ -49,6 +50,7 @@ pub const RULES: &[Rule] = &[
     key_param_missing::RULE,
     key_prefix_missing::RULE,
     key_predictable::RULE,
+    replay_unauthenticated::RULE,
     key_too_long::RULE,
     key_schema_mismatch::RULE,
     window_missing::RULE,
