@@ -83,8 +83,9 @@ fn every_rule_fires_in_its_broken_example() {
 
 #[test]
 fn the_payment_callback_example_lints_clean() {
-    // Its callback requires the provider's signature and scopes keys by
-    // the verified principal, so no stored answer goes to another caller.
+    // Its callback requires the provider's signature; keys are not scoped
+    // by principal (its one caller is every callback's principal), and it
+    // silences the rule that asks for that.
     let (code, json) = lint_json("examples/payment-callback/openapi.yaml");
     assert_eq!(code, 0);
     assert!(rules_fired(&json).is_empty(), "{json}");

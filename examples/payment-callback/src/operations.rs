@@ -57,7 +57,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
         max_key_len: 128,
         key_required: true,
         missing_key_status: 400,
-        scope: &[Source::Principal],
+        scope: &[],
         window_ms: 18000,
         lease_ms: 3000,
         retry_after_secs: 1,
