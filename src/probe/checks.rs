@@ -51,6 +51,15 @@ impl Probe<'_> {
         answer.status == self.plan.expect.in_progress
     }
 
+    /// "Try again later" that is not the contract's in-progress answer:
+    /// 429 or 503 with `Retry-After` (a busy pool, a lease that ran out).
+    /// Not final, and no lie: a client retries it.
+    fn retry_later(&self, answer: &Answer) -> bool {
+        !self.in_progress(answer)
+            && matches!(answer.status, 429 | 503)
+            && answer.header("retry-after").is_some()
+    }
+
     /// Evidence about an in-progress answer's `Retry-After`: `Err` when
     /// absent, `Ok(Some(warning))` when it disagrees with the contract.
     fn retry_after(&self, answer: &Answer) -> Result<Option<String>, String> {
@@ -823,9 +832,9 @@ impl Probe<'_> {
         // duplicates are needed after that.
         let settled = AtomicBool::new(false);
         let is_final = |answer: &Result<Answer, SendError>| {
-            answer
-                .as_ref()
-                .is_ok_and(|answer| answer.is_success() || !self.in_progress(answer))
+            answer.as_ref().is_ok_and(|answer| {
+                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer))
+            })
         };
         let send = || {
             let answer = self.client.send(&request);
@@ -865,7 +874,7 @@ impl Probe<'_> {
         // body when some are empty, and, of those, took longest.
         answers.sort_by_key(|answer| {
             (
-                answer.is_success() || !self.in_progress(answer),
+                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer)),
                 !answer.body.is_empty(),
                 answer.received - answer.sent,
             )
@@ -905,6 +914,12 @@ impl Probe<'_> {
                     Ok(Some(warning)) => check.warn(warning),
                     Ok(None) => {}
                 }
+            } else if self.retry_later(answer) {
+                check.warn(format!(
+                    "{}{} while the first attempt ran: not the contract's in-progress answer, but a client retries it",
+                    answer.describe(),
+                    self.client.from(answer)
+                ));
             } else if answer.is_success() && answer.body.is_empty() {
                 check.fail(format!(
                     "{}{} with an empty body while the first attempt was still running: a client would take it as done",
