@@ -108,6 +108,12 @@ pub fn run(args: &GenArgs) -> ExitCode {
     match write(&args.output, &project.files, args.force) {
         Ok(written) => {
             print(&summary(&args.output, &written));
+            if project.secured && written.fresh.iter().any(|path| path == "src/auth.rs") {
+                print(
+                    "next: verify credentials in src/auth.rs (operations with a `security` \
+                     requirement answer 401 until you do)\n",
+                );
+            }
             ExitCode::SUCCESS
         }
         Err(error) => {

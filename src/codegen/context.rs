@@ -11,8 +11,9 @@ use super::{Store, dialect};
 use crate::contract::key_template::{Part, Segment};
 use crate::contract::model::{
     Canonical, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
-    KeyLocation, RequestScope,
+    KeyLocation, RequestScope, ScopeSource,
 };
+use crate::spec::security;
 
 /// Every template's context: the project as a whole.
 #[derive(Debug, Clone, Serialize)]
@@ -45,6 +46,97 @@ pub struct Project {
     pub dialects: Vec<DialectContext>,
     /// The runtime crate's path as a TOML string, when not vendored.
     pub runtime_path: Option<String>,
+    /// Every security scheme an operation requires, each once.
+    pub schemes: Vec<SchemeContext>,
+    /// Whether any operation requires credentials.
+    pub any_secured: bool,
+    /// Whether a required scheme is an API key (`ApiKeyIn` is named).
+    pub any_api_key: bool,
+}
+
+/// One security scheme, as `src/operations.rs` declares it and
+/// `src/auth.rs` verifies it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemeContext {
+    /// Its name in `components.securitySchemes`.
+    pub name: String,
+    /// Its constant in `operations::schemes`.
+    pub const_name: String,
+    /// Its `SchemeKind` expression.
+    pub kind: String,
+    /// What it is and where its credential travels, for comments.
+    pub describe: String,
+    /// The `Credential` the verifier receives for it.
+    pub credential: String,
+}
+
+impl SchemeContext {
+    pub fn new(scheme: &security::Scheme, const_name: String) -> SchemeContext {
+        use security::SchemeKind as Kind;
+        let (kind, describe, credential) = match &scheme.kind {
+            Kind::Bearer => (
+                "SchemeKind::Bearer".to_string(),
+                "http bearer: `Authorization: Bearer <token>`".to_string(),
+                "Credential::Bearer(token)",
+            ),
+            Kind::Basic => (
+                "SchemeKind::Basic".to_string(),
+                "http basic: `Authorization: Basic <base64 of user:password>`".to_string(),
+                "Credential::Basic { user, password }",
+            ),
+            Kind::OAuth2 | Kind::OpenIdConnect => (
+                "SchemeKind::Bearer".to_string(),
+                format!(
+                    "{}: its token as `Authorization: Bearer <token>`",
+                    if scheme.kind == Kind::OAuth2 {
+                        "oauth2"
+                    } else {
+                        "openIdConnect"
+                    }
+                ),
+                "Credential::Bearer(token)",
+            ),
+            Kind::ApiKey { location, name } => (
+                format!(
+                    "SchemeKind::ApiKey {{ location: ApiKeyIn::{}, name: {} }}",
+                    match location {
+                        security::ApiKeyIn::Header => "Header",
+                        security::ApiKeyIn::Query => "Query",
+                        security::ApiKeyIn::Cookie => "Cookie",
+                    },
+                    names::rust_string(name)
+                ),
+                format!("apiKey in the {} `{name}`", location.name()),
+                "Credential::ApiKey(key)",
+            ),
+            Kind::OtherHttp(other) => (
+                "SchemeKind::Request".to_string(),
+                format!("http {other}: read from the request"),
+                "Credential::Request",
+            ),
+            Kind::MutualTls => (
+                "SchemeKind::Request".to_string(),
+                "mutualTLS: read from the request (what your TLS terminator forwards)".to_string(),
+                "Credential::Request",
+            ),
+        };
+        SchemeContext {
+            name: scheme.name.clone(),
+            const_name,
+            kind,
+            describe,
+            credential: credential.to_string(),
+        }
+    }
+}
+
+/// An operation's security, as its table entry spells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SecurityContext {
+    /// Alternatives, each a list of `schemes::CONST` names.
+    pub alternatives: Vec<Vec<String>>,
+    /// A human summary: `bearerAuth or (signature and session)`.
+    pub summary: String,
 }
 
 /// The project with one dialect, for the per-dialect templates.
@@ -81,6 +173,8 @@ pub struct Operation {
     pub business_file: String,
     pub idempotent: bool,
     pub contract: Option<ContractContext>,
+    /// Who may call it; `None`: anyone (`security: []` or none declared).
+    pub security: Option<SecurityContext>,
     /// What its business function receives and returns, as types of the
     /// generated `models` module.
     pub input: TypedInput,
@@ -297,6 +391,12 @@ pub struct TestTarget {
     pub retry_after_secs: u64,
     pub retry_failed: bool,
     pub fp_body: bool,
+    /// Whether requests need a verified principal (the tests add one, as
+    /// the security check would).
+    pub needs_principal: bool,
+    /// Whether the operation requires credentials: the tests check that a
+    /// request without them is refused and leaves no record.
+    pub secured: bool,
 }
 
 /// One SQL dialect: its migration and its build settings.
@@ -357,8 +457,12 @@ impl ContractContext {
             .map(|key| {
                 key.scope
                     .iter()
-                    .filter_map(|source| source.value.request())
-                    .map(|RequestScope { location, name }| source_expr(*location, name))
+                    .map(|source| match &source.value {
+                        ScopeSource::Request(RequestScope { location, name }) => {
+                            source_expr(*location, name)
+                        }
+                        ScopeSource::Principal => "Source::Principal".to_string(),
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -366,10 +470,15 @@ impl ContractContext {
             .map(|key| {
                 key.scope
                     .iter()
-                    .filter_map(|source| source.value.request())
-                    .map(|source| ScopeSourceContext {
-                        location: source.location.name(),
-                        name: source.name.clone(),
+                    .map(|source| match &source.value {
+                        ScopeSource::Request(source) => ScopeSourceContext {
+                            location: source.location.name(),
+                            name: source.name.clone(),
+                        },
+                        ScopeSource::Principal => ScopeSourceContext {
+                            location: "principal",
+                            name: "principal".to_string(),
+                        },
                     })
                     .collect()
             })
@@ -457,6 +566,10 @@ impl TestTarget {
             .map(|source| {
                 let name = names::rust_string(&source.name);
                 match source.location {
+                    "principal" => {
+                        "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
+                            .to_string()
+                    }
                     "header" => format!("let builder = builder.header({name}, \"tenant-a\");"),
                     "query" => format!(
                         "uri.push(if uri.contains('?') {{ '&' }} else {{ '?' }});\n        uri.push_str(&format!(\"{{}}=tenant-a\", encode({name})));"
@@ -464,7 +577,26 @@ impl TestTarget {
                     _ => format!("set(&mut body, {name}, json!(\"tenant-a\"));"),
                 }
             })
-            .collect();
+            .collect::<Vec<String>>();
+        let secured = op.security.is_some();
+        let needs_principal = secured
+            || contract
+                .scope_sources
+                .iter()
+                .any(|s| s.location == "principal");
+        let mut scope_lines = scope_lines;
+        if needs_principal
+            && !contract
+                .scope_sources
+                .iter()
+                .any(|s| s.location == "principal")
+        {
+            scope_lines.insert(
+                0,
+                "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
+                    .to_string(),
+            );
+        }
         let in_sources = |location: &str| {
             contract
                 .scope_sources
@@ -507,6 +639,8 @@ impl TestTarget {
             retry_after_secs: contract.retry_after_secs,
             retry_failed: contract.retry_failed,
             fp_body: contract.fp_body,
+            needs_principal,
+            secured,
         }
     }
 }

@@ -68,6 +68,8 @@ pub struct Project {
     pub table: String,
     pub files: Vec<File>,
     pub warnings: Vec<String>,
+    /// Whether an operation requires credentials (`src/auth.rs` checks them).
+    pub secured: bool,
 }
 
 /// The dialect, record table and key width every idempotent operation of
@@ -133,6 +135,8 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let mut identifiers = names::Identifiers::default();
     let mut operations: Vec<context::Operation> = Vec::new();
     let mut routes: Vec<context::Route> = Vec::new();
+    let mut scheme_idents = names::Identifiers::default();
+    let mut schemes: Vec<context::SchemeContext> = Vec::new();
 
     for analysed in &analysis.operations {
         let operation = &analysed.operation;
@@ -188,6 +192,71 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
             continue;
         };
         let input = context::TypedInput::new(operation_types);
+        let required = crate::spec::security::of_operation(workspace, operation)?;
+        let scoped_by_principal = analysed.contract().is_some_and(|contract| {
+            contract.key.as_ref().is_some_and(|key| {
+                key.scope
+                    .iter()
+                    .any(|source| source.value == crate::contract::model::ScopeSource::Principal)
+            })
+        });
+        // With an anonymous `{}` alternative next to a scheme, a caller
+        // without credentials has no principal: the engine answers 401
+        // rather than share one namespace among them.
+        if scoped_by_principal && required.alternatives.iter().all(Vec::is_empty) {
+            return Err(format!(
+                "{display}: `x-idempotency.key.scope` names `principal`, but no security \
+                 requirement applies (none, `security: []` or only `{{}}`), so no caller has a \
+                 principal; declare a security scheme for it, or scope keys by something else"
+            ));
+        }
+        let security = (!required.is_open()).then(|| {
+            let mut alternatives = Vec::new();
+            let mut summary = Vec::new();
+            for alternative in &required.alternatives {
+                let mut consts = Vec::new();
+                for scheme in alternative {
+                    let known = match schemes.iter().find(|known| known.name == scheme.name) {
+                        Some(known) => known,
+                        None => {
+                            let const_name =
+                                scheme_idents.assign(&scheme.name).to_ascii_uppercase();
+                            if matches!(
+                                scheme.kind,
+                                crate::spec::security::SchemeKind::MutualTls
+                                    | crate::spec::security::SchemeKind::OtherHttp(_)
+                            ) {
+                                warnings.push(format!(
+                                    "security scheme `{}`: the generated service reads no credential \
+                                     for it; src/auth.rs verifies it from the request (e.g. a header \
+                                     your TLS terminator or proxy sets) and refuses every request \
+                                     until you write that check",
+                                    scheme.name
+                                ));
+                            }
+                            schemes.push(context::SchemeContext::new(scheme, const_name));
+                            schemes.last().expect("just pushed")
+                        }
+                    };
+                    consts.push(format!("schemes::{}", known.const_name));
+                }
+                summary.push(match alternative.as_slice() {
+                    [one] => one.name.clone(),
+                    many => format!(
+                        "({})",
+                        many.iter()
+                            .map(|scheme| scheme.name.clone())
+                            .collect::<Vec<_>>()
+                            .join(" and ")
+                    ),
+                });
+                alternatives.push(consts);
+            }
+            context::SecurityContext {
+                alternatives,
+                summary: summary.join(" or "),
+            }
+        });
         let contract = analysed.contract().map(context::ContractContext::new);
         let handler = context::Handler {
             method: method.clone(),
@@ -211,6 +280,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
             business_file: format!("src/business/{ident}.rs"),
             idempotent: contract.is_some(),
             contract,
+            security,
             input,
             ident,
         });
@@ -256,6 +326,11 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         t: test_target,
         replay_rate_alert,
         dialects,
+        any_secured: !schemes.is_empty(),
+        any_api_key: schemes
+            .iter()
+            .any(|scheme| scheme.kind.starts_with("SchemeKind::ApiKey")),
+        schemes,
         // A JSON string is a TOML basic string.
         runtime_path: options
             .runtime_path
@@ -263,6 +338,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
             .map(|path| serde_json::to_string(path).expect("strings serialise")),
     };
 
+    let secured = project.any_secured;
     let env = render::environment(options.templates.as_deref())?;
     if let Some(dir) = &options.templates {
         if !dir.is_dir() {
@@ -360,6 +436,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         table: store.table,
         files,
         warnings,
+        secured,
     })
 }
 

@@ -55,6 +55,7 @@ pub const TEMPLATES: &[Template] = {
         template!("src/business/mod.rs.j2", File("src/business/mod.rs")),
         template!("src/business/operation.rs.j2", PerOperation),
         template!("src/app.rs.j2", UserFile("src/app.rs")),
+        template!("src/auth.rs.j2", UserFile("src/auth.rs")),
         template!(
             "migrations/dialect.sql.j2",
             PerDialect("migrations/{dialect}/0001_idempotency_records.sql")

@@ -60,6 +60,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../crates/idemgen-runtime/src/reply.rs"),
     ),
     (
+        "src/security.rs",
+        include_str!("../../crates/idemgen-runtime/src/security.rs"),
+    ),
+    (
         "src/service.rs",
         include_str!("../../crates/idemgen-runtime/src/service.rs"),
     ),

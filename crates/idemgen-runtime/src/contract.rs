@@ -14,6 +14,9 @@ pub enum Source {
     Query(&'static str),
     /// A JSON pointer into the request body (a string, or a number as written).
     Body(&'static str),
+    /// The id of the verified [`crate::Principal`] (scope only): unlike the
+    /// others, a value the caller cannot choose.
+    Principal,
 }
 
 /// What the request fingerprint covers: the same key with a different

@@ -39,11 +39,12 @@ use tokio::time::Instant;
 use crate::NotImplemented;
 use crate::contract::Contract;
 use crate::db::{self, Db, Failure, Pool, PoolConnection, Tx, classify};
-use crate::fingerprint::fingerprint;
+use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::Counters;
 use crate::reachability::Reachability;
 use crate::reply::{MAX_BODY_BYTES, Reply, Request};
+use crate::security::Security;
 use crate::store::{COMPLETED, FAILED, Finish, NewClaim, Reclaim, Record, RecordStore, StoreError};
 
 /// Marks an answer replayed from the record.
@@ -65,6 +66,8 @@ pub struct Operation {
     /// The `operation` label of its metrics.
     pub label: &'static str,
     pub contract: Option<Contract>,
+    /// Who may call it ([`Security::OPEN`] unless [`Operation::secured`]).
+    pub security: Security,
     pub counters: Counters,
     key_regex: OnceLock<Regex>,
 }
@@ -80,6 +83,7 @@ impl Operation {
             name,
             label,
             contract: Some(contract),
+            security: Security::OPEN,
             counters: Counters::new(),
             key_regex: OnceLock::new(),
         }
@@ -92,9 +96,20 @@ impl Operation {
             name,
             label,
             contract: None,
+            security: Security::OPEN,
             counters: Counters::new(),
             key_regex: OnceLock::new(),
         }
+    }
+
+    /// This endpoint, callable only by the callers `security` admits. The
+    /// service checks it with [`crate::authenticate`] before
+    /// [`Idempotency::begin`]; the engine refuses (`401`) a request that
+    /// reaches it without a principal, so a handler that skipped the check
+    /// claims nothing.
+    pub const fn secured(mut self, security: Security) -> Operation {
+        self.security = security;
+        self
     }
 }
 
@@ -203,6 +218,17 @@ impl Idempotency {
         decode: impl FnOnce(&Request) -> Result<I, Reply>,
     ) -> Result<(Call, I), Response> {
         let request = Request::read(request).await?;
+        self.begin_read_decoded(operation, request, decode).await
+    }
+
+    /// [`Idempotency::begin_decoded`] for a request already read (and
+    /// authenticated: see [`crate::authenticate`]).
+    pub async fn begin_read_decoded<I>(
+        &self,
+        operation: &'static Operation,
+        request: Request,
+        decode: impl FnOnce(&Request) -> Result<I, Reply>,
+    ) -> Result<(Call, I), Response> {
         // The key is checked first, so a request without one gets the
         // contract's answer for that, whatever else is wrong with it.
         let admitted = admit(operation, &request)?;
@@ -839,6 +865,21 @@ struct Admitted {
 // it would only move the allocation.
 #[allow(clippy::result_large_err)]
 fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, Response> {
+    let scoped_by_principal = operation
+        .contract
+        .as_ref()
+        .is_some_and(|contract| contract.scope.contains(&crate::Source::Principal));
+    if (scoped_by_principal || !operation.security.is_open()) && request.principal.is_none() {
+        tracing::warn!(
+            operation = operation.name,
+            "refused a request that reached the engine unauthenticated"
+        );
+        return Err(problem(
+            401,
+            "unauthenticated",
+            "this operation requires credentials",
+        ));
+    }
     let Some(contract) = &operation.contract else {
         return Ok(None);
     };
@@ -864,7 +905,8 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
     }
     let scope = key::scope_of(operation.name, contract, request)
         .map_err(|why| problem(400, "invalid scope", &why))?;
-    let fingerprint = fingerprint(&contract.fingerprint, request)
+    let secrets: Vec<&str> = operation.security.query_credentials().collect();
+    let fingerprint = fingerprint_without(&contract.fingerprint, request, &secrets)
         .map_err(|error| problem(400, "ambiguous request body", &error.to_string()))?;
     Ok(Some(Admitted {
         key,

