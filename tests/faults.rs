@@ -686,6 +686,27 @@ fn restart_database_server(dialect: Dialect) {
     let mysql_ping = ["--protocol=tcp", "-h", "127.0.0.1", "-u", "root", "ping"];
     match dialect {
         Dialect::Mysql => {
+            // The server on 3306 by its own pid: the nodes of a Galera
+            // cluster beside it are `mariadbd` processes too.
+            let pid = Command::new("mysql")
+                .args([
+                    "--protocol=tcp",
+                    "-h",
+                    "127.0.0.1",
+                    "-u",
+                    "root",
+                    "-N",
+                    "-B",
+                ])
+                .args(["-e", "SELECT @@pid_file"])
+                .output()
+                .ok()
+                .and_then(|output| String::from_utf8(output.stdout).ok())
+                .and_then(|pid_file| std::fs::read_to_string(pid_file.trim()).ok())
+                .map(|pid| pid.trim().to_string())
+                .filter(|pid| !pid.is_empty())
+                .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
+            let alive = Path::new("/proc").join(&pid);
             run(
                 "mysqladmin",
                 &[
@@ -699,7 +720,7 @@ fn restart_database_server(dialect: Dialect) {
             );
             let deadline = Instant::now() + Duration::from_secs(60);
             // mysqladmin returns once the server has begun shutting down.
-            while ready("pgrep", &["-x", "mariadbd"]) {
+            while alive.exists() {
                 assert!(Instant::now() < deadline, "MariaDB did not stop");
                 thread::sleep(Duration::from_millis(100));
             }
