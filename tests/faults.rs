@@ -688,7 +688,7 @@ fn restart_database_server(dialect: Dialect) {
         Dialect::Mysql => {
             // The server on 3306 by its own pid: the nodes of a Galera
             // cluster beside it are `mariadbd` processes too.
-            let pid = Command::new("mysql")
+            let pid_file = Command::new("mysql")
                 .args([
                     "--protocol=tcp",
                     "-h",
@@ -702,7 +702,10 @@ fn restart_database_server(dialect: Dialect) {
                 .output()
                 .ok()
                 .and_then(|output| String::from_utf8(output.stdout).ok())
-                .and_then(|pid_file| std::fs::read_to_string(pid_file.trim()).ok())
+                .map(|pid_file| pid_file.trim().to_string())
+                .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
+            let pid = std::fs::read_to_string(&pid_file)
+                .ok()
                 .map(|pid| pid.trim().to_string())
                 .filter(|pid| !pid.is_empty())
                 .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
@@ -730,6 +733,10 @@ fn restart_database_server(dialect: Dialect) {
                     "--start",
                     "--oknodo",
                     "--background",
+                    // By its pid file: without it, a running Galera node
+                    // (also /usr/sbin/mariadbd) counts as "already running".
+                    "--pidfile",
+                    &pid_file,
                     "--exec",
                     "/usr/sbin/mariadbd",
                 ],
