@@ -51,6 +51,16 @@ impl Probe<'_> {
         answer.status == self.plan.expect.in_progress
     }
 
+    /// One answer as evidence: who sent it, which instance answered, and
+    /// an excerpt.
+    fn show(&self, check: &mut CheckResult, who: &str, answer: &Answer) {
+        check.evidence.push(format!(
+            "{who}{}: {}",
+            self.client.from(answer),
+            answer.excerpt()
+        ));
+    }
+
     /// "Try again later" that is not the contract's in-progress answer:
     /// 429 or 503 with `Retry-After` (a busy pool, a lease that ran out).
     /// Not final, and no lie: a client retries it.
@@ -538,28 +548,12 @@ impl Probe<'_> {
             missing.describe(),
             self.client.from(&missing)
         );
-        let replayed = second
-            .header("idempotent-replayed")
-            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
-        if second.is_success() && (replayed || second.body == first.body) {
+        if let Some(sign) = stored_answer_of(&first, &second) {
             check.fail(format!(
-                "the second scope got the first scope's stored answer ({}): one tenant sees another's response",
-                if replayed {
-                    "Idempotent-Replayed: true"
-                } else {
-                    "a byte-identical 2xx body"
-                }
+                "the second scope got the first scope's stored answer ({sign}): one tenant sees another's response"
             ));
-            check.evidence.push(format!(
-                "first scope{}: {}",
-                self.client.from(&first),
-                first.excerpt()
-            ));
-            check.evidence.push(format!(
-                "second scope{}: {}",
-                self.client.from(&second),
-                second.excerpt()
-            ));
+            self.show(&mut check, "first scope", &first);
+            self.show(&mut check, "second scope", &second);
         } else if second.status == self.plan.expect.conflict {
             check.fail(format!(
                 "the second scope got the conflict status {}: the key is not namespaced by the scope",
@@ -647,9 +641,6 @@ impl Probe<'_> {
                 Ok(answer) => answer,
                 Err(error) => return check.no_answer(error),
             };
-            let replayed = answer
-                .header("idempotent-replayed")
-                .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
             let shown = format!("{}{}", answer.describe(), self.client.from(&answer));
             let reveals = [
                 self.plan.expect.conflict,
@@ -658,27 +649,14 @@ impl Probe<'_> {
                 422,
             ]
             .contains(&answer.status);
-            if answer.is_success() && (replayed || answer.body == first.body) {
+            if let Some(sign) = stored_answer_of(&first, &answer) {
                 judged += 1;
                 parts.push(format!("as `{name}`: {shown}, `{owner}`'s stored answer"));
                 check.fail(format!(
-                    "`{name}` got `{owner}`'s stored answer ({}): one principal sees another's response; keys are not namespaced by the principal",
-                    if replayed {
-                        "Idempotent-Replayed: true"
-                    } else {
-                        "a byte-identical 2xx body"
-                    }
+                    "`{name}` got `{owner}`'s stored answer ({sign}): one principal sees another's response; keys are not namespaced by the principal"
                 ));
-                check.evidence.push(format!(
-                    "`{owner}`{}: {}",
-                    self.client.from(&first),
-                    first.excerpt()
-                ));
-                check.evidence.push(format!(
-                    "`{name}`{}: {}",
-                    self.client.from(&answer),
-                    answer.excerpt()
-                ));
+                self.show(&mut check, &format!("`{owner}`"), &first);
+                self.show(&mut check, &format!("`{name}`"), &answer);
             } else if answer.is_success() {
                 judged += 1;
                 parts.push(format!("as `{name}`: {shown}, a fresh answer"));
@@ -1101,4 +1079,23 @@ fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
         .map(|(label, count)| format!("{count} × {label}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// How `other` shows it is `first`'s stored answer, handed to a request
+/// that must never see it: a 2xx marked as a replay, or byte for byte the
+/// same body. `None` when it is not.
+fn stored_answer_of(first: &Answer, other: &Answer) -> Option<&'static str> {
+    if !other.is_success() {
+        return None;
+    }
+    let replayed = other
+        .header("idempotent-replayed")
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+    if replayed {
+        Some("Idempotent-Replayed: true")
+    } else if other.body == first.body {
+        Some("a byte-identical 2xx body")
+    } else {
+        None
+    }
 }
