@@ -670,12 +670,27 @@ impl Call {
         (&mut self.tx, &self.request)
     }
 
-    /// This attempt's claim token (`None` for an operation without a key).
-    /// It is unique to this attempt: pass it (or a key derived from it) to
-    /// downstream services as their idempotency key, so that a retry of a
-    /// downstream call from this attempt is recognised there, while an
-    /// attempt that took over after this one's lease ended gets a token of
-    /// its own and cannot be mistaken for this one.
+    /// The idempotency key to give downstream services (a payment
+    /// provider, another idempotent API) for this request: the same for
+    /// every attempt of one key (`None` for an operation without a key).
+    /// An attempt cancelled past `server.max-processing` may already have
+    /// charged downstream; the retry that takes over sends the same key
+    /// there, so the downstream service recognises the charge instead of
+    /// making a second one. Derived from the operation, the scope and the
+    /// key (64 hex digits), so it reveals none of them and two operations'
+    /// or tenants' keys never share one.
+    pub fn downstream_key(&self) -> Option<String> {
+        self.claim
+            .as_ref()
+            .map(|claim| key::downstream_key(&claim.scope, &claim.key))
+    }
+
+    /// This attempt's claim token (`None` for an operation without a key):
+    /// the fence of this attempt's claim, new on every attempt, including a
+    /// takeover after a lease ran out. Use it to tell attempts apart (logs,
+    /// a fencing check of your own); never as a downstream idempotency key,
+    /// since a retry would get a new one and be charged again: that is
+    /// [`Call::downstream_key`].
     pub fn claim_token(&self) -> Option<&str> {
         self.claim.as_ref().map(|claim| claim.token.as_str())
     }
@@ -801,26 +816,37 @@ impl Call {
             }
             Err(error) => {
                 let _ = tx.rollback().await;
+                // The claim is still this attempt's (a takeover would have
+                // matched no row, not failed): release it, so the retry
+                // runs at once instead of after the lease.
+                engine.release(operation, &claim).await;
                 let stop = stop_for(&error);
                 if stop == Stop::LostRace {
                     return engine.answer_from_record(operation, &claim).await;
                 }
-                engine.release(operation, &claim).await;
                 return engine.stopped(operation, contract, stop, Some(&error));
             }
         }
         match tx.commit().await {
             Ok(()) => reply.into_response(),
-            Err(error) => match stop_for(&error) {
-                Stop::LostRace => engine.answer_from_record(operation, &claim).await,
-                // Whether the commit happened is unknown: a retry with the
-                // same key gets the stored answer if it did, and runs again
-                // (the lease released) if it did not.
-                stop => {
-                    engine.release(operation, &claim).await;
-                    engine.stopped(operation, contract, stop, Some(&error))
-                }
-            },
+            // The database refused the commit: nothing was written, and the
+            // claim (committed on its own) is released for the retry.
+            Err(error) if stop_for(&error) == Stop::LostRace => {
+                engine.release(operation, &claim).await;
+                engine.answer_from_record(operation, &claim).await
+            }
+            // The commit's outcome is unknown (the connection broke while
+            // it ran): it may have happened. The release only matches a
+            // record still in progress, so it cannot undo a commit that
+            // happened; a retry with the same key gets the stored answer if
+            // it did, and runs again if it did not. A new key could pay
+            // twice, and the answer says so.
+            Err(error) => {
+                engine.release(operation, &claim).await;
+                tracing::error!(operation = operation.name, %error, "commit outcome unknown");
+                let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
+                outcome_unknown(retry_after)
+            }
         }
     }
 
@@ -883,15 +909,23 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
     let Some(contract) = &operation.contract else {
         return Ok(None);
     };
-    let Some(key) = contract.key.value(request) else {
-        if !contract.key_required {
-            return Ok(None);
+    let key = match key::read_key(&contract.key, request) {
+        key::KeyValue::Present(key) => key,
+        key::KeyValue::Absent if !contract.key_required => return Ok(None),
+        key::KeyValue::Absent => {
+            return Err(problem(
+                contract.missing_key_status,
+                "missing idempotency key",
+                &format!("send a key of the form `{}`", contract.key_format),
+            ));
         }
-        return Err(problem(
-            contract.missing_key_status,
-            "missing idempotency key",
-            &format!("send a key of the form `{}`", contract.key_format),
-        ));
+        key::KeyValue::Unreadable(why) => {
+            return Err(problem(
+                contract.missing_key_status,
+                "invalid idempotency key",
+                &why,
+            ));
+        }
     };
     let regex = operation.key_regex.get_or_init(|| {
         Regex::new(contract.key_pattern).expect("a contract's key pattern is a valid regex")
@@ -1046,6 +1080,22 @@ fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
         status,
         title,
         "the request was not processed; retry it with the same key after the Retry-After delay",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after_secs));
+    response
+}
+
+/// A `503` for a commit that may or may not have happened: retry with the
+/// same key, never a new one.
+fn outcome_unknown(retry_after_secs: u64) -> Response {
+    let mut response = problem(
+        503,
+        "outcome unknown",
+        "the database connection broke while the request was committing: it may have been \
+         processed. Retry it with the same key after the Retry-After delay (never with a new \
+         key): the retry gets the stored answer if it was processed, and runs it if not",
     );
     response
         .headers_mut()

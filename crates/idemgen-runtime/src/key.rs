@@ -28,6 +28,101 @@ impl Source {
     }
 }
 
+/// What a request carries where its contract's key travels.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyValue {
+    /// Nothing there: a missing key (refused when the key is required).
+    Absent,
+    Present(String),
+    /// Something there that cannot be a key (bytes that are not visible
+    /// ASCII, a key sent twice, a JSON value that is not a string or a
+    /// number, a control character): always refused, even where the key is
+    /// optional, since reading it as "no key" would run every retry's
+    /// business step again.
+    Unreadable(String),
+}
+
+/// Reads the key from where `source` says it travels.
+pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
+    let value = match source {
+        Source::Header(name) => {
+            let mut values = request.headers.get_all(*name).iter();
+            match (values.next(), values.next()) {
+                (None, _) => return KeyValue::Absent,
+                (Some(_), Some(_)) => {
+                    return KeyValue::Unreadable(format!(
+                        "the key header `{name}` is sent more than once"
+                    ));
+                }
+                (Some(value), None) => match value.to_str() {
+                    Ok(text) => text.to_string(),
+                    Err(_) => {
+                        return KeyValue::Unreadable(format!(
+                            "the key header `{name}` is not visible ASCII"
+                        ));
+                    }
+                },
+            }
+        }
+        Source::Query(name) => {
+            let mut values = request
+                .query_pairs
+                .iter()
+                .filter(|(pair_name, _)| pair_name == name);
+            match (values.next(), values.next()) {
+                (None, _) => return KeyValue::Absent,
+                (Some(_), Some(_)) => {
+                    return KeyValue::Unreadable(format!(
+                        "the key query parameter `{name}` is sent more than once"
+                    ));
+                }
+                (Some((_, value)), None) => value.clone(),
+            }
+        }
+        Source::Body(pointer) => {
+            if request.body.is_empty() {
+                return KeyValue::Absent;
+            }
+            let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
+                return KeyValue::Unreadable(format!(
+                    "the key field `{pointer}` cannot be read: the body is not JSON"
+                ));
+            };
+            match body.pointer(pointer) {
+                None | Some(Value::Null) => return KeyValue::Absent,
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Number(number)) => number.to_string(),
+                Some(_) => {
+                    return KeyValue::Unreadable(format!(
+                        "the key field `{pointer}` must be a string"
+                    ));
+                }
+            }
+        }
+        Source::Principal => {
+            return match &request.principal {
+                Some(principal) => KeyValue::Present(principal.id.clone()),
+                None => KeyValue::Absent,
+            };
+        }
+    };
+    if value.chars().any(char::is_control) {
+        return KeyValue::Unreadable("the key contains a control character".to_string());
+    }
+    KeyValue::Present(value)
+}
+
+/// The idempotency key for downstream calls made on behalf of one key:
+/// the same for every attempt, distinct per operation and scope (both are
+/// in `scope`, itself a hash).
+pub(crate) fn downstream_key(scope: &str, key: &str) -> String {
+    let mut hasher = Sha256::new();
+    hash_part(&mut hasher, b"idemgen downstream key");
+    hash_part(&mut hasher, scope.as_bytes());
+    hash_part(&mut hasher, key.as_bytes());
+    hex(&hasher.finalize())
+}
+
 /// The text of the body's field at `pointer` (a string, or a number as
 /// written).
 pub(crate) fn body_text(body: &[u8], pointer: &str) -> Option<String> {
@@ -206,6 +301,64 @@ mod tests {
                 .unwrap_err()
                 .contains("longer than 20 bytes")
         );
+    }
+
+    #[test]
+    fn a_key_that_is_there_but_unreadable_is_never_absent() {
+        let header = |value: &[u8]| {
+            let mut request = request("{}");
+            request.headers.insert(
+                "idempotency-key",
+                axum::http::HeaderValue::from_bytes(value).unwrap(),
+            );
+            read_key(&Source::Header("Idempotency-Key"), &request)
+        };
+        assert_eq!(header(b"pay:1"), KeyValue::Present("pay:1".into()));
+        assert!(matches!(header(b"pay:\xe9t\xe9"), KeyValue::Unreadable(_)));
+        let mut twice = request("{}");
+        twice
+            .headers
+            .append("idempotency-key", "a".parse().unwrap());
+        twice
+            .headers
+            .append("idempotency-key", "b".parse().unwrap());
+        assert!(matches!(
+            read_key(&Source::Header("Idempotency-Key"), &twice),
+            KeyValue::Unreadable(_)
+        ));
+        assert_eq!(
+            read_key(&Source::Header("Idempotency-Key"), &request("{}")),
+            KeyValue::Absent
+        );
+
+        let body = |text: &str| read_key(&Source::Body("/key"), &request(text));
+        assert_eq!(body(r#"{"key": "k1"}"#), KeyValue::Present("k1".into()));
+        assert_eq!(body(r#"{"key": 42}"#), KeyValue::Present("42".into()));
+        for absent in ["", "{}", r#"{"key": null}"#] {
+            assert_eq!(body(absent), KeyValue::Absent, "{absent}");
+        }
+        for unreadable in [
+            r#"{"key": true}"#,
+            r#"{"key": []}"#,
+            r#"{"key": {}}"#,
+            r#"{"key": "a\u0000b"}"#,
+            "not json",
+        ] {
+            assert!(
+                matches!(body(unreadable), KeyValue::Unreadable(_)),
+                "{unreadable}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_downstream_key_is_stable_and_namespaced() {
+        let key = downstream_key("scope-a", "pay:1");
+        assert_eq!(key, downstream_key("scope-a", "pay:1"));
+        assert_ne!(key, downstream_key("scope-b", "pay:1"));
+        assert_ne!(key, downstream_key("scope-a", "pay:2"));
+        assert_eq!(key.len(), 64);
+        assert!(!key.contains("pay"));
     }
 
     #[test]

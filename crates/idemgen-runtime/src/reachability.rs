@@ -61,13 +61,16 @@ impl Reachability {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
         }
+        // Cleared however this ends: a request whose client disconnects
+        // drops this future mid-probe, and a flag left set would stop
+        // every later probe, leaving the verdict "down" for good.
+        let _probing = ProbingFlag(&self.probing);
         let up = db::reachable(pool, PROBE_TIMEOUT).await;
         let was_down = std::mem::replace(
             &mut *self.lock(),
             if up { None } else { Some(Instant::now()) },
         )
         .is_some();
-        self.probing.store(false, Ordering::Release);
         match (was_down, up) {
             (false, false) => {
                 tracing::warn!("database unreachable: answering 503 until a probe connects")
@@ -85,5 +88,14 @@ impl Reachability {
         self.down_since_probe
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Clears the "a probe is running" flag when dropped.
+struct ProbingFlag<'a>(&'a AtomicBool);
+
+impl Drop for ProbingFlag<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }

@@ -186,15 +186,31 @@ impl RecordStore {
                 " ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token"
             }
         };
+        // The expiry test is the DELETE's own, never only a subquery's: a
+        // record a reclaim or finish makes live again while the purge
+        // waits for its lock must survive. InnoDB evaluates a locking
+        // statement's WHERE on the latest row version. PostgreSQL, under
+        // READ COMMITTED, re-checks only the outer WHERE against a row
+        // updated meanwhile (`id IN (…)` would still hold), so the test is
+        // repeated there, and SKIP LOCKED leaves rows that a claim holds
+        // to the next run instead of waiting for them. SQLite has one
+        // writer at a time, but shares the statement's shape.
         let purge = match Dialect::BUILT {
             Dialect::Mysql => {
                 "DELETE FROM {t} WHERE expires_at < {now} - {1} AND lease_expires_at < {now} - {2} \
                  ORDER BY expires_at LIMIT {3}"
             }
-            Dialect::Sqlite | Dialect::Postgres => {
+            Dialect::Postgres => {
                 "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} \
                  WHERE expires_at < {now} - {1} AND lease_expires_at < {now} - {2} \
-                 ORDER BY expires_at LIMIT {3})"
+                 ORDER BY expires_at LIMIT {3} FOR UPDATE SKIP LOCKED) \
+                 AND expires_at < {now} - {1} AND lease_expires_at < {now} - {2}"
+            }
+            Dialect::Sqlite => {
+                "DELETE FROM {t} WHERE id IN (SELECT id FROM {t} \
+                 WHERE expires_at < {now} - {1} AND lease_expires_at < {now} - {2} \
+                 ORDER BY expires_at LIMIT {3}) \
+                 AND expires_at < {now} - {1} AND lease_expires_at < {now} - {2}"
             }
         };
         let claim = match Dialect::BUILT {

@@ -393,3 +393,73 @@ mod sqlite {
         table.sql("DROP TABLE {t}_rows").await;
     }
 }
+
+/// The fenced finish of a claimed request loses a race (a lock wait that
+/// times out on its own record row, held by another session): the
+/// attempt rolls back, is answered "in progress, retry", and releases its
+/// claim at once, so its retry runs without waiting out the lease.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_race_at_the_fenced_finish_releases_the_claim_at_once() {
+    let Some((table, engine)) = arena().await else {
+        return;
+    };
+    let key = key();
+    let mut call = claim(&engine, &key).await;
+    let (tx, _) = call.parts();
+    #[cfg(feature = "mysql")]
+    let (set_timeout, lock_timeout) = (
+        "SET SESSION innodb_lock_wait_timeout = 1",
+        Duration::from_secs(1),
+    );
+    #[cfg(feature = "postgres")]
+    let (set_timeout, lock_timeout) = (
+        "SET LOCAL lock_timeout = '300ms'",
+        Duration::from_millis(300),
+    );
+    sqlx::query(set_timeout).execute(&mut **tx).await.unwrap();
+    sqlx::query(sql(&table, "UPDATE {t}_rows SET n = n + 1 WHERE id = 1"))
+        .execute(&mut **tx)
+        .await
+        .unwrap();
+    // Another session holds the record's row (a purge, an operator's
+    // query) a little past the finish's lock timeout.
+    let mut holder = table.pool.begin().await.unwrap();
+    #[cfg(feature = "mysql")]
+    let lock_record = "SELECT status FROM {t} WHERE idem_key = ? FOR UPDATE";
+    #[cfg(feature = "postgres")]
+    let lock_record = "SELECT status FROM {t} WHERE idem_key = $1 FOR UPDATE";
+    sqlx::query(sql(&table, lock_record))
+        .bind(&key)
+        .fetch_one(&mut *holder)
+        .await
+        .unwrap();
+    let holder = tokio::spawn(async move {
+        tokio::time::sleep(lock_timeout + Duration::from_millis(400)).await;
+        holder.rollback().await.unwrap();
+    });
+    let answer = call
+        .finish(Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::CREATED,
+            &json!({"paid": true}),
+        )))
+        .await;
+    holder.await.unwrap();
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(answer.headers().contains_key("retry-after"));
+    let n: i32 = sqlx::query_scalar(sql(&table, "SELECT n FROM {t}_rows WHERE id = 1"))
+        .fetch_one(&table.pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 0, "the losing attempt's business write was rolled back");
+    // The lease is 5 s: only a released claim lets the retry run now.
+    let retry = claim(&engine, &key).await;
+    let done = retry
+        .finish(Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::CREATED,
+            &json!({"paid": true}),
+        )))
+        .await;
+    assert_eq!(done.status(), StatusCode::CREATED);
+    table.sql("DROP TABLE {t}_rows").await;
+}
