@@ -136,7 +136,7 @@ curl -fsS "http://127.0.0.1:$port/stats" >"$work/django-idempotency-key.stats"
 
 port=$(free_port)
 db=$work/payments.db
-start generated "$port" env DATABASE_URL="sqlite://$db?mode=rwc" "$target/debug/payment-callback"
+start generated "$port" env PAYMENT_CALLBACK_INSECURE=1 DATABASE_URL="sqlite://$db?mode=rwc" "$target/debug/payment-callback"
 order=ORD-CONFORMANCE-1
 sqlite3 "$db" "INSERT INTO orders (order_no, amount) VALUES ('$order', 1999)"
 probe generated examples/payment-callback/openapi.yaml "$port" --set "/order_no=$order" --set /amount=1999

@@ -1401,6 +1401,8 @@ fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)>
         .env("DATABASE_URL", database_url)
         .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
         .env("DOWNSTREAM_DELAY_MS", "300")
+        // The probe sends unsigned callbacks.
+        .env("PAYMENT_CALLBACK_INSECURE", "1")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .spawn()

@@ -551,6 +551,9 @@ impl Server {
                 .env("DATABASE_URL", database_url)
                 .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
                 .env("DOWNSTREAM_DELAY_MS", delay_ms.to_string())
+                // These tests send unsigned callbacks (signatures are
+                // tested in the example's own tests/signatures.rs).
+                .env("PAYMENT_CALLBACK_INSECURE", "1")
                 // Purging is tested on its own, on a server started for it.
                 .env("PURGE_INTERVAL_SECS", "3600")
                 .env("RUST_LOG", "warn")

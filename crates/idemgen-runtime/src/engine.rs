@@ -309,6 +309,10 @@ impl Idempotency {
                 }
             }
         };
+        let mut request = request;
+        request.downstream_key = claim
+            .as_ref()
+            .map(|claim| key::downstream_key(&claim.scope, &claim.key));
         let began = tokio::time::timeout_at(deadline, db::begin_on(connection)).await;
         match began {
             Ok(Ok(tx)) => Ok(Call {
@@ -679,10 +683,8 @@ impl Call {
     /// making a second one. Derived from the operation, the scope and the
     /// key (64 hex digits), so it reveals none of them and two operations'
     /// or tenants' keys never share one.
-    pub fn downstream_key(&self) -> Option<String> {
-        self.claim
-            .as_ref()
-            .map(|claim| key::downstream_key(&claim.scope, &claim.key))
+    pub fn downstream_key(&self) -> Option<&str> {
+        self.request.downstream_key.as_deref()
     }
 
     /// This attempt's claim token (`None` for an operation without a key):

@@ -273,6 +273,7 @@ mod tests {
             headers: Default::default(),
             body: body.to_string().into(),
             principal: None,
+            downstream_key: None,
         }
     }
 

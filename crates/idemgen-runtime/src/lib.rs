@@ -85,7 +85,8 @@ pub use fingerprint::fingerprint;
 pub use input::{Param, ParamIn, Scalar};
 pub use reply::{MAX_BODY_BYTES, Reply, Request};
 pub use security::{
-    ApiKeyIn, Credential, Principal, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
+    ApiKeyIn, Credential, NoVerifier, Principal, Refusal, Scheme, SchemeKind, Security, Verify,
+    authenticate,
 };
 pub use store::{RecordStore, StoreError, is_plain_identifier};
 pub use time::{now_ms, rfc3339};

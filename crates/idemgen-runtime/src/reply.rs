@@ -32,6 +32,13 @@ pub struct Request {
     /// operation). A service sets it after [`crate::authenticate`]; a
     /// [`Principal`] in the axum request's extensions is read into it.
     pub principal: Option<Principal>,
+    /// The idempotency key to give downstream services this request's
+    /// business step calls (a payment provider, another idempotent API):
+    /// the same for every attempt of one key, so a retry after a timeout is
+    /// recognised downstream instead of charged again. Set by the engine
+    /// once the key is claimed (`None`: an operation without a key); see
+    /// [`crate::Call::downstream_key`].
+    pub downstream_key: Option<String>,
 }
 
 impl Request {
@@ -47,6 +54,7 @@ impl Request {
             headers: HeaderMap::new(),
             body: Bytes::new(),
             principal: None,
+            downstream_key: None,
         }
     }
 
@@ -87,6 +95,7 @@ impl Request {
             headers: parts.headers,
             body,
             principal,
+            downstream_key: None,
         })
     }
 

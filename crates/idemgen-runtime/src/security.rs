@@ -209,6 +209,28 @@ pub trait Verify: Send + Sync {
     ) -> impl Future<Output = Result<Principal, Refusal>> + Send;
 }
 
+/// A verifier that admits no credential: for an app whose credential
+/// check is not configured (one made for tests, say), so that a secured
+/// operation fails closed (`401`) while open ones and anonymous
+/// alternatives still run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoVerifier;
+
+impl Verify for NoVerifier {
+    async fn verify(
+        &self,
+        scheme: &'static Scheme,
+        _credential: &Credential,
+        _request: &Request,
+    ) -> Result<Principal, Refusal> {
+        Err(Refusal::unauthenticated(format!(
+            "credentials of the security scheme `{}` cannot be verified: this service has no \
+             credential check configured",
+            scheme.name
+        )))
+    }
+}
+
 /// Checks `request` against `security`: `Ok(None)` for an open operation
 /// (or an anonymous alternative when no other passes), `Ok(Some)` the
 /// principal of the first alternative whose schemes all pass (that of its
@@ -226,6 +248,10 @@ pub async fn authenticate(
     }
     let mut refusal: Option<Refusal> = None;
     let mut anonymous = false;
+    // A credential that was sent and refused is an answer of its own: the
+    // anonymous alternative admits callers who sent none, not callers
+    // whose credential failed.
+    let mut sent_and_refused = false;
     'alternatives: for schemes in security.alternatives {
         if schemes.is_empty() {
             anonymous = true;
@@ -239,6 +265,7 @@ pub async fn authenticate(
                     principal.get_or_insert(verified);
                 }
                 Err(refused) => {
+                    sent_and_refused |= credential != Credential::Missing;
                     // The first 403 wins: the caller is known, and not allowed.
                     refusal = Some(match refusal {
                         Some(earlier) if earlier.status == StatusCode::FORBIDDEN => earlier,
@@ -251,7 +278,7 @@ pub async fn authenticate(
         }
         return Ok(principal);
     }
-    if anonymous {
+    if anonymous && !sent_and_refused {
         return Ok(None);
     }
     let refusal = refusal.unwrap_or_else(|| Refusal::unauthenticated("credentials are required"));

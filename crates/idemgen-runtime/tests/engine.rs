@@ -623,6 +623,13 @@ async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
     let key = key();
     let call = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
     assert!(call.claim_token().is_some_and(|token| token.len() == 36));
+    // What a downstream charge made by this attempt is keyed with.
+    let charged_with = call.downstream_key().expect("a keyed call").to_string();
+    let first_token = call.claim_token().unwrap().to_string();
+    assert_eq!(
+        call.request().downstream_key.as_deref(),
+        Some(&*charged_with)
+    );
     let name = table.name.clone();
     let mut call = call;
     let deadline = call.deadline();
@@ -641,8 +648,28 @@ async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
     assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(slow.headers().contains_key("retry-after"));
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_slow").await, 0);
+    // Another key's downstream key is another.
+    let other = claim_as(
+        &QUICK,
+        &engine,
+        pay(
+            Some(&format!("pay:{}", uuid::Uuid::new_v4())),
+            &json!({"order": "O"}),
+        ),
+    )
+    .await;
+    assert_ne!(other.downstream_key(), Some(&*charged_with));
+    assert_eq!(
+        other.finish(created("other")).await.status(),
+        StatusCode::CREATED
+    );
     // Released at once: the retry runs now, not after another lease.
     let mut retry = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
+    // The retry has a claim token of its own (fencing), and the same
+    // downstream key: a provider charged by the cut-off attempt recognises
+    // the retry's charge instead of making a second one.
+    assert_ne!(retry.claim_token(), Some(&*first_token));
+    assert_eq!(retry.downstream_key(), Some(&*charged_with));
     let deadline = retry.deadline();
     let (tx, _) = retry.parts();
     let in_time = async {
@@ -879,4 +906,73 @@ async fn an_unwritten_business_function_is_501_and_leaves_the_key_retryable() {
     let retry = claim(&engine, pay(Some(&key), &json!({}))).await;
     let done = retry.finish(created("written")).await;
     assert_eq!(done.status(), StatusCode::CREATED);
+}
+
+/// `profile: stripe`: the key is optional. A request without one runs
+/// unprotected, as the contract says; a key that is there but cannot be
+/// read (bytes that are not ASCII, a body key that is `true`, an array, an
+/// object) is refused with 400, never read as "no key", which would run
+/// every retry's business step again.
+#[tokio::test]
+async fn an_optional_key_that_is_present_but_unreadable_is_refused() {
+    static OPTIONAL_HEADER: Operation = Operation::idempotent(
+        "optionalHeader",
+        "optional_header",
+        Contract {
+            key_required: false,
+            ..Contract::header("pay:{uuid}", KEY_PATTERN, 60_000, 3_000)
+        },
+    );
+    static OPTIONAL_BODY: Operation = Operation::idempotent(
+        "optionalBody",
+        "optional_body",
+        Contract {
+            key: Source::Body("/key"),
+            key_required: false,
+            ..Contract::header("pay:{uuid}", KEY_PATTERN, 60_000, 3_000)
+        },
+    );
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let latin1 = Request::post("/pay")
+        .header(
+            "Idempotency-Key",
+            axum::http::HeaderValue::from_bytes(b"pay:caf\xe9").unwrap(),
+        )
+        .body(Body::from("{}"))
+        .unwrap();
+    let refused = answer(&OPTIONAL_HEADER, &engine, latin1).await;
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert!(body_text(refused).await.contains("not visible ASCII"));
+    let twice = Request::post("/pay")
+        .header("Idempotency-Key", key())
+        .header("Idempotency-Key", key())
+        .body(Body::from("{}"))
+        .unwrap();
+    assert_eq!(
+        answer(&OPTIONAL_HEADER, &engine, twice).await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    for body in [
+        json!({"key": true}),
+        json!({"key": ["pay:1"]}),
+        json!({"key": {"id": 1}}),
+        json!({"key": "pay:\u{0}"}),
+    ] {
+        let refused = answer(&OPTIONAL_BODY, &engine, pay(None, &body)).await;
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST, "{body}");
+    }
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
+    // Absent (or null) is no key: the request runs, and records nothing.
+    for body in [json!({}), json!({"key": null})] {
+        let call = claim_as(&OPTIONAL_BODY, &engine, pay(None, &body)).await;
+        assert_eq!(call.downstream_key(), None);
+        assert_eq!(
+            call.finish(created("unkeyed")).await.status(),
+            StatusCode::CREATED
+        );
+    }
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
 }

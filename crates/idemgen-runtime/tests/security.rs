@@ -412,3 +412,52 @@ async fn the_refusal_is_a_problem_the_client_can_act_on() {
     let body = body_text(refused).await;
     assert!(body.contains("Authorization: Bearer"), "{body}");
 }
+
+/// `[{queryKey: []}, {}]`: a caller who sends no key is anonymous; a caller
+/// whose key is refused is refused, never let in as anonymous.
+#[tokio::test]
+async fn a_refused_credential_is_not_admitted_as_anonymous() {
+    static KEY_OR_ANONYMOUS: Security = Security {
+        alternatives: &[&[QUERY_KEY], &[]],
+    };
+    let read = |uri: &str| {
+        let uri = uri.to_string();
+        async move {
+            idemgen_runtime::Request::read(Request::get(uri).body(Body::empty()).unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    let anonymous = read("/pay").await;
+    assert_eq!(
+        authenticate(&KEY_OR_ANONYMOUS, &Tokens, &anonymous)
+            .await
+            .map(|principal| principal.is_none())
+            .ok(),
+        Some(true)
+    );
+    let known = read(&format!("/pay?api_key={ALICE_QUERY_KEY}")).await;
+    let alice = authenticate(&KEY_OR_ANONYMOUS, &Tokens, &known)
+        .await
+        .ok()
+        .flatten()
+        .expect("alice's key admits her");
+    assert_eq!(alice.id, "alice");
+    let wrong = read("/pay?api_key=stolen-or-mistyped").await;
+    let refused = authenticate(&KEY_OR_ANONYMOUS, &Tokens, &wrong)
+        .await
+        .expect_err("a refused key is not anonymous");
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+
+    // Without a configured check, secured operations fail closed, and the
+    // anonymous alternative still admits a caller who sent nothing.
+    let refused = authenticate(&SECURITY, &idemgen_runtime::NoVerifier, &known)
+        .await
+        .expect_err("nothing is verified without a check");
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        authenticate(&KEY_OR_ANONYMOUS, &idemgen_runtime::NoVerifier, &anonymous)
+            .await
+            .is_ok_and(|principal| principal.is_none())
+    );
+}

@@ -1,15 +1,26 @@
 //! Who may call this service: only the payment provider may report a
-//! payment. It signs every callback: `X-Signature` is the lowercase hex
-//! HMAC-SHA256 of the raw request body, keyed with the secret both sides
-//! share (`PAYMENT_CALLBACK_SECRET` here). The spec declares that header as
-//! the `apiKey` scheme `providerSignature`; the generated handler calls
-//! [`Auth::verify`] with it before the callback's key is claimed, so an
-//! unsigned or badly signed callback is answered 401, records nothing and
-//! pays nothing.
+//! payment. It signs every callback, as payment providers do:
 //!
-//! Without `PAYMENT_CALLBACK_SECRET` the service still starts, for local
-//! use, and warns loudly that callbacks are unauthenticated: anyone who
-//! can reach it can mark orders paid.
+//! ```text
+//! X-Signature: t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">
+//! ```
+//!
+//! keyed with the secret both sides share (`PAYMENT_CALLBACK_SECRET` here).
+//! The timestamp is signed with the body and must be within
+//! `PAYMENT_CALLBACK_TOLERANCE_SECS` (default 300) of this server's clock,
+//! so a captured callback cannot be replayed later under a new key. The
+//! spec declares the header as the `apiKey` scheme `providerSignature`; the
+//! generated handler calls [`Auth::verify`] with it before the callback's
+//! key is claimed, so an unsigned, stale or badly signed callback is
+//! answered 401, records nothing and pays nothing.
+//!
+//! Without `PAYMENT_CALLBACK_SECRET` the service refuses to start (a typo
+//! or a missing secret mount must not open it to everyone), unless
+//! `PAYMENT_CALLBACK_INSECURE=1` says that callbacks are to be accepted
+//! unauthenticated (local use, load tests): then it warns at start and on
+//! every callback it accepts that way.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, KeyInit, Mac};
 use idemgen_runtime::{Credential, Principal, Refusal, Scheme, Verify};
@@ -20,33 +31,61 @@ use crate::Request;
 /// The environment variable that holds the shared secret.
 pub const SECRET_VARIABLE: &str = "PAYMENT_CALLBACK_SECRET";
 
+/// Set to `1` to run without signature checks (local use only).
+pub const INSECURE_VARIABLE: &str = "PAYMENT_CALLBACK_INSECURE";
+
+/// How far a signature's timestamp may be from this server's clock, in
+/// seconds.
+pub const TOLERANCE_VARIABLE: &str = "PAYMENT_CALLBACK_TOLERANCE_SECS";
+
+/// The default of [`TOLERANCE_VARIABLE`], as payment providers use.
+pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(300);
+
 /// Who a verified callback comes from.
 pub const PROVIDER: &str = "payment-provider";
 
-/// The shared secret, if configured.
+const FORMAT: &str = "`X-Signature` must be `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 \
+                      of \"<t>.<raw body>\">`";
+
+/// The shared secret (`None`: callbacks are not authenticated, on purpose)
+/// and how old a signature may be.
 pub struct Auth {
     secret: Option<Vec<u8>>,
+    tolerance: Duration,
 }
 
 impl Auth {
-    /// Reads `PAYMENT_CALLBACK_SECRET`; without it, warns that callbacks
-    /// are not authenticated. An empty secret is a mistake, not "none".
+    /// Reads `PAYMENT_CALLBACK_SECRET`, `PAYMENT_CALLBACK_INSECURE` and
+    /// `PAYMENT_CALLBACK_TOLERANCE_SECS`. No secret is an error, naming the
+    /// variable, unless `PAYMENT_CALLBACK_INSECURE=1`.
     pub fn from_env() -> Result<Auth, Box<dyn std::error::Error>> {
+        let tolerance = match std::env::var(TOLERANCE_VARIABLE) {
+            Err(_) => DEFAULT_TOLERANCE,
+            Ok(secs) => secs.parse().map(Duration::from_secs).map_err(|_| {
+                format!("{TOLERANCE_VARIABLE} must be a whole number of seconds, not `{secs}`")
+            })?,
+        };
+        let insecure = std::env::var(INSECURE_VARIABLE).is_ok_and(|value| value == "1");
         match std::env::var(SECRET_VARIABLE) {
             Ok(secret) if secret.is_empty() => Err(format!(
-                "{SECRET_VARIABLE} is empty; set it to the secret shared with the payment \
-                 provider, or unset it to run without signature checks"
+                "{SECRET_VARIABLE} is empty; set it to the secret shared with the payment provider"
             )
             .into()),
-            Ok(secret) => Ok(Auth::with_secret(secret.as_bytes())),
-            Err(_) => {
+            Ok(secret) => Ok(Auth::with_secret(secret.as_bytes()).with_tolerance(tolerance)),
+            Err(_) if insecure => {
                 tracing::warn!(
-                    "{SECRET_VARIABLE} is not set: payment callbacks are NOT authenticated, and \
-                     anyone who can reach this service can mark orders paid. Set it to the \
-                     secret shared with the payment provider before exposing the service."
+                    "{INSECURE_VARIABLE}=1 and no {SECRET_VARIABLE}: payment callbacks are NOT \
+                     authenticated, and anyone who can reach this service can mark orders \
+                     paid. Never expose it like this."
                 );
-                Ok(Auth { secret: None })
+                Ok(Auth::unauthenticated())
             }
+            Err(_) => Err(format!(
+                "{SECRET_VARIABLE} is not set: set it to the secret shared with the payment \
+                 provider (or, for local use only, set {INSECURE_VARIABLE}=1 to accept \
+                 unsigned callbacks)"
+            )
+            .into()),
         }
     }
 
@@ -54,24 +93,119 @@ impl Auth {
     pub fn with_secret(secret: &[u8]) -> Auth {
         Auth {
             secret: Some(secret.to_vec()),
+            tolerance: DEFAULT_TOLERANCE,
         }
     }
 
-    /// No signature checks (local use only).
+    /// No signature checks (local use only); every callback accepted this
+    /// way is logged as a warning.
     pub fn unauthenticated() -> Auth {
-        Auth { secret: None }
+        Auth {
+            secret: None,
+            tolerance: DEFAULT_TOLERANCE,
+        }
+    }
+
+    /// This check with signatures accepted within `tolerance` of now.
+    pub fn with_tolerance(mut self, tolerance: Duration) -> Auth {
+        self.tolerance = tolerance;
+        self
     }
 }
 
-/// The `X-Signature` of `body` under `secret`: lowercase hex HMAC-SHA256.
-pub fn signature(secret: &[u8], body: &[u8]) -> String {
-    hex::encode(mac(secret, body).finalize().into_bytes())
+/// The `X-Signature` value the provider sends for `body` at `timestamp`
+/// (Unix seconds).
+pub fn sign(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
+    let mac = mac(secret, timestamp, body).finalize().into_bytes();
+    format!("t={timestamp},v1={}", hex::encode(mac))
 }
 
-fn mac(secret: &[u8], body: &[u8]) -> Hmac<Sha256> {
+/// The Unix time now, in seconds.
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+fn mac(secret: &[u8], timestamp: u64, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
     mac.update(body);
     mac
+}
+
+/// A parsed `X-Signature`: its timestamp and every `v1` signature (a
+/// provider rotating its secret sends one per secret).
+struct SignatureHeader {
+    timestamp: u64,
+    signatures: Vec<Vec<u8>>,
+}
+
+fn parse(header: &str) -> Result<SignatureHeader, Refusal> {
+    let malformed = |why: &str| Refusal::unauthenticated(format!("{why}: {FORMAT}"));
+    let mut timestamp = None;
+    let mut signatures = Vec::new();
+    for part in header.split(',') {
+        let (name, value) = part
+            .trim()
+            .split_once('=')
+            .ok_or_else(|| malformed("malformed signature"))?;
+        match name {
+            "t" if timestamp.is_none() => {
+                let seconds = value
+                    .parse::<u64>()
+                    .map_err(|_| malformed("the timestamp `t` is not Unix seconds"))?;
+                timestamp = Some(seconds);
+            }
+            "t" => return Err(malformed("the timestamp `t` is sent twice")),
+            "v1" => signatures
+                .push(hex::decode(value).map_err(|_| malformed("the signature `v1` is not hex"))?),
+            // Other schemes (v0, a provider's next version) are not ours.
+            _ => {}
+        }
+    }
+    let timestamp = timestamp.ok_or_else(|| malformed("no timestamp `t`"))?;
+    if signatures.is_empty() {
+        return Err(malformed("no signature `v1`"));
+    }
+    Ok(SignatureHeader {
+        timestamp,
+        signatures,
+    })
+}
+
+impl Auth {
+    /// Checks `header` for `body` at `now` (Unix seconds).
+    fn check(&self, secret: &[u8], header: &str, body: &[u8], now: u64) -> Result<(), Refusal> {
+        let header = parse(header)?;
+        let tolerance = self.tolerance.as_secs();
+        if header.timestamp.saturating_add(tolerance) < now {
+            return Err(Refusal::unauthenticated(format!(
+                "the signature's timestamp is {} s old, past the tolerance of {tolerance} s",
+                now - header.timestamp
+            )));
+        }
+        if header.timestamp > now.saturating_add(tolerance) {
+            return Err(Refusal::unauthenticated(format!(
+                "the signature's timestamp is {} s in the future, past the tolerance of \
+                 {tolerance} s",
+                header.timestamp - now
+            )));
+        }
+        // `verify_slice` compares in constant time.
+        let matches = header.signatures.iter().any(|signature| {
+            mac(secret, header.timestamp, body)
+                .verify_slice(signature)
+                .is_ok()
+        });
+        if !matches {
+            return Err(Refusal::unauthenticated(
+                "the signature does not match the timestamp and body",
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Verify for Auth {
@@ -82,18 +216,13 @@ impl Verify for Auth {
         request: &Request,
     ) -> Result<Principal, Refusal> {
         let Some(secret) = &self.secret else {
+            tracing::warn!("accepted a payment callback without checking its signature");
             return Ok(Principal::new(PROVIDER, scheme.name));
         };
-        let Credential::ApiKey(signature) = credential else {
+        let Credential::ApiKey(header) = credential else {
             return Err(Refusal::missing(scheme));
         };
-        let signature = hex::decode(signature).map_err(|_| {
-            Refusal::unauthenticated("`X-Signature` must be the hex HMAC-SHA256 of the body")
-        })?;
-        // `verify_slice` compares in constant time.
-        mac(secret, &request.body)
-            .verify_slice(&signature)
-            .map_err(|_| Refusal::unauthenticated("the signature does not match the body"))?;
+        self.check(secret, header, &request.body, unix_now())?;
         Ok(Principal::new(PROVIDER, scheme.name))
     }
 }
@@ -102,12 +231,56 @@ impl Verify for Auth {
 mod tests {
     use super::*;
 
+    const SECRET: &[u8] = b"Jefe";
+    const NOW: u64 = 1_733_270_400;
+
+    fn check(header: &str, body: &[u8]) -> Result<(), String> {
+        Auth::with_secret(SECRET)
+            .check(SECRET, header, body, NOW)
+            .map_err(|refusal| format!("{refusal:?}"))
+    }
+
     #[test]
-    fn the_signature_is_rfc_4231_hmac_sha256_in_hex() {
-        // RFC 4231, test case 2.
+    fn the_signature_is_hmac_sha256_of_the_timestamp_a_dot_and_the_body() {
+        // RFC 4231, test case 2, over "<t>.<body>".
+        let mut mac = Hmac::<Sha256>::new_from_slice(SECRET).unwrap();
+        mac.update(b"1733270400.what do ya want for nothing?");
+        let expected = hex::encode(mac.finalize().into_bytes());
         assert_eq!(
-            signature(b"Jefe", b"what do ya want for nothing?"),
-            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            sign(SECRET, NOW, b"what do ya want for nothing?"),
+            format!("t=1733270400,v1={expected}")
         );
+    }
+
+    #[test]
+    fn fresh_signatures_pass_and_everything_else_is_refused() {
+        let body = b"{\"amount\":1}";
+        assert_eq!(check(&sign(SECRET, NOW, body), body), Ok(()));
+        assert_eq!(check(&sign(SECRET, NOW - 300, body), body), Ok(()));
+        let stale = check(&sign(SECRET, NOW - 301, body), body).unwrap_err();
+        assert!(stale.contains("301 s old"), "{stale}");
+        let future = check(&sign(SECRET, NOW + 301, body), body).unwrap_err();
+        assert!(future.contains("in the future"), "{future}");
+        assert!(check(&sign(b"other", NOW, body), body).is_err());
+        assert!(check(&sign(SECRET, NOW, body), b"{\"amount\":2}").is_err());
+        // The timestamp is signed: moving it breaks the signature.
+        let moved = sign(SECRET, NOW - 1000, body).replace("t=1733269400", "t=1733270400");
+        assert!(check(&moved, body).is_err());
+        for malformed in [
+            "",
+            "deadbeef",
+            "v1=00",
+            "t=now,v1=00",
+            "t=1733270400",
+            "t=1733270400,v1=zz",
+            "t=1,t=2,v1=00",
+        ] {
+            let refusal = check(malformed, body).unwrap_err();
+            assert!(refusal.contains("X-Signature"), "{malformed}: {refusal}");
+        }
+        // A rotated secret: any one v1 may match.
+        let good = sign(SECRET, NOW, body);
+        let rotated = format!("t={NOW},v1=00ff,{}", &good[good.find("v1").unwrap()..]);
+        assert_eq!(check(&rotated, body), Ok(()));
     }
 }

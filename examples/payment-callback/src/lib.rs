@@ -64,13 +64,17 @@ static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres
 pub struct App {
     pub pool: Pool,
     pub idempotency: Idempotency,
-    /// Verifies credentials (`src/auth.rs`).
-    pub auth: Arc<auth::Auth>,
+    /// Verifies credentials (`src/auth.rs`); `None` until
+    /// [`App::with_auth`] sets it, and then every secured operation is
+    /// refused (fail closed).
+    pub auth: Option<Arc<auth::Auth>>,
 }
 
 impl App {
     /// Connects to `database_url`, applies the migrations and checks that
-    /// the record table fits the engine's statements.
+    /// the record table fits the engine's statements. Credentials are
+    /// checked once [`App::with_auth`] gives the check; until then secured
+    /// operations are refused.
     pub async fn connect(database_url: &str) -> Result<App, Box<dyn std::error::Error>> {
         let pool_size = std::env::var("DATABASE_POOL_SIZE")
             .ok()
@@ -84,18 +88,17 @@ impl App {
         let idempotency = Idempotency::new(pool.clone(), RECORD_TABLE)
             .await?
             .with_clock_margin(Duration::from_millis(clock_margin_ms));
-        let auth = Arc::new(auth::Auth::from_env()?);
         Ok(App {
             pool,
             idempotency,
-            auth,
+            auth: None,
         })
     }
 
-    /// This app with `auth` verifying credentials instead of the one
-    /// `Auth::from_env` made (for tests).
+    /// This app with `auth` verifying credentials (`Auth::from_env` when
+    /// serving; tests choose their own).
     pub fn with_auth(mut self, auth: auth::Auth) -> App {
-        self.auth = Arc::new(auth);
+        self.auth = Some(Arc::new(auth));
         self
     }
 
@@ -108,8 +111,19 @@ impl App {
         request: axum::extract::Request,
     ) -> Result<Request, Response> {
         let mut request = Request::read(request).await?;
-        request.principal =
-            idemgen_runtime::authenticate(&operation.security, &*self.auth, &request).await?;
+        request.principal = match &self.auth {
+            Some(auth) => {
+                idemgen_runtime::authenticate(&operation.security, &**auth, &request).await?
+            }
+            None => {
+                idemgen_runtime::authenticate(
+                    &operation.security,
+                    &idemgen_runtime::NoVerifier,
+                    &request,
+                )
+                .await?
+            }
+        };
         Ok(request)
     }
 
@@ -133,7 +147,9 @@ pub async fn serve() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|secs| secs.parse().ok())
         .unwrap_or(60);
 
-    let app = App::connect(&database_url).await?;
+    // Read before connecting: a missing secret stops the service at once.
+    let auth = auth::Auth::from_env()?;
+    let app = App::connect(&database_url).await?.with_auth(auth);
     idemgen_runtime::service::spawn_purge(
         app.idempotency.clone(),
         Duration::from_secs(purge_every),

@@ -1,13 +1,14 @@
 //! Signed callbacks over HTTP through the router: with a shared secret, a
-//! callback pays only when `X-Signature` is the HMAC-SHA256 of its body;
-//! an unsigned or badly signed one is 401, records nothing, pays nothing
-//! and leaves its key unused. Runs against `TEST_DATABASE_URL` (default: a
+//! callback pays only when `X-Signature` is `t=<unix seconds>,v1=<hex
+//! HMAC-SHA256 of "<t>.<body>">` with a fresh timestamp; an unsigned,
+//! stale or badly signed one is 401, records nothing, pays nothing and
+//! leaves its key unused. Without a secret the service does not start. Runs against `TEST_DATABASE_URL` (default: a
 //! fresh SQLite file when built for SQLite; skipped otherwise).
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use payment_callback::App;
-use payment_callback::auth::{Auth, signature};
+use payment_callback::auth::{Auth, sign, unix_now};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -155,7 +156,7 @@ async fn a_signed_callback_pays_once() {
     let order_no = unique("ORD");
     create_order(&app, &order_no).await;
     let key = new_key();
-    let signed = signature(SECRET, &body(&order_no));
+    let signed = sign(SECRET, unix_now(), &body(&order_no));
     for _ in 0..3 {
         let (status, answer) = send(&app, callback(&key, body(&order_no), Some(&signed))).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
@@ -171,16 +172,33 @@ async fn unsigned_and_badly_signed_callbacks_pay_nothing_and_leave_no_record() {
     let order_no = unique("ORD");
     create_order(&app, &order_no).await;
     let key = new_key();
-    let other_body = signature(SECRET, &body("ORD-OTHER"));
-    let other_secret = signature(b"not-the-secret", &body(&order_no));
-    let upper = signature(SECRET, &body(&order_no)).to_uppercase();
+    let now = unix_now();
+    let other_body = sign(SECRET, now, &body("ORD-OTHER"));
+    let other_secret = sign(b"not-the-secret", now, &body(&order_no));
+    let stale = sign(SECRET, now - 301, &body(&order_no));
+    let future = sign(SECRET, now + 301, &body(&order_no));
+    let signed = sign(SECRET, now, &body(&order_no));
+    let hex = &signed[signed.find("v1=").unwrap() + 3..];
+    let upper = format!("t={now},v1={}", hex.to_uppercase());
+    let body_only = hex_hmac_of_body_only(&body(&order_no));
+    let no_timestamp = format!("v1={hex}");
+    let word_timestamp = format!("t=now,v1={hex}");
+    let truncated = &upper[..upper.len() - 32];
     for (why, signature) in [
         ("unsigned", None),
         ("signed for another body", Some(other_body.as_str())),
         ("signed with another secret", Some(other_secret.as_str())),
-        ("not hex", Some("zz")),
+        ("signed 301 s ago", Some(stale.as_str())),
+        ("signed 301 s ahead", Some(future.as_str())),
+        ("the old body-only form", Some(body_only.as_str())),
+        ("no timestamp", Some(no_timestamp.as_str())),
+        (
+            "a timestamp that is not a number",
+            Some(word_timestamp.as_str()),
+        ),
+        ("not hex", Some("t=1,v1=zz")),
         ("empty", Some("")),
-        ("truncated", Some(&upper[..32])),
+        ("truncated", Some(truncated)),
     ] {
         let (status, answer) = send(&app, callback(&key, body(&order_no), signature)).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{why}: {answer}");
@@ -191,6 +209,7 @@ async fn unsigned_and_badly_signed_callbacks_pay_nothing_and_leave_no_record() {
 
     // The key was not consumed: the genuine callback pays with it. Hex
     // digits are read in either case.
+    assert_eq!(upper.len(), signed.len());
     let (status, answer) = send(&app, callback(&key, body(&order_no), Some(&upper))).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(payments(&app, &order_no).await, (1, 1));
@@ -200,10 +219,126 @@ async fn unsigned_and_badly_signed_callbacks_pay_nothing_and_leave_no_record() {
 async fn a_signed_callback_with_a_bad_key_is_told_about_the_key() {
     let Some(app) = app().await else { return };
     let order_no = unique("ORD");
-    let signed = signature(SECRET, &body(&order_no));
+    let signed = sign(SECRET, unix_now(), &body(&order_no));
     let (status, answer) = send(&app, callback("not-a-key", body(&order_no), Some(&signed))).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     // Without a signature, the key is not even looked at.
     let (status, _) = send(&app, callback("not-a-key", body(&order_no), None)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+}
+
+/// The signature the service accepted before timestamps were signed: the
+/// hex HMAC of the body alone, which a captured callback kept valid forever.
+fn hex_hmac_of_body_only(body: &[u8]) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(SECRET).unwrap();
+    mac.update(body);
+    hex::encode(mac.finalize().into_bytes())
+}
+
+/// A captured signed callback, replayed with a new key once its timestamp
+/// is past the tolerance, pays nothing.
+#[tokio::test]
+async fn a_captured_callback_is_refused_once_its_timestamp_is_stale() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no).await;
+    let captured = sign(SECRET, unix_now() - 3_600, &body(&order_no));
+    let (status, answer) = send(&app, callback(&new_key(), body(&order_no), Some(&captured))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{answer}");
+    assert!(
+        answer["detail"].as_str().unwrap().contains("s old"),
+        "{answer}"
+    );
+    assert_eq!(payments(&app, &order_no).await, (0, 0));
+}
+
+/// The service's own start: without `PAYMENT_CALLBACK_SECRET` it exits 2
+/// naming the variable, and `PAYMENT_CALLBACK_INSECURE=1` runs it open
+/// with a warning.
+#[test]
+fn the_service_does_not_start_without_its_secret() {
+    if !cfg!(feature = "sqlite") {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"SKIPPED: the start-up check runs on the SQLite build\n",
+        );
+        return;
+    }
+    let dir = tempfile_dir();
+    let database = format!("sqlite://{}/start.db?mode=rwc", dir.display());
+    let service = || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_payment-callback"));
+        command
+            .env_remove("PAYMENT_CALLBACK_SECRET")
+            .env_remove("PAYMENT_CALLBACK_INSECURE")
+            .env("DATABASE_URL", &database)
+            .env("LISTEN_ADDR", "127.0.0.1:0")
+            .env("RUST_LOG", "warn");
+        command
+    };
+    let refused = service().output().unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("PAYMENT_CALLBACK_SECRET is not set"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("PAYMENT_CALLBACK_INSECURE=1"), "{stderr}");
+
+    let mut open = service()
+        .env("PAYMENT_CALLBACK_INSECURE", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It starts and warns; its logs go to stdout or stderr.
+    let warned = wait_for_output(&mut open, "NOT authenticated");
+    let _ = open.kill();
+    let _ = open.wait();
+    assert!(
+        warned,
+        "no start-up warning in PAYMENT_CALLBACK_INSECURE mode"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("payment-callback-start-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Whether `needle` shows in the child's stdout or stderr within 30 s.
+fn wait_for_output(child: &mut std::process::Child, needle: &str) -> bool {
+    use std::io::Read;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    for mut stream in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let sender = sender.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = stream.read(&mut buffer) {
+                if read == 0 || sender.send(buffer[..read].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut seen = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+        match receiver.recv_timeout(left) {
+            Ok(bytes) => {
+                seen.extend(bytes);
+                if String::from_utf8_lossy(&seen).contains(needle) {
+                    return true;
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    false
 }

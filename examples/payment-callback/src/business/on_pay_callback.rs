@@ -15,7 +15,12 @@ use crate::{BusinessError, Request, Tx};
 use idemgen_runtime::{now_ms, rfc3339};
 
 /// `DOWNSTREAM_DELAY_MS`: time spent "calling downstream" inside the
-/// business step (default 0), to watch duplicates arrive mid-payment.
+/// business step (default 0), to watch duplicates arrive mid-payment. A
+/// real downstream call (a refund, a ledger service) would send
+/// `request.downstream_key` as its idempotency key: the same for every
+/// attempt of this callback's key, so an attempt cut off at the lease and
+/// its retry are one call downstream. Never the claim token, which is new
+/// on every attempt.
 static DOWNSTREAM_DELAY: LazyLock<Duration> = LazyLock::new(|| {
     let millis = std::env::var("DOWNSTREAM_DELAY_MS")
         .ok()
