@@ -74,11 +74,22 @@ pub struct Operation {
 
 impl Operation {
     /// An endpoint whose key is claimed under `contract`.
+    ///
+    /// # Panics
+    ///
+    /// When the window is shorter than the lease (at compile time for a
+    /// `static`): a record would expire while its first attempt still
+    /// holds it, and a duplicate would claim the key and run the business
+    /// step a second time. `idemgen lint` refuses such a contract too.
     pub const fn idempotent(
         name: &'static str,
         label: &'static str,
         contract: Contract,
     ) -> Operation {
+        assert!(
+            contract.window_ms >= contract.lease_ms,
+            "the window (Contract::window_ms) must be at least the lease (Contract::lease_ms)"
+        );
         Operation {
             name,
             label,
@@ -1107,4 +1118,19 @@ fn outcome_unknown(retry_after_secs: u64) -> Response {
 
 fn new_token() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "must be at least the lease")]
+    fn a_window_shorter_than_the_lease_is_refused() {
+        let _ = Operation::idempotent(
+            "pay",
+            "pay",
+            Contract::header("pay:{uuid}", "^pay:.*$", 2_000, 3_000),
+        );
+    }
 }

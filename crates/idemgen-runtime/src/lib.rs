@@ -83,7 +83,7 @@ pub use db::{
 pub use engine::{Call, Idempotency, Operation, REPLAYED_HEADER, within_lease};
 pub use fingerprint::fingerprint;
 pub use input::{Param, ParamIn, Scalar};
-pub use reply::{MAX_BODY_BYTES, Reply, Request};
+pub use reply::{BODY_READ_TIMEOUT, MAX_BODY_BYTES, Reply, Request};
 pub use security::{
     ApiKeyIn, Credential, NoVerifier, Principal, Refusal, Scheme, SchemeKind, Security, Verify,
     authenticate,

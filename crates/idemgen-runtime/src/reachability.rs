@@ -124,6 +124,9 @@ mod tests {
         assert!(dropped.is_err(), "the probe was still waiting");
         assert!(!reachability.probing.load(Ordering::Acquire));
         reachability.probe(&pool).await;
-        assert!(reachability.down(), "the next probe ran and found no server");
+        assert!(
+            reachability.down(),
+            "the next probe ran and found no server"
+        );
     }
 }

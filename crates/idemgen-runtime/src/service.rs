@@ -90,14 +90,52 @@ pub fn init_logging() {
         .init();
 }
 
-/// Serves `router` on `listen_addr` until Ctrl-C or SIGTERM, letting
-/// requests in flight finish.
+/// How long a client may take to send a request's headers: a client that
+/// trickles them (slowloris) would otherwise hold its connection forever.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `router` on `listen_addr` (HTTP/1.1) until Ctrl-C or SIGTERM,
+/// letting requests in flight finish. Headers must arrive within
+/// [`HEADER_READ_TIMEOUT`], bodies within [`crate::BODY_READ_TIMEOUT`].
 pub async fn serve(listen_addr: &str, router: Router) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
     let listener = tokio::net::TcpListener::bind(listen_addr).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown())
-        .await
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let graceful = GracefulShutdown::new();
+    let mut shutting_down = std::pin::pin!(shutdown());
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // Out of file descriptors, say: wait rather than spin.
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutting_down => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection.into_owned());
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    graceful.shutdown().await;
+    Ok(())
 }
 
 async fn shutdown() {
