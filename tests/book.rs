@@ -338,6 +338,8 @@ struct Shown {
 fn console_blocks(file: &str, text: &str) -> Vec<Vec<Shown>> {
     let mut blocks = Vec::new();
     let mut current: Option<Vec<Shown>> = None;
+    // A block inside a list item is indented as a whole, by its fence's indent.
+    let mut fence_indent = 0;
     for (index, line) in text.lines().enumerate() {
         let trimmed = line.trim_start();
         if let Some(block) = current.as_mut() {
@@ -351,11 +353,11 @@ fn console_blocks(file: &str, text: &str) -> Vec<Vec<Shown>> {
                     output: Vec::new(),
                 });
             } else if let Some(last) = block.last_mut() {
-                // Indented blocks (inside a list item) are shown indented.
-                let indent = line.len() - trimmed.len();
-                last.output.push(line[indent.min(line.len())..].to_string());
+                let indent = (line.len() - trimmed.len()).min(fence_indent);
+                last.output.push(line[indent..].to_string());
             }
         } else if trimmed == "```console" {
+            fence_indent = line.len() - trimmed.len();
             current = Some(Vec::new());
         }
     }
