@@ -397,9 +397,24 @@ fn matches(shown: &[String], actual: &[&str]) -> bool {
     go(&shown, &actual)
 }
 
-/// The repository files a command names (arguments that are paths of files
-/// or directories here), or `None` when it names one that is not here.
-fn files_named(command: &str) -> Option<Vec<PathBuf>> {
+/// The full corpus of published specs (`IDEMGEN_CORPUS`, else beside the
+/// project, as for `tests/corpus.rs`), when it is there.
+fn corpus_specs() -> Option<PathBuf> {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [
+        std::env::var_os("IDEMGEN_CORPUS").map(PathBuf::from),
+        Some(manifest_dir.join("../shared/corpus")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|dir| dir.join("MANIFEST.tsv").is_file())
+    .map(|dir| dir.join("specs"))
+}
+
+/// The files a command names, each as (where it is, the path the command
+/// gives): files of this repository, or a bare name of a corpus spec. `None`
+/// when one of them is not here.
+fn files_named(command: &str) -> Option<Vec<(PathBuf, PathBuf)>> {
     let root = root();
     let mut files = Vec::new();
     for word in command.split_whitespace() {
@@ -407,12 +422,19 @@ fn files_named(command: &str) -> Option<Vec<PathBuf>> {
         let looks_like_file = [".yaml", ".yml", ".json", ".toml"]
             .iter()
             .any(|ext| word.ends_with(ext));
-        if looks_like_file {
-            let path = root.join(word);
-            if !path.is_file() {
-                return None;
-            }
-            files.push(PathBuf::from(word));
+        if !looks_like_file {
+            continue;
+        }
+        if root.join(word).is_file() {
+            files.push((root.join(word), PathBuf::from(word)));
+        } else if let Some(spec) = corpus_specs()
+            .filter(|_| !word.contains('/'))
+            .map(|specs| specs.join(word))
+            .filter(|spec| spec.is_file())
+        {
+            files.push((spec, PathBuf::from(word)));
+        } else {
+            return None;
         }
     }
     Some(files)
@@ -459,17 +481,30 @@ fn commands_shown_in_the_book_run_as_shown() {
         let text = std::fs::read_to_string(source).unwrap();
         for block in console_blocks(&name, &text) {
             // Only blocks made of idemgen commands that read files of this
-            // repository and change nothing outside a copy of them: `probe`
-            // needs a running service, `gen` writes a project, `lsp` talks
-            // to an editor.
-            let runnable = !block.is_empty()
+            // repository (and `echo`s that edit what they wrote), run in a
+            // temporary directory: `probe` needs a running service, `lsp`
+            // an editor, and a file outside the repository is not here.
+            let runnable = block.iter().any(|shown| shown.command.starts_with("idemgen "))
                 && block.iter().all(|shown| {
                     let words: Vec<&str> = shown.command.split_whitespace().collect();
-                    words.first() == Some(&"idemgen")
+                    let idemgen = words.first() == Some(&"idemgen")
                         && matches!(
                             words.get(1).copied(),
-                            Some("lint" | "window" | "rules" | "rule" | "ddl" | "completions" | "--help" | "--version")
-                        )
+                            Some(
+                                "lint" | "window" | "rules" | "rule" | "ddl" | "gen"
+                                    | "completions" | "--help" | "--version"
+                            )
+                        );
+                    let echo = words.first() == Some(&"echo");
+                    // `gen` of a whole published API formats hundreds of
+                    // files (about 40 s for Stripe's): not run here.
+                    let big_gen = words.get(1) == Some(&"gen")
+                        && files_named(&shown.command).is_some_and(|files| {
+                            files.iter().any(|(_, file)| file.parent().is_some_and(|dir| dir.as_os_str().is_empty()))
+                        });
+                    (idemgen || echo)
+                        && !big_gen
+                        && !words.iter().any(|word| word.starts_with('/') || word.contains(".."))
                         && files_named(&shown.command).is_some()
                 });
             if !runnable {
@@ -482,9 +517,11 @@ fn commands_shown_in_the_book_run_as_shown() {
             // so `--fix` changes nothing here.
             let work = tempfile::tempdir().unwrap();
             for shown in &block {
-                for file in files_named(&shown.command).unwrap() {
+                for (from, file) in files_named(&shown.command).unwrap() {
                     let dir = file.parent().unwrap();
-                    if !work.path().join(dir).exists() {
+                    if dir.as_os_str().is_empty() {
+                        std::fs::copy(&from, work.path().join(&file)).unwrap();
+                    } else if !work.path().join(dir).exists() {
                         copy_dir(&root.join(dir), &work.path().join(dir));
                     }
                 }
@@ -492,7 +529,8 @@ fn commands_shown_in_the_book_run_as_shown() {
             for shown in &block {
                 let output = Command::new("sh")
                     .arg("-c")
-                    .arg(format!("{} 2>&1", shown.command))
+                    // A newline ends a trailing `# comment` before the redirection.
+                    .arg(format!("{{ {}\n}} 2>&1", shown.command))
                     .current_dir(work.path())
                     .env("PATH", &path_var)
                     .env("NO_COLOR", "1")
