@@ -104,7 +104,9 @@ fn probe_checks() -> Vec<(String, String)> {
             let (id, text) = entry.split_once(' ').unwrap_or((entry, ""));
             checks.push((id.to_string(), text.trim().to_string()));
         } else {
-            let (_, text) = checks.last_mut().expect("a check's continuation line first");
+            let (_, text) = checks
+                .last_mut()
+                .expect("a check's continuation line first");
             text.push(' ');
             text.push_str(line.trim());
         }
@@ -174,7 +176,8 @@ fn with_generated_part(path: &Path, text: &str, part: &str) -> String {
 /// `entries` (each `  - [title](dir/id.md)`, at the indentation of the first).
 fn with_summary_entries(summary: &str, dir: &str, entries: &[(String, String)]) -> String {
     let lines: Vec<&str> = summary.lines().collect();
-    let is_entry = |line: &&str| line.trim_start().starts_with("- [") && line.contains(&format!("]({dir}/"));
+    let is_entry =
+        |line: &&str| line.trim_start().starts_with("- [") && line.contains(&format!("]({dir}/"));
     let first = lines
         .iter()
         .position(|line| is_entry(line))
@@ -266,7 +269,12 @@ fn generated_pages_match_the_registries() {
     let root = root();
     let names: Vec<String> = drifted
         .iter()
-        .map(|path| path.strip_prefix(&root).unwrap_or(path).display().to_string())
+        .map(|path| {
+            path.strip_prefix(&root)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        })
         .collect();
     assert!(
         drifted.is_empty() || bless(),
@@ -290,7 +298,11 @@ fn summary_lists_every_page() {
             if path.is_dir() {
                 stack.push(path);
             } else if path.extension().is_some_and(|ext| ext == "md") {
-                let relative = path.strip_prefix(&book).unwrap().to_string_lossy().replace('\\', "/");
+                let relative = path
+                    .strip_prefix(&book)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
                 if relative != "SUMMARY.md" && !summary.contains(&format!("]({relative})")) {
                     missing.push(relative);
                 }
@@ -299,8 +311,8 @@ fn summary_lists_every_page() {
     }
     missing.sort();
     assert!(
-        missing.is_empty() || bless(),
-        "docs/src/SUMMARY.md does not list: {missing:?}"
+        missing.is_empty(),
+        "docs/src/SUMMARY.md does not list these pages; add them where they belong: {missing:?}"
     );
 }
 
@@ -469,7 +481,10 @@ fn commands_shown_in_the_book_run_as_shown() {
         }
     }
     sources.sort();
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_idemgen")).parent().unwrap().to_path_buf();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_idemgen"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let path_var = format!(
         "{}:{}",
         bin_dir.display(),
@@ -484,15 +499,24 @@ fn commands_shown_in_the_book_run_as_shown() {
             // repository (and `echo`s that edit what they wrote), run in a
             // temporary directory: `probe` needs a running service, `lsp`
             // an editor, and a file outside the repository is not here.
-            let runnable = block.iter().any(|shown| shown.command.starts_with("idemgen "))
+            let runnable = block
+                .iter()
+                .any(|shown| shown.command.starts_with("idemgen "))
                 && block.iter().all(|shown| {
                     let words: Vec<&str> = shown.command.split_whitespace().collect();
                     let idemgen = words.first() == Some(&"idemgen")
                         && matches!(
                             words.get(1).copied(),
                             Some(
-                                "lint" | "window" | "rules" | "rule" | "ddl" | "gen"
-                                    | "completions" | "--help" | "--version"
+                                "lint"
+                                    | "window"
+                                    | "rules"
+                                    | "rule"
+                                    | "ddl"
+                                    | "gen"
+                                    | "completions"
+                                    | "--help"
+                                    | "--version"
                             )
                         );
                     let echo = words.first() == Some(&"echo");
@@ -500,16 +524,23 @@ fn commands_shown_in_the_book_run_as_shown() {
                     // files (about 40 s for Stripe's): not run here.
                     let big_gen = words.get(1) == Some(&"gen")
                         && files_named(&shown.command).is_some_and(|files| {
-                            files.iter().any(|(_, file)| file.parent().is_some_and(|dir| dir.as_os_str().is_empty()))
+                            files.iter().any(|(_, file)| {
+                                file.parent().is_some_and(|dir| dir.as_os_str().is_empty())
+                            })
                         });
                     (idemgen || echo)
                         && !big_gen
-                        && !words.iter().any(|word| word.starts_with('/') || word.contains(".."))
+                        && !words
+                            .iter()
+                            .any(|word| word.starts_with('/') || word.contains(".."))
                         && files_named(&shown.command).is_some()
                 });
             if !runnable {
                 for shown in &block {
-                    skipped.push(format!("{}:{}: $ {}", shown.file, shown.line, shown.command));
+                    skipped.push(format!(
+                        "{}:{}: $ {}",
+                        shown.file, shown.line, shown.command
+                    ));
                 }
                 continue;
             }
