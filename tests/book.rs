@@ -596,3 +596,16 @@ fn commands_shown_in_the_book_run_as_shown() {
         failures.join("\n\n")
     );
 }
+
+/// The README is the one-screen tour; the manual is the book.
+#[test]
+fn readme_stays_short() {
+    let lines = std::fs::read_to_string(root().join("README.md"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines: move the detail into a chapter of docs/src/ and link it"
+    );
+}
