@@ -180,9 +180,9 @@ fn with_summary_entries(summary: &str, dir: &str, entries: &[(String, String)]) 
         |line: &&str| line.trim_start().starts_with("- [") && line.contains(&format!("]({dir}/"));
     let first = lines
         .iter()
-        .position(|line| is_entry(line))
+        .position(&is_entry)
         .unwrap_or_else(|| panic!("SUMMARY.md lists no page of {dir}/"));
-    let last = lines.iter().rposition(|line| is_entry(line)).unwrap();
+    let last = lines.iter().rposition(is_entry).unwrap();
     let indent = &lines[first][..lines[first].len() - lines[first].trim_start().len()];
     let mut out: Vec<String> = lines[..first].iter().map(|line| line.to_string()).collect();
     for (title, id) in entries {
