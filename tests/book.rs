@@ -11,6 +11,9 @@
 //!   the README that needs no running service and no file outside the
 //!   repository is run, and its output compared with the one shown (`...`
 //!   and `…` lines stand for left-out output).
+//! - The window chapter's SVG is what its caption's command draws, the
+//!   conformance chapter's verdicts are `conformance/expected.json`'s, and
+//!   the README stays within 400 lines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -607,5 +610,58 @@ fn readme_stays_short() {
     assert!(
         lines <= 400,
         "README.md has {lines} lines: move the detail into a chapter of docs/src/ and link it"
+    );
+}
+
+/// The conformance chapter's table of verdicts is the one
+/// `conformance/run.sh` holds the libraries to (`conformance/expected.json`).
+#[test]
+fn conformance_table_matches_the_expected_verdicts() {
+    let expected: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(root().join("conformance/expected.json")).unwrap(),
+    )
+    .unwrap();
+    let verdicts = expected["verdicts"].as_object().unwrap();
+    let chapter = std::fs::read_to_string(book().join("conformance.md")).unwrap();
+    let rows: Vec<Vec<String>> = chapter
+        .lines()
+        .skip_while(|line| !line.starts_with("| check |"))
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            line.trim_matches('|')
+                .split('|')
+                .map(|cell| cell.trim().trim_matches('`').to_string())
+                .collect()
+        })
+        .collect();
+    assert!(
+        rows.len() > 2,
+        "docs/src/conformance.md has no `| check |` table"
+    );
+    let apps = &rows[0][1..];
+    let mut shown = 0;
+    for row in &rows[2..] {
+        let check = &row[0];
+        for (app, verdict) in apps.iter().zip(&row[1..]) {
+            let want = verdicts
+                .get(app)
+                .and_then(|checks| checks.get(check))
+                .and_then(|verdict| verdict.as_str());
+            assert_eq!(
+                want,
+                Some(verdict.as_str()),
+                "docs/src/conformance.md says `{check}` is {verdict} for {app}; \
+                 conformance/expected.json says {want:?}"
+            );
+            shown += 1;
+        }
+    }
+    let total: usize = verdicts
+        .values()
+        .map(|checks| checks.as_object().map_or(0, |checks| checks.len()))
+        .sum();
+    assert_eq!(
+        shown, total,
+        "docs/src/conformance.md shows {shown} verdicts, conformance/expected.json has {total}"
     );
 }
