@@ -45,7 +45,9 @@ use crate::metrics::Counters;
 use crate::reachability::Reachability;
 use crate::reply::{MAX_BODY_BYTES, Reply, Request};
 use crate::security::Security;
-use crate::store::{COMPLETED, FAILED, Finish, NewClaim, Reclaim, Record, RecordStore, StoreError};
+use crate::store::{
+    COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
+};
 
 /// Marks an answer replayed from the record.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -598,6 +600,14 @@ impl Idempotency {
         }
     }
 
+    /// Whether `claim` is still this attempt's in-progress record.
+    async fn still_holds(&self, operation: &Operation, claim: &Claim) -> bool {
+        matches!(
+            self.read(&self.pool, operation, &claim.scope, &claim.key).await,
+            Ok(Some(record)) if record.claim_token == claim.token && record.status == IN_PROGRESS
+        )
+    }
+
     /// The answer for a key someone else holds now.
     async fn answer_from_record(&self, operation: &Operation, claim: &Claim) -> Response {
         let contract = operation
@@ -817,8 +827,35 @@ impl Call {
             key: &claim.key,
             token: &claim.token,
         };
-        match engine.records.finish(&mut *tx, &finish).await {
+        let completed = match engine.records.transaction_is_open(&mut tx).await {
+            Ok(true) => engine.records.complete(&mut *tx, &finish).await,
+            Ok(false) => Ok(false),
+            Err(error) => Err(error),
+        };
+        match completed {
             Ok(true) => {}
+            Ok(false) if engine.still_holds(operation, &claim).await => {
+                // The fence held, so the completion matched nothing
+                // because the transaction was no longer open: business
+                // code ended it. What it committed or rolled back is
+                // unknown here; nothing is recorded, and the claim stands
+                // until its lease ends rather than invite an immediate
+                // second run.
+                let _ = tx.rollback().await;
+                tracing::error!(
+                    operation = operation.name,
+                    "the business function ended its transaction itself (a COMMIT or ROLLBACK, \
+                     DDL that commits implicitly, or a deadlock it did not propagate); nothing \
+                     was recorded"
+                );
+                return problem(
+                    500,
+                    "internal error",
+                    "the request's transaction ended before its answer could be stored; its \
+                     effect is unknown. A retry with the same key runs again once the \
+                     request's lease has ended",
+                );
+            }
             Ok(false) => {
                 let _ = tx.rollback().await;
                 tracing::warn!(
