@@ -149,6 +149,12 @@ pub struct Call {
     deadline: Option<Instant>,
 }
 
+/// The clock margin of an engine on a MariaDB Galera cluster unless set:
+/// its nodes' clocks are kept close by NTP (milliseconds), and a second
+/// covers one that drifted or was stepped, for a second's delay of a
+/// takeover or a purge.
+pub const GALERA_CLOCK_MARGIN: Duration = Duration::from_secs(1);
+
 /// Why an attempt stopped without an answer of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -181,14 +187,32 @@ impl Idempotency {
     /// The engine for the record table `table` (a plain SQL identifier)
     /// in `pool`'s database; fails if the table does not fit the
     /// statements.
+    ///
+    /// The clock margin starts at 0 (one server, one clock), or at
+    /// [`GALERA_CLOCK_MARGIN`] on a MariaDB Galera cluster, whose nodes
+    /// keep their own clocks; [`Idempotency::with_clock_margin`] sets it.
     pub async fn new(pool: Pool, table: &str) -> Result<Idempotency, StoreError> {
         let records = RecordStore::new(&pool, table).await?;
+        let clock_margin_ms = if db::is_galera(&pool).await {
+            tracing::info!(
+                margin_ms = GALERA_CLOCK_MARGIN.as_millis() as u64,
+                "a Galera cluster: leases and windows get a clock margin (CLOCK_MARGIN_MS sets it)"
+            );
+            GALERA_CLOCK_MARGIN.as_millis() as i64
+        } else {
+            0
+        };
         Ok(Idempotency {
             pool,
             records,
-            clock_margin_ms: 0,
+            clock_margin_ms,
             reachability: Arc::default(),
         })
+    }
+
+    /// The margin past a lease or window before a record changes hands.
+    pub fn clock_margin(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.clock_margin_ms).unwrap_or(0))
     }
 
     /// Waits `margin` beyond a lease or a window before a record changes

@@ -1024,3 +1024,16 @@ async fn business_code_that_ends_the_transaction_is_not_completed_in_autocommit(
         .sql(&format!("DROP TABLE IF EXISTS {}_ddl", table.name))
         .await;
 }
+
+/// One server has one clock: no margin unless asked (a Galera cluster
+/// starts at `GALERA_CLOCK_MARGIN`: `galera_lost_races.rs`).
+#[tokio::test]
+async fn a_single_server_needs_no_clock_margin() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    assert_eq!(engine.clock_margin(), std::time::Duration::ZERO);
+    let engine = engine.with_clock_margin(std::time::Duration::from_millis(250));
+    assert_eq!(engine.clock_margin(), std::time::Duration::from_millis(250));
+}
