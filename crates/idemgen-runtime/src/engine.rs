@@ -347,9 +347,14 @@ impl Idempotency {
             }
         };
         let mut request = request;
-        request.downstream_key = claim
-            .as_ref()
-            .map(|claim| key::downstream_key(&claim.scope, &claim.key));
+        request.downstream_key = claim.as_ref().map(|claim| {
+            key::downstream_key(
+                self.records.table(),
+                &claim.scope,
+                &claim.key,
+                &claim.fingerprint,
+            )
+        });
         let began = tokio::time::timeout_at(deadline, db::begin_on(connection)).await;
         match began {
             Ok(Ok(tx)) => Ok(Call {
@@ -418,11 +423,7 @@ impl Idempotency {
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
-                        // A connection broke: find out in the background
-                        // whether the server is gone, so the next requests
-                        // need not wait out their lease to learn it.
-                        let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
-                        tokio::spawn(async move { reachability.probe(&pool).await });
+                        self.probe_in_background();
                     }
                     retry_later(503, "database unavailable", retry_after)
                 }
@@ -443,6 +444,14 @@ impl Idempotency {
                 )
             }
         }
+    }
+
+    /// A connection broke: finds out in the background whether the server
+    /// is gone, so the next requests need not wait out their lease to
+    /// learn it.
+    fn probe_in_background(&self) {
+        let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
+        tokio::spawn(async move { reachability.probe(&pool).await });
     }
 
     /// Ends this attempt's lease at once, so a retry need not wait for it;
@@ -890,9 +899,10 @@ impl Call {
             }
             Err(error) => {
                 let _ = tx.rollback().await;
-                // The claim is still this attempt's (a takeover would have
-                // matched no row, not failed): release it, so the retry
-                // runs at once instead of after the lease.
+                // Release the claim, so the retry runs at once instead of
+                // after the lease. The release is fenced on this attempt's
+                // token: if a takeover is what made the completion fail (a
+                // serialization failure, a lock wait), it matches nothing.
                 engine.release(operation, &claim).await;
                 let stop = stop_for(&error);
                 if stop == Stop::LostRace {
@@ -909,8 +919,14 @@ impl Call {
                 engine.release(operation, &claim).await;
                 engine.answer_from_record(operation, &claim).await
             }
+            // The server answered the COMMIT with an error of its own (a
+            // deferred constraint, say): it rolled back, certainly.
+            Err(error @ sqlx::Error::Database(_)) if classify(&error) == Failure::Other => {
+                engine.release(operation, &claim).await;
+                engine.stopped(operation, contract, Stop::Error, Some(&error))
+            }
             // The commit's outcome is unknown (the connection broke while
-            // it ran): it may have happened. The release only matches a
+            // it ran, the server went away): it may have happened. The release only matches a
             // record still in progress, so it cannot undo a commit that
             // happened; a retry with the same key gets the stored answer if
             // it did, and runs again if it did not. A new key could pay
@@ -918,6 +934,7 @@ impl Call {
             Err(error) => {
                 engine.release(operation, &claim).await;
                 tracing::error!(operation = operation.name, %error, "commit outcome unknown");
+                engine.probe_in_background();
                 let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
                 outcome_unknown(retry_after)
             }

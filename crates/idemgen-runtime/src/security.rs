@@ -265,7 +265,10 @@ pub async fn authenticate(
                     principal.get_or_insert(verified);
                 }
                 Err(refused) => {
-                    sent_and_refused |= credential != Credential::Missing;
+                    // A `Request` scheme (mutual TLS, say) reads nothing
+                    // the caller chose to send: its refusal is not one.
+                    sent_and_refused |=
+                        !matches!(credential, Credential::Missing | Credential::Request);
                     // The first 403 wins: the caller is known, and not allowed.
                     refusal = Some(match refusal {
                         Some(earlier) if earlier.status == StatusCode::FORBIDDEN => earlier,

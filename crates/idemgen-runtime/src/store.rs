@@ -550,6 +550,26 @@ mod tests {
         assert!(!is_plain_identifier(&"r".repeat(64)));
     }
 
+    /// PostgreSQL re-checks only the DELETE's own WHERE against a row
+    /// updated while the purge waited (READ COMMITTED): the expiry test
+    /// must be there, outside the subquery, and not only inside it.
+    #[test]
+    fn the_purge_tests_expiry_on_the_row_it_deletes() {
+        let store = RecordStore::unchecked("records").unwrap();
+        let purge = &*store.sql.purge;
+        let limit = purge.find("LIMIT").expect("the purge is batched");
+        // The subquery ends after its LIMIT; MySQL has no subquery.
+        let Some(close) = purge[limit..].find(')') else {
+            assert!(Dialect::BUILT == Dialect::Mysql, "{purge}");
+            return;
+        };
+        let outer = &purge[limit + close..];
+        assert!(
+            outer.contains("expires_at <") && outer.contains("lease_expires_at <"),
+            "{purge}"
+        );
+    }
+
     #[test]
     fn placeholders_follow_the_dialect() {
         let template = "a = {1} AND b = {12}";

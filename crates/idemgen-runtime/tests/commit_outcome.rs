@@ -212,3 +212,50 @@ async fn a_commit_whose_answer_is_lost_is_unknown_and_the_retry_is_a_replay() {
     assert_eq!(replayed.unwrap(), "true");
     assert_eq!(paid, 1, "one payment: the retry replayed the committed one");
 }
+
+/// A COMMIT the server refuses with an error of its own (a deferred
+/// constraint) certainly rolled back: that is a 500 saying nothing was
+/// committed, never "outcome unknown", and the claim is released.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    table
+        .sql(
+            "CREATE TABLE {t}_parent (id INTEGER PRIMARY KEY); \
+             CREATE TABLE {t}_child (id INTEGER PRIMARY KEY, parent INTEGER \
+             REFERENCES {t}_parent (id) DEFERRABLE INITIALLY DEFERRED)",
+        )
+        .await;
+    let engine = table.engine().await;
+    let key = format!("pay:{}", uuid::Uuid::new_v4());
+    let mut call = engine
+        .begin(&PAY, pay(&key))
+        .await
+        .ok()
+        .expect("a fresh key");
+    let (tx, _) = call.parts();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {}_child (id, parent) VALUES (1, 42)",
+        table.name
+    )))
+    .execute(&mut **tx)
+    .await
+    .expect("deferred: checked at COMMIT");
+    let answer = call
+        .finish(Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::CREATED,
+            &json!({"paid": 100}),
+        )))
+        .await;
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let text = detail(answer).await;
+    assert!(text.contains("nothing was committed"), "{text}");
+    // Released: the retry claims the key at once.
+    assert!(engine.begin(&PAY, pay(&key)).await.is_ok());
+    table
+        .sql("DROP TABLE {t}_child; DROP TABLE {t}_parent")
+        .await;
+}

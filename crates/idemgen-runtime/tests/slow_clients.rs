@@ -1,7 +1,7 @@
 //! A client that trickles its request (slowloris) cannot hold a connection,
 //! or the megabyte a body may take, for as long as it likes: headers must
-//! arrive within `HEADER_READ_TIMEOUT`, a body within `BODY_READ_TIMEOUT`
-//! (answered 408, nothing claimed).
+//! arrive within the header timeout (`HEADER_TIMEOUT` in `serve`, 3 s
+//! here), a body within `BODY_READ_TIMEOUT` (answered 408, nothing claimed).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::routing::post;
-use idemgen_runtime::service::HEADER_READ_TIMEOUT;
 use idemgen_runtime::{BODY_READ_TIMEOUT, Request};
+
+const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
 
 async fn echo(request: axum::extract::Request) -> axum::response::Response {
     match Request::read(request).await {
@@ -44,7 +45,10 @@ async fn trickled_headers_and_bodies_are_cut_off() {
     let router = Router::new().route("/pay", post(echo));
     let server = tokio::spawn({
         let address = address.clone();
-        async move { idemgen_runtime::service::serve(&address, router).await }
+        async move {
+            idemgen_runtime::service::serve_with_header_timeout(&address, router, HEADER_TIMEOUT)
+                .await
+        }
     });
     let connect = move || {
         for _ in 0..100 {
@@ -71,8 +75,7 @@ async fn trickled_headers_and_bodies_are_cut_off() {
     let slack = Duration::from_secs(5);
     let (_, waited) = headers;
     assert!(
-        waited >= HEADER_READ_TIMEOUT - Duration::from_secs(1)
-            && waited < HEADER_READ_TIMEOUT + slack,
+        waited >= HEADER_TIMEOUT - Duration::from_secs(1) && waited < HEADER_TIMEOUT + slack,
         "unfinished headers held the connection for {waited:?}"
     );
     let (answer, waited) = body;
