@@ -1028,7 +1028,8 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             &why,
         ));
     }
-    let scope = key::scope_of(operation.name, contract, request)
+    let by_scheme = operation.security.has_several_schemes();
+    let scope = key::scope_of(operation.name, contract, request, by_scheme)
         .map_err(|why| problem(400, "invalid scope", &why))?;
     let secrets: Vec<&str> = operation.security.query_credentials().collect();
     let fingerprint = fingerprint_without(&contract.fingerprint, request, &secrets)
