@@ -1028,8 +1028,7 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             &why,
         ));
     }
-    let by_scheme = operation.security.has_several_schemes();
-    let scope = key::scope_of(operation.name, contract, request, by_scheme)
+    let scope = key::scope_of(operation.name, contract, request)
         .map_err(|why| problem(400, "invalid scope", &why))?;
     let secrets: Vec<&str> = operation.security.query_credentials().collect();
     let fingerprint = fingerprint_without(&contract.fingerprint, request, &secrets)

@@ -188,16 +188,10 @@ pub(crate) fn validate(
 /// omits it into one shared namespace. Header values count byte for byte,
 /// so `X-Tenant: Zürich` sent as Latin-1 or UTF-8 are two tenants, never
 /// the same empty one.
-///
-/// Where an operation admits several security schemes, a principal's
-/// scheme is part of the namespace too (`by_scheme`): one scheme's id
-/// `alice` is not another's. With one scheme it is left out, so those
-/// namespaces stay what they were.
 pub(crate) fn scope_of(
     operation: &str,
     contract: &Contract,
     request: &Request,
-    by_scheme: bool,
 ) -> Result<String, String> {
     let mut hasher = Sha256::new();
     hash_part(&mut hasher, operation.as_bytes());
@@ -205,10 +199,6 @@ pub(crate) fn scope_of(
         let value = scope_value(source, request)?;
         if value.is_empty() {
             return Err(format!("{} is empty", source.describe()));
-        }
-        if let (Source::Principal, true, Some(principal)) = (source, by_scheme, &request.principal)
-        {
-            hash_part(&mut hasher, principal.scheme.as_bytes());
         }
         hash_part(&mut hasher, &value);
     }
@@ -407,7 +397,7 @@ mod tests {
     }
 
     fn scope(contract: &Contract, request: &Request) -> Result<String, String> {
-        scope_of("op", contract, request, false)
+        scope_of("op", contract, request)
     }
 
     #[test]
@@ -486,28 +476,12 @@ mod tests {
     }
 
     #[test]
-    fn one_id_under_two_schemes_is_two_namespaces_where_both_admit() {
-        let contract = Contract {
-            scope: &[Source::Principal],
-            ..Contract::header("k:{uuid}", "^k:.*$", 1, 1)
-        };
-        let as_caller = |scheme: &'static str, by_scheme: bool| {
-            let mut request = request("{}");
-            request.principal = Some(crate::Principal::new("alice", scheme));
-            scope_of("op", &contract, &request, by_scheme).unwrap()
-        };
-        assert_ne!(as_caller("bearer", true), as_caller("apiKey", true));
-        // One scheme: the namespace is what it was before schemes counted.
-        assert_eq!(as_caller("bearer", false), as_caller("apiKey", false));
-    }
-
-    #[test]
     fn the_operation_is_part_of_the_namespace() {
         let contract = Contract::header("k:{uuid}", "^k:.*$", 1, 1);
         let body = request("{}");
         assert_ne!(
-            scope_of("pay", &contract, &body, false).unwrap(),
-            scope_of("refund", &contract, &body, false).unwrap()
+            scope_of("pay", &contract, &body).unwrap(),
+            scope_of("refund", &contract, &body).unwrap()
         );
     }
 }

@@ -88,18 +88,6 @@ pub struct Security {
 }
 
 impl Security {
-    /// Whether callers may be verified by more than one scheme: then two
-    /// schemes' principals may share an id, and only the scheme tells
-    /// them apart.
-    pub(crate) fn has_several_schemes(&self) -> bool {
-        let mut schemes = self
-            .alternatives
-            .iter()
-            .flat_map(|schemes| schemes.iter().map(|scheme| scheme.name));
-        let first = schemes.next();
-        schemes.any(|name| Some(name) != first)
-    }
-
     /// No requirement (`security: []`, or none declared): open to everyone.
     pub const OPEN: Security = Security { alternatives: &[] };
 
