@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use idemgen::spec::{FileId, Node, Value};
+use idemgen_spec::{FileId, Node, Value};
 
 fn same(fast: &Node, slow: &Node, path: &str) {
     assert_eq!(fast.span, slow.span, "span at {path}");
@@ -33,14 +33,14 @@ fn same(fast: &Node, slow: &Node, path: &str) {
 /// Whether the fast path took the text.
 fn check(text: &str, name: &str) -> bool {
     // As the loader does before either parser sees the text.
-    let rewritten = idemgen::spec::json_escapes::rewrite_surrogates(text);
+    let rewritten = idemgen_spec::json_escapes::rewrite_surrogates(text);
     let text = rewritten.as_deref().unwrap_or(text);
-    let slow = idemgen::spec::parse::parse(FileId(0), text);
-    let fast = idemgen::spec::json_parse::parse(FileId(0), text);
+    let slow = idemgen_spec::parse::parse(FileId(0), text);
+    let fast = idemgen_spec::json_parse::parse(FileId(0), text);
     match (fast, slow) {
         (Some(Ok(fast)), Ok(slow)) => {
             same(&fast.root, &slow.root, name);
-            let keys = |parsed: &idemgen::spec::parse::Parsed| {
+            let keys = |parsed: &idemgen_spec::parse::Parsed| {
                 parsed
                     .duplicates
                     .iter()
@@ -98,7 +98,7 @@ fn edge_cases_match_the_yaml_parser() {
         "{\"a\": \"x\ny\"}",
     ] {
         assert!(
-            idemgen::spec::json_parse::parse(FileId(0), text).is_none(),
+            idemgen_spec::json_parse::parse(FileId(0), text).is_none(),
             "{text}"
         );
     }

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 
 fn findings(path: &Path) -> Vec<(String, String)> {
     let workspace = Workspace::load(path).unwrap_or_else(|error| panic!("{}", error.message));
@@ -41,7 +41,7 @@ fn a_3_2_document_lints_with_its_new_features() {
 #[test]
 fn operations_include_query_and_custom_methods() {
     let workspace = Workspace::load(&fixture("openapi.yaml")).unwrap();
-    let operations = idemgen::spec::operations::operations(&workspace);
+    let operations = idemgen_spec::operations::operations(&workspace);
     let methods: Vec<(String, bool, bool)> = operations
         .iter()
         .map(|op| (op.method.clone(), op.is_safe(), op.is_write()))
@@ -88,5 +88,5 @@ fn query_and_additional_operations_are_not_operations_before_3_2() {
     )
     .unwrap();
     let workspace = Workspace::load(&path).unwrap();
-    assert!(idemgen::spec::operations::operations(&workspace).is_empty());
+    assert!(idemgen_spec::operations::operations(&workspace).is_empty());
 }

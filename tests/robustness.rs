@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 use proptest::prelude::*;
 
 const EXAMPLE: &str = include_str!("../examples/payment-callback/openapi.yaml");

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use idemgen::spec::Workspace;
+use idemgen_spec::Workspace;
 use serde_json::Value as Json;
 
 fn root() -> PathBuf {

@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use idemgen::fix::Applicability;
-use idemgen::fix::apply::fix_document;
-use idemgen::lint::diagnostic::{Diagnostic, Severity};
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_diagnostics::Applicability;
+use idemgen_diagnostics::{Diagnostic, Severity};
+use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 
 const RULE: &str = "replay-unauthenticated";
 

@@ -1,0 +1,105 @@
+//! # replay-unauthenticated
+//!
+//! **What it checks.** An operation with an `x-idempotency` contract whose
+//! `key.scope` does not include `principal`. The security requirement in
+//! force is the operation's `security`, else the document's. Without one
+//! (no `security`, `security: []`, or only the empty requirement `{}`)
+//! the finding says stored responses are replayed to anyone holding the
+//! key; with one, to any authenticated caller holding it. A requirement
+//! that offers a scheme next to `{}` counts as security.
+//!
+//! **Why it matters.** The stored response of a key is replayed to the
+//! next request that brings the key. `header:`, `query:` and `body:` scope
+//! sources are set by the caller, so they namespace keys but prove
+//! nothing: whoever learns a key (from a log, a proxy, a shared device)
+//! and copies the scope value reads another client's stored payment
+//! result. `principal`, the id of the principal the security check
+//! verified, is the one scope a caller cannot choose. Stripe scopes keys
+//! to the authenticated account the same way.
+//!
+//! **Example fix.** With `security` declared, add `principal` to the
+//! scope: `scope: [principal]`, or `scope: [principal, header:X-Tenant-Id]`
+//! (`lint --fix` does this: it extends the list the operation uses, or
+//! writes `key.scope: [principal]` into the operation's block). Without
+//! security, declare a scheme first (`components.securitySchemes` and
+//! `security: [{apiKey: []}]`), then scope by `principal`.
+use super::prelude::*;
+use idemgen_spec::contract::model::ScopeSource;
+use idemgen_spec::{Entry, Node, security};
+
+declare_rule!(
+    "replay_unauthenticated.rs",
+    "replay-unauthenticated",
+    Warning,
+    "key.scope has no `principal`: stored responses are replayed to whoever holds the key",
+    Check::Operation(check),
+    fix = Safe
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let (Some(contract), Some(key)) = (context.contract(), context.key()) else {
+        return;
+    };
+    let scope_invalid = contract
+        .invalid
+        .iter()
+        .any(|field| matches!(*field, "key" | "key.scope"));
+    if scope_invalid
+        || key
+            .scope
+            .iter()
+            .any(|source| source.value == ScopeSource::Principal)
+    {
+        return;
+    }
+    let origin = scope_origin(context).unwrap_or_else(|| contract.block.clone());
+    let name = context.name();
+    if !security::authenticates(context.workspace, context.operation) {
+        sink.report(
+            &origin,
+            format!(
+                "{name}: no security requirement, so stored responses are replayed to anyone holding the key"
+            ),
+        )
+        .with_help(
+            "declare a security scheme (`security: [{apiKey: []}]`), then add `principal` to `key.scope`",
+        );
+        return;
+    }
+    sink.report(
+        &origin,
+        format!(
+            "{name}: `key.scope` has no `principal`, so stored responses are replayed to any authenticated caller holding the key"
+        ),
+    )
+    .with_help("add `principal` to `key.scope`: the verified caller's id, which no request can set")
+    .with_fix(crate::fix::builders::principal_scope(context));
+}
+
+/// Where the `key.scope` the operation uses is written (its own block's,
+/// else the document's): the `scope` key, so the underline stays on it.
+fn scope_origin(context: &OperationContext<'_>) -> Option<Origin> {
+    let own = context.operation.node.get("x-idempotency").and_then(scope);
+    let (entry, pointer) = match own {
+        Some(entry) => (
+            entry,
+            format!("{}/x-idempotency/key/scope", context.operation.pointer),
+        ),
+        None => (
+            context
+                .workspace
+                .root()
+                .get("x-idempotency")
+                .and_then(scope)?,
+            "/x-idempotency/key/scope".to_string(),
+        ),
+    };
+    Some(Origin {
+        span: entry.key_span,
+        pointer,
+    })
+}
+
+fn scope(block: &Node) -> Option<&Entry> {
+    block.get("key")?.entry("scope")
+}
