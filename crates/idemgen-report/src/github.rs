@@ -14,8 +14,8 @@ pub fn render(report: &Report) -> String {
         out.push_str(&annotation(report, diagnostic));
         out.push('\n');
     }
-    out.push_str(&super::pretty::summary(report));
-    out.push_str(&super::pretty::notes(report));
+    out.push_str(&super::totals::summary(report));
+    out.push_str(&super::totals::notes(report));
     out.push('\n');
     out
 }

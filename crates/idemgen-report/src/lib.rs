@@ -9,6 +9,7 @@ pub mod markdown;
 pub mod pretty;
 pub mod sarif;
 pub mod statistics;
+pub mod totals;
 pub mod window;
 
 /// A file name as CI systems want it: relative to the checkout. Inside a

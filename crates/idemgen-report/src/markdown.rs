@@ -23,7 +23,7 @@ pub fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "### {icon} idemgen: {}\n",
-        super::pretty::summary(report)
+        super::totals::summary(report)
     );
     if report.suppressed > 0 {
         let _ = writeln!(

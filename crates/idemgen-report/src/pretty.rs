@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan};
 
 use super::excerpt::Excerpt;
+use super::totals;
 use idemgen_diagnostics::{Diagnostic, Report, Severity};
 
 /// One finding as a miette diagnostic, with its file attached.
@@ -111,7 +112,7 @@ pub fn render(report: &Report, color: bool) -> String {
     if let Some(line) = fixable(report) {
         let _ = writeln!(out, "{line}");
     }
-    let _ = writeln!(out, "{}{}", summary(report), notes(report));
+    let _ = writeln!(out, "{}{}", totals::summary(report), totals::notes(report));
     out
 }
 
@@ -138,46 +139,6 @@ fn fixable(report: &Report) -> Option<String> {
             "{safe} fixable with `idemgen lint --fix` ({more} more with `--unsafe-fixes`)"
         )),
     }
-}
-
-/// What the counts leave out: `; 2 silenced by x-idemgen-ignore; 3 findings
-/// already in the baseline not shown`, or nothing.
-pub fn notes(report: &Report) -> String {
-    let mut notes = String::new();
-    if report.suppressed > 0 {
-        notes.push_str(&format!(
-            "; {} silenced by x-idemgen-ignore",
-            report.suppressed
-        ));
-    }
-    match report.baseline_matched {
-        0 => {}
-        1 => notes.push_str("; 1 finding already in the baseline not shown"),
-        matched => notes.push_str(&format!(
-            "; {matched} findings already in the baseline not shown"
-        )),
-    }
-    notes
-}
-
-/// `2 errors, 1 warning in 1 file (3 operations)`.
-pub fn summary(report: &Report) -> String {
-    let plural =
-        |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
-    let infos = report.count(Severity::Info);
-    let mut counts = vec![
-        plural(report.errors(), "error"),
-        plural(report.warnings(), "warning"),
-    ];
-    if infos > 0 {
-        counts.push(plural(infos, "note"));
-    }
-    format!(
-        "{} in {} ({})",
-        counts.join(", "),
-        plural(report.files, "file"),
-        plural(report.operations, "operation")
-    )
 }
 
 /// A file that could not be loaded, with a snippet when the place is known.

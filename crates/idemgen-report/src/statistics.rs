@@ -78,8 +78,8 @@ pub fn render_text(report: &Report) -> String {
     let _ = writeln!(
         out,
         "{}{}",
-        super::pretty::summary(report),
-        super::pretty::notes(report)
+        super::totals::summary(report),
+        super::totals::notes(report)
     );
     out
 }
