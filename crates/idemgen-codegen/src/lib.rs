@@ -7,13 +7,13 @@
 //! project builds on. [`manifest`] decides what may be written where,
 //! [`mod@write`] writes it.
 
-pub mod context;
+mod context;
 pub mod dialect;
-pub mod format;
+mod format;
 pub mod manifest;
 pub mod names;
-pub mod render;
-pub mod runtime;
+mod render;
+mod runtime;
 pub mod types;
 pub mod write;
 

@@ -9,11 +9,11 @@ pub mod baseline;
 pub mod config;
 pub mod context;
 pub mod diff;
-pub mod engine;
+mod engine;
 pub mod fix;
 pub mod fix_loop;
 pub mod rule;
-pub mod rules;
+mod rules;
 pub mod sink;
 pub mod suppress;
 

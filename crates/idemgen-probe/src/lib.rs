@@ -9,13 +9,13 @@
 //! [`principal`] holds the `--as` credentials and keeps them out of the
 //! report.
 
-pub mod checks;
-pub mod http;
-pub mod key;
+mod checks;
+mod http;
+mod key;
 pub mod principal;
 pub mod report;
 pub mod request;
-pub mod sample;
+mod sample;
 
 use std::time::Duration;
 

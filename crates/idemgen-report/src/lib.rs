@@ -1,7 +1,7 @@
 //! Reporters turn a [`Report`](idemgen_diagnostics::Report) into text.
 //! They know nothing about rules beyond the registry's metadata.
 
-pub mod excerpt;
+mod excerpt;
 pub mod github;
 pub mod json;
 pub mod junit;
@@ -9,7 +9,7 @@ pub mod markdown;
 pub mod pretty;
 pub mod sarif;
 pub mod statistics;
-pub mod totals;
+mod totals;
 pub mod window;
 
 /// A file name as CI systems want it: relative to the checkout. Inside a

@@ -1,9 +1,13 @@
-//! Loading: files → positioned trees, with every `$ref` checked.
+//! The spec and what it promises: [`Workspace::load`] reads files into
+//! positioned trees with every `$ref` checked, [`contract`] reads an
+//! `x-idempotency` block into a typed model, [`analysis`] merges each
+//! operation's contract once for every command, and [`window`] holds the
+//! window math that the rules and `idemgen window` share.
 //!
-//! One [`Workspace`] holds the root document and every file it references,
-//! each parsed once. Nothing is inlined: consumers follow `$ref`s with
-//! [`Workspace::deref`], so every node keeps the position of the file it was
-//! written in.
+//! Loading: one [`Workspace`] holds the root document and every file it
+//! references, each parsed once. Nothing is inlined: consumers follow
+//! `$ref`s with [`Workspace::deref`], so every node keeps the position of
+//! the file it was written in.
 
 pub mod analysis;
 pub mod contract;
@@ -15,8 +19,8 @@ pub mod operations;
 pub mod parse;
 pub mod refs;
 pub mod security;
-pub mod source;
-pub mod version;
+mod source;
+mod version;
 pub mod window;
 
 use std::collections::{HashMap, VecDeque};
