@@ -6,18 +6,18 @@ use std::path::{Path, PathBuf};
 use idemgen_spec::Workspace;
 use serde_json::Value as Json;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::workspace_root;
 
 fn load_schema(name: &str) -> Json {
-    serde_json::from_str(&std::fs::read_to_string(root().join("schemas").join(name)).unwrap())
-        .unwrap()
+    serde_json::from_str(
+        &std::fs::read_to_string(workspace_root().join("schemas").join(name)).unwrap(),
+    )
+    .unwrap()
 }
 
 fn example_documents() -> Vec<PathBuf> {
-    let mut paths = vec![root().join("examples/payment-callback/openapi.yaml")];
-    let mut broken: Vec<PathBuf> = std::fs::read_dir(root().join("examples/broken"))
+    let mut paths = vec![workspace_root().join("examples/payment-callback/openapi.yaml")];
+    let mut broken: Vec<PathBuf> = std::fs::read_dir(workspace_root().join("examples/broken"))
         .unwrap()
         .map(|entry| entry.unwrap().path())
         .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))

@@ -7,11 +7,13 @@ use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 use proptest::prelude::*;
 
-const EXAMPLE: &str = include_str!("../examples/payment-callback/openapi.yaml");
-const WRONG_TYPES: &str = include_str!("fixtures/lint/wrong-types.yaml");
+use crate::support::workspace_root;
+
+const EXAMPLE: &str = include_str!("../../../../examples/payment-callback/openapi.yaml");
+const WRONG_TYPES: &str = include_str!("../../../../tests/fixtures/lint/wrong-types.yaml");
 
 fn check(text: String) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mutated.yaml");
+    let path = workspace_root().join("tests/fixtures/mutated.yaml");
     if let Ok(workspace) = Workspace::from_text(&path, "mutated.yaml".into(), text) {
         let result = lint(&workspace, &LintOptions::default());
         for diagnostic in result.diagnostics {

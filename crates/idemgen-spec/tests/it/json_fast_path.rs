@@ -2,9 +2,11 @@
 //! same values, same positions, same duplicate keys, for every JSON spec
 //! of the corpus and for edge cases.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use idemgen_spec::{FileId, Node, Value};
+
+use crate::support::workspace_root;
 
 fn same(fast: &Node, slow: &Node, path: &str) {
     assert_eq!(fast.span, slow.span, "span at {path}");
@@ -106,11 +108,11 @@ fn edge_cases_match_the_yaml_parser() {
 
 #[test]
 fn every_json_spec_of_the_corpus_gets_the_same_tree() {
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/specs")];
+    let mut dirs = vec![workspace_root().join("tests/corpus/specs")];
     dirs.push(
         std::env::var_os("IDEMGEN_CORPUS")
             .map(PathBuf::from)
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
+            .unwrap_or_else(|| workspace_root().join("../shared/corpus"))
             .join("specs"),
     );
     let mut checked = 0;

@@ -3,7 +3,7 @@
 //! `replay-unauthenticated` rule that reads it, and its fix, which adds
 //! `principal` to the `key.scope` list the operation uses.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use idemgen_diagnostics::Applicability;
 use idemgen_diagnostics::{Diagnostic, Severity};
@@ -11,11 +11,9 @@ use idemgen_lint::fix_loop::fix_document;
 use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 
-const RULE: &str = "replay-unauthenticated";
+use crate::support::workspace_root;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+const RULE: &str = "replay-unauthenticated";
 
 /// A document whose `POST /pay` has a contract that lints clean apart
 /// from its scope. `document` goes after `info`, `operation` and `block`
@@ -330,8 +328,8 @@ fn a_document_level_list_is_extended_when_everyone_who_inherits_it_is_authentica
 
 #[test]
 fn the_shipped_broken_example_fires_and_its_fixed_counterpart_does_not() {
-    let broken = root().join("examples/broken/replay-unauthenticated.yaml");
-    let fixed_path = root().join("examples/broken/fixed/replay-unauthenticated.yaml");
+    let broken = workspace_root().join("examples/broken/replay-unauthenticated.yaml");
+    let fixed_path = workspace_root().join("examples/broken/fixed/replay-unauthenticated.yaml");
     let text = std::fs::read_to_string(&broken).unwrap();
     let found = findings(&text);
     let rules: Vec<&str> = found.iter().map(|finding| finding.rule).collect();

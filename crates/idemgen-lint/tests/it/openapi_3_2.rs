@@ -7,6 +7,8 @@ use std::path::Path;
 use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 
+use crate::support::workspace_root;
+
 fn findings(path: &Path) -> Vec<(String, String)> {
     let workspace = Workspace::load(path).unwrap_or_else(|error| panic!("{}", error.message));
     lint(&workspace, &LintOptions::default())
@@ -17,9 +19,7 @@ fn findings(path: &Path) -> Vec<(String, String)> {
 }
 
 fn fixture(name: &str) -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/v3_2")
-        .join(name)
+    workspace_root().join("tests/fixtures/v3_2").join(name)
 }
 
 #[test]
