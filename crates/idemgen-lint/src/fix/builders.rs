@@ -1,14 +1,16 @@
-//! The fix each fixable rule offers, built from what the rule saw.
+//! Fixes that several rules offer (the window, a declared response, a new
+//! contract) and the pieces they share; a fix only one rule offers lives
+//! in that rule's file.
 
+use idemgen_spec::Node;
 use idemgen_spec::analysis::OperationContext;
 use idemgen_spec::contract::Contract;
 use idemgen_spec::contract::duration::format_ms;
 use idemgen_spec::contract::key_template::KeyTemplate;
-use idemgen_spec::contract::model::{KeyLocation, KeySpec};
+use idemgen_spec::contract::model::KeyLocation;
 use idemgen_spec::contract::parse::parse_block;
 use idemgen_spec::key_names::is_idempotency_key;
 use idemgen_spec::window::{WindowInputs, compute};
-use idemgen_spec::{Node, Value};
 
 use super::edit::Editor;
 use super::emit::Emit;
@@ -99,146 +101,14 @@ fn retry_after_header() -> Emit {
     ])
 }
 
-/// The key's header or query parameter → declared, and `required: true`.
-pub fn key_parameter(context: &OperationContext<'_>, key: &KeySpec) -> Option<Fix> {
-    let location = match key.location.value {
-        KeyLocation::Body => return None,
-        location => location.name(),
-    };
-    let mut editor = Editor::new(context.workspace);
-    let title = match context.parameter(location, &key.name.value) {
-        Some(parameter) => {
-            if parameter.get("in").and_then(Node::as_str) == Some("querystring") {
-                return None;
-            }
-            editor.set(parameter, &["required"], Emit::Bool(true))?;
-            format!(
-                "Mark the key {location} `{}` `required: true`",
-                key.name.value
-            )
-        }
-        None => {
-            editor.append(
-                context.operation.node,
-                "parameters",
-                key_parameter_value(location, &key.name.value, key),
-            )?;
-            format!("Declare the key {location} `{}`", key.name.value)
-        }
-    };
-    editor.finish(title, Applicability::Safe)
-}
-
-fn key_parameter_value(location: &str, name: &str, key: &KeySpec) -> Emit {
-    Emit::map([
-        ("name", Emit::str(name)),
-        ("in", Emit::str(location)),
-        ("required", Emit::Bool(true)),
-        (
-            "description",
-            Emit::str(format!(
-                "Idempotency key, `{}`: the same for every retry of one request, new for every new request.",
-                key.format.value.source
-            )),
-        ),
-        (
-            "schema",
-            key_schema_value(&key.format.value, key.max_length.value),
-        ),
-    ])
-}
-
-fn key_schema_value(template: &KeyTemplate, max_length: u64) -> Emit {
+/// The schema a key parameter gets: the contract's template as `pattern`,
+/// its worst-case length as `maxLength`.
+pub(crate) fn key_schema_value(template: &KeyTemplate, max_length: u64) -> Emit {
     Emit::map([
         ("type", Emit::str("string")),
         ("pattern", Emit::str(template.schema_pattern())),
         ("maxLength", Emit::Int(max_length as i64)),
     ])
-}
-
-/// The key's schema → `pattern` and `maxLength` from the contract.
-pub fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Fix> {
-    let mut editor = Editor::new(context.workspace);
-    let template = &key.format.value;
-    let pattern_ok = schema
-        .get("pattern")
-        .and_then(Node::as_str)
-        .is_some_and(|pattern| template.pattern_matches(pattern));
-    if !pattern_ok {
-        editor.set(schema, &["pattern"], Emit::str(template.schema_pattern()))?;
-    }
-    let length_ok = matches!(
-        schema.get("maxLength").map(|node| &node.value),
-        Some(Value::Int(length)) if u64::try_from(*length).ok() == Some(key.max_length.value)
-    );
-    if !length_ok {
-        editor.set(
-            schema,
-            &["maxLength"],
-            Emit::Int(key.max_length.value as i64),
-        )?;
-    }
-    editor.finish(
-        "Set the key schema's `pattern` and `maxLength` from the contract",
-        Applicability::Safe,
-    )
-}
-
-/// `replay-unauthenticated` → `principal` added to `key.scope`, where the
-/// list the operation uses is written: its own block's, else the
-/// document's. A document-level list is shared, so it is extended only
-/// when every operation that inherits it has security; otherwise the
-/// operation gets its own copy with `principal` added. With no list
-/// anywhere, the operation's block gets `key.scope: [principal]`.
-pub fn principal_scope(context: &OperationContext<'_>) -> Option<Fix> {
-    let title = "Scope the key by the verified principal: add `principal` to `key.scope`";
-    let principal = || Emit::str("principal");
-    let block = context.operation.node.get("x-idempotency")?;
-    let mut editor = Editor::new(context.workspace);
-    if let Some(key) = block.get("key").filter(|key| key.get("scope").is_some()) {
-        editor.append(key, "scope", principal())?;
-        return editor.finish(title, Applicability::Safe);
-    }
-    let document_key = context
-        .workspace
-        .root()
-        .get("x-idempotency")
-        .and_then(|document| document.get("key"))
-        .filter(|key| key.get("scope").is_some());
-    match document_key {
-        Some(key) if every_inheritor_authenticates(context) => {
-            editor.append(key, "scope", principal())?;
-        }
-        Some(key) => {
-            let mut scope: Vec<Emit> = key
-                .get("scope")?
-                .as_seq()?
-                .iter()
-                .map(|source| source.as_str().map(Emit::str))
-                .collect::<Option<_>>()?;
-            scope.push(principal());
-            editor.set(block, &["key", "scope"], Emit::Seq(scope))?;
-        }
-        None => editor.set(block, &["key", "scope"], Emit::Seq(vec![principal()]))?,
-    }
-    editor.finish(title, Applicability::Safe)
-}
-
-/// Whether every operation whose contract takes `key.scope` from the
-/// document has security, so `principal` can go into the shared list.
-fn every_inheritor_authenticates(context: &OperationContext<'_>) -> bool {
-    let workspace = context.workspace;
-    idemgen_spec::operations::operations(workspace)
-        .iter()
-        .filter(|operation| match operation.node.get("x-idempotency") {
-            Some(block) => match &block.value {
-                Value::Bool(contract) => *contract,
-                Value::Map(_) => block.get("key").and_then(|key| key.get("scope")).is_none(),
-                _ => false,
-            },
-            None => false,
-        })
-        .all(|operation| idemgen_spec::security::authenticates(workspace, operation))
 }
 
 /// A key-like input an operation already accepts.

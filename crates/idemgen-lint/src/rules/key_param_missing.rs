@@ -21,9 +21,13 @@
 //!     schema: {type: string, maxLength: 128}
 //! ```
 use super::prelude::*;
+use crate::fix::builders::key_schema_value;
+use crate::fix::edit::Editor;
+use crate::fix::emit::Emit;
+use crate::fix::{Applicability, Fix};
 use idemgen_spec::Node;
 use idemgen_spec::contract::key_template::Segment;
-use idemgen_spec::contract::model::KeyLocation;
+use idemgen_spec::contract::model::{KeyLocation, KeySpec};
 
 declare_rule!(
     "key_param_missing.rs",
@@ -57,7 +61,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     .with_help(format!(
                         "declare it: `- {{in: {location}, name: {name}, required: true, schema: {{type: string}}}}`"
                     ))
-                    .with_fix(crate::fix::builders::key_parameter(context, key));
+                    .with_fix(key_parameter(context, key));
                 }
                 Some(parameter)
                     if key_required
@@ -73,7 +77,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     .with_help(
                         "mark the parameter `required: true`; requests without a key are refused",
                     )
-                    .with_fix(crate::fix::builders::key_parameter(context, key));
+                    .with_fix(key_parameter(context, key));
                 }
                 Some(_) => {}
             }
@@ -107,4 +111,53 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             }
         }
     }
+}
+
+/// The key's header or query parameter → declared, and `required: true`.
+fn key_parameter(context: &OperationContext<'_>, key: &KeySpec) -> Option<Fix> {
+    let location = match key.location.value {
+        KeyLocation::Body => return None,
+        location => location.name(),
+    };
+    let mut editor = Editor::new(context.workspace);
+    let title = match context.parameter(location, &key.name.value) {
+        Some(parameter) => {
+            if parameter.get("in").and_then(Node::as_str) == Some("querystring") {
+                return None;
+            }
+            editor.set(parameter, &["required"], Emit::Bool(true))?;
+            format!(
+                "Mark the key {location} `{}` `required: true`",
+                key.name.value
+            )
+        }
+        None => {
+            editor.append(
+                context.operation.node,
+                "parameters",
+                key_parameter_value(location, &key.name.value, key),
+            )?;
+            format!("Declare the key {location} `{}`", key.name.value)
+        }
+    };
+    editor.finish(title, Applicability::Safe)
+}
+
+fn key_parameter_value(location: &str, name: &str, key: &KeySpec) -> Emit {
+    Emit::map([
+        ("name", Emit::str(name)),
+        ("in", Emit::str(location)),
+        ("required", Emit::Bool(true)),
+        (
+            "description",
+            Emit::str(format!(
+                "Idempotency key, `{}`: the same for every retry of one request, new for every new request.",
+                key.format.value.source
+            )),
+        ),
+        (
+            "schema",
+            key_schema_value(&key.format.value, key.max_length.value),
+        ),
+    ])
 }

@@ -22,6 +22,10 @@
 //!
 //! `idemgen lint --fix` writes both (a safe fix).
 use super::prelude::*;
+use crate::fix::edit::Editor;
+use crate::fix::emit::Emit;
+use crate::fix::{Applicability, Fix};
+use idemgen_spec::contract::model::KeySpec;
 use idemgen_spec::{Node, Value};
 
 declare_rule!(
@@ -68,7 +72,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         span: schema.span,
         pointer: context.workspace.pointer_at(schema.span),
     };
-    let fix = crate::fix::builders::key_schema(context, key, schema);
+    let fix = key_schema(context, key, schema);
     sink.report(
         &origin,
         format!(
@@ -84,4 +88,32 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         template.schema_pattern()
     ))
     .with_fix(fix);
+}
+
+/// The key's schema → `pattern` and `maxLength` from the contract.
+fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Fix> {
+    let mut editor = Editor::new(context.workspace);
+    let template = &key.format.value;
+    let pattern_ok = schema
+        .get("pattern")
+        .and_then(Node::as_str)
+        .is_some_and(|pattern| template.pattern_matches(pattern));
+    if !pattern_ok {
+        editor.set(schema, &["pattern"], Emit::str(template.schema_pattern()))?;
+    }
+    let length_ok = matches!(
+        schema.get("maxLength").map(|node| &node.value),
+        Some(Value::Int(length)) if u64::try_from(*length).ok() == Some(key.max_length.value)
+    );
+    if !length_ok {
+        editor.set(
+            schema,
+            &["maxLength"],
+            Emit::Int(key.max_length.value as i64),
+        )?;
+    }
+    editor.finish(
+        "Set the key schema's `pattern` and `maxLength` from the contract",
+        Applicability::Safe,
+    )
 }

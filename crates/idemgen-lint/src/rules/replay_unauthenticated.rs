@@ -24,8 +24,11 @@
 //! security, declare a scheme first (`components.securitySchemes` and
 //! `security: [{apiKey: []}]`), then scope by `principal`.
 use super::prelude::*;
+use crate::fix::edit::Editor;
+use crate::fix::emit::Emit;
+use crate::fix::{Applicability, Fix};
 use idemgen_spec::contract::model::ScopeSource;
-use idemgen_spec::{Entry, Node, security};
+use idemgen_spec::{Entry, Node, Value, security};
 
 declare_rule!(
     "replay_unauthenticated.rs",
@@ -73,7 +76,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help("add `principal` to `key.scope`: the verified caller's id, which no request can set")
-    .with_fix(crate::fix::builders::principal_scope(context));
+    .with_fix(principal_scope(context));
 }
 
 /// Where the `key.scope` the operation uses is written (its own block's,
@@ -102,4 +105,61 @@ fn scope_origin(context: &OperationContext<'_>) -> Option<Origin> {
 
 fn scope(block: &Node) -> Option<&Entry> {
     block.get("key")?.entry("scope")
+}
+
+/// `replay-unauthenticated` → `principal` added to `key.scope`, where the
+/// list the operation uses is written: its own block's, else the
+/// document's. A document-level list is shared, so it is extended only
+/// when every operation that inherits it has security; otherwise the
+/// operation gets its own copy with `principal` added. With no list
+/// anywhere, the operation's block gets `key.scope: [principal]`.
+fn principal_scope(context: &OperationContext<'_>) -> Option<Fix> {
+    let title = "Scope the key by the verified principal: add `principal` to `key.scope`";
+    let principal = || Emit::str("principal");
+    let block = context.operation.node.get("x-idempotency")?;
+    let mut editor = Editor::new(context.workspace);
+    if let Some(key) = block.get("key").filter(|key| key.get("scope").is_some()) {
+        editor.append(key, "scope", principal())?;
+        return editor.finish(title, Applicability::Safe);
+    }
+    let document_key = context
+        .workspace
+        .root()
+        .get("x-idempotency")
+        .and_then(|document| document.get("key"))
+        .filter(|key| key.get("scope").is_some());
+    match document_key {
+        Some(key) if every_inheritor_authenticates(context) => {
+            editor.append(key, "scope", principal())?;
+        }
+        Some(key) => {
+            let mut scope: Vec<Emit> = key
+                .get("scope")?
+                .as_seq()?
+                .iter()
+                .map(|source| source.as_str().map(Emit::str))
+                .collect::<Option<_>>()?;
+            scope.push(principal());
+            editor.set(block, &["key", "scope"], Emit::Seq(scope))?;
+        }
+        None => editor.set(block, &["key", "scope"], Emit::Seq(vec![principal()]))?,
+    }
+    editor.finish(title, Applicability::Safe)
+}
+
+/// Whether every operation whose contract takes `key.scope` from the
+/// document has security, so `principal` can go into the shared list.
+fn every_inheritor_authenticates(context: &OperationContext<'_>) -> bool {
+    let workspace = context.workspace;
+    idemgen_spec::operations::operations(workspace)
+        .iter()
+        .filter(|operation| match operation.node.get("x-idempotency") {
+            Some(block) => match &block.value {
+                Value::Bool(contract) => *contract,
+                Value::Map(_) => block.get("key").and_then(|key| key.get("scope")).is_none(),
+                _ => false,
+            },
+            None => false,
+        })
+        .all(|operation| idemgen_spec::security::authenticates(workspace, operation))
 }
