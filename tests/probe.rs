@@ -1625,8 +1625,8 @@ fn the_payment_callback_example_keeps_its_promises_on_postgres() {
 // The report formats, on a fixed report (live runs differ in keys and
 // timings).
 
-fn fixed_report() -> idemgen::probe::Report {
-    use idemgen::probe::{CheckResult, OperationReport, Outcome, Report};
+fn fixed_report() -> idemgen_probe::Report {
+    use idemgen_probe::{CheckResult, OperationReport, Outcome, Report};
     let check = |id, outcome, summary: &str, evidence: &[&str], warnings: &[&str]| CheckResult {
         id,
         outcome,
@@ -1713,7 +1713,7 @@ fn fixed_report() -> idemgen::probe::Report {
 
 #[test]
 fn report_formats() {
-    use idemgen::probe::report;
+    use idemgen_probe::report;
     let fixed = fixed_report();
     insta::assert_snapshot!("table", report::table(&fixed));
     insta::assert_json_snapshot!("json", report::json(&fixed));

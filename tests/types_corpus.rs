@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use idemgen::codegen::types::spec_types;
-use idemgen::spec::Workspace;
+use idemgen_codegen::types::spec_types;
+use idemgen_spec::Workspace;
 
 #[path = "support/skip.rs"]
 mod skip;
