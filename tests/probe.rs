@@ -1356,6 +1356,9 @@ fn start_example(dialect: Dialect, database_url: &str) -> Option<(Service, Strin
         skip::skipped("examples/payment-callback is not in the tree");
         return None;
     }
+    if skip::generated_builds_skipped() {
+        return None;
+    }
     let copy = Binaries::build(dialect, Profile::Debug).generated;
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -2,7 +2,8 @@
 //! models of the example and of the fixture specs go into one small crate
 //! (serde and serde_json only) whose tests below feed sample JSON through
 //! the types. It builds in the shared `target/generated` directory
-//! (`support/build.rs`); `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips it.
+//! (`support/build.rs`) and runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`
+//! (`.ci/run` sets it).
 
 use std::path::Path;
 
