@@ -661,3 +661,45 @@ fn files_idemgen_no_longer_generates_are_removed_unless_changed() {
     assert!(!manifest.contains("src/idempotency.rs"));
     assert!(!manifest.contains("src/store/mod.rs"));
 }
+
+/// Generated comments say what the code does: a GET that claims no key
+/// does not say its input is read "before the key is claimed", and the
+/// status a mismatched body gets is the one its reader answers (400 where
+/// the spec declares no 422).
+#[test]
+fn generated_comments_say_what_the_code_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = gen_into(&format!("{EXAMPLE}/openapi.yaml"), dir.path(), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let routes = std::fs::read_to_string(dir.path().join("src/routes.rs")).unwrap();
+    let handler = |name: &str| {
+        let start = routes.find(&format!("async fn {name}(")).unwrap();
+        let end = routes[start + 1..]
+            .find("\nasync fn ")
+            .map_or(routes.len(), |end| start + 1 + end);
+        routes[start..end].to_string()
+    };
+    let get_order = handler("get_order");
+    assert!(!get_order.contains("key is claimed"), "{get_order}");
+    assert!(
+        get_order.contains("before the business function runs"),
+        "{get_order}"
+    );
+    let on_pay = handler("on_pay_callback");
+    assert!(
+        on_pay.contains("body_as_or::<models::PayCallback>(400)"),
+        "{on_pay}"
+    );
+    assert!(on_pay.contains("is answered 400 and leaves no"), "{on_pay}");
+    assert!(!on_pay.contains("422"), "{on_pay}");
+    let business =
+        std::fs::read_to_string(dir.path().join("src/business/on_pay_callback.rs")).unwrap();
+    assert!(
+        business.contains("was answered 400 before its key was claimed"),
+        "{business}"
+    );
+    let committed =
+        std::fs::read_to_string(root().join(EXAMPLE).join("src/business/on_pay_callback.rs"))
+            .unwrap();
+    assert!(committed.contains("answered 400 before its key is claimed"));
+}

@@ -190,6 +190,10 @@ pub struct TypedInput {
     /// The decoded input as a pattern and an expression: `body`,
     /// `params`, `(body, params)` or `()`.
     pub bindings: String,
+    /// The statuses a request whose input does not fit the spec is
+    /// answered with, for comments: `400`, or `400 or 422` when a JSON body
+    /// that parses but does not fit its schema gets a declared 422.
+    pub refused_with: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -214,7 +218,13 @@ pub struct ParamsInput {
 
 impl TypedInput {
     pub fn new(types: &OperationTypes) -> TypedInput {
+        let json_body = types.request_body.as_ref().is_some_and(|body| body.is_json);
         TypedInput {
+            refused_with: if json_body && declares(types, 422) {
+                "400 or 422"
+            } else {
+                "400"
+            },
             body: types.request_body.as_ref().map(|body| BodyInput {
                 type_name: body.type_name.clone(),
                 required: body.required,

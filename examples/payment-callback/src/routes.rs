@@ -29,8 +29,8 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
         Err(answer) => return answer,
     };
     // The typed input is read before the key is claimed: a request that
-    // does not match the spec's schemas is answered 400 or 422 and leaves
-    // no record.
+    // does not match the spec's schemas is answered 400 and leaves no
+    // record.
     let begun = app
         .idempotency
         .begin_read_decoded(&operations::ON_PAY_CALLBACK, request, |request| {
@@ -75,8 +75,8 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
         Ok(request) => request,
         Err(answer) => return answer,
     };
-    // The typed input is read before the key is claimed: a request that
-    // does not match the spec's schemas is answered 400 or 422.
+    // The typed input is read before the business function runs: a request
+    // that does not match the spec's schemas is answered 400.
     let begun = app
         .idempotency
         .begin_read_decoded(&operations::GET_ORDER, request, |request| {

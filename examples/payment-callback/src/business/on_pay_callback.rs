@@ -30,7 +30,7 @@ static DOWNSTREAM_DELAY: LazyLock<Duration> = LazyLock::new(|| {
 });
 
 /// `callback` matches the spec's `PayCallback` (a request that does not is
-/// answered 422 before its key is claimed); the bounds serde cannot check
+/// answered 400 before its key is claimed); the bounds serde cannot check
 /// are checked here.
 pub async fn handle(
     tx: &mut Tx,
