@@ -46,6 +46,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../idemgen-runtime/src/metrics.rs"),
     ),
     (
+        "src/principal.rs",
+        include_str!("../../idemgen-runtime/src/principal.rs"),
+    ),
+    (
         "src/reachability.rs",
         include_str!("../../idemgen-runtime/src/reachability.rs"),
     ),

@@ -68,6 +68,7 @@ mod fingerprint;
 mod input;
 mod key;
 pub mod metrics;
+mod principal;
 mod reachability;
 mod reply;
 mod security;
@@ -85,10 +86,10 @@ pub use engine::{
 };
 pub use fingerprint::fingerprint;
 pub use input::{Param, ParamIn, Scalar};
+pub use principal::Principal;
 pub use reply::{BODY_READ_TIMEOUT, MAX_BODY_BYTES, Reply, Request};
 pub use security::{
-    ApiKeyIn, Credential, NoVerifier, Principal, Refusal, Scheme, SchemeKind, Security, Verify,
-    authenticate,
+    ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
 };
 pub use store::{RecordStore, StoreError, is_plain_identifier};
 pub use time::{now_ms, rfc3339};

@@ -7,8 +7,6 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::engine::Operation;
-
 /// A monotonically increasing count.
 pub struct Counter(AtomicU64);
 
@@ -70,7 +68,9 @@ impl Default for Counters {
 /// A metric family: name, help text, and which counter it reads.
 type Family = (&'static str, &'static str, fn(&Counters) -> &Counter);
 
-/// The Prometheus text exposition of every idempotent operation's counters.
+/// The Prometheus text exposition of the counters of each operation, by
+/// its `operation` label (`service::health_and_metrics` passes every
+/// idempotent operation's).
 ///
 /// ```
 /// use idemgen_runtime::{Contract, Operation, metrics};
@@ -81,11 +81,11 @@ type Family = (&'static str, &'static str, fn(&Counters) -> &Counter);
 ///     Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 18_000, 3_000),
 /// );
 /// PAY.counters.replays.inc();
-/// let text = metrics::render(&[&PAY]);
+/// let text = metrics::render(&[(PAY.label, &PAY.counters)]);
 /// assert!(text.contains("# TYPE idempotency_replays_total counter\n"));
 /// assert!(text.contains("idempotency_replays_total{operation=\"on_pay_callback\"} 1\n"));
 /// ```
-pub fn render(operations: &[&Operation]) -> String {
+pub fn render(operations: &[(&str, &Counters)]) -> String {
     let families: [Family; 6] = [
         (
             "idempotency_first_attempts_total",
@@ -122,12 +122,11 @@ pub fn render(operations: &[&Operation]) -> String {
     for (name, help, counter) in families {
         let _ = writeln!(out, "# HELP {name} {help}");
         let _ = writeln!(out, "# TYPE {name} counter");
-        for operation in operations.iter().filter(|op| op.contract.is_some()) {
+        for (label, counters) in operations {
             let _ = writeln!(
                 out,
-                "{name}{{operation=\"{}\"}} {}",
-                operation.label,
-                counter(&operation.counters).get()
+                "{name}{{operation=\"{label}\"}} {}",
+                counter(counters).get()
             );
         }
     }

@@ -9,7 +9,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::security::Principal;
+use crate::principal::Principal;
 
 /// Largest request body read, and largest response body stored (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

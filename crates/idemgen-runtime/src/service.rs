@@ -58,7 +58,14 @@ async fn metrics_text(State(probes): State<Probes>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        metrics::render(probes.operations),
+        metrics::render(
+            &probes
+                .operations
+                .iter()
+                .filter(|operation| operation.contract.is_some())
+                .map(|operation| (operation.label, &operation.counters))
+                .collect::<Vec<_>>(),
+        ),
     )
 }
 
