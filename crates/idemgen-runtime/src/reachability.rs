@@ -9,10 +9,11 @@
 //! a fresh connection outside the pool, decides; while the last probe
 //! failed, requests are answered `503` at once instead of each waiting out
 //! its lease, and one probe at most every [`RECHECK`] finds out when the
-//! server is back.
+//! server is back. Requests that arrive while that probe runs wait for
+//! its verdict (at most [`PROBE_TIMEOUT`]) rather than take the stale
+//! one: a server that is back is answered as back.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -28,8 +29,11 @@ const RECHECK: Duration = Duration::from_millis(500);
 pub(crate) struct Reachability {
     /// When the last probe failed; `None` while the database answered it.
     down_since_probe: Mutex<Option<Instant>>,
-    /// A probe is running (one at a time, however many requests wait).
-    probing: AtomicBool,
+    /// Held by the probe that runs (one at a time, however many requests
+    /// want one); released however the probe ends, a dropped one too.
+    probing: tokio::sync::Mutex<()>,
+    /// When the last probe finished.
+    last_probe: Mutex<Option<Instant>>,
 }
 
 impl Reachability {
@@ -55,17 +59,23 @@ impl Reachability {
 
     /// Opens and closes one connection outside the pool and records
     /// whether that worked. A server that answers, even with an error
-    /// (too many connections), is up. Another request's probe in flight
-    /// counts for this one.
+    /// (too many connections), is up. A probe that finished after this one
+    /// was asked for (another request's, in flight meanwhile) counts for
+    /// this one.
     pub(crate) async fn probe(&self, pool: &Pool) {
-        if self.probing.swap(true, Ordering::AcqRel) {
+        let asked = Instant::now();
+        // Released however this ends: a request whose client disconnects
+        // drops this future mid-probe, and a probe left "running" would
+        // stop every later one, leaving the verdict "down" for good.
+        let _probing = self.probing.lock().await;
+        if self
+            .lock_last_probe()
+            .is_some_and(|finished| finished >= asked)
+        {
             return;
         }
-        // Cleared however this ends: a request whose client disconnects
-        // drops this future mid-probe, and a flag left set would stop
-        // every later probe, leaving the verdict "down" for good.
-        let _probing = ProbingFlag(&self.probing);
         let up = db::reachable(pool, PROBE_TIMEOUT).await;
+        *self.lock_last_probe() = Some(Instant::now());
         let was_down = std::mem::replace(
             &mut *self.lock(),
             if up { None } else { Some(Instant::now()) },
@@ -84,19 +94,16 @@ impl Reachability {
         *self.lock()
     }
 
+    fn lock_last_probe(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.last_probe
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
         self.down_since_probe
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// Clears the "a probe is running" flag when dropped.
-struct ProbingFlag<'a>(&'a AtomicBool);
-
-impl Drop for ProbingFlag<'_> {
-    fn drop(&mut self) {
-        self.0.store(false, Ordering::Release);
     }
 }
 
@@ -122,11 +129,38 @@ mod tests {
         let dropped =
             tokio::time::timeout(Duration::from_millis(50), reachability.probe(&pool)).await;
         assert!(dropped.is_err(), "the probe was still waiting");
-        assert!(!reachability.probing.load(Ordering::Acquire));
+        assert!(reachability.probing.try_lock().is_ok());
         reachability.probe(&pool).await;
         assert!(
             reachability.down(),
             "the next probe ran and found no server"
+        );
+    }
+
+    /// Requests that want a probe while one runs wait for its verdict
+    /// (one probe's time, not one each), never take the one before it.
+    #[tokio::test]
+    async fn requests_during_a_probe_get_its_verdict() {
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let url = if cfg!(feature = "mysql") {
+            format!("mysql://root@127.0.0.1:{port}/test")
+        } else {
+            format!("postgres://postgres@127.0.0.1:{port}/test")
+        };
+        let pool = Pool::connect_lazy(&url).unwrap();
+        let reachability = Reachability::default();
+        let started = Instant::now();
+        tokio::join!(
+            reachability.probe(&pool),
+            reachability.probe(&pool),
+            reachability.probe(&pool)
+        );
+        assert!(reachability.down());
+        assert!(
+            started.elapsed() < PROBE_TIMEOUT * 2,
+            "three requests ran three probes: {:?}",
+            started.elapsed()
         );
     }
 }

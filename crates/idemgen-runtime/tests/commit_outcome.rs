@@ -231,11 +231,9 @@ async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
         .await;
     let engine = table.engine().await;
     let key = format!("pay:{}", uuid::Uuid::new_v4());
-    let mut call = engine
-        .begin(&PAY, pay(&key))
-        .await
-        .ok()
-        .expect("a fresh key");
+    let Ok(mut call) = engine.begin(&PAY, pay(&key)).await else {
+        panic!("a fresh key is claimed");
+    };
     let (tx, _) = call.parts();
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "INSERT INTO {}_child (id, parent) VALUES (1, 42)",

@@ -23,7 +23,6 @@
 #[cfg(feature = "mysql")]
 mod galera {
     use std::sync::Arc;
-    use std::time::Duration;
 
     use axum::body::Body;
     use axum::http::{Request, StatusCode};
