@@ -1,0 +1,180 @@
+//! A randomized fault suite with a history checker (Jepsen's approach),
+//! against the ledger service of `crates/idemgen-runtime/examples/ledger.rs`
+//! on SQLite, MariaDB and PostgreSQL. Runs only with
+//! `IDEMGEN_TEST_NEMESIS=1` (`.ci/run` sets it).
+//!
+//! Each history starts three instances of the service on a database of
+//! its own; their business step writes a ledger row in the business
+//! transaction and calls a downstream sink (a server in this test that
+//! records every call with the downstream key it was given). A seeded
+//! plan drives the workload: first requests, concurrent duplicates across
+//! instances, retries after random delays, changed bodies, clients that
+//! hang up mid-request, keys reused after the window, every client
+//! following `Retry-After`. Meanwhile a nemesis kills the service's
+//! database connections, holds record rows locked past the lock timeout,
+//! stalls the sink past the lease and, with
+//! `IDEMGEN_TEST_RESTART_DATABASES=1`, restarts the database server once
+//! per dialect; standing conditions are one instance's clock skewed
+//! (libfaketime), the purge running every second with a 3.5 s window, and
+//! the isolation level (READ COMMITTED, REPEATABLE READ, SERIALIZABLE).
+//! Then the faults stop and every key is driven to its final answer.
+//!
+//! The checker (`nemesis/check.rs`) proves on the recorded history: each
+//! key's business effect committed at most once per window, one
+//! downstream key per idempotency key, every 2xx durable and equal byte
+//! for byte to its committed receipt (so every replay equals its first
+//! answer), no 500, `Retry-After` on every 429 and 503, every key resolved
+//! within lease + retry delay after the faults and no 503 then, a
+//! conflict only where another body was sent with the key.
+//!
+//! - `IDEMGEN_NEMESIS_SEED`: the first history's seed (random otherwise,
+//!   always printed); history `n` uses seed + n.
+//! - `IDEMGEN_NEMESIS_BUDGET_SECS`: histories run per dialect until this
+//!   is spent (default 60; at least one history).
+//! - `IDEMGEN_NEMESIS_HISTORIES`: at most this many per dialect.
+//!
+//! A failing history prints its seed, the command that replays it, and
+//! the events of each offending key. A seed replays the plan (keys,
+//! timings, faults, conditions), not the exact thread interleaving.
+
+#[path = "nemesis/check.rs"]
+mod check;
+#[path = "nemesis/history.rs"]
+mod history;
+#[path = "nemesis/rng.rs"]
+mod rng;
+#[path = "nemesis/system.rs"]
+mod system;
+
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use system::Dialect;
+
+#[test]
+fn sqlite_nemesis() {
+    run(Dialect::Sqlite, "sqlite_nemesis");
+}
+
+#[test]
+fn mysql_nemesis() {
+    run(Dialect::Mysql, "mysql_nemesis");
+}
+
+#[test]
+fn postgres_nemesis() {
+    run(Dialect::Postgres, "postgres_nemesis");
+}
+
+/// Printed past the harness's capture, like the other suites' skips.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name).ok()?.trim().parse().ok()
+}
+
+fn run(dialect: Dialect, test: &str) {
+    if std::env::var("IDEMGEN_TEST_NEMESIS").as_deref() != Ok("1") {
+        say(&format!(
+            "SKIPPED: set IDEMGEN_TEST_NEMESIS=1 to run the randomized fault suite ({test})"
+        ));
+        return;
+    }
+    let server_url = match dialect.env_var() {
+        None => None,
+        Some(variable) => match std::env::var(variable) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                say(&format!("SKIPPED: set {variable} to run ({test})"));
+                return;
+            }
+        },
+    };
+    // Histories of two dialects at once would share two cores: their
+    // timing bounds are checked one dialect at a time.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+    let binary = system::ledger_binary(dialect);
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    static RESTARTED_MYSQL: AtomicBool = AtomicBool::new(false);
+    static RESTARTED_POSTGRES: AtomicBool = AtomicBool::new(false);
+    let restarted = match dialect {
+        Dialect::Mysql => &RESTARTED_MYSQL,
+        _ => &RESTARTED_POSTGRES,
+    };
+
+    let budget = Duration::from_secs(env_number("IDEMGEN_NEMESIS_BUDGET_SECS").unwrap_or(60));
+    let most = env_number("IDEMGEN_NEMESIS_HISTORIES").unwrap_or(u64::MAX);
+    let base_seed = env_number("IDEMGEN_NEMESIS_SEED").unwrap_or_else(rng::random_seed);
+    say(&format!(
+        "nemesis {dialect:?}: seed {base_seed} (replay: IDEMGEN_TEST_NEMESIS=1 IDEMGEN_NEMESIS_SEED={base_seed} cargo test --test nemesis {test})"
+    ));
+    let started = Instant::now();
+    let mut tally = check::Tally::default();
+    let mut last = Duration::ZERO;
+    let mut failure = None;
+    for n in 0..most {
+        if n > 0 && started.elapsed() + last > budget {
+            break;
+        }
+        let seed = base_seed.wrapping_add(n);
+        let restart = dialect.has_server() && history::take_restart(restarted);
+        let plan = history::Plan::draw(seed, dialect, restart);
+        let (history, db) = history::run(plan, &binary, server_url.as_deref());
+        last = history.wall;
+        let (violations, measures) = check::check(&history);
+        tally.add(&history, violations.len(), &measures);
+        say(&format!(
+            "nemesis {dialect:?} history seed {seed}: {} requests, {} faults, isolation {:?}, skew {:?}, pool {}: {} violations, longest unavailability {:.2} s, longest resolve {:.2} s, {:.1} s",
+            history.events.len(),
+            history.faults.len(),
+            history.plan.isolation,
+            history
+                .plan
+                .skew
+                .as_ref()
+                .map(|(instance, offset)| format!("i{instance} {offset} s")),
+            history.plan.pool_size,
+            violations.len(),
+            measures.longest_unavailable.as_secs_f64(),
+            measures.longest_resolve.as_secs_f64(),
+            history.wall.as_secs_f64()
+        ));
+        if std::env::var_os("IDEMGEN_NEMESIS_VERBOSE").is_some() {
+            say(&check::timeline(&history));
+        }
+        if !violations.is_empty() {
+            db.keep();
+            let report = check::report(&history, &violations, test);
+            say(&report);
+            for (instance, log) in &history.logs {
+                let tail: Vec<&str> = log.lines().rev().take(15).collect();
+                say(&format!("--- log of {instance} (last lines) ---"));
+                for line in tail.iter().rev() {
+                    say(line);
+                }
+            }
+            failure = Some(seed);
+            break;
+        }
+    }
+    say(&format!(
+        "nemesis {dialect:?} summary: {} histories, {} requests (answers {:?}), faults {:?}, {} violations, longest unavailability (no 2xx while clients were told to retry) {:.2} s, longest resolve after the faults {:.2} s, wall {:.1} s",
+        tally.histories,
+        tally.requests,
+        tally.statuses,
+        tally.faults,
+        tally.violations,
+        tally.longest_unavailable.as_secs_f64(),
+        tally.longest_resolve.as_secs_f64(),
+        started.elapsed().as_secs_f64()
+    ));
+    if let Some(seed) = failure {
+        panic!(
+            "{dialect:?}: a history broke an invariant; replay with IDEMGEN_TEST_NEMESIS=1 IDEMGEN_NEMESIS_SEED={seed} IDEMGEN_NEMESIS_HISTORIES=1 cargo test --test nemesis {test}"
+        );
+    }
+}
