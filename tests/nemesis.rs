@@ -53,6 +53,10 @@ use std::time::{Duration, Instant};
 
 use system::Dialect;
 
+/// Histories of two tests at once would share two cores: their timing
+/// bounds are checked one history at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
 #[test]
 fn sqlite_nemesis() {
     run(Dialect::Sqlite, "sqlite_nemesis");
@@ -94,9 +98,6 @@ fn run(dialect: Dialect, test: &str) {
             }
         },
     };
-    // Histories of two dialects at once would share two cores: their
-    // timing bounds are checked one dialect at a time.
-    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
     let binary = system::ledger_binary(dialect);
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     static RESTARTED_MYSQL: AtomicBool = AtomicBool::new(false);
@@ -179,6 +180,49 @@ fn run(dialect: Dialect, test: &str) {
     }
 }
 
+/// The suite finds a real mistake: the ledger service started with
+/// `DOWNSTREAM=claim-token` gives downstream the attempt's claim token
+/// (new on every attempt) instead of the stable downstream key. Under
+/// downstream stalls past the lease, a retry after a cancelled attempt
+/// charges with a second key, which the checker must report.
+#[test]
+fn a_claim_token_given_downstream_is_caught() {
+    if std::env::var("IDEMGEN_TEST_NEMESIS").as_deref() != Ok("1") {
+        say(
+            "SKIPPED: set IDEMGEN_TEST_NEMESIS=1 to run the randomized fault suite (a_claim_token_given_downstream_is_caught)",
+        );
+        return;
+    }
+    let binary = system::ledger_binary(Dialect::Sqlite);
+    let seed = env_number("IDEMGEN_NEMESIS_SEED").unwrap_or_else(rng::random_seed);
+    let mut plan = history::Plan::draw(seed, Dialect::Sqlite, false);
+    plan.env = vec![("DOWNSTREAM".into(), "claim-token".into())];
+    // Only downstream stalls, one every 1.5 s for 1.2 s.
+    plan.faults = (0..6)
+        .map(|i| history::FaultPlan {
+            at_ms: 500 + i * 1_500,
+            kind: history::FaultKind::SinkStall,
+            duration_ms: 1_200,
+            keys: Vec::new(),
+        })
+        .collect();
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let (history, _db) = history::run(plan, &binary, None);
+    let (violations, _) = check::check(&history);
+    let caught = violations
+        .iter()
+        .filter(|v| v.what.contains("downstream keys for"))
+        .count();
+    say(&format!(
+        "nemesis: claim token given downstream (seed {seed}): {caught} keys charged with two downstream keys caught among {} violations",
+        violations.len()
+    ));
+    assert!(
+        caught > 0,
+        "seed {seed}: the checker missed the claim token given downstream: {violations:?}"
+    );
+}
+
 /// The checker itself, on a small hand-made history: clean, it finds
 /// nothing; each planted fault is found, by the invariant it breaks.
 /// (Runs without `IDEMGEN_TEST_NEMESIS`: no server, no service.)
@@ -234,6 +278,7 @@ fn the_checker_finds_each_kind_of_violation() {
                 })
                 .collect(),
             faults: Vec::new(),
+            env: Vec::new(),
         },
         events: vec![
             event(0, "k0-0", Kind::First, 0, answer(201, &a, false)),

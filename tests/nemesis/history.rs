@@ -99,6 +99,8 @@ pub struct Plan {
     pub pool_size: u64,
     pub clients: Vec<ClientPlan>,
     pub faults: Vec<FaultPlan>,
+    /// More environment for every instance.
+    pub env: Vec<(String, String)>,
 }
 
 impl Plan {
@@ -232,6 +234,7 @@ impl Plan {
             pool_size,
             clients,
             faults,
+            env: Vec::new(),
         }
     }
 }
@@ -307,6 +310,7 @@ pub fn run(plan: Plan, binary: &Path, server_url: Option<&str>) -> (History, Dat
                 ("LOCK_TIMEOUT_MS".into(), LOCK_TIMEOUT_MS.to_string()),
                 ("DATABASE_POOL_SIZE".into(), plan.pool_size.to_string()),
             ];
+            env.extend(plan.env.iter().cloned());
             if let Some(isolation) = plan.isolation {
                 env.push(("ISOLATION".into(), isolation.into()));
             }

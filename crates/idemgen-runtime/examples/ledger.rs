@@ -13,7 +13,8 @@
 //! `PURGE_INTERVAL_SECS`, `ISOLATION` (`read-committed`,
 //! `repeatable-read`, `serializable`; MySQL and PostgreSQL),
 //! `LOCK_TIMEOUT_MS` and `DATABASE_POOL_SIZE`. The tables are created by
-//! whoever starts it.
+//! whoever starts it. The downstream key is [`idemgen_runtime::Call::downstream_key`],
+//! the same for every attempt of one key.
 
 use std::error::Error;
 use std::fmt;
@@ -35,6 +36,11 @@ struct App {
     operation: &'static Operation,
     sink: String,
     instance: String,
+    /// `DOWNSTREAM=claim-token`: the mistake of giving downstream the
+    /// attempt's claim token, which changes on every attempt, instead of
+    /// the downstream key; only for the fault suite to prove that its
+    /// checker catches the double charge that follows.
+    claim_token_downstream: bool,
 }
 
 #[derive(Deserialize)]
@@ -83,10 +89,16 @@ async fn transfer(State(app): State<App>, request: axum::extract::Request) -> Re
         Err(answer) => return answer,
     };
     let deadline = call.deadline();
+    let downstream = match app.claim_token_downstream {
+        true => call.claim_token(),
+        false => call.downstream_key(),
+    }
+    .unwrap_or_default()
+    .to_string();
     let (tx, request) = call.parts();
     // A stalled downstream call must not outlive the lease: past it a
     // retry may take the key over, and only one of them may commit.
-    match within_lease(deadline, book(&app, tx, request)).await {
+    match within_lease(deadline, book(&app, tx, request, &downstream)).await {
         Some(outcome) => call.finish(outcome).await,
         None => call.lease_expired().await,
     }
@@ -94,7 +106,12 @@ async fn transfer(State(app): State<App>, request: axum::extract::Request) -> Re
 
 /// The business step: the ledger row, then the downstream call, in the
 /// transaction the engine commits with the stored answer.
-async fn book(app: &App, tx: &mut Tx, request: &Request) -> Result<Reply, BookError> {
+async fn book(
+    app: &App,
+    tx: &mut Tx,
+    request: &Request,
+    downstream: &str,
+) -> Result<Reply, BookError> {
     let transfer: Transfer = match request.json() {
         Ok(transfer) => transfer,
         Err(bad_request) => return Ok(bad_request),
@@ -105,7 +122,6 @@ async fn book(app: &App, tx: &mut Tx, request: &Request) -> Result<Reply, BookEr
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let downstream = request.downstream_key.clone().unwrap_or_default();
     let receipt = uuid::Uuid::new_v4().to_string();
     let body = serde_json::json!({
         "receipt": receipt,
@@ -147,7 +163,7 @@ async fn book(app: &App, tx: &mut Tx, request: &Request) -> Result<Reply, BookEr
         "instance": app.instance,
     })
     .to_string();
-    match charge(&app.sink, &downstream, &payload).await {
+    match charge(&app.sink, downstream, &payload).await {
         Ok(200) => {}
         Ok(status) => return Err(BookError::Downstream(format!("sink answered {status}"))),
         Err(error) => return Err(BookError::Downstream(error.to_string())),
@@ -297,6 +313,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         operation,
         sink: env("SINK_ADDR", "127.0.0.1:9"),
         instance: env("INSTANCE", "ledger"),
+        claim_token_downstream: env("DOWNSTREAM", "downstream-key") == "claim-token",
     };
     let router = Router::new()
         .route("/transfers", post(transfer))
