@@ -214,7 +214,7 @@ impl Plan {
                 duration_ms,
                 keys,
             });
-            at += nemesis.range(400, 1_500);
+            at += nemesis.range(500, 2_000);
         }
         if restart && dialect.has_server() {
             faults.push(FaultPlan {
@@ -491,6 +491,13 @@ fn nemesis(
     let mut stall_ends: Option<(usize, Instant)> = None;
     for fault in &plan.faults {
         let at = started + Duration::from_millis(fault.at_ms);
+        // A stall ends on time, not when the next fault comes.
+        if let Some((_, ends)) = stall_ends
+            && ends < at
+        {
+            thread::sleep(ends.saturating_duration_since(Instant::now()));
+            end_stall(sink, &mut stall_ends, &mut injected, started, false);
+        }
         thread::sleep(at.saturating_duration_since(Instant::now()));
         end_stall(sink, &mut stall_ends, &mut injected, started, false);
         if Instant::now() >= quiesce {
@@ -568,6 +575,12 @@ fn nemesis(
             }
         }
         reap(&mut holders, &mut injected, started);
+    }
+    if let Some((_, ends)) = stall_ends
+        && ends < quiesce
+    {
+        thread::sleep(ends.saturating_duration_since(Instant::now()));
+        end_stall(sink, &mut stall_ends, &mut injected, started, false);
     }
     thread::sleep(quiesce.saturating_duration_since(Instant::now()));
     end_stall(sink, &mut stall_ends, &mut injected, started, true);
