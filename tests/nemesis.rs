@@ -72,6 +72,15 @@ fn postgres_nemesis() {
     run(Dialect::Postgres, "postgres_nemesis");
 }
 
+/// Three instances, each on its own node of the Galera cluster of
+/// `scripts/galera.sh` (`IDEMGEN_TEST_GALERA_URLS`, comma-separated), with
+/// one node killed or partitioned away per history besides the faults of
+/// a single server.
+#[test]
+fn galera_nemesis() {
+    run(Dialect::Mysql, "galera_nemesis");
+}
+
 /// Printed past the harness's capture, like the other suites' skips.
 fn say(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
@@ -82,13 +91,31 @@ fn env_number(name: &str) -> Option<u64> {
 }
 
 fn run(dialect: Dialect, test: &str) {
+    let galera = test.starts_with("galera");
     if std::env::var("IDEMGEN_TEST_NEMESIS").as_deref() != Ok("1") {
         say(&format!(
             "SKIPPED: set IDEMGEN_TEST_NEMESIS=1 to run the randomized fault suite ({test})"
         ));
         return;
     }
+    let nodes: Vec<String> = match galera {
+        false => Vec::new(),
+        true => match std::env::var("IDEMGEN_TEST_GALERA_URLS") {
+            Ok(urls) if urls.split(',').filter(|url| !url.is_empty()).count() >= 3 => urls
+                .split(',')
+                .filter(|url| !url.is_empty())
+                .map(str::to_string)
+                .collect(),
+            _ => {
+                say(&format!(
+                    "SKIPPED: set IDEMGEN_TEST_GALERA_URLS to three nodes (scripts/galera.sh urls) to run ({test})"
+                ));
+                return;
+            }
+        },
+    };
     let server_url = match dialect.env_var() {
+        _ if galera => Some(nodes[0].clone()),
         None => None,
         Some(variable) => match std::env::var(variable) {
             Ok(url) if !url.is_empty() => Some(url),
@@ -107,11 +134,24 @@ fn run(dialect: Dialect, test: &str) {
         _ => &RESTARTED_POSTGRES,
     };
 
+    let topology = if galera {
+        "Galera".to_string()
+    } else {
+        format!("{dialect:?}")
+    };
+    if dialect.has_server()
+        && !galera
+        && std::env::var_os("IDEMGEN_TEST_RESTART_DATABASES").is_none()
+    {
+        say(&format!(
+            "SKIPPED: set IDEMGEN_TEST_RESTART_DATABASES=1 to restart the database server in one history ({test})"
+        ));
+    }
     let budget = Duration::from_secs(env_number("IDEMGEN_NEMESIS_BUDGET_SECS").unwrap_or(60));
     let most = env_number("IDEMGEN_NEMESIS_HISTORIES").unwrap_or(u64::MAX);
     let base_seed = env_number("IDEMGEN_NEMESIS_SEED").unwrap_or_else(rng::random_seed);
     say(&format!(
-        "nemesis {dialect:?}: seed {base_seed} (replay: IDEMGEN_TEST_NEMESIS=1 IDEMGEN_NEMESIS_SEED={base_seed} cargo test --test nemesis {test})"
+        "nemesis {topology}: seed {base_seed} (replay: IDEMGEN_TEST_NEMESIS=1 IDEMGEN_NEMESIS_SEED={base_seed} cargo test --test nemesis {test})"
     ));
     let started = Instant::now();
     let mut tally = check::Tally::default();
@@ -122,14 +162,14 @@ fn run(dialect: Dialect, test: &str) {
             break;
         }
         let seed = base_seed.wrapping_add(n);
-        let restart = dialect.has_server() && history::take_restart(restarted);
-        let plan = history::Plan::draw(seed, dialect, restart);
-        let (history, db) = history::run(plan, &binary, server_url.as_deref());
+        let restart = !galera && dialect.has_server() && history::take_restart(restarted);
+        let plan = history::Plan::draw(seed, dialect, restart, nodes.len());
+        let (history, db) = history::run(plan, &binary, server_url.as_deref(), &nodes);
         last = history.wall;
         let (violations, measures) = check::check(&history);
         tally.add(&history, violations.len(), &measures);
         say(&format!(
-            "nemesis {dialect:?} history seed {seed}: {} requests, {} faults, isolation {:?}, skew {:?}, pool {}: {} violations, longest unavailability {:.2} s, longest resolve {:.2} s, {:.1} s",
+            "nemesis {topology} history seed {seed}: {} requests, {} faults, isolation {:?}, skew {:?}, pool {}: {} violations, longest unavailability {:.2} s, longest resolve {:.2} s, {:.1} s",
             history.events.len(),
             history.faults.len(),
             history.plan.isolation,
@@ -163,7 +203,7 @@ fn run(dialect: Dialect, test: &str) {
         }
     }
     say(&format!(
-        "nemesis {dialect:?} summary: {} histories, {} requests (answers {:?}), faults {:?}, {} violations, longest unavailability (no 2xx while clients were told to retry) {:.2} s, longest resolve after the faults {:.2} s, wall {:.1} s",
+        "nemesis {topology} summary: {} histories, {} requests (answers {:?}), faults {:?}, {} violations, longest unavailability (no 2xx while clients were told to retry) {:.2} s, longest resolve after the faults {:.2} s, wall {:.1} s",
         tally.histories,
         tally.requests,
         tally.statuses,
@@ -195,7 +235,7 @@ fn a_claim_token_given_downstream_is_caught() {
     }
     let binary = system::ledger_binary(Dialect::Sqlite);
     let seed = env_number("IDEMGEN_NEMESIS_SEED").unwrap_or_else(rng::random_seed);
-    let mut plan = history::Plan::draw(seed, Dialect::Sqlite, false);
+    let mut plan = history::Plan::draw(seed, Dialect::Sqlite, false, 0);
     plan.env = vec![("DOWNSTREAM".into(), "claim-token".into())];
     // Only downstream stalls, one every 1.5 s for 1.2 s.
     plan.faults = (0..6)
@@ -204,10 +244,11 @@ fn a_claim_token_given_downstream_is_caught() {
             kind: history::FaultKind::SinkStall,
             duration_ms: 1_200,
             keys: Vec::new(),
+            node: 0,
         })
         .collect();
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let (history, _db) = history::run(plan, &binary, None);
+    let (history, _db) = history::run(plan, &binary, None, &[]);
     let (violations, _) = check::check(&history);
     let caught = violations
         .iter()

@@ -499,9 +499,13 @@ impl Tally {
             FaultKind::LockRecords,
             FaultKind::SinkStall,
             FaultKind::RestartServer,
+            FaultKind::KillNode,
+            FaultKind::PartitionNode,
         ] {
             let n = history.faults.iter().filter(|f| f.kind == kind).count();
-            count(kind.name().to_string(), n);
+            if n > 0 {
+                count(kind.name().to_string(), n);
+            }
         }
         let plan = &history.plan;
         count("purge every 1 s (histories)".into(), 1);

@@ -11,7 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::rng::Rng;
-use super::system::{Database, Dialect, Instance, LIBFAKETIME, Outcome, Sink, SinkCall, send};
+use super::system::{
+    Database, Dialect, Instance, LIBFAKETIME, Outcome, Sink, SinkCall, mysql_on, root, send,
+};
 
 /// The service's contract and timings in every history.
 pub const WINDOW_MS: u64 = 3_500;
@@ -54,6 +56,11 @@ pub enum FaultKind {
     LockRecords,
     SinkStall,
     RestartServer,
+    /// A Galera node SIGKILLed, then started again.
+    KillNode,
+    /// A Galera node cut off from the others (`gmcast.isolate`), then let
+    /// back.
+    PartitionNode,
 }
 
 impl FaultKind {
@@ -63,6 +70,8 @@ impl FaultKind {
             FaultKind::LockRecords => "record rows locked past the lock timeout",
             FaultKind::SinkStall => "downstream stalled past the lease",
             FaultKind::RestartServer => "database server restarted",
+            FaultKind::KillNode => "Galera node killed",
+            FaultKind::PartitionNode => "Galera node partitioned away",
         }
     }
 }
@@ -86,6 +95,8 @@ pub struct FaultPlan {
     pub kind: FaultKind,
     pub duration_ms: u64,
     pub keys: Vec<usize>,
+    /// The Galera node (an index into the nodes) of a node fault.
+    pub node: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -104,7 +115,9 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn draw(seed: u64, dialect: Dialect, restart: bool) -> Plan {
+    /// `nodes`: how many Galera nodes the instances spread over (0: one
+    /// server).
+    pub fn draw(seed: u64, dialect: Dialect, restart: bool, nodes: usize) -> Plan {
         let mut rng = Rng::new(seed ^ dialect as u64);
         let mut conditions = rng.fork();
         let mut workload = rng.fork();
@@ -213,6 +226,7 @@ impl Plan {
                 kind,
                 duration_ms,
                 keys,
+                node: 0,
             });
             at += nemesis.range(500, 2_000);
         }
@@ -222,6 +236,29 @@ impl Plan {
                 kind: FaultKind::RestartServer,
                 duration_ms: 0,
                 keys: Vec::new(),
+                node: 0,
+            });
+            faults.sort_by_key(|fault| fault.at_ms);
+        }
+        // One node fault per history, never on the first node (the one
+        // the checker reads): a cut-off node is noticed after the
+        // cluster's suspect timeout (5 s), so a partition lasts longer.
+        if nodes > 1 {
+            let partition = nemesis.chance(0.5);
+            faults.push(FaultPlan {
+                at_ms: nemesis.range(1_000, 4_000),
+                kind: if partition {
+                    FaultKind::PartitionNode
+                } else {
+                    FaultKind::KillNode
+                },
+                duration_ms: if partition {
+                    nemesis.range(6_000, 8_000)
+                } else {
+                    nemesis.range(2_000, 4_000)
+                },
+                keys: Vec::new(),
+                node: nemesis.range(1, nodes as u64) as usize,
             });
             faults.sort_by_key(|fault| fault.at_ms);
         }
@@ -294,8 +331,15 @@ pub struct History {
 
 type Events = Arc<Mutex<Vec<Event>>>;
 
-/// Runs `plan` on a fresh database of `server_url`'s server.
-pub fn run(plan: Plan, binary: &Path, server_url: Option<&str>) -> (History, Database) {
+/// Runs `plan` on a fresh database of `server_url`'s server; with
+/// `nodes` (a Galera cluster's base URLs, `server_url` the first), each
+/// instance on its own node.
+pub fn run(
+    plan: Plan,
+    binary: &Path,
+    server_url: Option<&str>,
+    nodes: &[String],
+) -> (History, Database) {
     let wall = Instant::now();
     let db = Database::create(plan.dialect, server_url, plan.seed);
     let sink = Sink::start();
@@ -311,6 +355,9 @@ pub fn run(plan: Plan, binary: &Path, server_url: Option<&str>) -> (History, Dat
                 ("DATABASE_POOL_SIZE".into(), plan.pool_size.to_string()),
             ];
             env.extend(plan.env.iter().cloned());
+            if !nodes.is_empty() {
+                env.push(("DATABASE_URL".into(), db.url_on(&nodes[i % nodes.len()])));
+            }
             if let Some(isolation) = plan.isolation {
                 env.push(("ISOLATION".into(), isolation.into()));
             }
@@ -349,7 +396,7 @@ pub fn run(plan: Plan, binary: &Path, server_url: Option<&str>) -> (History, Dat
         })
         .collect();
 
-    let faults = nemesis(&plan, &db, &sink, started, quiesce);
+    let faults = nemesis(&plan, &db, &sink, nodes, started, quiesce);
     for client in clients {
         client.join().expect("a client thread");
     }
@@ -483,10 +530,14 @@ fn nemesis(
     plan: &Plan,
     db: &Database,
     sink: &Sink,
+    nodes: &[String],
     started: Instant,
     quiesce: Instant,
 ) -> Vec<Fault> {
     let mut injected = Vec::new();
+    // A node fault runs in a thread of its own (bringing a node back
+    // takes seconds): its index and the thread, which returns its end.
+    let mut node_fault: Option<(usize, thread::JoinHandle<Duration>)> = None;
     let mut holders: Vec<(usize, Child)> = Vec::new();
     let mut stall_ends: Option<(usize, Instant)> = None;
     for fault in &plan.faults {
@@ -506,7 +557,7 @@ fn nemesis(
         let start = started.elapsed();
         match fault.kind {
             FaultKind::KillConnections => {
-                let killed = db.kill_connections();
+                let killed = db.kill_connections(nodes);
                 injected.push(Fault {
                     kind: fault.kind,
                     start,
@@ -564,6 +615,32 @@ fn nemesis(
                     ),
                 });
             }
+            FaultKind::KillNode | FaultKind::PartitionNode => {
+                if let Some((index, thread)) = node_fault.take() {
+                    injected[index].end = thread.join().expect("a node fault");
+                }
+                let (kind, node, hold) = (
+                    fault.kind,
+                    fault.node,
+                    Duration::from_millis(fault.duration_ms),
+                );
+                let url = nodes[node].clone();
+                let thread = thread::spawn(move || {
+                    node_down(kind, node, &url, hold);
+                    started.elapsed()
+                });
+                node_fault = Some((injected.len(), thread));
+                injected.push(Fault {
+                    kind: fault.kind,
+                    start,
+                    end: start,
+                    detail: format!(
+                        "node{} for {} ms, then until Synced",
+                        node + 1,
+                        fault.duration_ms
+                    ),
+                });
+            }
             FaultKind::RestartServer => {
                 restart_server(db.dialect);
                 injected.push(Fault {
@@ -584,6 +661,9 @@ fn nemesis(
     }
     thread::sleep(quiesce.saturating_duration_since(Instant::now()));
     end_stall(sink, &mut stall_ends, &mut injected, started, true);
+    if let Some((index, thread)) = node_fault.take() {
+        injected[index].end = thread.join().expect("a node fault");
+    }
     // Held locks end by themselves (their sessions commit after a sleep
     // shorter than the lease plus two seconds).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -786,6 +866,50 @@ fn restart_server(dialect: Dialect) {
             }
         }
         Dialect::Sqlite => {}
+    }
+}
+
+/// Takes Galera node `node` (0-based) down for `hold` (SIGKILL, or cut
+/// off with the provider's `gmcast.isolate`), then brings it back and
+/// waits until it is Synced in a cluster of three again.
+fn node_down(kind: FaultKind, node: usize, url: &str, hold: Duration) {
+    let script = root().join("scripts/galera.sh");
+    let galera = |args: &[&str]| {
+        let output = std::process::Command::new(&script).args(args).output();
+        assert!(
+            output.as_ref().is_ok_and(|output| output.status.success()),
+            "galera.sh {args:?}: {output:?}"
+        );
+    };
+    let number = (node + 1).to_string();
+    let isolate = |on: u8| {
+        mysql_on(
+            url,
+            &format!("SET GLOBAL wsrep_provider_options = 'gmcast.isolate={on}'"),
+        )
+    };
+    match kind {
+        FaultKind::KillNode => galera(&["kill", &number]),
+        _ => assert!(isolate(1).is_some(), "node{number} not cut off"),
+    }
+    thread::sleep(hold);
+    match kind {
+        FaultKind::KillNode => galera(&["start-node", &number]),
+        _ => assert!(isolate(0).is_some(), "node{number} not let back"),
+    }
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let state = mysql_on(
+            url,
+            "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+             WHERE VARIABLE_NAME IN ('wsrep_local_state_comment', 'wsrep_cluster_size') \
+             ORDER BY VARIABLE_NAME",
+        );
+        if state.is_some_and(|state| state.split_whitespace().eq(["3", "Synced"])) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "node{number} did not come back");
+        thread::sleep(Duration::from_millis(200));
     }
 }
 

@@ -384,29 +384,24 @@ impl Database {
         }
     }
 
+    /// This database on another node of the same cluster (Galera), whose
+    /// base URL is `server_url`.
+    pub fn url_on(&self, server_url: &str) -> String {
+        ServerUrl::parse(server_url).with_database(&self.name)
+    }
+
     /// Ends every connection of the service to the history's database
-    /// (`KILL CONNECTION`, `pg_terminate_backend`); how many.
-    pub fn kill_connections(&self) -> usize {
+    /// (`KILL CONNECTION`, `pg_terminate_backend`); how many. `nodes`:
+    /// the base URLs of a cluster's nodes, each with its own connections.
+    pub fn kill_connections(&self, nodes: &[String]) -> usize {
         match self.dialect {
+            Dialect::Mysql if !nodes.is_empty() => nodes
+                .iter()
+                .map(|node| self.kill_mysql_connections(&mysql_client(&ServerUrl::parse(node))))
+                .sum(),
             Dialect::Mysql => {
-                let ids = self.admin(&format!(
-                    "SELECT id FROM information_schema.processlist \
-                     WHERE db = '{}' AND id <> CONNECTION_ID()",
-                    self.name
-                ));
-                let ids: Vec<&str> = ids.split_whitespace().collect();
-                if ids.is_empty() {
-                    return 0;
-                }
-                let kills: String = ids
-                    .iter()
-                    .map(|id| format!("KILL CONNECTION {id};"))
-                    .collect();
-                // One may have ended by itself meanwhile: the others still go.
-                let mut command = self.client(false);
-                command.args(["--force", "-e", &kills]);
-                let _ = command.output();
-                ids.len()
+                let server = self.server.as_ref().expect("a MariaDB server");
+                self.kill_mysql_connections(&mysql_client(server))
             }
             Dialect::Postgres => {
                 let killed = self.admin(&format!(
@@ -419,6 +414,61 @@ impl Database {
             Dialect::Sqlite => 0,
         }
     }
+
+    fn kill_mysql_connections(&self, client: &dyn Fn() -> Command) -> usize {
+        let listed = client()
+            .arg("-e")
+            .arg(format!(
+                "SELECT id FROM information_schema.processlist \
+                 WHERE db = '{}' AND id <> CONNECTION_ID()",
+                self.name
+            ))
+            .output();
+        // A node that is down or cut off has no connection to kill.
+        let Ok(listed) = listed else { return 0 };
+        let ids = String::from_utf8_lossy(&listed.stdout).to_string();
+        let ids: Vec<&str> = ids.split_whitespace().collect();
+        if ids.is_empty() {
+            return 0;
+        }
+        let kills: String = ids
+            .iter()
+            .map(|id| format!("KILL CONNECTION {id};"))
+            .collect();
+        // One may have ended by itself meanwhile: the others still go.
+        let _ = client().args(["--force", "-e", &kills]).output();
+        ids.len()
+    }
+}
+
+/// The `mysql` client for `server`, outside any database.
+fn mysql_client(server: &ServerUrl) -> impl Fn() -> Command + use<> {
+    let server = server.clone();
+    move || {
+        let mut command = Command::new("mysql");
+        command.args(["--protocol=TCP", "-N", "-B", "-h", &server.host, "-u"]);
+        command.arg(&server.user);
+        if let Some(port) = &server.port {
+            command.args(["-P", port]);
+        }
+        if let Some(password) = &server.password {
+            command.env("MYSQL_PWD", password);
+        }
+        command
+    }
+}
+
+/// Runs `sql` on the MariaDB server at `server_url` (a Galera node);
+/// its output, or `None` if the node refused or is down.
+pub fn mysql_on(server_url: &str, sql: &str) -> Option<String> {
+    let output = mysql_client(&ServerUrl::parse(server_url))()
+        .args(["-e", sql])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 impl Drop for Database {
