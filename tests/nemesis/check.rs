@@ -499,6 +499,7 @@ impl Tally {
             FaultKind::LockRecords,
             FaultKind::SinkStall,
             FaultKind::RestartServer,
+            FaultKind::PartitionInstance,
             FaultKind::KillNode,
             FaultKind::PartitionNode,
         ] {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::rng::Rng;
 use super::system::{
-    Database, Dialect, Instance, LIBFAKETIME, Outcome, Sink, SinkCall, mysql_on, root, send,
+    Database, Dialect, Instance, LIBFAKETIME, Outcome, Proxy, Sink, SinkCall, mysql_on, root, send,
 };
 
 /// The service's contract and timings in every history.
@@ -56,6 +56,10 @@ pub enum FaultKind {
     LockRecords,
     SinkStall,
     RestartServer,
+    /// One instance cut off from its database server (a proxy on
+    /// loopback resets its connections and refuses new ones), then let
+    /// back.
+    PartitionInstance,
     /// A Galera node SIGKILLed, then started again.
     KillNode,
     /// A Galera node cut off from the others (`gmcast.isolate`), then let
@@ -70,6 +74,7 @@ impl FaultKind {
             FaultKind::LockRecords => "record rows locked past the lock timeout",
             FaultKind::SinkStall => "downstream stalled past the lease",
             FaultKind::RestartServer => "database server restarted",
+            FaultKind::PartitionInstance => "instance partitioned from its database",
             FaultKind::KillNode => "Galera node killed",
             FaultKind::PartitionNode => "Galera node partitioned away",
         }
@@ -95,7 +100,8 @@ pub struct FaultPlan {
     pub kind: FaultKind,
     pub duration_ms: u64,
     pub keys: Vec<usize>,
-    /// The Galera node (an index into the nodes) of a node fault.
+    /// The Galera node (an index into the nodes) of a node fault, the
+    /// instance of a partition.
     pub node: usize,
 }
 
@@ -198,16 +204,22 @@ impl Plan {
         while at + 300 < QUIESCE_MS {
             // SQLite's "row lock" is its one write lock, the whole
             // database's: held less often there.
+            // Instances reach a single server through proxies that can
+            // cut them off; on Galera a node fault does that instead.
+            let proxied = dialect.has_server() && nodes == 0;
             let kind = match (dialect.has_server(), nemesis.range(0, 100)) {
-                (true, 0..35) => FaultKind::KillConnections,
-                (true, 35..60) | (false, 0..25) => FaultKind::LockRecords,
+                (true, 0..30) => FaultKind::KillConnections,
+                (true, 30..50) | (false, 0..25) => FaultKind::LockRecords,
+                (true, 50..70) if proxied => FaultKind::PartitionInstance,
                 _ => FaultKind::SinkStall,
             };
             let duration_ms = match kind {
                 FaultKind::KillConnections => 0,
                 FaultKind::LockRecords => LEASE_MS + nemesis.range(300, 2_000),
+                FaultKind::PartitionInstance => nemesis.range(1_000, 3_000),
                 _ => nemesis.range(500, 2_500),
             };
+            let instance = nemesis.range(0, INSTANCES as u64) as usize;
             // Keys whose first request is planned by now have records.
             let started: Vec<usize> = clients
                 .iter()
@@ -226,7 +238,7 @@ impl Plan {
                 kind,
                 duration_ms,
                 keys,
-                node: 0,
+                node: instance,
             });
             at += nemesis.range(500, 2_000);
         }
@@ -342,6 +354,12 @@ pub fn run(
 ) -> (History, Database) {
     let wall = Instant::now();
     let db = Database::create(plan.dialect, server_url, plan.seed);
+    let proxies: Vec<Arc<Proxy>> = match db.server_addr() {
+        Some(addr) if nodes.is_empty() => (0..INSTANCES)
+            .map(|_| Arc::new(Proxy::start(&addr)))
+            .collect(),
+        _ => Vec::new(),
+    };
     let sink = Sink::start();
     let mut instances: Vec<Instance> = (0..INSTANCES)
         .map(|i| {
@@ -357,6 +375,8 @@ pub fn run(
             env.extend(plan.env.iter().cloned());
             if !nodes.is_empty() {
                 env.push(("DATABASE_URL".into(), db.url_on(&nodes[i % nodes.len()])));
+            } else if let Some(proxy) = proxies.get(i) {
+                env.push(("DATABASE_URL".into(), db.url_via(proxy.port)));
             }
             if let Some(isolation) = plan.isolation {
                 env.push(("ISOLATION".into(), isolation.into()));
@@ -396,7 +416,7 @@ pub fn run(
         })
         .collect();
 
-    let faults = nemesis(&plan, &db, &sink, nodes, started, quiesce);
+    let faults = nemesis(&plan, &db, &sink, nodes, &proxies, started, quiesce);
     for client in clients {
         client.join().expect("a client thread");
     }
@@ -531,9 +551,13 @@ fn nemesis(
     db: &Database,
     sink: &Sink,
     nodes: &[String],
+    proxies: &[Arc<Proxy>],
     started: Instant,
     quiesce: Instant,
 ) -> Vec<Fault> {
+    // Partitions heal in threads of their own: each one's index and
+    // thread, which returns when it healed.
+    let mut partitions: Vec<(usize, thread::JoinHandle<Duration>)> = Vec::new();
     let mut injected = Vec::new();
     // A node fault runs in a thread of its own (bringing a node back
     // takes seconds): its index and the thread, which returns its end.
@@ -615,6 +639,23 @@ fn nemesis(
                     ),
                 });
             }
+            FaultKind::PartitionInstance => {
+                let proxy = proxies[fault.node].clone();
+                proxy.cut();
+                let hold = Duration::from_millis(fault.duration_ms);
+                let thread = thread::spawn(move || {
+                    thread::sleep(hold);
+                    proxy.heal();
+                    started.elapsed()
+                });
+                partitions.push((injected.len(), thread));
+                injected.push(Fault {
+                    kind: fault.kind,
+                    start,
+                    end: start,
+                    detail: format!("i{} for {} ms", fault.node, fault.duration_ms),
+                });
+            }
             FaultKind::KillNode | FaultKind::PartitionNode => {
                 if let Some((index, thread)) = node_fault.take() {
                     injected[index].end = thread.join().expect("a node fault");
@@ -663,6 +704,9 @@ fn nemesis(
     end_stall(sink, &mut stall_ends, &mut injected, started, true);
     if let Some((index, thread)) = node_fault.take() {
         injected[index].end = thread.join().expect("a node fault");
+    }
+    for (index, thread) in partitions {
+        injected[index].end = thread.join().expect("a partition");
     }
     // Held locks end by themselves (their sessions commit after a sleep
     // shorter than the lease plus two seconds).

@@ -384,6 +384,29 @@ impl Database {
         }
     }
 
+    /// The server's `host:port`, for a proxy in front of it (`None` for
+    /// SQLite).
+    pub fn server_addr(&self) -> Option<String> {
+        let server = self.server.as_ref()?;
+        let default = match self.dialect {
+            Dialect::Postgres => "5432",
+            _ => "3306",
+        };
+        Some(format!(
+            "{}:{}",
+            server.host,
+            server.port.as_deref().unwrap_or(default)
+        ))
+    }
+
+    /// This database through a proxy on `port` of loopback.
+    pub fn url_via(&self, port: u16) -> String {
+        let mut server = self.server.clone().expect("a database server");
+        server.host = "127.0.0.1".into();
+        server.port = Some(port.to_string());
+        server.with_database(&self.name)
+    }
+
     /// This database on another node of the same cluster (Galera), whose
     /// base URL is `server_url`.
     pub fn url_on(&self, server_url: &str) -> String {
@@ -758,4 +781,89 @@ pub fn send(base: &str, key: &str, body: &str, timeout: Duration) -> Result<Outc
         replayed,
         body,
     })
+}
+
+/// A TCP proxy on loopback between one instance and its database server.
+/// Cut, it resets every connection through it and closes new ones at
+/// once: the instance is partitioned away from its database, which the
+/// others still reach. Healed, it forwards again.
+pub struct Proxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    /// Forwards to `upstream` (`host:port`).
+    pub fn start(upstream: &str) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let upstream = upstream.to_string();
+        {
+            let (cut, open, stop) = (cut.clone(), open.clone(), stop.clone());
+            thread::spawn(move || {
+                for client in listener.incoming() {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    let Ok(client) = client else { continue };
+                    if cut.load(Ordering::Relaxed) {
+                        continue;
+                    }
+                    let Ok(server) = TcpStream::connect(&upstream) else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let mut open = open.lock().unwrap();
+                    // Connections that ended are dropped from the list.
+                    open.retain(|stream| stream.peer_addr().is_ok());
+                    for (from, to) in [(&client, &server), (&server, &client)] {
+                        let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+                            continue;
+                        };
+                        thread::Builder::new()
+                            .stack_size(64 * 1024)
+                            .spawn(move || {
+                                let _ = std::io::copy(&mut from, &mut to);
+                                let _ = to.shutdown(std::net::Shutdown::Both);
+                                let _ = from.shutdown(std::net::Shutdown::Both);
+                            })
+                            .unwrap();
+                    }
+                    open.push(client);
+                    open.push(server);
+                }
+            });
+        }
+        Proxy {
+            port,
+            cut,
+            open,
+            stop,
+        }
+    }
+
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::Relaxed);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    pub fn heal(&self) {
+        self.cut.store(false, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.cut();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
 }
