@@ -467,3 +467,115 @@ fn the_checker_finds_each_kind_of_violation() {
         assert!(report.contains("IDEMGEN_NEMESIS_SEED=1 "), "{report}");
     }
 }
+
+/// What the randomized suite found on Galera (a node killed, then
+/// Synced): an instance whose last reachability probe failed answers
+/// `503` to concurrent requests after its database is back. The first
+/// request probes again; the others, finding that probe in flight, take
+/// the stale verdict "down" instead of waiting for it. Reproduced here
+/// without touching a server: the instance reaches PostgreSQL (else
+/// MariaDB) through a proxy on loopback, which cuts it off and lets it
+/// back.
+#[test]
+fn an_instance_let_back_to_its_database_answers_no_503() {
+    use std::sync::{Arc, Barrier};
+    if std::env::var("IDEMGEN_TEST_NEMESIS").as_deref() != Ok("1") {
+        say(
+            "SKIPPED: set IDEMGEN_TEST_NEMESIS=1 to run the randomized fault suite (an_instance_let_back_to_its_database_answers_no_503)",
+        );
+        return;
+    }
+    let Some((dialect, url)) =
+        [Dialect::Postgres, Dialect::Mysql]
+            .into_iter()
+            .find_map(|dialect| {
+                let url = std::env::var(dialect.env_var()?).ok()?;
+                (!url.is_empty()).then_some((dialect, url))
+            })
+    else {
+        say(
+            "SKIPPED: set IDEMGEN_TEST_PG_URL or IDEMGEN_TEST_MYSQL_URL to run (an_instance_let_back_to_its_database_answers_no_503)",
+        );
+        return;
+    };
+    let binary = system::ledger_binary(dialect);
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let db = system::Database::create(dialect, Some(&url), rng::random_seed());
+    let sink = system::Sink::start();
+    let proxy = system::Proxy::start(&db.server_addr().unwrap());
+    let env = [
+        ("SINK_ADDR".to_string(), sink.addr.clone()),
+        ("DATABASE_URL".to_string(), db.url_via(proxy.port)),
+    ];
+    let instance = system::Instance::start(&binary, &db, "i0", &env);
+    let post = |key: &str| {
+        system::send(
+            &instance.base,
+            key,
+            &format!(r#"{{"nonce":"{key}","amount":1}}"#),
+            Duration::from_secs(20),
+        )
+        .expect("an answer")
+    };
+    let status = |outcome: &system::Outcome| match outcome {
+        system::Outcome::Answer { status, .. } => *status,
+        _ => 0,
+    };
+
+    // Cut off until a probe has found the database down.
+    proxy.cut();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut n = 0;
+    loop {
+        n += 1;
+        let answer = post(&format!("tx:cut-{n}"));
+        if let system::Outcome::Answer {
+            status: 503, body, ..
+        } = &answer
+            && String::from_utf8_lossy(body).contains("database unavailable")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never found down: {answer:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Let back: the database answers this instance's own health check.
+    proxy.heal();
+    while !system::healthy(&instance.base) {
+        assert!(Instant::now() < deadline, "the database never came back");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past the probe's recheck interval (500 ms), eight requests at once.
+    std::thread::sleep(Duration::from_millis(1_000));
+    let barrier = Arc::new(Barrier::new(8));
+    let answers: Vec<system::Outcome> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (barrier, post) = (barrier.clone(), &post);
+                scope.spawn(move || {
+                    barrier.wait();
+                    post(&format!("tx:back-{i}"))
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let statuses: Vec<u16> = answers.iter().map(status).collect();
+    let bodies: Vec<String> = answers
+        .iter()
+        .filter_map(|answer| match answer {
+            system::Outcome::Answer {
+                status: 503, body, ..
+            } => Some(String::from_utf8_lossy(body).into_owned()),
+            _ => None,
+        })
+        .collect();
+    say(&format!(
+        "nemesis {dialect:?}: an instance let back to its database, eight requests at once: {statuses:?}"
+    ));
+    assert!(
+        !statuses.contains(&503),
+        "{dialect:?}: the database answers (health check 200), yet the instance answered 503 \
+         to concurrent requests right after it was let back: {statuses:?}\n{bodies:?}"
+    );
+}
