@@ -1,7 +1,7 @@
 //! A randomized fault suite with a history checker (Jepsen's approach),
 //! against the ledger service of `crates/idemgen-runtime/examples/ledger.rs`
-//! on SQLite, MariaDB and PostgreSQL. Runs only with
-//! `IDEMGEN_TEST_NEMESIS=1` (`.ci/run` sets it).
+//! on SQLite, MariaDB, PostgreSQL and a 3-node MariaDB Galera cluster.
+//! Runs only with `IDEMGEN_TEST_NEMESIS=1` (`.ci/run` sets it).
 //!
 //! Each history starts three instances of the service on a database of
 //! its own; their business step writes a ledger row in the business
@@ -12,9 +12,11 @@
 //! hang up mid-request, keys reused after the window, every client
 //! following `Retry-After`. Meanwhile a nemesis kills the service's
 //! database connections, holds record rows locked past the lock timeout,
-//! stalls the sink past the lease and, with
-//! `IDEMGEN_TEST_RESTART_DATABASES=1`, restarts the database server once
-//! per dialect; standing conditions are one instance's clock skewed
+//! stalls the sink past the lease, cuts one instance off from its
+//! database server (a proxy on loopback), on Galera kills a node or
+//! partitions it away (`gmcast.isolate`), and with
+//! `IDEMGEN_TEST_RESTART_DATABASES=1` restarts the database server once
+//! per dialect. Standing conditions: one instance's clock skewed
 //! (libfaketime), the purge running every second with a 3.5 s window, and
 //! the isolation level (READ COMMITTED, REPEATABLE READ, SERIALIZABLE).
 //! Then the faults stop and every key is driven to its final answer.
@@ -29,9 +31,10 @@
 //!
 //! - `IDEMGEN_NEMESIS_SEED`: the first history's seed (random otherwise,
 //!   always printed); history `n` uses seed + n.
-//! - `IDEMGEN_NEMESIS_BUDGET_SECS`: histories run per dialect until this
-//!   is spent (default 60; at least one history).
+//! - `IDEMGEN_NEMESIS_BUDGET_SECS`: histories run per dialect and
+//!   topology until this is spent (default 60; at least one history).
 //! - `IDEMGEN_NEMESIS_HISTORIES`: at most this many per dialect.
+//! - `IDEMGEN_NEMESIS_VERBOSE=1`: every history's timeline.
 //!
 //! A failing history prints its seed, the command that replays it, and
 //! the events of each offending key. A seed replays the plan (keys,
