@@ -80,13 +80,15 @@ pub fn check(history: &History) -> (Vec<Violation>, Measures) {
         }
     }
 
-    // 2. The sink saw one downstream key per idempotency key, never one
-    // shared by two keys, and every committed effect called it.
-    let mut downstream_by_key: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    // 2. The sink saw one downstream key per request (idempotency key and
+    // body: a key reused after its window with another body is another
+    // request downstream too), never one shared by two keys, and every
+    // committed effect called it.
+    let mut downstream_by_request: BTreeMap<(&str, &str), BTreeSet<&str>> = BTreeMap::new();
     let mut keys_by_downstream: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
     for call in &history.sink {
-        downstream_by_key
-            .entry(call.key.as_str())
+        downstream_by_request
+            .entry((call.key.as_str(), call.nonce.as_str()))
             .or_default()
             .insert(call.downstream.as_str());
         keys_by_downstream
@@ -94,13 +96,13 @@ pub fn check(history: &History) -> (Vec<Violation>, Measures) {
             .or_default()
             .insert(call.key.as_str());
     }
-    for (key, downstream) in &downstream_by_key {
+    for ((key, nonce), downstream) in &downstream_by_request {
         if downstream.len() > 1 || downstream.contains("") {
             violations.push(violation(
                 key_index.get(key).copied(),
                 None,
                 format!(
-                    "the sink saw {} downstream keys for {key}: {downstream:?}",
+                    "the sink saw {} downstream keys for {key} ({nonce}): {downstream:?}",
                     downstream.len()
                 ),
             ));
