@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 use saphyr::LoadableYamlNode;
 
 const RUNS: usize = 7;

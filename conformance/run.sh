@@ -9,7 +9,7 @@
 #
 # Each check's verdict is compared with conformance/expected.json: the
 # script exits 1 if any differs (a probe change that flips a verdict is
-# noticed; update expected.json and the README's table together), 2 if an
+# noticed; update expected.json and the table in docs/src/conformance.md together), 2 if an
 # app cannot be installed or started. Needs the crates.io, npm and PyPI
 # registries the first time; later runs reuse what they installed:
 # the Rust builds in $CARGO_TARGET_DIR (default target/), the Python venv in
@@ -198,6 +198,6 @@ print(f"conformance: {len(checks) * len(apps) - len(mismatches)} verdicts as exp
       f"{len(mismatches)} differ ({int(time.time()) - started} s)")
 if mismatches:
     print(f"a probe change flipped a verdict: read the probe's JSON reports, then update "
-          f"{expected_path} and the README's table together", file=sys.stderr)
+          f"{expected_path} and the table in docs/src/conformance.md together", file=sys.stderr)
     sys.exit(1)
 EOF

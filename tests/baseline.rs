@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use idemgen::lint::baseline::new_findings;
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_lint::baseline::new_findings;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 
 const OLD: &str = "tests/data/specs/payments.yaml";
 const NEW: &str = "tests/data/specs/payments-reordered.yaml";

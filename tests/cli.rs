@@ -63,7 +63,11 @@ fn broken_examples() -> Vec<(String, String)> {
 #[test]
 fn every_rule_fires_in_its_broken_example() {
     let examples = broken_examples();
-    assert!(examples.len() >= 22, "one broken example per contract rule");
+    assert_eq!(
+        examples.len() + FIRING_FIXTURES_ELSEWHERE.len(),
+        idemgen_lint::RULES.len(),
+        "one broken example per rule, except those with a fixture elsewhere"
+    );
     for (rule, path) in examples {
         let (code, json) = lint_json(&path);
         let fired = rules_fired(&json);
@@ -78,6 +82,71 @@ fn every_rule_fires_in_its_broken_example() {
         assert_eq!(code, i32::from(is_error), "{path}: exit code for {fired:?}");
         let pretty = idemgen(&["lint", &path]);
         insta::assert_snapshot!(format!("rule_{rule}"), pretty.stdout);
+    }
+}
+
+/// Rules whose firing input is not a one-rule example under
+/// `examples/broken`: a parse-level problem, a multi-file `$ref` tree and a
+/// stale suppression.
+const FIRING_FIXTURES_ELSEWHERE: &[(&str, &str)] = &[
+    ("duplicate-key", "tests/fixtures/lint/duplicate-key.yaml"),
+    ("ref-unresolved", "tests/fixtures/refs/openapi.yaml"),
+    ("unused-ignore", "tests/fixtures/lint/unused-ignore.yaml"),
+];
+
+/// The registry, not a count, says which rules need fixtures: each rule
+/// fires in its own fixture and stays silent in a clean one (its fixed
+/// counterpart under `examples/broken/fixed` when there is one, else the
+/// payment-callback example the broken files derive from).
+#[test]
+fn every_registered_rule_has_a_fixture_that_fires_and_one_that_does_not() {
+    let examples = broken_examples();
+    for (rule, _) in &examples {
+        assert!(
+            idemgen_lint::rule(rule).is_some(),
+            "examples/broken/{rule}.yaml names no registered rule"
+        );
+    }
+    for rule in idemgen_lint::RULES {
+        let firing = examples
+            .iter()
+            .find(|(example, _)| example == rule.id)
+            .map(|(_, path)| path.clone())
+            .or_else(|| {
+                FIRING_FIXTURES_ELSEWHERE
+                    .iter()
+                    .find(|(id, _)| *id == rule.id)
+                    .map(|(_, path)| path.to_string())
+            })
+            .unwrap_or_else(|| panic!("{}: add examples/broken/{0}.yaml", rule.id));
+        let (_, json) = lint_json(&firing);
+        assert!(
+            rules_fired(&json).iter().any(|fired| fired == rule.id),
+            "{firing}: expected {}",
+            rule.id
+        );
+
+        let fixed = format!("examples/broken/fixed/{}.yaml", rule.id);
+        let clean = if root().join(&fixed).exists() {
+            fixed
+        } else {
+            "examples/payment-callback/openapi.yaml".to_string()
+        };
+        // Silent because it passes, not because it is silenced.
+        let text = std::fs::read_to_string(root().join(&clean)).unwrap();
+        assert!(
+            !text
+                .lines()
+                .any(|line| line.contains("x-idemgen-ignore") && line.contains(rule.id)),
+            "{clean} silences {} instead of passing it",
+            rule.id
+        );
+        let (_, json) = lint_json(&clean);
+        assert!(
+            !rules_fired(&json).iter().any(|fired| fired == rule.id),
+            "{clean}: {} fires ({json:#})",
+            rule.id
+        );
     }
 }
 

@@ -7,9 +7,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use idemgen::codegen::{self, Owner};
-use idemgen::contract::model::Dialect;
-use idemgen::spec::Workspace;
+use idemgen_codegen::{self as codegen, Owner};
+use idemgen_spec::Workspace;
+use idemgen_spec::contract::model::Dialect;
 
 #[path = "support/skip.rs"]
 mod skip;

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 
 fn corpus() -> PathBuf {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -207,7 +207,7 @@ fn multi_file_specs_load_from_their_root() {
         assert_eq!(result.operations, operations, "{root}");
         assert!(
             !result.diagnostics.iter().any(|d| d.rule == "ref-unresolved"
-                && d.severity == idemgen::lint::diagnostic::Severity::Error),
+                && d.severity == idemgen_diagnostics::Severity::Error),
             "{root}: every relative $ref resolves"
         );
     }

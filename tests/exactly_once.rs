@@ -4,18 +4,19 @@
 //! Beside it, `examples/naive-callback` (the article's "SELECT, then write"
 //! handler) takes the same burst on the same database and pays twice.
 //!
-//! SQLite always runs; MariaDB and PostgreSQL run when
+//! SQLite runs wherever the examples are built; MariaDB and PostgreSQL when
 //! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` name a server (e.g.
 //! `mysql://root@127.0.0.1:3306/test`); every run creates and drops its own
 //! database there. Assertions go through the `mysql`, `psql` and `sqlite3`
-//! command-line clients. `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips the suite;
+//! command-line clients. The suite builds the examples, so it runs when
+//! `IDEMGEN_TEST_GENERATED_BUILDS=1` (`.ci/run` sets it);
 //! `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` runs it against
 //! another build of the generated service (a candidate fix).
 //!
-//! The binaries are debug builds in the shared `target/generated` directory,
-//! where `tests/generated.rs` already compiled axum and sqlx for every
-//! dialect: a cold release build takes minutes per dialect on two cores, and
-//! nothing here measures speed (that is `benches/load.rs`).
+//! The binaries are debug builds in the shared `target/generated` directory
+//! (`support/build.rs`), where the other suites' builds reuse them and their
+//! axum and sqlx: a cold release build takes minutes per dialect on two
+//! cores, and nothing here measures speed (that is `benches/load.rs`).
 
 #[path = "support/exactly_once.rs"]
 mod support;

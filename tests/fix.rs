@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use idemgen::fix::apply::fix_document;
-use idemgen::lint::diagnostic::Severity;
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_diagnostics::Severity;
+use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 use serde_json::Value;
 
 #[path = "support/tree.rs"]

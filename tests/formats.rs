@@ -216,7 +216,7 @@ fn sarif_is_valid_against_the_official_schema_and_carries_rule_help() {
         let run = &log["runs"][0];
         let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
         let ids: BTreeSet<&str> = rules.iter().map(|r| r["id"].as_str().unwrap()).collect();
-        for rule in idemgen::lint::RULES {
+        for rule in idemgen_lint::RULES {
             assert!(ids.contains(rule.id), "{} is not in the driver", rule.id);
         }
         for rule in rules {
@@ -310,7 +310,7 @@ fn junit_has_one_testcase_per_operation_and_rule_and_fails_on_errors() {
     let names: BTreeSet<&str> = cases.iter().map(|c| c.attribute("name").unwrap()).collect();
     assert_eq!(names.len(), cases.len(), "testcase names are unique");
     let mut expected = 0;
-    for rule in idemgen::lint::RULES {
+    for rule in idemgen_lint::RULES {
         if rule.check.document().is_some() {
             expected += 1;
             assert!(names.contains(format!("(document): {}", rule.id).as_str()));

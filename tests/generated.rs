@@ -1,24 +1,29 @@
-//! Generated projects, built and run: every dialect builds offline (no
-//! database, no `DATABASE_URL`), the generated tests pass on SQLite and, when
-//! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` are set, on MariaDB and
-//! PostgreSQL (each run in a fresh database), against the copy of the
-//! runtime crate `gen` writes into the project.
+//! Generated projects, built and run: the SQLite projects build offline
+//! (no database, no `DATABASE_URL`) and pass their tests; when
+//! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` are set (`.ci/run` sets
+//! both), the MariaDB and PostgreSQL projects build offline too and pass
+//! their tests there (each run in a fresh database), against the copy of
+//! the runtime crate `gen` writes into the project.
 //!
-//! Every project builds in one shared target directory, `target/generated`
-//! (a cold axum + sqlx build takes about a minute on two cores; later ones
-//! reuse it). `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips these tests.
+//! Every build goes through `support/build.rs`: one shared target
+//! directory, `target/generated`, where the example services of the other
+//! suites build too, and this workspace's lock file and profile, so axum
+//! and sqlx compile once for all of them. The SQLite projects are members
+//! of one workspace, built, linted and tested by one cargo invocation each.
+//! They run when `IDEMGEN_TEST_GENERATED_BUILDS=1` (`.ci/run` sets it;
+//! `support/skip.rs` says why a plain `cargo test` skips them).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 #[path = "support/skip.rs"]
 mod skip;
 
+#[path = "support/build.rs"]
+mod build;
+
+use build::root;
 use skip::database_url;
 
 fn skip() -> bool {
@@ -28,10 +33,8 @@ fn skip() -> bool {
 const EXAMPLE_SPEC: &str = "examples/payment-callback/openapi.yaml";
 const HOSTILE_SPEC: &str = "tests/codegen_fixtures/hostile.yaml";
 
-/// Generates `spec` into a fresh directory under the system temp dir.
-fn generate(spec: &str, name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join(name);
+/// Generates `spec` into `out`.
+fn generate_into(spec: &str, out: &Path, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
         .args(["gen", spec, "-o", out.to_str().unwrap()])
         .args(extra)
@@ -43,21 +46,24 @@ fn generate(spec: &str, name: &str, extra: &[&str]) -> (tempfile::TempDir, PathB
         "idemgen gen {spec}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Generates `spec` into a fresh directory under the system temp dir: a
+/// project of its own, with this workspace's lock file (the versions the
+/// other builds in the shared target directory use).
+fn generate(spec: &str, name: &str, extra: &[&str]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join(name);
+    generate_into(spec, &out, extra);
+    std::fs::copy(root().join("Cargo.lock"), out.join("Cargo.lock")).unwrap();
     (dir, out)
 }
 
-/// Runs cargo in `dir` with the shared target directory and no database
+/// Runs cargo in `dir` in the shared target directory, with no database
 /// unless `env` names one.
 fn cargo(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO"));
-    command
-        .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", root().join("target/generated"))
-        .env_remove("DATABASE_URL")
-        .env_remove("TEST_DATABASE_URL")
-        .env_remove("SQLX_OFFLINE_DIR")
-        .env("SQLX_OFFLINE", "true");
+    let mut command = build::cargo(dir);
+    command.args(args);
     for (name, value) in env {
         command.env(name, value);
     }
@@ -209,88 +215,97 @@ fn server(variable: &str) -> Option<Server> {
     Some(Server::parse(&url).unwrap_or_else(|| panic!("{variable}: bad URL")))
 }
 
-#[test]
-fn sqlite_project_builds_offline_is_clean_and_passes_its_tests() {
-    if skip() {
-        return;
-    }
-    let (_dir, project) = generate(EXAMPLE_SPEC, "pay-sqlite", &["--db", "sqlite"]);
-    assert_ok(
-        "cargo fmt --check",
-        &cargo(&project, &["fmt", "--check"], &[]),
-    );
-    assert_ok("cargo test", &cargo(&project, &["test"], &[]));
-    assert_ok(
-        "cargo clippy",
-        &cargo(
-            &project,
-            &["clippy", "--all-targets", "--", "-D", "warnings"],
-            &[],
-        ),
-    );
-}
-
-#[test]
-fn hostile_names_build_and_pass_on_sqlite() {
-    if skip() {
-        return;
-    }
-    let (_dir, project) = generate(HOSTILE_SPEC, "hostile", &["--db", "sqlite"]);
-    assert_ok(
-        "cargo test (hostile names)",
-        &cargo(
-            &project,
-            &["test", "--no-default-features", "--features", "sqlite"],
-            &[],
-        ),
-    );
-}
-
-/// No operations at all; an optional key in the body (`stripe` profile)
-/// with a raw fingerprint that leaves the body out; and every kind of
-/// typed input (parameters of each place and type, optional and non-JSON
-/// bodies, responses by code, class and `default`).
-#[test]
-fn unusual_specs_build_clean_and_pass_on_sqlite() {
-    if skip() {
-        return;
-    }
-    for spec in [
-        "tests/codegen_fixtures/empty.yaml",
+/// The example's spec; hostile names; no operations at all; an optional
+/// key in the body (`stripe` profile) with a raw fingerprint that leaves
+/// the body out; and every kind of typed input (parameters of each place
+/// and type, optional and non-JSON bodies, responses by code, class and
+/// `default`). All on SQLite, as the members of one workspace: the first
+/// carries the runtime copy `gen` writes, the others depend on that copy
+/// (two copies of one crate cannot share a lock file).
+const SQLITE_PROJECTS: [(&str, &str); 5] = [
+    ("pay-sqlite", EXAMPLE_SPEC),
+    ("hostile", HOSTILE_SPEC),
+    ("empty", "tests/codegen_fixtures/empty.yaml"),
+    (
+        "optional-body-key",
         "tests/codegen_fixtures/optional-body-key.yaml",
-        "tests/codegen_fixtures/typed-input.yaml",
-    ] {
-        let (_dir, project) = generate(spec, "unusual", &["--db", "sqlite"]);
-        let sqlite = ["--no-default-features", "--features", "sqlite"];
-        let clippy: Vec<&str> = ["clippy", "--all-targets"]
-            .into_iter()
-            .chain(sqlite)
-            .chain(["--", "-D", "warnings"])
-            .collect();
-        assert_ok(
-            &format!("cargo clippy ({spec})"),
-            &cargo(&project, &clippy, &[]),
-        );
-        let test: Vec<&str> = ["test"].into_iter().chain(sqlite).collect();
-        assert_ok(
-            &format!("cargo test ({spec})"),
-            &cargo(&project, &test, &[]),
-        );
+    ),
+    ("typed-input", "tests/codegen_fixtures/typed-input.yaml"),
+];
+
+/// The members that must be clippy-clean (all but the hostile names).
+const LINTED: [&str; 4] = ["pay-sqlite", "empty", "optional-body-key", "typed-input"];
+
+#[test]
+fn sqlite_projects_build_offline_are_clean_and_pass_their_tests() {
+    if skip() {
+        return;
     }
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = dir.path();
+    let members: Vec<String> = SQLITE_PROJECTS
+        .iter()
+        .map(|(name, _)| format!("\"{name}\""))
+        .collect();
+    std::fs::write(
+        workspace.join("Cargo.toml"),
+        format!(
+            "[workspace]\nresolver = \"3\"\nmembers = [{}]\nexclude = [\"pay-sqlite/vendor\"]\n",
+            members.join(", ")
+        ),
+    )
+    .unwrap();
+    std::fs::copy(root().join("Cargo.lock"), workspace.join("Cargo.lock")).unwrap();
+    for (index, (name, spec)) in SQLITE_PROJECTS.into_iter().enumerate() {
+        let mut extra = vec!["--db", "sqlite"];
+        if index > 0 {
+            extra.extend(["--runtime-path", "../pay-sqlite/vendor/idemgen-runtime"]);
+        }
+        generate_into(spec, &workspace.join(name), &extra);
+    }
+    let manifest = std::fs::read_to_string(workspace.join("pay-sqlite/Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("path = \"vendor/idemgen-runtime\""),
+        "{manifest}"
+    );
+    assert_ok(
+        "cargo fmt --check (pay-sqlite)",
+        &cargo(&workspace.join("pay-sqlite"), &["fmt", "--check"], &[]),
+    );
+    let packages = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .flat_map(|name| ["-p".to_string(), name.to_string()])
+            .collect()
+    };
+    let linted = packages(&LINTED);
+    let mut clippy: Vec<&str> = vec!["clippy", "--all-targets"];
+    clippy.extend(linted.iter().map(String::as_str));
+    clippy.extend(["--", "-D", "warnings"]);
+    assert_ok("cargo clippy", &cargo(workspace, &clippy, &[]));
+    let all: Vec<&str> = SQLITE_PROJECTS.iter().map(|(name, _)| *name).collect();
+    let tested = packages(&all);
+    let mut test: Vec<&str> = vec!["test"];
+    test.extend(tested.iter().map(String::as_str));
+    assert_ok("cargo test", &cargo(workspace, &test, &[]));
 }
 
+/// The example's spec for MariaDB or PostgreSQL, built offline and tested
+/// on a fresh database. Only where its server is configured (`.ci/run`
+/// sets both): each dialect is a cold build of its own sqlx driver, which a
+/// plain `cargo test` has no time for.
 fn project_for(dialect: &str, variable: &str) {
     if skip() {
         return;
     }
+    let Some(server) = server(variable) else {
+        return;
+    };
     let (_dir, project) = generate(EXAMPLE_SPEC, &format!("pay-{dialect}"), &["--db", dialect]);
     assert_ok(
         &format!("cargo build ({dialect})"),
         &cargo(&project, &["build"], &[]),
     );
-    let Some(server) = server(variable) else {
-        return;
-    };
     let database = server.fresh_database(dialect);
     assert_ok(
         &format!("cargo test ({dialect})"),

@@ -18,6 +18,11 @@ use serde_json::Value;
 #[path = "support/skip.rs"]
 mod skip;
 
+#[path = "support/build.rs"]
+mod build;
+
+use build::{Binaries, Dialect, Profile};
+
 const SPEC: &str = r#"openapi: 3.0.3
 info: {title: probe test, version: "1"}
 x-idempotency:
@@ -1326,11 +1331,9 @@ fn every_instance_must_be_loopback_and_reachable() {
 
 // The payment-callback example: a real generated service on a database.
 
-/// The running example; killed when dropped. Its binary is a private copy,
-/// so another feature's build cannot replace it while it runs.
+/// The running example; killed when dropped.
 struct Service {
     child: Child,
-    _binary: tempfile::TempDir,
 }
 
 impl Drop for Service {
@@ -1341,57 +1344,22 @@ impl Drop for Service {
 }
 
 fn example_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/payment-callback")
+    build::root().join("examples/payment-callback")
 }
 
-/// One build at a time: the MySQL and PostgreSQL builds share a target
-/// directory and so the binary's path.
-static BUILD: Mutex<()> = Mutex::new(());
-
-/// Builds the example for `feature` and starts it on a free port; `None`
-/// (with a note) when the example is not in the tree.
-fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)> {
-    let dir = example_dir();
-    if !dir.join("Cargo.toml").is_file() {
+/// Starts the example built for `dialect` (the build the exactly-once
+/// suite runs, in the shared target directory; a private copy of the
+/// binary, so another dialect's build cannot replace it while it runs) on
+/// a free port; `None` (with a note) when the example is not in the tree.
+fn start_example(dialect: Dialect, database_url: &str) -> Option<(Service, String)> {
+    if !example_dir().join("Cargo.toml").is_file() {
         skip::skipped("examples/payment-callback is not in the tree");
         return None;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // SQLite is the root build's own; other databases share
-    // tests/generated.rs's target directory (and its environment), so their
-    // axum + sqlx builds are reused.
-    let target = match feature {
-        "sqlite" => root.join("target"),
-        _ => root.join("target/generated"),
-    };
-    let binary = tempfile::tempdir().unwrap();
-    let copy = binary.path().join("payment-callback");
-    {
-        let _one_build = BUILD.lock().unwrap_or_else(|e| e.into_inner());
-        let mut build = Command::new(env!("CARGO"));
-        build
-            .current_dir(root)
-            .args([
-                "build",
-                "-p",
-                "payment-callback",
-                "--bin",
-                "payment-callback",
-            ])
-            .env("CARGO_TARGET_DIR", &target)
-            .env_remove("DATABASE_URL")
-            .env_remove("TEST_DATABASE_URL")
-            .env_remove("SQLX_OFFLINE_DIR")
-            .env("SQLX_OFFLINE", "true");
-        if feature != "sqlite" {
-            build.args(["--no-default-features", "--features", feature]);
-        }
-        assert!(
-            build.status().unwrap().success(),
-            "building the payment-callback example for {feature} failed"
-        );
-        std::fs::copy(target.join("debug/payment-callback"), &copy).unwrap();
+    if skip::generated_builds_skipped() {
+        return None;
     }
+    let copy = Binaries::build(dialect, Profile::Debug).generated;
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -1407,10 +1375,7 @@ fn start_example(feature: &str, database_url: &str) -> Option<(Service, String)>
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    let service = Service {
-        child,
-        _binary: binary,
-    };
+    let service = Service { child };
     let started = Instant::now();
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -1470,7 +1435,8 @@ fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
     }
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("payments.db");
-    let Some((_service, base)) = start_example("sqlite", &format!("sqlite://{}", db.display()))
+    let Some((_service, base)) =
+        start_example(Dialect::Sqlite, &format!("sqlite://{}", db.display()))
     else {
         return;
     };
@@ -1585,8 +1551,8 @@ impl Drop for FreshDatabase<'_> {
     }
 }
 
-fn probe_example_on(feature: &str, variable: &str) {
-    let Some(url) = skip::database_url(variable) else {
+fn probe_example_on(dialect: Dialect) {
+    let Some(url) = skip::database_url(dialect.env_var()) else {
         return;
     };
     let server = Server::parse(&url);
@@ -1600,7 +1566,7 @@ fn probe_example_on(feature: &str, variable: &str) {
     };
     server.sql(None, &format!("CREATE DATABASE {}", database.name));
     // Declared after the database, so the service stops before it goes.
-    let Some((_service, base)) = start_example(feature, &server.url(&database.name)) else {
+    let Some((_service, base)) = start_example(dialect, &server.url(&database.name)) else {
         return;
     };
     let order = order_no();
@@ -1614,19 +1580,19 @@ fn probe_example_on(feature: &str, variable: &str) {
 
 #[test]
 fn the_payment_callback_example_keeps_its_promises_on_mariadb() {
-    probe_example_on("mysql", "IDEMGEN_TEST_MYSQL_URL");
+    probe_example_on(Dialect::Mysql);
 }
 
 #[test]
 fn the_payment_callback_example_keeps_its_promises_on_postgres() {
-    probe_example_on("postgres", "IDEMGEN_TEST_PG_URL");
+    probe_example_on(Dialect::Postgres);
 }
 
 // The report formats, on a fixed report (live runs differ in keys and
 // timings).
 
-fn fixed_report() -> idemgen::probe::Report {
-    use idemgen::probe::{CheckResult, OperationReport, Outcome, Report};
+fn fixed_report() -> idemgen_probe::Report {
+    use idemgen_probe::{CheckResult, OperationReport, Outcome, Report};
     let check = |id, outcome, summary: &str, evidence: &[&str], warnings: &[&str]| CheckResult {
         id,
         outcome,
@@ -1713,7 +1679,7 @@ fn fixed_report() -> idemgen::probe::Report {
 
 #[test]
 fn report_formats() {
-    use idemgen::probe::report;
+    use idemgen_probe::report;
     let fixed = fixed_report();
     insta::assert_snapshot!("table", report::table(&fixed));
     insta::assert_json_snapshot!("json", report::json(&fixed));

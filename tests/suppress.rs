@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use idemgen::lint::diagnostic::{Diagnostic, Severity};
-use idemgen::lint::{LintOptions, lint};
-use idemgen::spec::Workspace;
+use idemgen_diagnostics::{Diagnostic, Severity};
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
 
 const BASE: &str = include_str!("data/specs/payments.yaml");
 

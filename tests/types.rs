@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use idemgen::codegen::types::{SpecTypes, spec_types};
-use idemgen::spec::Workspace;
-use idemgen::spec::operations::operations;
+use idemgen_codegen::types::{SpecTypes, spec_types};
+use idemgen_spec::Workspace;
+use idemgen_spec::operations::operations;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,21 +1,22 @@
 //! The generated models compile, pass clippy and round-trip JSON: the
 //! models of the example and of the fixture specs go into one small crate
 //! (serde and serde_json only) whose tests below feed sample JSON through
-//! the types. It builds in the shared `target/generated` directory;
-//! `IDEMGEN_SKIP_GENERATED_BUILDS=1` skips it.
+//! the types. It builds in the shared `target/generated` directory
+//! (`support/build.rs`) and runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`
+//! (`.ci/run` sets it).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-use idemgen::codegen::types::spec_types;
-use idemgen::spec::Workspace;
+use idemgen_codegen::types::spec_types;
+use idemgen_spec::Workspace;
 
 #[path = "support/skip.rs"]
 mod skip;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "support/build.rs"]
+mod build;
+
+use build::root;
 
 const MODELS: [(&str, &str); 3] = [
     ("payment", "examples/payment-callback/openapi.yaml"),
@@ -207,12 +208,7 @@ fn write_crate(dir: &Path) {
 }
 
 fn cargo(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO"))
-        .args(args)
-        .current_dir(dir)
-        .env("CARGO_TARGET_DIR", root().join("target/generated"))
-        .output()
-        .unwrap();
+    let output = build::cargo(dir).args(args).output().unwrap();
     assert!(
         output.status.success(),
         "cargo {}:\n{}\n{}",

@@ -6,17 +6,17 @@
 //! memory for rustc on two cores.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use idemgen::codegen::types::spec_types;
-use idemgen::spec::Workspace;
+use idemgen_codegen::types::spec_types;
+use idemgen_spec::Workspace;
 
 #[path = "support/skip.rs"]
 mod skip;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+#[path = "support/build.rs"]
+mod build;
+
+use build::root;
 
 /// `IDEMGEN_CORPUS`, else the full corpus beside the project, else the
 /// small subset committed in `tests/corpus`.
@@ -126,10 +126,8 @@ fn largest_specs_models_compile() {
         lib.push_str(&format!("pub mod {module};\n"));
     }
     std::fs::write(project.join("src/lib.rs"), lib).unwrap();
-    let output = Command::new(env!("CARGO"))
+    let output = build::cargo(&project)
         .args(["check", "--quiet"])
-        .current_dir(&project)
-        .env("CARGO_TARGET_DIR", root().join("target/generated"))
         .output()
         .unwrap();
     assert!(

@@ -5,15 +5,14 @@ use std::process::ExitCode;
 
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, print};
-use crate::codegen;
-use crate::contract::model::Dialect;
+use idemgen_spec::contract::model::Dialect;
 
 #[derive(clap::Args)]
 pub struct DdlArgs {
     pub spec: PathBuf,
     /// SQL dialect (mariadb is mysql); default: the spec's store.dialect,
     /// else idemgen.toml's, else sqlite.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::values::dialect())]
     pub db: Option<Dialect>,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -24,10 +23,10 @@ pub fn run(args: &DdlArgs) -> ExitCode {
         Ok(opened) => opened,
         Err(code) => return code,
     };
-    let analysis = crate::analysis::analyse(&workspace, config.defaults);
-    match codegen::store(&analysis.contracts(), args.db) {
+    let analysis = idemgen_spec::analysis::analyse(&workspace, config.defaults);
+    match idemgen_codegen::store(&analysis.contracts(), args.db) {
         Ok(store) => {
-            print(&codegen::dialect::ddl(
+            print(&idemgen_codegen::dialect::ddl(
                 store.dialect,
                 &store.table,
                 store.key_width,

@@ -7,11 +7,10 @@ use std::sync::Arc;
 
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, print};
-use crate::codegen::write::{Written, is_workspace_member, write};
-use crate::codegen::{self, names::package_name};
-use crate::contract::model::Dialect;
-use crate::lint::diagnostic::{Report, Severity};
-use crate::report;
+use idemgen_codegen::write::{Written, is_workspace_member, write};
+use idemgen_codegen::{self, names::package_name};
+use idemgen_diagnostics::{Report, Severity};
+use idemgen_spec::contract::model::Dialect;
 
 #[derive(clap::Args)]
 pub struct GenArgs {
@@ -24,7 +23,7 @@ pub struct GenArgs {
     /// spec's store.dialect, else idemgen.toml's, else sqlite. Several,
     /// comma-separated (`sqlite,mysql,postgres`), give one Cargo feature
     /// each, the first being the default build.
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = super::values::dialect(), value_delimiter = ',')]
     pub db: Vec<Dialect>,
     /// Directory of templates that replace the embedded ones (same names).
     #[arg(long)]
@@ -48,7 +47,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         Ok(opened) => opened,
         Err(code) => return code,
     };
-    let linted = crate::lint::lint(&workspace, &config.lint_options());
+    let linted = idemgen_lint::lint(&workspace, &config.lint_options());
     let errors = linted
         .diagnostics
         .iter()
@@ -67,8 +66,8 @@ pub fn run(args: &GenArgs) -> ExitCode {
             );
         }
         report.diagnostics = linted.diagnostics;
-        let color = report::pretty::use_color(std::io::stderr().is_terminal());
-        eprint!("{}", report::pretty::render(&report, color));
+        let color = idemgen_report::pretty::use_color(std::io::stderr().is_terminal());
+        eprint!("{}", idemgen_report::pretty::render(&report, color));
         eprintln!(
             "error: {} has {errors} error-level finding{}; fix {} before generating code",
             args.spec.display(),
@@ -82,7 +81,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         Some(name) => name.clone(),
         None => package_name(&args.output),
     };
-    let options = codegen::Options {
+    let options = idemgen_codegen::Options {
         dialects: args.db.clone(),
         templates: args.templates.clone(),
         package,
@@ -95,7 +94,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|| args.spec.display().to_string()),
     };
-    let project = match codegen::plan(&workspace, &options) {
+    let project = match idemgen_codegen::plan(&workspace, &options) {
         Ok(project) => project,
         Err(error) => {
             eprintln!("error: {error}");

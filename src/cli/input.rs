@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use super::{EXIT_BAD_INPUT, print_load_error};
-use crate::config::{self, Config, Source};
-use crate::spec::Workspace;
+use idemgen_lint::config::{self, Config, Source};
+use idemgen_spec::Workspace;
 
 /// `--config FILE` / `--no-config`, shared by every command.
 #[derive(clap::Args, Debug, Clone, Default)]

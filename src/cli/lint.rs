@@ -10,11 +10,10 @@ use super::{
     ColorChoice, EXIT_BAD_INPUT, EXIT_FINDINGS, LintArgs, LintFormat, input, print,
     print_load_error,
 };
-use crate::fix::apply::fix_document;
-use crate::lint::diagnostic::{Diagnostic, LintedFile, Report};
-use crate::lint::{LintOptions, RULES, baseline};
-use crate::report;
-use crate::spec::Workspace;
+use idemgen_diagnostics::{Diagnostic, LintedFile, Report};
+use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::{LintOptions, RULES, baseline};
+use idemgen_spec::Workspace;
 
 pub fn run(args: &LintArgs) -> ExitCode {
     let options = match args.config.load() {
@@ -59,7 +58,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
             failed_to_load = true;
             continue;
         };
-        let linted = crate::lint::lint(&workspace, &options);
+        let linted = idemgen_lint::lint(&workspace, &options);
         let mut diagnostics = linted.diagnostics;
         match old_findings(args, path, &options) {
             Ok(Some(old)) => {
@@ -95,23 +94,23 @@ pub fn run(args: &LintArgs) -> ExitCode {
         });
     }
     let text = match args.format {
-        LintFormat::Pretty if args.statistics => report::statistics::render_text(&report),
-        LintFormat::Json if args.statistics => report::statistics::render_json(&report),
-        LintFormat::Json => report::json::render(&report),
-        LintFormat::Sarif => report::sarif::render(&report),
-        LintFormat::Github => report::github::render(&report),
-        LintFormat::Junit => report::junit::render(&report),
-        LintFormat::Markdown => report::markdown::render(&report),
+        LintFormat::Pretty if args.statistics => idemgen_report::statistics::render_text(&report),
+        LintFormat::Json if args.statistics => idemgen_report::statistics::render_json(&report),
+        LintFormat::Json => idemgen_report::json::render(&report),
+        LintFormat::Sarif => idemgen_report::sarif::render(&report),
+        LintFormat::Github => idemgen_report::github::render(&report),
+        LintFormat::Junit => idemgen_report::junit::render(&report),
+        LintFormat::Markdown => idemgen_report::markdown::render(&report),
         LintFormat::Pretty => {
             let color = match args.color {
                 ColorChoice::Always => true,
                 ColorChoice::Never => false,
                 ColorChoice::Auto => {
                     args.output.is_none()
-                        && report::pretty::use_color(std::io::stdout().is_terminal())
+                        && idemgen_report::pretty::use_color(std::io::stdout().is_terminal())
                 }
             };
-            report::pretty::render(&report, color)
+            idemgen_report::pretty::render(&report, color)
         }
     };
     // Machine-readable formats always print a document, even when no file
@@ -156,7 +155,7 @@ fn apply_fixes(args: &LintArgs, options: &LintOptions) -> Result<Option<ExitCode
         changed += outcome.files.len();
         if args.diff {
             for file in &outcome.files {
-                print(&crate::fix::diff::unified(file));
+                print(&idemgen_lint::diff::unified(file));
             }
             continue;
         }
@@ -274,5 +273,5 @@ fn old_findings(
     } else {
         return Ok(None);
     };
-    Ok(Some(crate::lint::lint(&old, options).diagnostics))
+    Ok(Some(idemgen_lint::lint(&old, options).diagnostics))
 }

@@ -17,11 +17,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use crate::contract::duration::parse_duration;
-use crate::contract::model::Dialect;
-use crate::contract::profile::Profile;
-use crate::report;
-use crate::spec::LoadError;
+use idemgen_spec::LoadError;
+use idemgen_spec::contract::duration::parse_duration;
+use idemgen_spec::contract::model::Dialect;
+use idemgen_spec::contract::profile::Profile;
 
 #[derive(Parser)]
 #[command(name = "idemgen", version, about = "Make API idempotency a checked contract", long_about = None)]
@@ -125,16 +124,16 @@ pub struct LintArgs {
     #[command(flatten)]
     pub config: input::ConfigArgs,
     /// Default status-code profile (overrides idemgen.toml).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = values::profile())]
     pub profile: Option<Profile>,
     /// Default store.dialect (overrides idemgen.toml; mariadb is mysql);
     /// unsafe fixes also write it into a new document-level block.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = values::dialect())]
     pub dialect: Option<Dialect>,
     /// Set a rule's severity: RULE=error|warning|info|off (repeatable;
     /// overrides idemgen.toml).
     #[arg(long = "severity", value_name = "RULE=LEVEL", value_parser = rule_level_arg)]
-    pub severities: Vec<(String, Option<crate::lint::diagnostic::Severity>)>,
+    pub severities: Vec<(String, Option<idemgen_diagnostics::Severity>)>,
     /// Report only findings this older version of the spec did not have
     /// (matched by rule, operation and JSON pointer, not by line).
     #[arg(long, value_name = "OLD_SPEC", conflicts_with = "since")]
@@ -146,10 +145,8 @@ pub struct LintArgs {
     pub since: Option<String>,
 }
 
-fn rule_level_arg(
-    text: &str,
-) -> Result<(String, Option<crate::lint::diagnostic::Severity>), String> {
-    crate::config::parse_rule_level(text)
+fn rule_level_arg(text: &str) -> Result<(String, Option<idemgen_diagnostics::Severity>), String> {
+    idemgen_lint::config::parse_rule_level(text)
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -225,7 +222,7 @@ pub fn run() -> ExitCode {
         Command::Gen(args) => generate::run(&args),
         Command::Ddl(args) => ddl::run(&args),
         Command::Probe(args) => probe::run(&args),
-        Command::Lsp => crate::lsp::run(),
+        Command::Lsp => idemgen_lsp::run(),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,
@@ -246,7 +243,8 @@ pub(crate) fn print(text: &str) {
 }
 
 pub(crate) fn print_load_error(error: &LoadError) {
-    let color = report::pretty::use_color(std::io::stderr().is_terminal());
+    let color = idemgen_report::pretty::use_color(std::io::stderr().is_terminal());
     // A closed stderr is no reason to panic.
-    let _ = std::io::stderr().write_all(report::pretty::render_load_error(error, color).as_bytes());
+    let _ = std::io::stderr()
+        .write_all(idemgen_report::pretty::render_load_error(error, color).as_bytes());
 }

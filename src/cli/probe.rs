@@ -9,9 +9,9 @@ use clap::ValueEnum;
 
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print};
-use crate::contract::profile::Profile;
-use crate::probe::request::RequestOptions;
-use crate::probe::{self, ProbeOptions, report};
+use idemgen_probe::request::RequestOptions;
+use idemgen_probe::{ProbeOptions, report};
+use idemgen_spec::contract::profile::Profile;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ProbeFormat {
@@ -131,7 +131,7 @@ pub struct ProbeArgs {
     /// Status-code profile of contracts that name none (overrides
     /// idemgen.toml); it sets the conflict, missing-key and in-progress
     /// statuses the checks expect, as it does for lint.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::values::profile())]
     pub profile: Option<Profile>,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -194,7 +194,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
         },
     };
     // Parsed here, not by clap, whose errors would quote the credential.
-    let principals = match probe::principal::parse(&args.principals) {
+    let principals = match idemgen_probe::principal::parse(&args.principals) {
         Ok(principals) => principals,
         Err(error) => {
             eprintln!("error: {error}");
@@ -222,7 +222,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
         },
     };
     let spec = args.spec.display().to_string();
-    let report = match probe::run(&workspace, &spec, &options) {
+    let report = match idemgen_probe::run(&workspace, &spec, &options) {
         Ok(report) => report,
         Err(error) => {
             eprintln!("error: {}", error.0);

@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use super::{EXIT_BAD_INPUT, print};
-use crate::fix::Applicability;
-use crate::lint::RULES;
+use idemgen_diagnostics::Applicability;
+use idemgen_lint::RULES;
 
 pub fn explain(id: &str) -> ExitCode {
-    match crate::lint::rule(id) {
+    match idemgen_lint::rule(id) {
         Some(rule) => {
             let fix = match rule.fix {
                 Some(Applicability::Safe) => "\nFix: safe (`idemgen lint --fix`)",
@@ -25,7 +25,7 @@ pub fn explain(id: &str) -> ExitCode {
         }
         None => {
             let suggestion =
-                crate::contract::suggest::closest(id, RULES.iter().map(|rule| rule.id))
+                idemgen_spec::contract::suggest::closest(id, RULES.iter().map(|rule| rule.id))
                     .map(|name| format!(" Did you mean `{name}`?"))
                     .unwrap_or_default();
             eprintln!(

@@ -3,9 +3,9 @@
 use std::process::ExitCode;
 
 use super::{EXIT_BAD_INPUT, WindowArgs, WindowFormat, input, print};
-use crate::analysis::analyse;
-use crate::window::render::WindowRow;
-use crate::window::{Verdict, WindowInputs};
+use idemgen_report::window::render::WindowRow;
+use idemgen_spec::analysis::analyse;
+use idemgen_spec::window::{Verdict, WindowInputs};
 
 pub fn run(args: &WindowArgs) -> ExitCode {
     let (workspace, config) = match input::open(&args.spec, &args.config) {
@@ -56,7 +56,7 @@ pub fn run(args: &WindowArgs) -> ExitCode {
         let text = match args.format {
             WindowFormat::Table | WindowFormat::Markdown => format!("{note}\n"),
             WindowFormat::Json => json(&rows),
-            WindowFormat::Svg => crate::window::svg::svg_or_note(&rows, &note),
+            WindowFormat::Svg => idemgen_report::window::svg::svg_or_note(&rows, &note),
         };
         print(&text);
         return ExitCode::SUCCESS;
@@ -68,20 +68,20 @@ pub fn run(args: &WindowArgs) -> ExitCode {
         _ => format!("{hidden} operations whose windows are ok are not shown.\n"),
     };
     let text = match args.format {
-        WindowFormat::Table => crate::window::render::table(&rows) + &hidden_note,
+        WindowFormat::Table => idemgen_report::window::render::table(&rows) + &hidden_note,
         WindowFormat::Markdown if hidden > 0 => {
-            crate::window::render::markdown(&rows) + "\n" + &hidden_note
+            idemgen_report::window::render::markdown(&rows) + "\n" + &hidden_note
         }
-        WindowFormat::Markdown => crate::window::render::markdown(&rows),
+        WindowFormat::Markdown => idemgen_report::window::render::markdown(&rows),
         WindowFormat::Json => json(&rows),
-        WindowFormat::Svg => crate::window::svg::svg(&rows),
+        WindowFormat::Svg => idemgen_report::window::svg::svg(&rows),
     };
     print(&text);
     ExitCode::SUCCESS
 }
 
 fn json(rows: &[WindowRow]) -> String {
-    let mut text = serde_json::to_string_pretty(&crate::window::render::json(rows))
+    let mut text = serde_json::to_string_pretty(&idemgen_report::window::render::json(rows))
         .expect("JSON values always serialise");
     text.push('\n');
     text

@@ -1,5 +1,5 @@
-//! What `tests/exactly_once.rs` and `benches/load.rs` share: building the
-//! example binaries, a fresh database per run, server processes that die
+//! What `tests/exactly_once.rs` and `benches/load.rs` share: the example
+//! binaries (built by `support/build.rs`), a fresh database per run, server processes that die
 //! with their guard, and a blocking HTTP client.
 
 // Each of the two targets that include this file uses only part of it.
@@ -10,183 +10,19 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Mysql,
-    Postgres,
-}
+#[path = "build.rs"]
+pub mod build;
 
-impl Dialect {
-    /// The Cargo feature of both example crates.
-    pub fn feature(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "sqlite",
-            Dialect::Mysql => "mysql",
-            Dialect::Postgres => "postgres",
-        }
-    }
-
-    /// Where the base URL of a server comes from (none for SQLite).
-    pub fn env_var(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "(nothing: SQLite always runs)",
-            Dialect::Mysql => "IDEMGEN_TEST_MYSQL_URL",
-            Dialect::Postgres => "IDEMGEN_TEST_PG_URL",
-        }
-    }
-}
-
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+// Not every target that includes this file names all of them.
+#[allow(unused_imports)]
+pub use build::{Binaries, Dialect, Profile, root};
 
 #[path = "skip.rs"]
 pub mod skip;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    Debug,
-    Release,
-}
-
-/// The two servers of one dialect and profile.
-#[derive(Debug, Clone)]
-pub struct Binaries {
-    pub generated: PathBuf,
-    pub naive: PathBuf,
-}
-
-impl Binaries {
-    /// Debug builds, for the tests.
-    pub fn get(dialect: Dialect) -> Binaries {
-        Binaries::build(dialect, Profile::Debug).with_override(dialect)
-    }
-
-    /// `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` puts another
-    /// build of the generated service (a candidate fix) to the same test.
-    pub fn with_override(mut self, dialect: Dialect) -> Binaries {
-        if let Ok(path) = std::env::var("IDEMGEN_GENERATED_BIN") {
-            self.generated = path.replace("{dialect}", dialect.feature()).into();
-            eprintln!("generated service: {}", self.generated.display());
-        }
-        self
-    }
-
-    /// Builds both crates for `dialect` in `target/generated` (once per
-    /// process) and copies the binaries out, so that the next build for
-    /// another dialect, which writes the same paths, cannot swap them under
-    /// a running test.
-    pub fn build(dialect: Dialect, profile: Profile) -> Binaries {
-        static BUILT: Mutex<Vec<(Dialect, Profile, Binaries)>> = Mutex::new(Vec::new());
-        let mut built = BUILT
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some((_, _, binaries)) = built
-            .iter()
-            .find(|(d, p, _)| *d == dialect && *p == profile)
-        {
-            return binaries.clone();
-        }
-        let target = root().join("target/generated");
-        let profile_dir = match profile {
-            Profile::Debug => "debug",
-            Profile::Release => "release",
-        };
-        let out = target
-            .join("exactly-once")
-            .join(format!("{profile_dir}-{}", dialect.feature()));
-        std::fs::create_dir_all(&out).unwrap();
-        // Other test processes build other dialects into the same paths:
-        // building and copying is one step under a file lock.
-        let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
-        let feature = dialect.feature();
-        let mut command = Command::new(env!("CARGO"));
-        command
-            .args(["build", "-p", "payment-callback", "-p", "naive-callback"])
-            .args(["--no-default-features", "--features"])
-            .arg(format!(
-                "payment-callback/{feature},naive-callback/{feature}"
-            ))
-            .current_dir(root())
-            .env("CARGO_TARGET_DIR", &target)
-            .env("SQLX_OFFLINE", "true")
-            .env_remove("DATABASE_URL")
-            .env_remove("SQLX_OFFLINE_DIR");
-        if profile == Profile::Release {
-            command.arg("--release");
-        }
-        let started = Instant::now();
-        let output = command.output().expect("cargo runs");
-        assert!(
-            output.status.success(),
-            "building the examples for {dialect:?} failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        eprintln!(
-            "built the examples for {dialect:?} ({profile_dir}) in {:.0?}",
-            started.elapsed()
-        );
-        let copy = |name: &str| {
-            let from = target.join(profile_dir).join(name);
-            let to = out.join(name);
-            // Copy, then rename: a process still running the old binary
-            // keeps its file.
-            let partial = out.join(format!(".{name}.partial"));
-            std::fs::copy(&from, &partial).unwrap();
-            std::fs::rename(&partial, &to).unwrap();
-            to
-        };
-        let binaries = Binaries {
-            generated: copy("payment-callback"),
-            naive: copy("naive-callback"),
-        };
-        built.push((dialect, profile, binaries.clone()));
-        binaries
-    }
-}
-
-/// A lock between processes: a directory only one can create (`File::lock`
-/// is newer than the crate's MSRV). One left behind by a killed run is taken
-/// over after ten minutes, longer than any build.
-struct DirLock(PathBuf);
-
-impl DirLock {
-    fn acquire(path: &Path) -> DirLock {
-        let started = Instant::now();
-        loop {
-            match std::fs::create_dir(path) {
-                Ok(()) => return DirLock(path.to_path_buf()),
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let age = std::fs::metadata(path)
-                        .and_then(|meta| meta.modified())
-                        .ok()
-                        .and_then(|modified| modified.elapsed().ok());
-                    if age.is_some_and(|age| age > Duration::from_secs(600)) {
-                        let _ = std::fs::remove_dir(path);
-                    }
-                    assert!(
-                        started.elapsed() < Duration::from_secs(900),
-                        "{} stayed locked",
-                        path.display()
-                    );
-                    thread::sleep(Duration::from_millis(200));
-                }
-                Err(error) => panic!("cannot create {}: {error}", path.display()),
-            }
-        }
-    }
-}
-
-impl Drop for DirLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir(&self.0);
-    }
-}
 
 /// `scheme://user[:password]@host[:port]/database[?options]`, split just
 /// enough to name another database on the same server.

@@ -31,11 +31,21 @@ pub fn database_url(variable: &str) -> Option<String> {
     }
 }
 
-/// Whether `IDEMGEN_SKIP_GENERATED_BUILDS` asks to skip the tests that
-/// build generated projects (then says so).
+/// Whether the tests that build generated projects or the example
+/// services are skipped (then says so and why). They run when
+/// `IDEMGEN_TEST_GENERATED_BUILDS=1` (`.ci/run` sets it): their first cold
+/// axum + sqlx build alone takes minutes on two cores, more than a plain
+/// `cargo test` has. `IDEMGEN_SKIP_GENERATED_BUILDS` skips them even then.
 pub fn generated_builds_skipped() -> bool {
     if std::env::var_os("IDEMGEN_SKIP_GENERATED_BUILDS").is_some() {
         skipped("IDEMGEN_SKIP_GENERATED_BUILDS is set, so generated projects are not built");
+        return true;
+    }
+    if std::env::var("IDEMGEN_TEST_GENERATED_BUILDS").as_deref() != Ok("1") {
+        skipped(
+            "set IDEMGEN_TEST_GENERATED_BUILDS=1 to build generated projects and the example \
+             services (a cold axum + sqlx build: minutes on two cores; .ci/run sets it)",
+        );
         return true;
     }
     false

@@ -249,6 +249,18 @@ pub(crate) async fn reachable(pool: &Pool, timeout: Duration) -> bool {
     }
 }
 
+/// Whether `pool` is a node of a MariaDB Galera cluster (`wsrep_on`);
+/// never for another dialect, or a server without the variable.
+pub(crate) async fn is_galera(pool: &Pool) -> bool {
+    if Dialect::BUILT != Dialect::Mysql {
+        return false;
+    }
+    sqlx::query_scalar::<_, i64>("SELECT CAST(@@wsrep_on AS SIGNED)")
+        .fetch_one(pool)
+        .await
+        .is_ok_and(|on| on == 1)
+}
+
 /// What a database error means for the request that met it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {

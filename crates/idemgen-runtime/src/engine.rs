@@ -45,7 +45,9 @@ use crate::metrics::Counters;
 use crate::reachability::Reachability;
 use crate::reply::{MAX_BODY_BYTES, Reply, Request};
 use crate::security::Security;
-use crate::store::{COMPLETED, FAILED, Finish, NewClaim, Reclaim, Record, RecordStore, StoreError};
+use crate::store::{
+    COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
+};
 
 /// Marks an answer replayed from the record.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -74,11 +76,22 @@ pub struct Operation {
 
 impl Operation {
     /// An endpoint whose key is claimed under `contract`.
+    ///
+    /// # Panics
+    ///
+    /// When the window is shorter than the lease (at compile time for a
+    /// `static`): a record would expire while its first attempt still
+    /// holds it, and a duplicate would claim the key and run the business
+    /// step a second time. `idemgen lint` refuses such a contract too.
     pub const fn idempotent(
         name: &'static str,
         label: &'static str,
         contract: Contract,
     ) -> Operation {
+        assert!(
+            contract.window_ms >= contract.lease_ms,
+            "the window (Contract::window_ms) must be at least the lease (Contract::lease_ms)"
+        );
         Operation {
             name,
             label,
@@ -136,6 +149,12 @@ pub struct Call {
     deadline: Option<Instant>,
 }
 
+/// The clock margin of an engine on a MariaDB Galera cluster unless set:
+/// its nodes' clocks are kept close by NTP (milliseconds), and a second
+/// covers one that drifted or was stepped, for a second's delay of a
+/// takeover or a purge.
+pub const GALERA_CLOCK_MARGIN: Duration = Duration::from_secs(1);
+
 /// Why an attempt stopped without an answer of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -168,14 +187,32 @@ impl Idempotency {
     /// The engine for the record table `table` (a plain SQL identifier)
     /// in `pool`'s database; fails if the table does not fit the
     /// statements.
+    ///
+    /// The clock margin starts at 0 (one server, one clock), or at
+    /// [`GALERA_CLOCK_MARGIN`] on a MariaDB Galera cluster, whose nodes
+    /// keep their own clocks; [`Idempotency::with_clock_margin`] sets it.
     pub async fn new(pool: Pool, table: &str) -> Result<Idempotency, StoreError> {
         let records = RecordStore::new(&pool, table).await?;
+        let clock_margin_ms = if db::is_galera(&pool).await {
+            tracing::info!(
+                margin_ms = GALERA_CLOCK_MARGIN.as_millis() as u64,
+                "a Galera cluster: leases and windows get a clock margin (CLOCK_MARGIN_MS sets it)"
+            );
+            GALERA_CLOCK_MARGIN.as_millis() as i64
+        } else {
+            0
+        };
         Ok(Idempotency {
             pool,
             records,
-            clock_margin_ms: 0,
+            clock_margin_ms,
             reachability: Arc::default(),
         })
+    }
+
+    /// The margin past a lease or window before a record changes hands.
+    pub fn clock_margin(&self) -> Duration {
+        Duration::from_millis(u64::try_from(self.clock_margin_ms).unwrap_or(0))
     }
 
     /// Waits `margin` beyond a lease or a window before a record changes
@@ -310,9 +347,14 @@ impl Idempotency {
             }
         };
         let mut request = request;
-        request.downstream_key = claim
-            .as_ref()
-            .map(|claim| key::downstream_key(&claim.scope, &claim.key));
+        request.downstream_key = claim.as_ref().map(|claim| {
+            key::downstream_key(
+                self.records.table(),
+                &claim.scope,
+                &claim.key,
+                &claim.fingerprint,
+            )
+        });
         let began = tokio::time::timeout_at(deadline, db::begin_on(connection)).await;
         match began {
             Ok(Ok(tx)) => Ok(Call {
@@ -381,11 +423,7 @@ impl Idempotency {
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
-                        // A connection broke: find out in the background
-                        // whether the server is gone, so the next requests
-                        // need not wait out their lease to learn it.
-                        let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
-                        tokio::spawn(async move { reachability.probe(&pool).await });
+                        self.probe_in_background();
                     }
                     retry_later(503, "database unavailable", retry_after)
                 }
@@ -406,6 +444,14 @@ impl Idempotency {
                 )
             }
         }
+    }
+
+    /// A connection broke: finds out in the background whether the server
+    /// is gone, so the next requests need not wait out their lease to
+    /// learn it.
+    fn probe_in_background(&self) {
+        let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
+        tokio::spawn(async move { reachability.probe(&pool).await });
     }
 
     /// Ends this attempt's lease at once, so a retry need not wait for it;
@@ -585,6 +631,14 @@ impl Idempotency {
                 )),
             },
         }
+    }
+
+    /// Whether `claim` is still this attempt's in-progress record.
+    async fn still_holds(&self, operation: &Operation, claim: &Claim) -> bool {
+        matches!(
+            self.read(&self.pool, operation, &claim.scope, &claim.key).await,
+            Ok(Some(record)) if record.claim_token == claim.token && record.status == IN_PROGRESS
+        )
     }
 
     /// The answer for a key someone else holds now.
@@ -806,8 +860,35 @@ impl Call {
             key: &claim.key,
             token: &claim.token,
         };
-        match engine.records.finish(&mut *tx, &finish).await {
+        let completed = match engine.records.transaction_is_open(&mut tx).await {
+            Ok(true) => engine.records.complete(&mut *tx, &finish).await,
+            Ok(false) => Ok(false),
+            Err(error) => Err(error),
+        };
+        match completed {
             Ok(true) => {}
+            Ok(false) if engine.still_holds(operation, &claim).await => {
+                // The fence held, so the completion matched nothing
+                // because the transaction was no longer open: business
+                // code ended it. What it committed or rolled back is
+                // unknown here; nothing is recorded, and the claim stands
+                // until its lease ends rather than invite an immediate
+                // second run.
+                let _ = tx.rollback().await;
+                tracing::error!(
+                    operation = operation.name,
+                    "the business function ended its transaction itself (a COMMIT or ROLLBACK, \
+                     DDL that commits implicitly, or a deadlock it did not propagate); nothing \
+                     was recorded"
+                );
+                return problem(
+                    500,
+                    "internal error",
+                    "the request's transaction ended before its answer could be stored; its \
+                     effect is unknown. A retry with the same key runs again once the \
+                     request's lease has ended",
+                );
+            }
             Ok(false) => {
                 let _ = tx.rollback().await;
                 tracing::warn!(
@@ -818,9 +899,10 @@ impl Call {
             }
             Err(error) => {
                 let _ = tx.rollback().await;
-                // The claim is still this attempt's (a takeover would have
-                // matched no row, not failed): release it, so the retry
-                // runs at once instead of after the lease.
+                // Release the claim, so the retry runs at once instead of
+                // after the lease. The release is fenced on this attempt's
+                // token: if a takeover is what made the completion fail (a
+                // serialization failure, a lock wait), it matches nothing.
                 engine.release(operation, &claim).await;
                 let stop = stop_for(&error);
                 if stop == Stop::LostRace {
@@ -837,8 +919,14 @@ impl Call {
                 engine.release(operation, &claim).await;
                 engine.answer_from_record(operation, &claim).await
             }
+            // The server answered the COMMIT with an error of its own (a
+            // deferred constraint, say): it rolled back, certainly.
+            Err(error @ sqlx::Error::Database(_)) if classify(&error) == Failure::Other => {
+                engine.release(operation, &claim).await;
+                engine.stopped(operation, contract, Stop::Error, Some(&error))
+            }
             // The commit's outcome is unknown (the connection broke while
-            // it ran): it may have happened. The release only matches a
+            // it ran, the server went away): it may have happened. The release only matches a
             // record still in progress, so it cannot undo a commit that
             // happened; a retry with the same key gets the stored answer if
             // it did, and runs again if it did not. A new key could pay
@@ -846,6 +934,7 @@ impl Call {
             Err(error) => {
                 engine.release(operation, &claim).await;
                 tracing::error!(operation = operation.name, %error, "commit outcome unknown");
+                engine.probe_in_background();
                 let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
                 outcome_unknown(retry_after)
             }
@@ -1107,4 +1196,19 @@ fn outcome_unknown(retry_after_secs: u64) -> Response {
 
 fn new_token() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "must be at least the lease")]
+    fn a_window_shorter_than_the_lease_is_refused() {
+        let _ = Operation::idempotent(
+            "pay",
+            "pay",
+            Contract::header("pay:{uuid}", "^pay:.*$", 2_000, 3_000),
+        );
+    }
 }

@@ -47,14 +47,17 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
     let value = match source {
         Source::Header(name) => {
             let mut values = request.headers.get_all(*name).iter();
-            match (values.next(), values.next()) {
-                (None, _) => return KeyValue::Absent,
-                (Some(_), Some(_)) => {
-                    return KeyValue::Unreadable(format!(
-                        "the key header `{name}` is sent more than once"
-                    ));
-                }
-                (Some(value), None) => match value.to_str() {
+            let first = values.next();
+            // A client library that adds the header again on each retry
+            // sends the same value twice: one key. Two values are none.
+            if values.any(|value| Some(value) != first) {
+                return KeyValue::Unreadable(format!(
+                    "the key header `{name}` is sent more than once, with different values"
+                ));
+            }
+            match first {
+                None => return KeyValue::Absent,
+                Some(value) => match value.to_str() {
                     Ok(text) => text.to_string(),
                     Err(_) => {
                         return KeyValue::Unreadable(format!(
@@ -68,19 +71,21 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
             let mut values = request
                 .query_pairs
                 .iter()
-                .filter(|(pair_name, _)| pair_name == name);
-            match (values.next(), values.next()) {
-                (None, _) => return KeyValue::Absent,
-                (Some(_), Some(_)) => {
-                    return KeyValue::Unreadable(format!(
-                        "the key query parameter `{name}` is sent more than once"
-                    ));
-                }
-                (Some((_, value)), None) => value.clone(),
+                .filter(|(pair_name, _)| pair_name == name)
+                .map(|(_, value)| value);
+            let first = values.next();
+            if values.any(|value| Some(value) != first) {
+                return KeyValue::Unreadable(format!(
+                    "the key query parameter `{name}` is sent more than once, with different values"
+                ));
+            }
+            match first {
+                None => return KeyValue::Absent,
+                Some(value) => value.clone(),
             }
         }
         Source::Body(pointer) => {
-            if request.body.is_empty() {
+            if request.body.trim_ascii().is_empty() {
                 return KeyValue::Absent;
             }
             let Ok(body) = serde_json::from_slice::<Value>(&request.body) else {
@@ -91,10 +96,14 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
             match body.pointer(pointer) {
                 None | Some(Value::Null) => return KeyValue::Absent,
                 Some(Value::String(text)) => text.clone(),
-                Some(Value::Number(number)) => number.to_string(),
+                // Integers are exact; a float or a bigger number could
+                // round into another request's key.
+                Some(Value::Number(number)) if number.is_i64() || number.is_u64() => {
+                    number.to_string()
+                }
                 Some(_) => {
                     return KeyValue::Unreadable(format!(
-                        "the key field `{pointer}` must be a string"
+                        "the key field `{pointer}` must be a string or an integer"
                     ));
                 }
             }
@@ -113,13 +122,17 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
 }
 
 /// The idempotency key for downstream calls made on behalf of one key:
-/// the same for every attempt, distinct per operation and scope (both are
-/// in `scope`, itself a hash).
-pub(crate) fn downstream_key(scope: &str, key: &str) -> String {
+/// the same for every attempt of one request, distinct per service (its
+/// record table), operation and scope (both in `scope`, itself a hash) and
+/// request (its fingerprint), so a key reused after its window for another
+/// request is another call downstream.
+pub(crate) fn downstream_key(table: &str, scope: &str, key: &str, fingerprint: &str) -> String {
     let mut hasher = Sha256::new();
     hash_part(&mut hasher, b"idemgen downstream key");
+    hash_part(&mut hasher, table.as_bytes());
     hash_part(&mut hasher, scope.as_bytes());
     hash_part(&mut hasher, key.as_bytes());
+    hash_part(&mut hasher, fingerprint.as_bytes());
     hex(&hasher.finalize())
 }
 
@@ -331,11 +344,21 @@ mod tests {
             read_key(&Source::Header("Idempotency-Key"), &request("{}")),
             KeyValue::Absent
         );
+        let mut repeated = request("{}");
+        for _ in 0..2 {
+            repeated
+                .headers
+                .append("idempotency-key", "a".parse().unwrap());
+        }
+        assert_eq!(
+            read_key(&Source::Header("Idempotency-Key"), &repeated),
+            KeyValue::Present("a".into())
+        );
 
         let body = |text: &str| read_key(&Source::Body("/key"), &request(text));
         assert_eq!(body(r#"{"key": "k1"}"#), KeyValue::Present("k1".into()));
         assert_eq!(body(r#"{"key": 42}"#), KeyValue::Present("42".into()));
-        for absent in ["", "{}", r#"{"key": null}"#] {
+        for absent in ["", " \n", "{}", r#"{"key": null}"#] {
             assert_eq!(body(absent), KeyValue::Absent, "{absent}");
         }
         for unreadable in [
@@ -343,6 +366,8 @@ mod tests {
             r#"{"key": []}"#,
             r#"{"key": {}}"#,
             r#"{"key": "a\u0000b"}"#,
+            r#"{"key": 12345678901234567890123}"#,
+            r#"{"key": 1.5}"#,
             "not json",
         ] {
             assert!(
@@ -354,10 +379,12 @@ mod tests {
 
     #[test]
     fn the_downstream_key_is_stable_and_namespaced() {
-        let key = downstream_key("scope-a", "pay:1");
-        assert_eq!(key, downstream_key("scope-a", "pay:1"));
-        assert_ne!(key, downstream_key("scope-b", "pay:1"));
-        assert_ne!(key, downstream_key("scope-a", "pay:2"));
+        let key = downstream_key("records", "scope-a", "pay:1", "f1");
+        assert_eq!(key, downstream_key("records", "scope-a", "pay:1", "f1"));
+        assert_ne!(key, downstream_key("other", "scope-a", "pay:1", "f1"));
+        assert_ne!(key, downstream_key("records", "scope-b", "pay:1", "f1"));
+        assert_ne!(key, downstream_key("records", "scope-a", "pay:2", "f1"));
+        assert_ne!(key, downstream_key("records", "scope-a", "pay:1", "f2"));
         assert_eq!(key.len(), 64);
         assert!(!key.contains("pay"));
     }

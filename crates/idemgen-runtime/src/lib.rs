@@ -80,10 +80,12 @@ pub use db::{
     ConnectError, Db, Dialect, Failure, Pool, Tx, classify, connect, connect_with_pool_size,
     is_lost_race,
 };
-pub use engine::{Call, Idempotency, Operation, REPLAYED_HEADER, within_lease};
+pub use engine::{
+    Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
+};
 pub use fingerprint::fingerprint;
 pub use input::{Param, ParamIn, Scalar};
-pub use reply::{MAX_BODY_BYTES, Reply, Request};
+pub use reply::{BODY_READ_TIMEOUT, MAX_BODY_BYTES, Reply, Request};
 pub use security::{
     ApiKeyIn, Credential, NoVerifier, Principal, Refusal, Scheme, SchemeKind, Security, Verify,
     authenticate,

@@ -99,3 +99,34 @@ impl Drop for ProbingFlag<'_> {
         self.0.store(false, Ordering::Release);
     }
 }
+
+#[cfg(all(test, any(feature = "mysql", feature = "postgres")))]
+mod tests {
+    use super::*;
+
+    /// A request whose client disconnects drops its probe midway; the
+    /// next probe must still run, or the verdict "down" would stand for
+    /// good while `/healthz` stays green.
+    #[tokio::test]
+    async fn a_probe_dropped_midway_does_not_stop_later_probes() {
+        // A server that accepts TCP connections and never answers.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let url = if cfg!(feature = "mysql") {
+            format!("mysql://root@127.0.0.1:{port}/test")
+        } else {
+            format!("postgres://postgres@127.0.0.1:{port}/test")
+        };
+        let pool = Pool::connect_lazy(&url).unwrap();
+        let reachability = Reachability::default();
+        let dropped =
+            tokio::time::timeout(Duration::from_millis(50), reachability.probe(&pool)).await;
+        assert!(dropped.is_err(), "the probe was still waiting");
+        assert!(!reachability.probing.load(Ordering::Acquire));
+        reachability.probe(&pool).await;
+        assert!(
+            reachability.down(),
+            "the next probe ran and found no server"
+        );
+    }
+}

@@ -14,6 +14,10 @@ use crate::security::Principal;
 /// Largest request body read, and largest response body stored (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// How long a request's body may take to arrive once its headers have
+/// (`408` after that; nothing is claimed).
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// One decoded request.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -72,9 +76,28 @@ impl Request {
         }
         // The only error left for a bounded read is a body over the limit
         // (or a client that went away, who will not see the answer anyway).
-        let body = axum::body::to_bytes(body, MAX_BODY_BYTES)
-            .await
-            .map_err(|_| too_large())?;
+        // A client that sends its body slowly would hold the connection
+        // and up to a megabyte of memory for as long as it likes: it gets
+        // [`BODY_READ_TIMEOUT`].
+        let body = match tokio::time::timeout(
+            BODY_READ_TIMEOUT,
+            axum::body::to_bytes(body, MAX_BODY_BYTES),
+        )
+        .await
+        {
+            Ok(read) => read.map_err(|_| too_large())?,
+            Err(_) => {
+                return Err(Reply::problem(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request body too slow",
+                    &format!(
+                        "the body did not arrive within {} s; send it again with the same key",
+                        BODY_READ_TIMEOUT.as_secs()
+                    ),
+                )
+                .into_response());
+            }
+        };
         let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &())
             .await
             .map(|Path(params)| params)

@@ -26,8 +26,12 @@ use crate::reply::{Reply, Request};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
     /// Who the caller is: a user, client or account id, stable across
-    /// requests. Keys scoped by `principal` are namespaced by it, so it
-    /// must never be shared by two callers.
+    /// requests. Keys scoped by `principal` are namespaced by it alone, so
+    /// it must never be shared by two callers, across schemes too: the
+    /// same caller reached through two schemes (a token and an API key)
+    /// may share one id on purpose, and then shares its keys, but a
+    /// verifier whose schemes draw ids from different namespaces (users
+    /// and API clients) prefixes them (`user:42`, `client:42`).
     pub id: String,
     /// The name of the scheme that verified it (its key in
     /// `components.securitySchemes`).
@@ -265,7 +269,10 @@ pub async fn authenticate(
                     principal.get_or_insert(verified);
                 }
                 Err(refused) => {
-                    sent_and_refused |= credential != Credential::Missing;
+                    // A `Request` scheme (mutual TLS, say) reads nothing
+                    // the caller chose to send: its refusal is not one.
+                    sent_and_refused |=
+                        !matches!(credential, Credential::Missing | Credential::Request);
                     // The first 403 wins: the caller is known, and not allowed.
                     refusal = Some(match refusal {
                         Some(earlier) if earlier.status == StatusCode::FORBIDDEN => earlier,

@@ -90,14 +90,86 @@ pub fn init_logging() {
         .init();
 }
 
-/// Serves `router` on `listen_addr` until Ctrl-C or SIGTERM, letting
-/// requests in flight finish.
+/// How long a client may take to send a request's headers, and how long
+/// an idle keep-alive connection stays open (hyper times both with one
+/// timer): long enough for proxies that keep upstream connections 60 s,
+/// short enough that a client trickling its headers (slowloris) cannot hold
+/// a connection for good.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(75);
+
+/// How long shutting down waits for requests in flight.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Serves `router` on `listen_addr` (HTTP/1.1) until Ctrl-C or SIGTERM,
+/// letting requests in flight finish (for up to [`DRAIN_TIMEOUT`]).
+/// Headers must arrive within [`HEADER_READ_TIMEOUT`], bodies within
+/// [`crate::BODY_READ_TIMEOUT`].
 pub async fn serve(listen_addr: &str, router: Router) -> std::io::Result<()> {
+    serve_with_header_timeout(listen_addr, router, HEADER_READ_TIMEOUT).await
+}
+
+/// [`serve`] with another header (and keep-alive idle) timeout.
+pub async fn serve_with_header_timeout(
+    listen_addr: &str,
+    router: Router,
+    header_timeout: Duration,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::server::graceful::GracefulShutdown;
+    use hyper_util::service::TowerToHyperService;
+
     let listener = tokio::net::TcpListener::bind(listen_addr).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown())
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let graceful = GracefulShutdown::new();
+    let mut shutting_down = std::pin::pin!(shutdown());
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                // A connection reset before it was accepted: the next one.
+                Err(error) if is_connection_error(&error) => continue,
+                // Out of file descriptors, say: wait rather than spin.
+                Err(error) => {
+                    tracing::warn!(%error, "accept failed");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            },
+            () = &mut shutting_down => break,
+        };
+        let service = TowerToHyperService::new(router.clone());
+        // No upgrades (WebSocket): the services this serves have none.
+        let connection = builder.serve_connection(TokioIo::new(stream), service);
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "connection ended with an error");
+            }
+        });
+    }
+    // Refuse new connections at once, so a load balancer fails over
+    // instead of waiting on a server that is draining.
+    drop(listener);
+    if tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown())
         .await
+        .is_err()
+    {
+        tracing::warn!("requests still in flight after {DRAIN_TIMEOUT:?}; stopping anyway");
+    }
+    Ok(())
+}
+
+fn is_connection_error(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        std::io::ErrorKind::ConnectionRefused
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::ConnectionReset
+    )
 }
 
 async fn shutdown() {

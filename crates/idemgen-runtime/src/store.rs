@@ -28,6 +28,7 @@ use crate::db::{Db, Dialect, Pool};
 use crate::reply::Reply;
 
 /// Final record states, as stored (a claim writes `in_progress`).
+pub(crate) const IN_PROGRESS: &str = "in_progress";
 pub(crate) const COMPLETED: &str = "completed";
 pub(crate) const FAILED: &str = "failed";
 
@@ -90,6 +91,7 @@ struct Statements {
     read: Arc<str>,
     reclaim: Arc<str>,
     finish: Arc<str>,
+    complete: Arc<str>,
     release: Arc<str>,
     purge: Arc<str>,
 }
@@ -213,6 +215,20 @@ impl RecordStore {
                  AND expires_at < {now} - {1} AND lease_expires_at < {now} - {2}"
             }
         };
+        // The completion runs in the business transaction; business code
+        // that ended it (a raw COMMIT, DDL that commits implicitly, a
+        // deadlock it swallowed, which rolled everything back) would leave
+        // it running on its own in autocommit. On MySQL it then matches no
+        // row; PostgreSQL is asked first (`transaction_is_open`); SQLite
+        // has no such test.
+        let in_transaction = match Dialect::BUILT {
+            Dialect::Mysql => " AND @@in_transaction = 1",
+            Dialect::Postgres | Dialect::Sqlite => "",
+        };
+        let finish = "UPDATE {t} SET status = {1}, response_status = {2}, \
+                      response_content_type = {3}, response_body = {4}, updated_at = {now} \
+                      WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
+                      AND status = 'in_progress'";
         let claim = match Dialect::BUILT {
             Dialect::Sqlite | Dialect::Mysql => format!(
                 "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
@@ -253,10 +269,8 @@ impl RecordStore {
                      WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
                      AND status = {8} AND (expires_at + {9} <= {now} OR status = 'failed' \
                      OR (status = 'in_progress' AND lease_expires_at + {10} <= {now}))"),
-                finish: sql("UPDATE {t} SET status = {1}, response_status = {2}, \
-                     response_content_type = {3}, response_body = {4}, updated_at = {now} \
-                     WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
-                     AND status = 'in_progress'"),
+                finish: sql(finish),
+                complete: sql(&format!("{finish}{in_transaction}")),
                 release: sql(
                     "UPDATE {t} SET lease_expires_at = {now} - {1}, updated_at = {now} \
                      WHERE scope = {2} AND idem_key = {3} AND claim_token = {4} \
@@ -272,12 +286,13 @@ impl RecordStore {
         &self.table
     }
 
-    fn statements(&self) -> [(&'static str, &Arc<str>); 6] {
+    fn statements(&self) -> [(&'static str, &Arc<str>); 7] {
         [
             ("claim", &self.sql.claim),
             ("read", &self.sql.read),
             ("reclaim", &self.sql.reclaim),
             ("finish", &self.sql.finish),
+            ("complete", &self.sql.complete),
             ("release", &self.sql.release),
             ("purge", &self.sql.purge),
         ]
@@ -368,15 +383,60 @@ impl RecordStore {
         Ok(())
     }
 
-    /// Stores the outcome if this attempt still holds the claim; `false`
-    /// when its lease was taken over (then nothing was written).
+    /// Stores the outcome, on its own (autocommit), if this attempt still
+    /// holds the claim; `false` when its lease was taken over (then nothing
+    /// was written).
     pub(crate) async fn finish<'e>(
         &self,
         executor: impl sqlx::Executor<'e, Database = Db>,
         finish: &Finish<'_>,
     ) -> Result<bool, sqlx::Error> {
+        self.store_outcome(&self.sql.finish, executor, finish).await
+    }
+
+    /// [`RecordStore::finish`] inside the business transaction, which must
+    /// still be open (MySQL, PostgreSQL): `false` also when business code
+    /// ended it.
+    pub(crate) async fn complete<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = Db>,
+        finish: &Finish<'_>,
+    ) -> Result<bool, sqlx::Error> {
+        self.store_outcome(&self.sql.complete, executor, finish)
+            .await
+    }
+
+    /// Whether the business transaction on `connection` is still open,
+    /// where the completion statement cannot tell by itself: PostgreSQL
+    /// refuses a savepoint outside a transaction block (25P01), at the
+    /// cost of one round trip.
+    pub(crate) async fn transaction_is_open(
+        &self,
+        connection: &mut <Db as sqlx::Database>::Connection,
+    ) -> Result<bool, sqlx::Error> {
+        if Dialect::BUILT != Dialect::Postgres {
+            return Ok(true);
+        }
+        match sqlx::raw_sql("SAVEPOINT idemgen_complete")
+            .execute(connection)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("25P01") => {
+                Ok(false)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    async fn store_outcome<'e>(
+        &self,
+        sql: &Arc<str>,
+        executor: impl sqlx::Executor<'e, Database = Db>,
+        finish: &Finish<'_>,
+    ) -> Result<bool, sqlx::Error> {
         let status = i16::try_from(finish.reply.status.as_u16()).unwrap_or(500);
-        let result = sqlx::query(AssertSqlSafe(self.sql.finish.clone()))
+        let result = sqlx::query(AssertSqlSafe(sql.clone()))
             .bind(finish.status)
             .bind(status)
             .bind(finish.reply.content_type.as_str())
@@ -488,6 +548,26 @@ mod tests {
             ));
         }
         assert!(!is_plain_identifier(&"r".repeat(64)));
+    }
+
+    /// PostgreSQL re-checks only the DELETE's own WHERE against a row
+    /// updated while the purge waited (READ COMMITTED): the expiry test
+    /// must be there, outside the subquery, and not only inside it.
+    #[test]
+    fn the_purge_tests_expiry_on_the_row_it_deletes() {
+        let store = RecordStore::unchecked("records").unwrap();
+        let purge = &*store.sql.purge;
+        let limit = purge.find("LIMIT").expect("the purge is batched");
+        // The subquery ends after its LIMIT; MySQL has no subquery.
+        let Some(close) = purge[limit..].find(')') else {
+            assert!(Dialect::BUILT == Dialect::Mysql, "{purge}");
+            return;
+        };
+        let outer = &purge[limit + close..];
+        assert!(
+            outer.contains("expires_at <") && outer.contains("lease_expires_at <"),
+            "{purge}"
+        );
     }
 
     #[test]

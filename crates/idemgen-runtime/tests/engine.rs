@@ -976,3 +976,64 @@ async fn an_optional_key_that_is_present_but_unreadable_is_refused() {
     }
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
 }
+
+/// Business code that ends the transaction itself (a raw `COMMIT`; on
+/// MySQL, DDL that commits implicitly) must not have its answer stored in
+/// autocommit, as if it were part of the business write: the completion
+/// matches nothing, the client is told the effect is unknown, and no
+/// completed record exists.
+#[cfg(any(feature = "mysql", feature = "postgres"))]
+#[tokio::test]
+async fn business_code_that_ends_the_transaction_is_not_completed_in_autocommit() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let mut endings = vec!["COMMIT".to_string(), "ROLLBACK".to_string()];
+    if cfg!(feature = "mysql") {
+        endings.push(format!("CREATE TABLE {}_ddl (id INTEGER)", table.name));
+    }
+    for ending in endings {
+        let key = key();
+        let mut call = claim(&engine, pay(Some(&key), &json!({}))).await;
+        let (tx, _) = call.parts();
+        sqlx::query(sqlx::AssertSqlSafe(ending.clone()))
+            .execute(&mut **tx)
+            .await
+            .unwrap();
+        let answer = call.finish(created("after its own commit")).await;
+        assert_eq!(
+            answer.status(),
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "{ending}"
+        );
+        assert!(
+            body_text(answer).await.contains("effect is unknown"),
+            "{ending}"
+        );
+        let completed = count(
+            &table,
+            &format!(
+                "SELECT COUNT(*) FROM {{t}} WHERE idem_key = '{key}' AND status <> 'in_progress'"
+            ),
+        )
+        .await;
+        assert_eq!(completed, 0, "{ending}: stored in autocommit");
+    }
+    table
+        .sql(&format!("DROP TABLE IF EXISTS {}_ddl", table.name))
+        .await;
+}
+
+/// One server has one clock: no margin unless asked (a Galera cluster
+/// starts at `GALERA_CLOCK_MARGIN`: `galera_lost_races.rs`).
+#[tokio::test]
+async fn a_single_server_needs_no_clock_margin() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    assert_eq!(engine.clock_margin(), std::time::Duration::ZERO);
+    let engine = engine.with_clock_margin(std::time::Duration::from_millis(250));
+    assert_eq!(engine.clock_margin(), std::time::Duration::from_millis(250));
+}

@@ -237,6 +237,18 @@ mod galera {
         }
     }
 
+    /// Each node keeps its own clock: an engine on a Galera node starts
+    /// with a clock margin.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn an_engine_on_a_galera_node_has_a_clock_margin() {
+        let _serial = SERIAL.lock().await;
+        let Some(cluster) = Cluster::create().await else {
+            return;
+        };
+        let engine = cluster.engine(0).await;
+        assert_eq!(engine.clock_margin(), idemgen_runtime::GALERA_CLOCK_MARGIN);
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
     async fn a_key_claimed_twice_on_one_node_is_1062_and_in_progress() {
         let _serial = SERIAL.lock().await;

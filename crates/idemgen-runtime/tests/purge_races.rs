@@ -55,7 +55,10 @@ async fn purge_during_a_reclaim(table: &Table, engine: &Idempotency, key: &str) 
         let engine = engine.clone();
         tokio::spawn(async move { engine.purge_expired(100).await })
     };
-    // Let the purge find the row and wait for (or skip) its lock.
+    // Let the purge find the row and wait for its lock (MariaDB; SQLite
+    // waits for the database) or skip it (PostgreSQL's SKIP LOCKED, so
+    // there this test cannot see the DELETE's own re-check of expiry:
+    // `store.rs` pins that statement's shape).
     tokio::time::sleep(Duration::from_millis(500)).await;
     reclaim.commit().await.unwrap();
     let purged = tokio::time::timeout(Duration::from_secs(30), purge)

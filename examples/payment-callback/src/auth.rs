@@ -8,7 +8,10 @@
 //! keyed with the secret both sides share (`PAYMENT_CALLBACK_SECRET` here).
 //! The timestamp is signed with the body and must be within
 //! `PAYMENT_CALLBACK_TOLERANCE_SECS` (default 300) of this server's clock,
-//! so a captured callback cannot be replayed later under a new key. The
+//! so a captured callback is refused once that much time has passed. The
+//! idempotency key is not signed: within the tolerance a captured callback
+//! can be sent again under any key, and what stops a second payment then is
+//! the business step's own check (only an `UNPAID` order becomes paid). The
 //! spec declares the header as the `apiKey` scheme `providerSignature`; the
 //! generated handler calls [`Auth::verify`] with it before the callback's
 //! key is claimed, so an unsigned, stale or badly signed callback is
@@ -43,6 +46,11 @@ pub const DEFAULT_TOLERANCE: Duration = Duration::from_secs(300);
 
 /// Who a verified callback comes from.
 pub const PROVIDER: &str = "payment-provider";
+
+/// At most this many `v1` signatures (a provider rotating its secret sends
+/// two), and a header at most this long: each is checked against one MAC.
+const MAX_SIGNATURES: usize = 4;
+const MAX_HEADER_BYTES: usize = 1024;
 
 const FORMAT: &str = "`X-Signature` must be `t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 \
                       of \"<t>.<raw body>\">`";
@@ -116,7 +124,8 @@ impl Auth {
 /// The `X-Signature` value the provider sends for `body` at `timestamp`
 /// (Unix seconds).
 pub fn sign(secret: &[u8], timestamp: u64, body: &[u8]) -> String {
-    let mac = mac(secret, timestamp, body).finalize().into_bytes();
+    let timestamp = timestamp.to_string();
+    let mac = mac(secret, &timestamp, body).finalize().into_bytes();
     format!("t={timestamp},v1={}", hex::encode(mac))
 }
 
@@ -127,23 +136,29 @@ pub fn unix_now() -> u64 {
         .map_or(0, |since| since.as_secs())
 }
 
-fn mac(secret: &[u8], timestamp: u64, body: &[u8]) -> Hmac<Sha256> {
+/// The MAC over `<t>.<body>`, `t` exactly as sent.
+fn mac(secret: &[u8], timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes keys of any length");
-    mac.update(timestamp.to_string().as_bytes());
+    mac.update(timestamp.as_bytes());
     mac.update(b".");
     mac.update(body);
     mac
 }
 
-/// A parsed `X-Signature`: its timestamp and every `v1` signature (a
-/// provider rotating its secret sends one per secret).
-struct SignatureHeader {
+/// A parsed `X-Signature`: its timestamp (as sent, and its value) and
+/// every `v1` signature (a provider rotating its secret sends one per
+/// secret).
+struct SignatureHeader<'a> {
+    timestamp_text: &'a str,
     timestamp: u64,
-    signatures: Vec<Vec<u8>>,
+    signatures: Vec<[u8; 32]>,
 }
 
-fn parse(header: &str) -> Result<SignatureHeader, Refusal> {
+fn parse(header: &str) -> Result<SignatureHeader<'_>, Refusal> {
     let malformed = |why: &str| Refusal::unauthenticated(format!("{why}: {FORMAT}"));
+    if header.len() > MAX_HEADER_BYTES {
+        return Err(malformed("the signature header is too long"));
+    }
     let mut timestamp = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {
@@ -153,23 +168,37 @@ fn parse(header: &str) -> Result<SignatureHeader, Refusal> {
             .ok_or_else(|| malformed("malformed signature"))?;
         match name {
             "t" if timestamp.is_none() => {
+                let digits = !value.is_empty()
+                    && value.len() <= 19
+                    && value.bytes().all(|byte| byte.is_ascii_digit());
                 let seconds = value
                     .parse::<u64>()
-                    .map_err(|_| malformed("the timestamp `t` is not Unix seconds"))?;
-                timestamp = Some(seconds);
+                    .ok()
+                    .filter(|_| digits)
+                    .ok_or_else(|| malformed("the timestamp `t` is not Unix seconds"))?;
+                timestamp = Some((value, seconds));
             }
             "t" => return Err(malformed("the timestamp `t` is sent twice")),
-            "v1" => signatures
-                .push(hex::decode(value).map_err(|_| malformed("the signature `v1` is not hex"))?),
+            "v1" if signatures.len() == MAX_SIGNATURES => {
+                return Err(malformed("more than four signatures `v1`"));
+            }
+            "v1" => {
+                let mut signature = [0u8; 32];
+                hex::decode_to_slice(value, &mut signature).map_err(|_| {
+                    malformed("the signature `v1` is not 64 hex digits (an HMAC-SHA256)")
+                })?;
+                signatures.push(signature);
+            }
             // Other schemes (v0, a provider's next version) are not ours.
             _ => {}
         }
     }
-    let timestamp = timestamp.ok_or_else(|| malformed("no timestamp `t`"))?;
+    let (timestamp_text, timestamp) = timestamp.ok_or_else(|| malformed("no timestamp `t`"))?;
     if signatures.is_empty() {
         return Err(malformed("no signature `v1`"));
     }
     Ok(SignatureHeader {
+        timestamp_text,
         timestamp,
         signatures,
     })
@@ -193,12 +222,13 @@ impl Auth {
                 header.timestamp - now
             )));
         }
-        // `verify_slice` compares in constant time.
-        let matches = header.signatures.iter().any(|signature| {
-            mac(secret, header.timestamp, body)
-                .verify_slice(signature)
-                .is_ok()
-        });
+        // One MAC over the body, however many signatures; `verify_slice`
+        // compares in constant time.
+        let expected = mac(secret, header.timestamp_text, body);
+        let matches = header
+            .signatures
+            .iter()
+            .any(|signature| expected.clone().verify_slice(signature).is_ok());
         if !matches {
             return Err(Refusal::unauthenticated(
                 "the signature does not match the timestamp and body",
@@ -274,13 +304,23 @@ mod tests {
             "t=1733270400",
             "t=1733270400,v1=zz",
             "t=1,t=2,v1=00",
+            "t=+1733270400,v1=00",
+            "t=1733270400,v1=",
+            "t=1733270400,v1=00ff",
         ] {
             let refusal = check(malformed, body).unwrap_err();
             assert!(refusal.contains("X-Signature"), "{malformed}: {refusal}");
         }
         // A rotated secret: any one v1 may match.
         let good = sign(SECRET, NOW, body);
-        let rotated = format!("t={NOW},v1=00ff,{}", &good[good.find("v1").unwrap()..]);
+        let zeros = "0".repeat(64);
+        let rotated = format!("t={NOW},v1={zeros},{}", &good[good.find("v1").unwrap()..]);
         assert_eq!(check(&rotated, body), Ok(()));
+        // Bounded work: five signatures, or a long header, are refused
+        // before any MAC is computed.
+        let five = format!("t={NOW}{}", format!(",v1={zeros}").repeat(5));
+        assert!(check(&five, body).unwrap_err().contains("more than four"));
+        let long = format!("t={NOW},v1={zeros},x={}", "y".repeat(1024));
+        assert!(check(&long, body).unwrap_err().contains("too long"));
     }
 }

@@ -15,9 +15,9 @@
 //!   `Retry-After`.
 //! - `PURGE_INTERVAL_SECS`: how often expired records are deleted (default 60).
 //! - `CLOCK_MARGIN_MS`: extra time past a lease or window before a record
-//!   changes hands (default 0). Leases and windows use the database's
-//!   clock; on a cluster whose nodes keep their own clocks (MariaDB
-//!   Galera), set it to the worst offset between them.
+//!   changes hands (default 0; 1000 on a MariaDB Galera cluster). Leases
+//!   and windows use the database's clock; on a cluster whose nodes keep
+//!   their own clocks, set it to the worst offset between them.
 //! - `RUST_LOG`: log filter (default `info`).
 //! - Whatever `src/auth.rs` reads to verify credentials.
 
@@ -81,13 +81,13 @@ impl App {
             .and_then(|size| size.parse().ok());
         let pool =
             idemgen_runtime::connect_with_pool_size(database_url, &MIGRATIONS, pool_size).await?;
-        let clock_margin_ms = std::env::var("CLOCK_MARGIN_MS")
-            .ok()
-            .and_then(|millis| millis.parse().ok())
-            .unwrap_or(0);
-        let idempotency = Idempotency::new(pool.clone(), RECORD_TABLE)
-            .await?
-            .with_clock_margin(Duration::from_millis(clock_margin_ms));
+        let mut idempotency = Idempotency::new(pool.clone(), RECORD_TABLE).await?;
+        if let Ok(millis) = std::env::var("CLOCK_MARGIN_MS") {
+            let millis = millis.parse().map_err(|_| {
+                format!("CLOCK_MARGIN_MS must be a whole number of milliseconds, not `{millis}`")
+            })?;
+            idempotency = idempotency.with_clock_margin(Duration::from_millis(millis));
+        }
         Ok(App {
             pool,
             idempotency,

@@ -80,7 +80,7 @@ pub enum OnPayCallbackResponse {
     Ok(PaymentResult),
     /// `400`: The `Idempotency-Key` header is missing, does not match `pay:{yyyyMMdd}:{uuid}`, or is longer than 128 characters. Nothing was recorded; send the request again with a valid key.
     BadRequest(Problem),
-    /// `401`: The `X-Signature` header is missing, malformed, more than 300 s from the server's clock, or not the HMAC-SHA256 of its timestamp and the body under the shared secret. Nothing was processed or recorded, and the key is still unused.
+    /// `401`: The `X-Signature` header is missing, malformed, outside the server's tolerance (300 s by default), or not the HMAC-SHA256 of its timestamp and the body under the shared secret. Nothing was processed or recorded, and the key is still unused.
     Unauthorized(Problem),
     /// `404`: No order `order_no` exists. The failure is recorded; a retry with the same key may try again.
     NotFound(Problem),

@@ -1,0 +1,733 @@
+//! What the templates see: typed contexts, one struct per kind of thing a
+//! template renders (the project, an operation and its contract, the
+//! operation the generated tests exercise, a SQL dialect). A field a
+//! template names that is not here fails the render with its line.
+
+use serde::Serialize;
+
+use super::names;
+use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar, StatusPattern};
+use super::{Store, dialect};
+use idemgen_spec::contract::key_template::{Part, Segment};
+use idemgen_spec::contract::model::{
+    Canonical, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
+    KeyLocation, RequestScope, ScopeSource,
+};
+use idemgen_spec::security;
+
+/// Every template's context: the project as a whole.
+#[derive(Debug, Clone, Serialize)]
+pub struct Project {
+    /// idemgen's version, for the generated comments.
+    pub version: &'static str,
+    /// The spec's file name.
+    pub spec: String,
+    /// The spec's `info.title`, else the package name.
+    pub title: String,
+    pub package: String,
+    /// The package name as a Rust crate name.
+    pub lib: String,
+    /// The dialect of the default build.
+    pub dialect: &'static str,
+    pub table: String,
+    /// Whether the project declares its own `[workspace]`.
+    pub standalone: bool,
+    pub operations: Vec<Operation>,
+    pub routes: Vec<Route>,
+    /// The idempotent operation the generated tests exercise, if any.
+    pub t: Option<TestTarget>,
+    pub any_idempotent: bool,
+    /// Whether any operation has parameters (the routes then name
+    /// `Param` and `Scalar`).
+    pub any_params: bool,
+    /// The lowest `replay-rate-alert` of the contracts (percent).
+    pub replay_rate_alert: f64,
+    /// The dialects the project is built for.
+    pub dialects: Vec<DialectContext>,
+    /// The runtime crate's path as a TOML string, when not vendored.
+    pub runtime_path: Option<String>,
+    /// Every security scheme an operation requires, each once.
+    pub schemes: Vec<SchemeContext>,
+    /// Whether any operation requires credentials.
+    pub any_secured: bool,
+    /// Whether a required scheme is an API key (`ApiKeyIn` is named).
+    pub any_api_key: bool,
+}
+
+/// One security scheme, as `src/operations.rs` declares it and
+/// `src/auth.rs` verifies it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SchemeContext {
+    /// Its name in `components.securitySchemes`.
+    pub name: String,
+    /// Its constant in `operations::schemes`.
+    pub const_name: String,
+    /// Its `SchemeKind` expression.
+    pub kind: String,
+    /// What it is and where its credential travels, for comments.
+    pub describe: String,
+    /// The `Credential` the verifier receives for it.
+    pub credential: String,
+}
+
+impl SchemeContext {
+    pub fn new(scheme: &security::Scheme, const_name: String) -> SchemeContext {
+        use security::SchemeKind as Kind;
+        let (kind, describe, credential) = match &scheme.kind {
+            Kind::Bearer => (
+                "SchemeKind::Bearer".to_string(),
+                "http bearer: `Authorization: Bearer <token>`".to_string(),
+                "Credential::Bearer(token)",
+            ),
+            Kind::Basic => (
+                "SchemeKind::Basic".to_string(),
+                "http basic: `Authorization: Basic <base64 of user:password>`".to_string(),
+                "Credential::Basic { user, password }",
+            ),
+            Kind::OAuth2 | Kind::OpenIdConnect => (
+                "SchemeKind::Bearer".to_string(),
+                format!(
+                    "{}: its token as `Authorization: Bearer <token>`",
+                    if scheme.kind == Kind::OAuth2 {
+                        "oauth2"
+                    } else {
+                        "openIdConnect"
+                    }
+                ),
+                "Credential::Bearer(token)",
+            ),
+            Kind::ApiKey { location, name } => (
+                format!(
+                    "SchemeKind::ApiKey {{ location: ApiKeyIn::{}, name: {} }}",
+                    match location {
+                        security::ApiKeyIn::Header => "Header",
+                        security::ApiKeyIn::Query => "Query",
+                        security::ApiKeyIn::Cookie => "Cookie",
+                    },
+                    names::rust_string(name)
+                ),
+                format!("apiKey in the {} `{name}`", location.name()),
+                "Credential::ApiKey(key)",
+            ),
+            Kind::OtherHttp(other) => (
+                "SchemeKind::Request".to_string(),
+                format!("http {other}: read from the request"),
+                "Credential::Request",
+            ),
+            Kind::MutualTls => (
+                "SchemeKind::Request".to_string(),
+                "mutualTLS: read from the request (what your TLS terminator forwards)".to_string(),
+                "Credential::Request",
+            ),
+        };
+        SchemeContext {
+            name: scheme.name.clone(),
+            const_name,
+            kind,
+            describe,
+            credential: credential.to_string(),
+        }
+    }
+}
+
+/// An operation's security, as its table entry spells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SecurityContext {
+    /// Alternatives, each a list of `schemes::CONST` names.
+    pub alternatives: Vec<Vec<String>>,
+    /// A human summary: `bearerAuth or (signature and session)`.
+    pub summary: String,
+}
+
+/// The project with one dialect, for the per-dialect templates.
+#[derive(Serialize)]
+pub struct WithDialect<'a> {
+    #[serde(flatten)]
+    pub project: &'a Project,
+    pub d: &'a DialectContext,
+}
+
+/// The project with one operation, for its business file.
+#[derive(Serialize)]
+pub struct WithOperation<'a> {
+    #[serde(flatten)]
+    pub project: &'a Project,
+    pub op: &'a Operation,
+}
+
+/// One served operation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Operation {
+    /// operationId, else `METHOD /path`.
+    pub name: String,
+    /// Its Rust identifier (function and module name).
+    pub ident: String,
+    pub const_name: String,
+    /// Upper-case HTTP method.
+    pub method: String,
+    pub path: String,
+    /// The comment over its operation table entry: name, summary, description.
+    pub comment: Vec<String>,
+    /// The comment over its handler: name and summary.
+    pub heading: Vec<String>,
+    pub business_file: String,
+    pub idempotent: bool,
+    pub contract: Option<ContractContext>,
+    /// Who may call it; `None`: anyone (`security: []` or none declared).
+    pub security: Option<SecurityContext>,
+    /// What its business function receives and returns, as types of the
+    /// generated `models` module.
+    pub input: TypedInput,
+}
+
+/// An operation's typed input and output.
+#[derive(Debug, Clone, Serialize)]
+pub struct TypedInput {
+    pub body: Option<BodyInput>,
+    pub params: Option<ParamsInput>,
+    /// The response enum.
+    pub response: String,
+    /// The decoded input as a pattern and an expression: `body`,
+    /// `params`, `(body, params)` or `()`.
+    pub bindings: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BodyInput {
+    pub type_name: String,
+    /// An optional body arrives as an `Option`.
+    pub required: bool,
+    /// Deserialised from JSON; otherwise the raw bytes.
+    pub is_json: bool,
+    /// The expression that reads it from `request`. JSON that does not
+    /// fit the schema is answered 422 when the operation's responses allow
+    /// it, else 400, so that the answer is one the spec declares.
+    pub reader: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ParamsInput {
+    pub type_name: String,
+    /// Each parameter as an `idemgen_runtime::Param` expression.
+    pub table: Vec<String>,
+}
+
+impl TypedInput {
+    pub fn new(types: &OperationTypes) -> TypedInput {
+        TypedInput {
+            body: types.request_body.as_ref().map(|body| BodyInput {
+                type_name: body.type_name.clone(),
+                required: body.required,
+                is_json: body.is_json,
+                reader: if declares(types, 422) {
+                    format!("request.body_as::<models::{}>()", body.type_name)
+                } else {
+                    format!("request.body_as_or::<models::{}>(400)", body.type_name)
+                },
+            }),
+            params: types.params.as_ref().map(|params| ParamsInput {
+                type_name: params.type_name.clone(),
+                table: params.fields.iter().map(param_expr).collect(),
+            }),
+            response: types.response.type_name.clone(),
+            bindings: match (&types.request_body, &types.params) {
+                (Some(_), Some(_)) => "(body, params)",
+                (Some(_), None) => "body",
+                (None, Some(_)) => "params",
+                (None, None) => "()",
+            }
+            .to_string(),
+        }
+    }
+}
+
+/// Whether `status` is among the operation's declared responses (as
+/// itself, its class or `default`).
+fn declares(types: &OperationTypes, status: u16) -> bool {
+    types
+        .response
+        .variants
+        .iter()
+        .any(|variant| match variant.status {
+            StatusPattern::Exact(code) => code == status,
+            StatusPattern::Range(class) => u16::from(class) == status / 100,
+            StatusPattern::Default => true,
+        })
+}
+
+/// `Param::query("limit", Scalar::Integer)`, `.many()` for arrays.
+fn param_expr(field: &ParamField) -> String {
+    let constructor = match field.location {
+        ParamLocation::Path => "path",
+        ParamLocation::Query => "query",
+        ParamLocation::Header => "header",
+    };
+    let (scalar, many) = match field.kind {
+        ParamKind::Scalar(scalar) => (scalar, false),
+        ParamKind::Array(scalar) => (scalar, true),
+        // An object or any JSON value: its text, as a string.
+        ParamKind::Other => (Scalar::String, false),
+    };
+    let scalar = match scalar {
+        Scalar::String => "String",
+        Scalar::Integer => "Integer",
+        Scalar::Number => "Number",
+        Scalar::Boolean => "Boolean",
+    };
+    format!(
+        "Param::{constructor}({}, Scalar::{scalar}){}",
+        names::rust_string(&field.wire_name),
+        if many { ".many()" } else { "" }
+    )
+}
+
+/// Operations that share a path shape are one axum route.
+#[derive(Debug, Clone, Serialize)]
+pub struct Route {
+    pub path: String,
+    /// The path with parameter names erased: two paths of one shape collide.
+    #[serde(skip)]
+    pub shape: String,
+    pub handlers: Vec<Handler>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Handler {
+    pub method: String,
+    pub ident: String,
+}
+
+/// An operation's merged contract, as the operation table spells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContractContext {
+    /// Where the key comes from, as a `Source` expression.
+    pub key: String,
+    /// `header`, `query` or `body`.
+    pub key_in: &'static str,
+    pub key_name: String,
+    pub key_format: String,
+    pub key_pattern: String,
+    pub key_parts: Vec<KeyPart>,
+    pub key_fields: Vec<KeyField>,
+    pub max_key_len: u64,
+    pub key_required: bool,
+    pub missing_key_status: u16,
+    /// The scope's sources, as `Source` expressions.
+    pub scope: Vec<String>,
+    pub scope_sources: Vec<ScopeSourceContext>,
+    pub window_ms: u64,
+    pub lease_ms: u64,
+    pub retry_after_secs: u64,
+    pub in_progress_status: u16,
+    pub conflict_status: u16,
+    pub retry_failed: bool,
+    pub fp_method: bool,
+    pub fp_path: bool,
+    pub fp_query: bool,
+    pub fp_body: bool,
+    pub canonical_json: bool,
+}
+
+/// One part of the key format: literal text or a segment.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum KeyPart {
+    Literal {
+        literal: String,
+    },
+    Segment {
+        /// `uuid`, `ulid`, `random`, `date`, `timestamp`, `seq`, `field`.
+        segment: &'static str,
+        /// Characters of a `random` segment.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        len: Option<usize>,
+        /// The body field of a `field` segment.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pointer: Option<String>,
+    },
+}
+
+/// A `{field:/pointer}` segment: its capture group in the key pattern.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyField {
+    pub group: usize,
+    pub pointer: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopeSourceContext {
+    #[serde(rename = "in")]
+    pub location: &'static str,
+    pub name: String,
+}
+
+/// What the generated tests need about the operation they exercise.
+#[derive(Debug, Clone, Serialize)]
+pub struct TestTarget {
+    pub needs_set: bool,
+    pub needs_encode: bool,
+    pub needs_random: bool,
+    pub body_in_key: bool,
+    pub body_in_request: bool,
+    pub uri_mut: bool,
+    pub name: String,
+    pub const_name: String,
+    pub method: String,
+    /// The path with every parameter filled in.
+    pub uri: String,
+    pub table: String,
+    pub key_in: &'static str,
+    pub key_name: String,
+    pub key_format: String,
+    /// Rust statements that build a valid key in `key`.
+    pub key_lines: Vec<String>,
+    /// Rust statements that add the scope's sources to the request.
+    pub scope_lines: Vec<String>,
+    pub key_required: bool,
+    pub missing_key_status: u16,
+    pub max_key_len: u64,
+    pub in_progress_status: u16,
+    pub conflict_status: u16,
+    pub retry_after_secs: u64,
+    pub retry_failed: bool,
+    pub fp_body: bool,
+    /// Whether requests need a verified principal (the tests add one, as
+    /// the security check would).
+    pub needs_principal: bool,
+    /// Whether the operation requires credentials: the tests check that a
+    /// request without them is refused and leaves no record.
+    pub secured: bool,
+}
+
+/// One SQL dialect: its migration and its build settings.
+#[derive(Debug, Clone, Serialize)]
+pub struct DialectContext {
+    pub name: &'static str,
+    pub title: &'static str,
+    pub default_url: String,
+    /// The first bind placeholder (`?1`, `?`, `$1`), for examples.
+    pub placeholder: &'static str,
+    pub ddl: String,
+}
+
+fn source_expr(location: KeyLocation, name: &str) -> String {
+    let variant = match location {
+        KeyLocation::Header => "Header",
+        KeyLocation::Query => "Query",
+        KeyLocation::Body => "Body",
+    };
+    format!("Source::{variant}({})", names::rust_string(name))
+}
+
+impl ContractContext {
+    pub fn new(contract: &Contract) -> ContractContext {
+        let key = contract.key.as_ref();
+        let (key_expr, format, pattern, fields, max_len) = match key {
+            Some(key) => {
+                let fields = key
+                    .format
+                    .value
+                    .segments()
+                    .enumerate()
+                    .filter_map(|(i, segment)| match segment {
+                        Segment::Field(pointer) => Some(KeyField {
+                            group: i + 1,
+                            pointer: pointer.clone(),
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                (
+                    source_expr(key.location.value, &key.name.value),
+                    key.format.value.source.clone(),
+                    key.format.value.regex(),
+                    fields,
+                    key.max_length.value,
+                )
+            }
+            None => (
+                source_expr(KeyLocation::Header, "Idempotency-Key"),
+                "{uuid}".to_string(),
+                ".+".to_string(),
+                Vec::new(),
+                DEFAULT_MAX_KEY_LENGTH,
+            ),
+        };
+        let scope = key
+            .map(|key| {
+                key.scope
+                    .iter()
+                    .map(|source| match &source.value {
+                        ScopeSource::Request(RequestScope { location, name }) => {
+                            source_expr(*location, name)
+                        }
+                        ScopeSource::Principal => "Source::Principal".to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let scope_sources = key
+            .map(|key| {
+                key.scope
+                    .iter()
+                    .map(|source| match &source.value {
+                        ScopeSource::Request(source) => ScopeSourceContext {
+                            location: source.location.name(),
+                            name: source.name.clone(),
+                        },
+                        ScopeSource::Principal => ScopeSourceContext {
+                            location: "principal",
+                            name: "principal".to_string(),
+                        },
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let parts = &contract.fingerprint.value;
+        ContractContext {
+            key: key_expr,
+            key_in: key.map_or("header", |key| key.location.value.name()),
+            key_name: key.map_or("Idempotency-Key".to_string(), |key| key.name.value.clone()),
+            key_format: format,
+            key_pattern: pattern,
+            key_parts: key
+                .map(|key| key_parts(&key.format.value.parts))
+                .unwrap_or_default(),
+            key_fields: fields,
+            max_key_len: max_len,
+            key_required: contract.missing_key_status.is_some(),
+            missing_key_status: contract
+                .missing_key_status
+                .as_ref()
+                .map_or(400, |status| status.value),
+            scope,
+            scope_sources,
+            window_ms: contract
+                .window_ms
+                .as_ref()
+                .map_or(86_400_000, |window| window.value),
+            lease_ms: contract
+                .max_processing_ms
+                .as_ref()
+                .map_or(30_000, |lease| lease.value),
+            retry_after_secs: contract.retry_after_ms.value.div_ceil(1000).max(1),
+            in_progress_status: contract.in_progress_status.value,
+            conflict_status: contract.conflict_status.value,
+            retry_failed: contract.failed.value == FailedPolicy::Retry,
+            fp_method: parts.contains(&FingerprintPart::Method),
+            fp_path: parts.contains(&FingerprintPart::Path),
+            fp_query: parts.contains(&FingerprintPart::Query),
+            fp_body: parts.contains(&FingerprintPart::Body),
+            canonical_json: contract.canonical.value == Canonical::Json,
+        }
+    }
+}
+
+fn key_parts(parts: &[Part]) -> Vec<KeyPart> {
+    let segment = |segment: &'static str| KeyPart::Segment {
+        segment,
+        len: None,
+        pointer: None,
+    };
+    parts
+        .iter()
+        .map(|part| match part {
+            Part::Literal(text) => KeyPart::Literal {
+                literal: text.clone(),
+            },
+            Part::Segment(found) => match found {
+                Segment::Uuid => segment("uuid"),
+                Segment::Ulid => segment("ulid"),
+                Segment::Random(bytes) => KeyPart::Segment {
+                    segment: "random",
+                    len: Some((*bytes as usize * 4).div_ceil(3)),
+                    pointer: None,
+                },
+                Segment::Date => segment("date"),
+                Segment::Timestamp => segment("timestamp"),
+                Segment::Seq => segment("seq"),
+                Segment::Field(pointer) => KeyPart::Segment {
+                    segment: "field",
+                    len: None,
+                    pointer: Some(pointer.clone()),
+                },
+            },
+        })
+        .collect()
+}
+
+impl TestTarget {
+    /// The tests' view of `op`, which has a contract.
+    pub fn new(op: &Operation, contract: &ContractContext, table: &str) -> TestTarget {
+        let key_lines: Vec<String> = contract.key_parts.iter().map(key_line).collect();
+        let scope_lines = contract
+            .scope_sources
+            .iter()
+            .map(|source| {
+                let name = names::rust_string(&source.name);
+                match source.location {
+                    "principal" => {
+                        "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
+                            .to_string()
+                    }
+                    "header" => format!("let builder = builder.header({name}, \"tenant-a\");"),
+                    "query" => format!(
+                        "uri.push(if uri.contains('?') {{ '&' }} else {{ '?' }});\n        uri.push_str(&format!(\"{{}}=tenant-a\", encode({name})));"
+                    ),
+                    _ => format!("set(&mut body, {name}, json!(\"tenant-a\"));"),
+                }
+            })
+            .collect::<Vec<String>>();
+        let secured = op.security.is_some();
+        let needs_principal = secured
+            || contract
+                .scope_sources
+                .iter()
+                .any(|s| s.location == "principal");
+        let mut scope_lines = scope_lines;
+        if needs_principal
+            && !contract
+                .scope_sources
+                .iter()
+                .any(|s| s.location == "principal")
+        {
+            scope_lines.insert(
+                0,
+                "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
+                    .to_string(),
+            );
+        }
+        let in_sources = |location: &str| {
+            contract
+                .scope_sources
+                .iter()
+                .any(|source| source.location == location)
+        };
+        let key_in = contract.key_in;
+        let has_field = contract.key_parts.iter().any(|part| {
+            matches!(
+                part,
+                KeyPart::Segment {
+                    segment: "field",
+                    ..
+                }
+            )
+        });
+        let needs_random = key_lines.iter().any(|line| line.contains("random_text("));
+        TestTarget {
+            needs_set: has_field || key_in == "body" || in_sources("body"),
+            needs_encode: key_in == "query" || in_sources("query"),
+            needs_random,
+            body_in_key: has_field,
+            body_in_request: key_in == "body" || in_sources("body"),
+            uri_mut: key_in == "query" || in_sources("query"),
+            name: op.name.clone(),
+            const_name: op.const_name.clone(),
+            method: op.method.clone(),
+            uri: example_uri(&op.path),
+            table: table.to_string(),
+            key_in,
+            key_name: contract.key_name.clone(),
+            key_format: contract.key_format.clone(),
+            key_lines,
+            scope_lines,
+            key_required: contract.key_required,
+            missing_key_status: contract.missing_key_status,
+            max_key_len: contract.max_key_len,
+            in_progress_status: contract.in_progress_status,
+            conflict_status: contract.conflict_status,
+            retry_after_secs: contract.retry_after_secs,
+            retry_failed: contract.retry_failed,
+            fp_body: contract.fp_body,
+            needs_principal,
+            secured,
+        }
+    }
+}
+
+/// The Rust statement that appends a valid value of `part` to `key`.
+fn key_line(part: &KeyPart) -> String {
+    match part {
+        KeyPart::Literal { literal } => {
+            let mut chars = literal.chars();
+            match (chars.next(), chars.next()) {
+                (Some(c), None) => format!("key.push({c:?});"),
+                _ => format!("key.push_str({});", names::rust_string(literal)),
+            }
+        }
+        KeyPart::Segment {
+            segment,
+            len,
+            pointer,
+        } => match *segment {
+            "uuid" => "key.push_str(&uuid::Uuid::new_v4().to_string());".to_string(),
+            "ulid" => "key.push('0');\n        key.push_str(&random_text(\"0123456789ABCDEFGHJKMNPQRSTVWXYZ\", 25));".to_string(),
+            "random" => format!(
+                "key.push_str(&random_text(\"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_\", {}));",
+                len.unwrap_or_default()
+            ),
+            "date" => "key.push_str(\"20240615\");".to_string(),
+            "timestamp" => "key.push_str(&random_text(\"0123456789\", 13));".to_string(),
+            "seq" => "key.push_str(&random_text(\"0123456789\", 12));".to_string(),
+            _ => {
+                let pointer = pointer.as_deref().unwrap_or("/field");
+                format!(
+                    "let field = random_text(\"abcdefghijklmnopqrstuvwxyz\", 12);\n        set(&mut body, {}, json!(field));\n        key.push_str(&field);",
+                    names::rust_string(pointer)
+                )
+            }
+        },
+    }
+}
+
+/// `path` with each parameter replaced by `p1` and everything else
+/// percent-encoded as a URI needs.
+fn example_uri(path: &str) -> String {
+    path.split('/')
+        .map(|segment| {
+            if segment.starts_with('{') {
+                "p1".to_string()
+            } else {
+                segment
+                    .bytes()
+                    .map(|byte| match byte {
+                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                            (byte as char).to_string()
+                        }
+                        _ => format!("%{byte:02X}"),
+                    })
+                    .collect()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+impl DialectContext {
+    pub fn new(d: Dialect, store: &Store, lib: &str) -> DialectContext {
+        let (title, default_url, placeholder) = match d {
+            Dialect::Sqlite => (
+                "SQLite",
+                format!("sqlite://{}.db", lib.replace('_', "-")),
+                "?1",
+            ),
+            Dialect::Mysql => (
+                "MySQL / MariaDB",
+                format!("mysql://root@127.0.0.1:3306/{lib}"),
+                "?",
+            ),
+            Dialect::Postgres => (
+                "PostgreSQL",
+                format!("postgres://postgres@127.0.0.1:5432/{lib}"),
+                "$1",
+            ),
+        };
+        DialectContext {
+            name: d.name(),
+            title,
+            default_url,
+            placeholder,
+            ddl: dialect::ddl(d, &store.table, store.key_width),
+        }
+    }
+}

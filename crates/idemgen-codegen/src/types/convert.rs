@@ -1,0 +1,867 @@
+//! Schemas → [`Ty`] and [`TypeDef`]s, read from the positioned tree.
+//!
+//! A schema reached through a `$ref` becomes a named type, defined once
+//! (named after its component, or the last segment of the reference); an
+//! inline object, enum or union becomes a type named after where it is
+//! used (`Order` + `shipping` → `OrderShipping`). Whatever Rust cannot
+//! express is `serde_json::Value`, with the reason in its doc comment.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use super::Fallback;
+use super::model::{Alternative, EnumValue, Field, Kind, Struct, Ty, TypeDef};
+use super::naming::{FieldNames, TypeNames, VariantNames, pascal_case};
+use crate::names::comment_lines;
+use idemgen_spec::node::{Node, Value};
+use idemgen_spec::{Entry, Workspace};
+
+/// Deepest `allOf` inside `allOf` that is merged.
+const MAX_ALL_OF_DEPTH: usize = 32;
+
+/// Identity of a schema node: file, start and end.
+type NodeId = (u32, u32, u32);
+
+fn node_id(node: &Node) -> NodeId {
+    (node.span.file.0, node.span.start, node.span.end)
+}
+
+/// How a type created for a schema is named.
+#[derive(Clone)]
+pub enum Hint {
+    /// This exact (already reserved) name: a component's.
+    Exact(String),
+    /// A fresh name made from these words, unless the node has one already.
+    Derived(String),
+}
+
+impl Hint {
+    fn words(&self) -> &str {
+        match self {
+            Hint::Exact(name) | Hint::Derived(name) => name,
+        }
+    }
+
+    /// The hint for a schema nested in this one.
+    pub fn child(&self, suffix: &str) -> Hint {
+        Hint::Derived(format!("{} {}", self.words(), suffix))
+    }
+}
+
+pub struct Converter<'w> {
+    pub workspace: &'w Workspace,
+    pub names: TypeNames,
+    by_node: HashMap<NodeId, String>,
+    defs: BTreeMap<String, TypeDef>,
+    queue: VecDeque<(String, &'w Node)>,
+    fallbacks: Vec<Fallback>,
+    /// The reason of the last fallback, for the doc of the field that holds it.
+    last_fallback: Option<String>,
+}
+
+impl<'w> Converter<'w> {
+    pub fn new(workspace: &'w Workspace) -> Converter<'w> {
+        Converter {
+            workspace,
+            names: TypeNames::default(),
+            by_node: HashMap::new(),
+            defs: BTreeMap::new(),
+            queue: VecDeque::new(),
+            fallbacks: Vec::new(),
+            last_fallback: None,
+        }
+    }
+
+    /// Names every `components.schemas` entry after its key, in key
+    /// order, and queues it for definition.
+    pub fn reserve_components(&mut self) {
+        let workspace = self.workspace;
+        let Some(schemas) = workspace
+            .root()
+            .get("components")
+            .and_then(|node| workspace.deref(node))
+            .and_then(|components| components.get("schemas"))
+            .and_then(|node| workspace.deref(node))
+            .and_then(Node::as_map)
+        else {
+            return;
+        };
+        let mut entries: Vec<&Entry> = schemas.iter().collect();
+        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        for entry in entries {
+            let name = self.names.assign(&entry.key);
+            if entry.value.get("$ref").is_none() {
+                self.by_node
+                    .entry(node_id(&entry.value))
+                    .or_insert_with(|| name.clone());
+            }
+            self.queue.push_back((name, &entry.value));
+        }
+    }
+
+    /// Defines every named schema queued so far (and those they reach).
+    pub fn drain(&mut self) {
+        while let Some((name, node)) = self.queue.pop_front() {
+            self.define(name, node);
+        }
+    }
+
+    pub fn finish(mut self) -> (BTreeMap<String, TypeDef>, Vec<Fallback>) {
+        // In an untagged enum the first variant that deserialises wins, and
+        // structs ignore unknown members: try those that require more first.
+        let counts: HashMap<String, usize> = self
+            .defs
+            .keys()
+            .map(|name| (name.clone(), required_count(&self.defs, name, 0)))
+            .collect();
+        for def in self.defs.values_mut() {
+            if let Kind::Untagged(variants) = &mut def.kind {
+                variants.sort_by_key(|alternative| {
+                    let count = match &alternative.ty {
+                        Ty::Named(name) => counts.get(name).copied().unwrap_or(0),
+                        _ => 0,
+                    };
+                    std::cmp::Reverse(count)
+                });
+            }
+        }
+        (self.defs, self.fallbacks)
+    }
+
+    pub fn insert(&mut self, def: TypeDef) {
+        self.defs.insert(def.name.clone(), def);
+    }
+
+    /// Takes the reason of the fallback made since the last call, if any.
+    pub fn take_fallback(&mut self) -> Option<String> {
+        self.last_fallback.take()
+    }
+
+    fn define(&mut self, name: String, node: &'w Node) {
+        let docs = docs_of(node);
+        let ty = if node.get("$ref").is_some() {
+            self.ty(node, &Hint::Derived(name.clone()))
+        } else {
+            self.shape(node, &Hint::Exact(name.clone()))
+        };
+        if ty != Ty::Named(name.clone()) {
+            let mut docs = docs;
+            if let Some(reason) = self.take_fallback() {
+                if !docs.is_empty() {
+                    docs.push(String::new());
+                }
+                docs.push(reason);
+            }
+            self.insert(TypeDef {
+                name,
+                docs,
+                kind: Kind::Alias(ty),
+            });
+        }
+        self.last_fallback = None;
+    }
+
+    /// The type of one use of `schema` (nullability included).
+    pub fn ty(&mut self, schema: &'w Node, hint: &Hint) -> Ty {
+        if let Some(reference) = schema.get("$ref").and_then(Node::as_str) {
+            let Some(target) = self.workspace.deref(schema) else {
+                return self.fallback(schema, format!("`{reference}` could not be resolved"));
+            };
+            let name = self.named(target, reference);
+            let nullable = is_nullable(schema) || is_nullable(target);
+            let ty = Ty::Named(name);
+            return if nullable { ty.option() } else { ty };
+        }
+        let ty = self.shape(schema, hint);
+        if is_nullable(schema) { ty.option() } else { ty }
+    }
+
+    /// The name of the type for a schema reached through `reference`.
+    fn named(&mut self, target: &'w Node, reference: &str) -> String {
+        if let Some(name) = self.by_node.get(&node_id(target)) {
+            return name.clone();
+        }
+        let name = self.names.assign(&reference_name(reference));
+        self.by_node.insert(node_id(target), name.clone());
+        self.queue.push_back((name.clone(), target));
+        name
+    }
+
+    /// A schema's type without its nullability.
+    fn shape(&mut self, schema: &'w Node, hint: &Hint) -> Ty {
+        match &schema.value {
+            Value::Bool(true) => return Ty::Json,
+            Value::Bool(false) => {
+                return self.fallback(schema, "the schema `false` accepts no value".into());
+            }
+            Value::Map(_) => {}
+            _ => return self.fallback(schema, format!("the schema is {}", schema.kind())),
+        }
+        if schema.get("$ref").is_some() {
+            return self.ty(schema, hint);
+        }
+        if let Some(values) = schema.get("enum").and_then(Node::as_seq) {
+            return self.enumeration(schema, values, hint);
+        }
+        if let Some(value) = schema.get("const") {
+            return self.enumeration(schema, std::slice::from_ref(value), hint);
+        }
+        if let Some(parts) = schema.get("allOf").and_then(Node::as_seq) {
+            return self.all_of(schema, parts, hint);
+        }
+        for keyword in ["oneOf", "anyOf"] {
+            if let Some(alternatives) = schema.get(keyword).and_then(Node::as_seq) {
+                // `oneOf: [{required: [a]}, {required: [b]}]` only constrains
+                // the object the rest of the schema describes.
+                if !alternatives.iter().all(constraint_only) {
+                    return self.union(schema, alternatives, hint);
+                }
+            }
+        }
+        for keyword in ["not", "if", "patternProperties", "prefixItems"] {
+            if schema.get(keyword).is_some() && declared_types(schema).is_empty() {
+                return self.fallback(schema, format!("`{keyword}` has no Rust type"));
+            }
+        }
+        let types = declared_types(schema);
+        match types.as_slice() {
+            [] if schema.get("properties").is_some()
+                || schema.get("additionalProperties").is_some() =>
+            {
+                self.typed(schema, "object", hint)
+            }
+            [] if schema.get("items").is_some() => self.typed(schema, "array", hint),
+            [] => Ty::Json,
+            [one] => self.typed(schema, one, hint),
+            several => {
+                let alternatives = several.to_vec();
+                self.several_types(schema, &alternatives, hint)
+            }
+        }
+    }
+
+    /// The type for one JSON type name.
+    fn typed(&mut self, schema: &'w Node, type_name: &str, hint: &Hint) -> Ty {
+        let format = schema.get("format").and_then(Node::as_str).unwrap_or("");
+        match type_name {
+            "string" => Ty::String,
+            "boolean" => Ty::Bool,
+            "integer" => Ty::Integer(match format {
+                "int8" => "i8",
+                "int16" => "i16",
+                "int32" => "i32",
+                "uint8" => "u8",
+                "uint16" => "u16",
+                "uint32" => "u32",
+                "uint64" => "u64",
+                _ => "i64",
+            }),
+            "number" => match format {
+                "float" => Ty::Number("f32"),
+                "int32" => Ty::Integer("i32"),
+                "int64" => Ty::Integer("i64"),
+                _ => Ty::Number("f64"),
+            },
+            "array" => match schema.get("items") {
+                Some(items) if items.as_seq().is_some() => {
+                    self.fallback(items, "a tuple of `items` has no Rust type".into());
+                    Ty::Vec(Box::new(Ty::Json))
+                }
+                Some(items) => Ty::Vec(Box::new(self.ty(items, &hint.child("item")))),
+                None if schema.get("prefixItems").is_some() => {
+                    self.fallback(schema, "a tuple of `prefixItems` has no Rust type".into());
+                    Ty::Vec(Box::new(Ty::Json))
+                }
+                None => Ty::Vec(Box::new(Ty::Json)),
+            },
+            "object" => self.object(schema, hint),
+            "null" => Ty::Json,
+            other => self.fallback(schema, format!("`type: {other}` is not a JSON type")),
+        }
+    }
+
+    fn object(&mut self, schema: &'w Node, hint: &Hint) -> Ty {
+        let properties = schema.get("properties").and_then(Node::as_map);
+        if properties.is_none_or(|entries| entries.is_empty()) {
+            let value = match schema.get("additionalProperties") {
+                Some(additional) if additional.as_map().is_some() => {
+                    self.ty(additional, &hint.child("value"))
+                }
+                _ => Ty::Json,
+            };
+            return Ty::Map(Box::new(value));
+        }
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return existing,
+        };
+        let parts = [schema];
+        let def = self.merged_struct(&name, schema, &parts);
+        self.insert(def);
+        Ty::Named(name)
+    }
+
+    /// One struct from the properties of every part (an `allOf`'s, or
+    /// just the schema's own); later parts win, `required` adds up.
+    fn merged_struct(&mut self, name: &str, schema: &'w Node, parts: &[&'w Node]) -> TypeDef {
+        let hint = Hint::Derived(name.to_string());
+        let mut required: HashSet<&str> = HashSet::new();
+        let mut properties: Vec<&'w Entry> = Vec::new();
+        let mut additional = None;
+        for part in parts {
+            required.extend(
+                part.get("required")
+                    .and_then(Node::as_seq)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(Node::as_str),
+            );
+            for entry in part
+                .get("properties")
+                .and_then(Node::as_map)
+                .unwrap_or_default()
+            {
+                match properties.iter_mut().find(|seen| seen.key == entry.key) {
+                    Some(seen) => *seen = entry,
+                    None => properties.push(entry),
+                }
+            }
+            if let Some(schema) = part.get("additionalProperties") {
+                additional = Some(schema);
+            }
+        }
+        let mut field_names = FieldNames::default();
+        let mut fields = Vec::new();
+        for entry in properties {
+            let ty = self.ty(&entry.value, &hint.child(&entry.key));
+            let mut docs = self.property_docs(&entry.value);
+            if let Some(format) = string_format(&entry.value) {
+                if !docs.is_empty() {
+                    docs.push(String::new());
+                }
+                docs.push(format!("Format: `{format}`."));
+            }
+            if let Some(reason) = self.take_fallback() {
+                if !docs.is_empty() {
+                    docs.push(String::new());
+                }
+                docs.push(reason);
+            }
+            fields.push(Field {
+                name: field_names.assign(&entry.key),
+                wire: entry.key.to_string(),
+                ty,
+                // A read-only member is required in responses only, a
+                // write-only one in requests only: one type serves both.
+                required: required.contains(&*entry.key) && !self.one_direction(&entry.value),
+                docs,
+            });
+        }
+        let mut shape = Struct {
+            fields,
+            additional: None,
+            deny_unknown: false,
+        };
+        match additional {
+            Some(node) if node.as_bool() == Some(false) => shape.deny_unknown = true,
+            Some(node) if node.as_map().is_some_and(|entries| !entries.is_empty()) => {
+                shape.additional = Some(self.ty(node, &hint.child("value")));
+            }
+            _ => {}
+        }
+        let mut docs = docs_of(schema);
+        if docs.is_empty() {
+            docs = parts
+                .iter()
+                .map(|part| docs_of(part))
+                .find(|d| !d.is_empty())
+                .unwrap_or_default();
+        }
+        TypeDef {
+            name: name.to_string(),
+            docs,
+            kind: Kind::Struct(shape),
+        }
+    }
+
+    /// Whether a property is `readOnly` or `writeOnly` (on it, or on the
+    /// schema its `$ref` names).
+    fn one_direction(&self, property: &Node) -> bool {
+        let flagged = |node: &Node| {
+            ["readOnly", "writeOnly"]
+                .iter()
+                .any(|keyword| node.get(keyword).and_then(Node::as_bool) == Some(true))
+        };
+        flagged(property) || self.workspace.deref(property).is_some_and(flagged)
+    }
+
+    /// The doc of a property: its own description, else its target's.
+    fn property_docs(&self, property: &Node) -> Vec<String> {
+        let own = docs_of(property);
+        if !own.is_empty() {
+            return own;
+        }
+        // `allOf: [{description: …}, {$ref: …}]`: the description beside the type.
+        if let Some(parts) = property.get("allOf").and_then(Node::as_seq) {
+            if let Some(docs) = parts
+                .iter()
+                .filter(|part| part.get("$ref").is_none())
+                .map(docs_of)
+                .find(|docs| !docs.is_empty())
+            {
+                return docs;
+            }
+        }
+        self.workspace
+            .deref(property)
+            .filter(|target| property.get("$ref").is_some() && target.get("properties").is_none())
+            .map(docs_of)
+            .unwrap_or_default()
+    }
+
+    fn enumeration(&mut self, schema: &'w Node, values: &'w [Node], hint: &Hint) -> Ty {
+        let present: Vec<&Node> = values
+            .iter()
+            .filter(|value| !matches!(value.value, Value::Null))
+            .collect();
+        let strings: Vec<&str> = present.iter().filter_map(|value| value.as_str()).collect();
+        if present.is_empty() {
+            return Ty::Json;
+        }
+        if strings.len() < present.len() {
+            // serde has no derive for enums of numbers or mixed values: keep
+            // the base type and list the values in the doc.
+            let types = declared_types(schema);
+            let listed: Vec<String> = present
+                .iter()
+                .map(|value| value.to_json().to_string())
+                .collect();
+            return match types.as_slice() {
+                [one] if *one != "object" && *one != "array" => {
+                    self.last_fallback = Some(format!("One of {}.", listed.join(", ")));
+                    self.typed(schema, one, hint)
+                }
+                _ => self.fallback(schema, "an enum of values that are not all strings".into()),
+            };
+        }
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return existing,
+        };
+        let mut variant_names = VariantNames::default();
+        let mut seen = HashSet::new();
+        let variants = strings
+            .into_iter()
+            .filter(|wire| seen.insert(*wire))
+            .map(|wire| EnumValue {
+                variant: variant_names.assign(wire),
+                wire: wire.to_string(),
+            })
+            .collect();
+        self.insert(TypeDef {
+            name: name.clone(),
+            docs: docs_of(schema),
+            kind: Kind::StringEnum(variants),
+        });
+        Ty::Named(name)
+    }
+
+    fn all_of(&mut self, schema: &'w Node, parts: &'w [Node], hint: &Hint) -> Ty {
+        let mut flat: Vec<&'w Node> = Vec::new();
+        let mut visited = HashSet::new();
+        if !self.flatten_all_of(schema, parts, 0, &mut visited, &mut flat) {
+            return self.fallback(schema, "an `allOf` nested too deeply or in a cycle".into());
+        }
+        let substantial: Vec<&'w Node> = flat
+            .iter()
+            .copied()
+            .filter(|part| !annotation_only(part))
+            .collect();
+        let objects = substantial.iter().all(|part| object_like(part));
+        // `allOf: [$ref]` with a description or `nullable` beside it: the
+        // one schema that says something.
+        let own_is_annotation = annotation_only_except_all_of(schema);
+        if own_is_annotation {
+            if let [only] = parts
+                .iter()
+                .filter(|part| !annotation_only(part))
+                .collect::<Vec<_>>()
+                .as_slice()
+            {
+                return self.ty(only, hint);
+            }
+        }
+        if substantial.is_empty() {
+            return Ty::Json;
+        }
+        if !objects {
+            if let [only] = substantial.as_slice() {
+                return self.shape(only, hint);
+            }
+            // `allOf: [{type: string, description}, {$ref: Link}]`: parts of
+            // one scalar type narrow the value, not its type; a named part
+            // names it.
+            if let Some(scalar) = common_scalar(&substantial) {
+                let named = parts.iter().find(|part| part.get("$ref").is_some());
+                return match named {
+                    Some(part) => self.ty(part, hint),
+                    None => self.typed(substantial[0], scalar, hint),
+                };
+            }
+            return self.fallback(
+                schema,
+                "an `allOf` of schemas that are not all objects".into(),
+            );
+        }
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return existing,
+        };
+        let def = self.merged_struct(&name, schema, &flat);
+        self.insert(def);
+        Ty::Named(name)
+    }
+
+    /// The parts of an `allOf` (and of `allOf`s inside them), `$ref`s
+    /// followed, the schema's own properties last. False on a cycle.
+    fn flatten_all_of(
+        &self,
+        schema: &'w Node,
+        parts: &'w [Node],
+        depth: usize,
+        visited: &mut HashSet<NodeId>,
+        flat: &mut Vec<&'w Node>,
+    ) -> bool {
+        if depth > MAX_ALL_OF_DEPTH || !visited.insert(node_id(schema)) {
+            return false;
+        }
+        for part in parts {
+            let Some(part) = self.workspace.deref(part) else {
+                continue;
+            };
+            match part.get("allOf").and_then(Node::as_seq) {
+                Some(inner) => {
+                    if !self.flatten_all_of(part, inner, depth + 1, visited, flat) {
+                        return false;
+                    }
+                }
+                None => flat.push(part),
+            }
+        }
+        flat.push(schema);
+        true
+    }
+
+    fn union(&mut self, schema: &'w Node, alternatives: &'w [Node], hint: &Hint) -> Ty {
+        let present: Vec<&'w Node> = alternatives
+            .iter()
+            .filter(|alternative| !is_null_schema(alternative))
+            .collect();
+        match present.as_slice() {
+            [] => return Ty::Json,
+            [only] => return self.ty(only, hint),
+            _ => {}
+        }
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return existing,
+        };
+        let mut variant_names = VariantNames::default();
+        let mut variants: Vec<Alternative> = Vec::new();
+        for (index, alternative) in present.into_iter().enumerate() {
+            let ty = self.ty(
+                alternative,
+                &Hint::Derived(format!("{name} variant {}", index + 1)),
+            );
+            self.last_fallback = None;
+            if variants.iter().any(|seen| seen.ty == ty) {
+                continue;
+            }
+            variants.push(Alternative {
+                variant: variant_names.assign(&variant_word(&ty)),
+                ty,
+            });
+        }
+        self.insert(TypeDef {
+            name: name.clone(),
+            docs: docs_of(schema),
+            kind: Kind::Untagged(variants),
+        });
+        Ty::Named(name)
+    }
+
+    /// `type: [string, integer]`: one variant per type.
+    fn several_types(&mut self, schema: &'w Node, types: &[&str], hint: &Hint) -> Ty {
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return existing,
+        };
+        let mut variant_names = VariantNames::default();
+        let mut variants: Vec<Alternative> = Vec::new();
+        for type_name in types {
+            let ty = self.typed(
+                schema,
+                type_name,
+                &Hint::Derived(format!("{name} {type_name}")),
+            );
+            if variants.iter().any(|seen| seen.ty == ty) {
+                continue;
+            }
+            variants.push(Alternative {
+                variant: variant_names.assign(&variant_word(&ty)),
+                ty,
+            });
+        }
+        self.insert(TypeDef {
+            name: name.clone(),
+            docs: docs_of(schema),
+            kind: Kind::Untagged(variants),
+        });
+        Ty::Named(name)
+    }
+
+    /// The name for a type defined for `schema`, or the type it already has.
+    fn begin(&mut self, schema: &Node, hint: &Hint) -> Result<String, Ty> {
+        match hint {
+            Hint::Exact(name) => Ok(name.clone()),
+            Hint::Derived(words) => {
+                if let Some(existing) = self.by_node.get(&node_id(schema)) {
+                    return Err(Ty::Named(existing.clone()));
+                }
+                let name = self.names.assign(words);
+                self.by_node.insert(node_id(schema), name.clone());
+                Ok(name)
+            }
+        }
+    }
+
+    fn fallback(&mut self, schema: &Node, reason: String) -> Ty {
+        let reason = format!("Any JSON value: {reason}.");
+        self.fallbacks.push(Fallback {
+            pointer: self.workspace.pointer_at(schema.span),
+            reason: reason.clone(),
+        });
+        self.last_fallback = Some(reason);
+        Ty::Json
+    }
+}
+
+/// How many required members the struct `name` (or what it aliases) has.
+fn required_count(defs: &BTreeMap<String, TypeDef>, name: &str, depth: usize) -> usize {
+    match defs.get(name).map(|def| &def.kind) {
+        Some(Kind::Struct(shape)) => shape.fields.iter().filter(|field| field.required).count(),
+        Some(Kind::Alias(Ty::Named(target))) if depth < 16 => {
+            required_count(defs, target, depth + 1)
+        }
+        _ => 0,
+    }
+}
+
+/// The `format` of an inline string schema, which its Rust `String` does
+/// not show (`date-time`, `uri`, …).
+fn string_format(schema: &Node) -> Option<String> {
+    let is_string = declared_types(schema) == ["string"];
+    let format = schema.get("format").and_then(Node::as_str)?;
+    let shown = is_string && !format.is_empty() && schema.get("$ref").is_none();
+    shown.then(|| comment_lines(format).join(" "))
+}
+
+/// The words a referenced schema is named after: the pointer's last
+/// segment, else the file's stem.
+fn reference_name(reference: &str) -> String {
+    let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
+    if let Some(segment) = pointer.rsplit('/').find(|segment| !segment.is_empty()) {
+        return segment.replace("~1", "/").replace("~0", "~");
+    }
+    let file = file.rsplit('/').next().unwrap_or(file);
+    file.split('.').next().unwrap_or(file).to_string()
+}
+
+/// The word a union variant is named after.
+fn variant_word(ty: &Ty) -> String {
+    match ty {
+        Ty::Named(name) => name.clone(),
+        Ty::String => "String".into(),
+        Ty::Bool => "Boolean".into(),
+        Ty::Integer(_) => "Integer".into(),
+        Ty::Number(_) => "Number".into(),
+        Ty::Vec(inner) => format!("{} list", variant_word(inner)),
+        Ty::Map(_) => "Map".into(),
+        Ty::Option(inner) | Ty::Boxed(inner) => variant_word(inner),
+        Ty::Bytes => "Bytes".into(),
+        Ty::Json => "Value".into(),
+    }
+}
+
+/// The non-null JSON types a schema declares (`type: x` or `type: [x, null]`).
+fn declared_types(schema: &Node) -> Vec<&str> {
+    match schema.get("type") {
+        Some(node) => match &node.value {
+            Value::Str(one) if &**one != "null" => vec![one],
+            Value::Seq(items) => items
+                .iter()
+                .filter_map(Node::as_str)
+                .filter(|name| *name != "null")
+                .collect(),
+            _ => Vec::new(),
+        },
+        None => Vec::new(),
+    }
+}
+
+/// Whether `null` is a valid value: 3.0 `nullable`, a 3.1 type list or
+/// enum with null, or a null alternative of `oneOf`/`anyOf`.
+pub fn is_nullable(schema: &Node) -> bool {
+    if schema.get("nullable").and_then(Node::as_bool) == Some(true) {
+        return true;
+    }
+    if let Some(types) = schema.get("type").and_then(Node::as_seq) {
+        if types.iter().any(|item| item.as_str() == Some("null")) {
+            return true;
+        }
+    }
+    if let Some(values) = schema.get("enum").and_then(Node::as_seq) {
+        if values
+            .iter()
+            .any(|value| matches!(value.value, Value::Null))
+        {
+            return true;
+        }
+    }
+    ["oneOf", "anyOf"].iter().any(|keyword| {
+        schema
+            .get(keyword)
+            .and_then(Node::as_seq)
+            .is_some_and(|alternatives| alternatives.iter().any(is_null_schema))
+    })
+}
+
+/// `{type: "null"}`, `{enum: [null]}` or `{const: null}`.
+fn is_null_schema(schema: &Node) -> bool {
+    schema.get("type").and_then(Node::as_str) == Some("null")
+        || schema
+            .get("enum")
+            .and_then(Node::as_seq)
+            .is_some_and(|values| {
+                !values.is_empty() && values.iter().all(|v| matches!(v.value, Value::Null))
+            })
+        || schema
+            .get("const")
+            .is_some_and(|value| matches!(value.value, Value::Null))
+}
+
+/// Keywords that describe a value without constraining its type.
+const ANNOTATIONS: &[&str] = &[
+    "description",
+    "title",
+    "example",
+    "examples",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "nullable",
+    "externalDocs",
+    "xml",
+    "$comment",
+    "discriminator",
+];
+
+fn annotation_only(schema: &Node) -> bool {
+    schema.as_map().is_some_and(|entries| {
+        entries
+            .iter()
+            .all(|entry| ANNOTATIONS.contains(&&*entry.key) || entry.key.starts_with("x-"))
+    })
+}
+
+fn annotation_only_except_all_of(schema: &Node) -> bool {
+    schema.as_map().is_some_and(|entries| {
+        entries.iter().all(|entry| {
+            &*entry.key == "allOf"
+                || ANNOTATIONS.contains(&&*entry.key)
+                || entry.key.starts_with("x-")
+        })
+    })
+}
+
+/// A schema that only constrains an object (`required`, `minProperties`, …).
+fn constraint_only(schema: &Node) -> bool {
+    schema.as_map().is_some_and(|entries| {
+        entries.iter().all(|entry| {
+            matches!(
+                &*entry.key,
+                "required" | "minProperties" | "maxProperties" | "not"
+            ) || ANNOTATIONS.contains(&&*entry.key)
+        })
+    })
+}
+
+/// The one scalar type every part declares or allows (parts that declare
+/// none only constrain), if there is one.
+fn common_scalar<'n>(parts: &[&'n Node]) -> Option<&'n str> {
+    let mut common = None;
+    for part in parts {
+        match declared_types(part).as_slice() {
+            [] if part.get("enum").is_none()
+                && object_like(part)
+                && part.get("properties").is_none() => {}
+            [one]
+                if matches!(*one, "string" | "integer" | "number" | "boolean")
+                    && part.get("enum").is_none()
+                    && common.is_none_or(|seen| seen == *one) =>
+            {
+                common = Some(*one);
+            }
+            _ => return None,
+        }
+    }
+    common
+}
+
+/// A part an `allOf` can merge: an object, or only object constraints.
+fn object_like(schema: &Node) -> bool {
+    let types = declared_types(schema);
+    let no_other_shape = ["enum", "const", "items", "not"]
+        .iter()
+        .all(|keyword| schema.get(keyword).is_none());
+    // `anyOf: [{required: [name]}, {required: [company]}]` only constrains.
+    let unions_constrain_only = ["oneOf", "anyOf"].iter().all(|keyword| {
+        schema
+            .get(keyword)
+            .and_then(Node::as_seq)
+            .is_none_or(|alternatives| alternatives.iter().all(constraint_only))
+    });
+    let no_other_shape = no_other_shape && unions_constrain_only;
+    no_other_shape && (types.is_empty() || types == ["object"])
+}
+
+/// Doc lines from a schema's `title` and `description`.
+pub fn docs_of(schema: &Node) -> Vec<String> {
+    let mut lines = Vec::new();
+    for keyword in ["title", "description"] {
+        if let Some(text) = schema.get(keyword).and_then(Node::as_str) {
+            let text = text.trim();
+            if text.is_empty() {
+                continue;
+            }
+            if !lines.is_empty() {
+                lines.push(String::new());
+            }
+            lines.extend(comment_lines(text));
+        }
+    }
+    lines
+}
+
+/// `PascalCase` words of an operation's name, for its types.
+pub fn operation_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
+    let words = match operation_id {
+        Some(id) => pascal_case(id),
+        None => String::new(),
+    };
+    if words.is_empty() {
+        format!("{} {}", method.to_ascii_lowercase(), path)
+    } else {
+        words
+    }
+}

@@ -1,0 +1,562 @@
+//! [`TypeDef`]s → the formatted source of the models module.
+//!
+//! The source is written as plain text, then parsed with `syn` and printed
+//! with `prettyplease`: the result is the same on every machine, whether
+//! or not `rustfmt` is installed, and a mistake here is a parse error
+//! reported as [`TypesError`], never broken output.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use super::model::{Field, Kind, ResponseCase, Struct, Ty, TypeDef};
+use super::naming::unraw;
+use super::{StatusPattern, TypesError};
+use crate::names::{comment_lines, rust_string};
+use idemgen_spec::Workspace;
+use idemgen_spec::node::Node;
+
+/// What the module's own doc comment says.
+pub struct Header {
+    pub title: Option<String>,
+}
+
+impl Header {
+    pub fn for_workspace(workspace: &Workspace) -> Header {
+        Header {
+            title: workspace
+                .root()
+                .get("info")
+                .and_then(|info| info.get("title"))
+                .and_then(Node::as_str)
+                .map(str::to_string),
+        }
+    }
+}
+
+pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<String, TypesError> {
+    let mut out = String::new();
+    let title = match &header.title {
+        Some(title) => format!("the schemas of {}", comment_lines(title).join(" ")),
+        None => "the API's schemas".into(),
+    };
+    doc(&mut out, "//!", &[format!("Types generated from {title}.")]);
+    doc(
+        &mut out,
+        "//!",
+        &[
+            String::new(),
+            "`idemgen gen` rewrites this file: change the spec, not this file.".into(),
+            "Names follow the API's names and doc comments its Markdown, so".into(),
+            "the clippy lints about those are allowed here.".into(),
+        ],
+    );
+    out.push_str(
+        "#![allow(clippy::enum_variant_names, clippy::large_enum_variant, \
+         clippy::doc_lazy_continuation)]\n",
+    );
+    // Aliases and response enums derive nothing from serde: a spec with
+    // only those (or none) must not import it unused.
+    if defs
+        .values()
+        .any(|def| !matches!(def.kind, Kind::Alias(_) | Kind::Response(_)))
+    {
+        out.push_str("use serde::{Deserialize, Serialize};\n");
+    }
+    if defs.values().any(uses_map) {
+        out.push_str("use std::collections::BTreeMap;\n");
+    }
+    for def in defs.values() {
+        out.push('\n');
+        definition(&mut out, def);
+    }
+    let file = syn::parse_file(&out)
+        .map_err(|error| TypesError(format!("{error} in the generated source:\n{out}")))?;
+    Ok(space_items(&prettyplease::unparse(&file)))
+}
+
+/// A blank line between items and between methods, as a person would
+/// leave them (prettyplease prints none).
+fn space_items(source: &str) -> String {
+    const STARTS: [&str; 6] = ["///", "#[", "pub ", "impl ", "fn ", "use "];
+    let mut out = String::with_capacity(source.len() + source.len() / 16);
+    let mut previous: Option<&str> = None;
+    for line in source.lines() {
+        if let Some(before) = previous {
+            let indent = |text: &str| text.len() - text.trim_start().len();
+            let (a, b) = (before.trim(), line.trim());
+            let comment = a.starts_with("//");
+            let ends_item =
+                !comment && (a.ends_with('}') || a.ends_with(';') || a.starts_with("#!["));
+            let starts_item = STARTS.iter().any(|start| b.starts_with(start));
+            let two_uses = a.starts_with("use ") && b.starts_with("use ");
+            if indent(before) == indent(line) && ends_item && starts_item && !two_uses {
+                out.push('\n');
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+        previous = Some(line);
+    }
+    out
+}
+
+fn uses_map(def: &TypeDef) -> bool {
+    match &def.kind {
+        Kind::Struct(shape) => {
+            shape.fields.iter().any(|field| field.ty.uses_map())
+                || shape.additional.as_ref().is_some_and(Ty::uses_map)
+                || shape.additional.is_some()
+        }
+        Kind::Untagged(alternatives) => alternatives.iter().any(|a| a.ty.uses_map()),
+        Kind::Alias(ty) | Kind::Newtype(ty) => ty.uses_map(),
+        Kind::Response(cases) => cases
+            .iter()
+            .any(|case| case.body.as_ref().is_some_and(Ty::uses_map)),
+        Kind::StringEnum(_) => false,
+    }
+}
+
+const DERIVES: &str = "#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n";
+
+fn definition(out: &mut String, def: &TypeDef) {
+    let docs = rustdoc_safe(&def.docs);
+    doc(out, "///", &docs);
+    let name = &def.name;
+    match &def.kind {
+        Kind::Struct(shape) => structure(out, name, shape),
+        Kind::StringEnum(values) => {
+            out.push_str(
+                "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\n",
+            );
+            let rule = best_rule(
+                values.iter().map(|v| (v.variant.as_str(), v.wire.as_str())),
+                &VARIANT_RULES,
+            );
+            if let Some((rule, _)) = rule {
+                let _ = writeln!(out, "#[serde(rename_all = \"{rule}\")]");
+            }
+            let _ = writeln!(out, "pub enum {name} {{");
+            for value in values {
+                let renamed = rule.map(|(_, apply)| apply(&value.variant));
+                if renamed.as_deref() != Some(value.wire.as_str()) {
+                    let _ = writeln!(out, "#[serde(rename = {})]", rust_string(&value.wire));
+                }
+                let _ = writeln!(out, "{},", value.variant);
+            }
+            out.push_str("}\n");
+        }
+        Kind::Untagged(alternatives) => {
+            out.push_str(DERIVES);
+            out.push_str("#[serde(untagged)]\n");
+            let _ = writeln!(out, "pub enum {name} {{");
+            for alternative in alternatives {
+                let _ = writeln!(out, "{}({}),", alternative.variant, alternative.ty.rust());
+            }
+            out.push_str("}\n");
+        }
+        Kind::Alias(ty) => {
+            let _ = writeln!(out, "pub type {name} = {};", ty.rust());
+        }
+        Kind::Newtype(ty) => {
+            out.push_str(DERIVES);
+            out.push_str("#[serde(transparent)]\n");
+            let _ = writeln!(out, "pub struct {name}(pub {});", ty.rust());
+        }
+        Kind::Response(cases) => response(out, name, cases),
+    }
+}
+
+fn structure(out: &mut String, name: &str, shape: &Struct) {
+    out.push_str(DERIVES);
+    let rule = best_rule(
+        shape
+            .fields
+            .iter()
+            .map(|field| (unraw(&field.name), field.wire.as_str())),
+        &FIELD_RULES,
+    );
+    let mut attributes = Vec::new();
+    if let Some((rule, _)) = rule {
+        attributes.push(format!("rename_all = \"{rule}\""));
+    }
+    if shape.deny_unknown && shape.additional.is_none() {
+        attributes.push("deny_unknown_fields".into());
+    }
+    if !attributes.is_empty() {
+        let _ = writeln!(out, "#[serde({})]", attributes.join(", "));
+    }
+    let _ = writeln!(out, "pub struct {name} {{");
+    for field in &shape.fields {
+        struct_field(out, field, rule.map(|(_, apply)| apply));
+    }
+    if let Some(value) = &shape.additional {
+        let taken: Vec<&str> = shape.fields.iter().map(|f| unraw(&f.name)).collect();
+        let mut field = "additional_properties".to_string();
+        while taken.contains(&field.as_str()) {
+            field.push('_');
+        }
+        doc(out, "///", &["Members not listed above.".into()]);
+        out.push_str("#[serde(flatten)]\n");
+        let _ = writeln!(out, "pub {field}: BTreeMap<String, {}>,", value.rust());
+    }
+    out.push_str("}\n");
+}
+
+fn struct_field(out: &mut String, field: &Field, rule: Option<fn(&str) -> String>) {
+    doc(out, "///", &rustdoc_safe(&field.docs));
+    let mut attributes = Vec::new();
+    let renamed = rule.map(|apply| apply(unraw(&field.name)));
+    let plain = unraw(&field.name);
+    let expected = renamed.as_deref().unwrap_or(plain);
+    if expected != field.wire {
+        attributes.push(format!("rename = {}", rust_string(&field.wire)));
+    }
+    let declared = field.declared();
+    if field.required && matches!(declared, Ty::Option(_)) {
+        // Required but nullable: `null` is a value, absence an error (serde
+        // would read a missing `Option` as `None`).
+        attributes.push("deserialize_with = \"Option::deserialize\"".into());
+    }
+    if !field.required {
+        match declared {
+            Ty::Json => attributes
+                .push("default, skip_serializing_if = \"serde_json::Value::is_null\"".into()),
+            _ => attributes.push("default, skip_serializing_if = \"Option::is_none\"".into()),
+        }
+    }
+    if !attributes.is_empty() {
+        let _ = writeln!(out, "#[serde({})]", attributes.join(", "));
+    }
+    let _ = writeln!(out, "pub {}: {},", field.name, declared.rust());
+}
+
+fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
+    out.push_str("#[derive(Debug, Clone, PartialEq)]\n");
+    let _ = writeln!(out, "pub enum {name} {{");
+    for case in cases {
+        doc(out, "///", &rustdoc_safe(&case.docs));
+        let variant = &case.variant;
+        match (&case.body, case.status.carries_status()) {
+            (None, false) => {
+                let _ = writeln!(out, "{variant},");
+            }
+            (Some(body), false) => {
+                let _ = writeln!(out, "{variant}({}),", body.rust());
+            }
+            (None, true) => {
+                let _ = writeln!(out, "{variant} {{ status: u16 }},");
+            }
+            (Some(body), true) => {
+                let _ = writeln!(out, "{variant} {{ status: u16, body: {} }},", body.rust());
+            }
+        }
+    }
+    out.push_str("}\n\n");
+
+    let scrutinee = if cases.is_empty() { "*self" } else { "self" };
+    let _ = writeln!(out, "impl {name} {{");
+    doc(
+        out,
+        "///",
+        &["The status code this response is sent with.".into()],
+    );
+    let _ = writeln!(out, "pub fn status(&self) -> u16 {{ match {scrutinee} {{");
+    for case in cases {
+        let _ = match case.status {
+            StatusPattern::Exact(code) => {
+                writeln!(out, "{} => {code},", pattern(case, false, false))
+            }
+            _ => writeln!(out, "{} => *status,", pattern(case, true, false)),
+        };
+    }
+    out.push_str("} }\n");
+
+    doc(
+        out,
+        "///",
+        &["The media type of the body; `None` when the response has no content.".into()],
+    );
+    let _ = writeln!(
+        out,
+        "pub fn content_type(&self) -> Option<&'static str> {{ match {scrutinee} {{"
+    );
+    for case in cases {
+        let value = match &case.media_type {
+            Some(media_type) => format!("Some({})", rust_string(media_type)),
+            None => "None".into(),
+        };
+        let _ = writeln!(out, "{} => {value},", pattern(case, false, false));
+    }
+    out.push_str("} }\n");
+
+    doc(
+        out,
+        "///",
+        &[
+            "The body as sent: JSON bodies are serialised once, here, so the".into(),
+            "bytes sent and the bytes stored for a replay are the same.".into(),
+        ],
+    );
+    out.push_str("pub fn into_body(self) -> Result<Vec<u8>, serde_json::Error> { match self {\n");
+    for case in cases {
+        let arm = match &case.body {
+            None => format!("{} => Ok(Vec::new()),", pattern(case, false, false)),
+            Some(Ty::Bytes) => format!("{} => Ok(body),", pattern(case, false, true)),
+            Some(_) => format!(
+                "{} => serde_json::to_vec(&body),",
+                pattern(case, false, true)
+            ),
+        };
+        let _ = writeln!(out, "{arm}");
+    }
+    out.push_str("} }\n}\n");
+}
+
+/// The match pattern of a response variant, binding `status` and `body`
+/// when asked.
+fn pattern(case: &ResponseCase, status: bool, body: bool) -> String {
+    let variant = &case.variant;
+    if !case.status.carries_status() {
+        return match (&case.body, body) {
+            (None, _) => format!("Self::{variant}"),
+            (Some(_), true) => format!("Self::{variant}(body)"),
+            (Some(_), false) => format!("Self::{variant}(_)"),
+        };
+    }
+    let mut bound = Vec::new();
+    if status {
+        bound.push("status");
+    }
+    if body && case.body.is_some() {
+        bound.push("body");
+    }
+    let all = 1 + usize::from(case.body.is_some());
+    if bound.len() < all {
+        bound.push("..");
+    }
+    format!("Self::{variant} {{ {} }}", bound.join(", "))
+}
+
+/// `///` or `//!` lines as `doc` attributes (printed back as comments).
+fn doc(out: &mut String, style: &str, lines: &[String]) {
+    let inner = if style == "//!" { "!" } else { "" };
+    for line in lines {
+        let text = if line.is_empty() {
+            String::new()
+        } else {
+            format!(" {line}")
+        };
+        let _ = writeln!(out, "#{inner}[doc = {}]", rust_string(&text));
+    }
+}
+
+/// Description text made safe for rustdoc: code blocks in the spec are
+/// examples in other languages (JSON, shell), and rustdoc would compile a
+/// fenced block without a language, or an indented block, as a Rust
+/// doctest. Those are marked `text`.
+fn rustdoc_safe(lines: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut in_fence = false;
+    let mut in_indented = false;
+    let mut previous_blank = true;
+    for line in lines {
+        let trimmed = line.trim_start();
+        let blank = trimmed.is_empty();
+        let indent: usize = line[..line.len() - trimmed.len()]
+            .chars()
+            .map(|c| if c == '\t' { 4 } else { 1 })
+            .sum();
+        if in_indented && !blank && indent < 4 {
+            // Close the block before the blank lines that ended it.
+            let trailing = out
+                .iter()
+                .rev()
+                .take_while(|l: &&String| l.is_empty())
+                .count();
+            out.insert(out.len() - trailing, "```".to_string());
+            in_indented = false;
+        }
+        if in_indented {
+            out.push(
+                line.chars()
+                    .skip(4.min(line.len() - trimmed.len()))
+                    .collect(),
+            );
+            previous_blank = blank;
+            continue;
+        }
+        let fence = trimmed.starts_with("```") || trimmed.starts_with("~~~");
+        if fence {
+            let opening = !in_fence;
+            in_fence = !in_fence;
+            let info = trimmed[3..].trim();
+            let is_rust = info.is_empty() || info.starts_with("rust");
+            if opening && is_rust {
+                let prefix = &line[..line.len() - trimmed.len()];
+                out.push(format!("{prefix}{}text", &trimmed[..3]));
+            } else {
+                out.push(line.clone());
+            }
+        } else if !in_fence && !blank && indent >= 4 && previous_blank {
+            in_indented = true;
+            out.push("```text".to_string());
+            out.push(line.chars().skip(line.len() - trimmed.len()).collect());
+        } else {
+            out.push(line.clone());
+        }
+        previous_blank = blank;
+    }
+    if in_indented {
+        let trailing = out.iter().rev().take_while(|l| l.is_empty()).count();
+        out.insert(out.len() - trailing, "```".to_string());
+    }
+    out
+}
+
+type Rule = (&'static str, fn(&str) -> String);
+
+/// serde's `rename_all` rules as applied to `PascalCase` variant names.
+const VARIANT_RULES: [Rule; 6] = [
+    ("snake_case", |v| words_of_pascal(v).join("_")),
+    ("camelCase", |v| {
+        let mut chars = v.chars();
+        chars
+            .next()
+            .map(|first| first.to_ascii_lowercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }),
+    ("kebab-case", |v| words_of_pascal(v).join("-")),
+    ("SCREAMING_SNAKE_CASE", |v| {
+        words_of_pascal(v).join("_").to_ascii_uppercase()
+    }),
+    ("lowercase", |v| v.to_ascii_lowercase()),
+    ("UPPERCASE", |v| v.to_ascii_uppercase()),
+];
+
+/// serde's `rename_all` rules as applied to `snake_case` field names.
+const FIELD_RULES: [Rule; 4] = [
+    ("camelCase", |f| {
+        let pascal = pascal_of_snake(f);
+        let mut chars = pascal.chars();
+        chars
+            .next()
+            .map(|first| first.to_ascii_lowercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }),
+    ("PascalCase", pascal_of_snake),
+    ("kebab-case", |f| f.replace('_', "-")),
+    ("SCREAMING_SNAKE_CASE", |f| f.to_ascii_uppercase()),
+];
+
+/// serde's snake_case of a variant: `_` before every upper-case letter
+/// but the first, all lower case.
+fn words_of_pascal(variant: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for (at, c) in variant.char_indices() {
+        if c.is_uppercase() || at == 0 {
+            words.push(String::new());
+        }
+        if let Some(word) = words.last_mut() {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    words
+}
+
+fn pascal_of_snake(field: &str) -> String {
+    let mut out = String::new();
+    let mut capitalize = true;
+    for c in field.chars() {
+        if c == '_' {
+            capitalize = true;
+        } else if capitalize {
+            out.push(c.to_ascii_uppercase());
+            capitalize = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The `rename_all` rule that names the most members right, when it is
+/// right for more than half of them and more than the names as they are.
+fn best_rule<'a>(
+    members: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    rules: &[Rule],
+) -> Option<Rule> {
+    let total = members.clone().count();
+    let as_is = members.clone().filter(|(name, wire)| name == wire).count();
+    rules
+        .iter()
+        .map(|rule| {
+            let right = members
+                .clone()
+                .filter(|(name, wire)| (rule.1)(name) == *wire)
+                .count();
+            (right, *rule)
+        })
+        .filter(|(right, _)| *right > as_is && *right * 2 > total)
+        .rev()
+        .max_by_key(|(right, _)| *right)
+        .map(|(_, rule)| rule)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_rules() {
+        assert_eq!((VARIANT_RULES[0].1)("InProgress"), "in_progress");
+        assert_eq!((VARIANT_RULES[1].1)("InProgress"), "inProgress");
+        assert_eq!((VARIANT_RULES[3].1)("InProgress"), "IN_PROGRESS");
+        assert_eq!((FIELD_RULES[0].1)("paid_at"), "paidAt");
+        assert_eq!((FIELD_RULES[1].1)("paid_at"), "PaidAt");
+    }
+
+    #[test]
+    fn fences_become_text() {
+        let lines: Vec<String> = ["a", "```", "x", "```", "```json", "{}", "```"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            rustdoc_safe(&lines),
+            ["a", "```text", "x", "```", "```json", "{}", "```"]
+        );
+    }
+
+    #[test]
+    fn indented_blocks_become_text() {
+        let lines: Vec<String> = [
+            "Example:",
+            "",
+            "    {\"a\": 1}",
+            "      \"b\"",
+            "",
+            "After.",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            rustdoc_safe(&lines),
+            [
+                "Example:",
+                "",
+                "```text",
+                "{\"a\": 1}",
+                "  \"b\"",
+                "```",
+                "",
+                "After."
+            ]
+        );
+        let list: Vec<String> = ["- item", "    continued"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(rustdoc_safe(&list), list, "a lazy continuation is no block");
+    }
+}

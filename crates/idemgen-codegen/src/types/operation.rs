@@ -1,0 +1,379 @@
+//! One operation's types: its request body, a struct of its parameters
+//! and an enum of its responses.
+
+use super::convert::{Converter, Hint, docs_of, operation_words};
+use super::model::{Field, Kind, ResponseCase, Struct, Ty, TypeDef};
+use super::naming::{FieldNames, VariantNames};
+use super::{
+    OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody, Response,
+    ResponseVariant, Scalar, StatusPattern,
+};
+use crate::names::comment_lines;
+use idemgen_spec::node::Node;
+use idemgen_spec::operations::Operation;
+use std::collections::BTreeMap;
+
+/// The names an operation's types get, reserved before any schema is
+/// converted so that they do not depend on what the schemas are called.
+pub struct Reserved {
+    words: String,
+    params: String,
+    request: String,
+    response: String,
+}
+
+pub fn reserve(converter: &mut Converter<'_>, operation: &Operation<'_>) -> Reserved {
+    let words = operation_words(
+        operation.operation_id.as_deref(),
+        &operation.method,
+        &operation.path,
+    );
+    Reserved {
+        params: converter.names.assign(&format!("{words} params")),
+        request: converter.names.assign(&format!("{words} request")),
+        response: converter.names.assign(&format!("{words} response")),
+        words,
+    }
+}
+
+pub fn build<'w>(
+    converter: &mut Converter<'w>,
+    operation: &Operation<'w>,
+    names: Reserved,
+) -> OperationTypes {
+    OperationTypes {
+        request_body: request_body(converter, operation, &names),
+        params: params(converter, operation, &names),
+        response: responses(converter, operation, &names),
+    }
+}
+
+/// `Op (POST /path)`: how an operation is named in doc comments.
+fn title(operation: &Operation<'_>) -> String {
+    let text = match &operation.operation_id {
+        Some(id) => format!("`{id}` ({} {})", operation.method, operation.path),
+        None => format!("{} {}", operation.method, operation.path),
+    };
+    comment_lines(&text).join(" ")
+}
+
+fn request_body<'w>(
+    converter: &mut Converter<'w>,
+    operation: &Operation<'w>,
+    names: &Reserved,
+) -> Option<RequestBody> {
+    let workspace = converter.workspace;
+    let body = workspace.deref(operation.node.get("requestBody")?)?;
+    let (media_type, media) = pick_media(body.get("content")?)?;
+    let is_json = is_json(&media_type);
+    let ty = match (is_json, media.get("schema")) {
+        (true, Some(schema)) => converter.ty(schema, &Hint::Exact(names.request.clone())),
+        (true, None) => Ty::Json,
+        (false, _) => Ty::Bytes,
+    };
+    let type_name = match ty {
+        Ty::Named(name) => name,
+        other => {
+            let mut docs = vec![format!("The request body of {}.", title(operation))];
+            if let Some(text) = body.get("description").and_then(Node::as_str) {
+                docs.push(String::new());
+                docs.extend(comment_lines(text.trim()));
+            }
+            if let Some(reason) = converter.take_fallback() {
+                docs.push(String::new());
+                docs.push(reason);
+            }
+            converter.insert(TypeDef {
+                name: names.request.clone(),
+                docs,
+                kind: Kind::Alias(other),
+            });
+            names.request.clone()
+        }
+    };
+    converter.take_fallback();
+    Some(RequestBody {
+        type_name,
+        media_type,
+        is_json,
+        required: body.get("required").and_then(Node::as_bool) == Some(true),
+    })
+}
+
+/// The operation's parameters, the path item's included (the
+/// operation's win on the same name and location). Cookies are left out.
+fn params<'w>(
+    converter: &mut Converter<'w>,
+    operation: &Operation<'w>,
+    names: &Reserved,
+) -> Option<Params> {
+    let workspace = converter.workspace;
+    let mut declared: Vec<(&'w Node, &'w str, ParamLocation)> = Vec::new();
+    // The path item's (shared) parameters first; an operation's parameter
+    // of the same name and location replaces one in place.
+    for holder in [operation.path_item, operation.node] {
+        for parameter in holder
+            .get("parameters")
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+        {
+            let Some(parameter) = workspace.deref(parameter) else {
+                continue;
+            };
+            let (Some(name), Some(location)) = (
+                parameter.get("name").and_then(Node::as_str),
+                parameter.get("in").and_then(Node::as_str),
+            ) else {
+                continue;
+            };
+            let location_kind = match location {
+                "path" => ParamLocation::Path,
+                "query" => ParamLocation::Query,
+                "header" => ParamLocation::Header,
+                _ => continue,
+            };
+            // Header names are case-insensitive.
+            let same = |(_, other, at): &(&Node, &str, ParamLocation)| {
+                *at == location_kind
+                    && match location_kind {
+                        ParamLocation::Header => other.eq_ignore_ascii_case(name),
+                        _ => *other == name,
+                    }
+            };
+            match declared.iter().position(same) {
+                Some(at) => declared[at] = (parameter, name, location_kind),
+                None => declared.push((parameter, name, location_kind)),
+            }
+        }
+    }
+    if declared.is_empty() {
+        return None;
+    }
+    let mut field_names = FieldNames::default();
+    let mut fields = Vec::new();
+    let mut params = Vec::new();
+    for (parameter, wire, location) in declared {
+        let schema = parameter.get("schema").or_else(|| {
+            parameter
+                .get("content")
+                .and_then(pick_media)
+                .and_then(|(_, media)| media.get("schema"))
+        });
+        let hint = Hint::Derived(format!("{} {wire}", names.params));
+        let ty = match schema {
+            Some(schema) => converter.ty(schema, &hint),
+            None => Ty::String,
+        };
+        let required = location == ParamLocation::Path
+            || parameter.get("required").and_then(Node::as_bool) == Some(true);
+        let mut docs = docs_of(parameter);
+        if docs.is_empty() {
+            if let Some(schema) = schema {
+                docs = docs_of(schema);
+            }
+        }
+        if !docs.is_empty() {
+            docs.push(String::new());
+        }
+        docs.push(match location {
+            ParamLocation::Path => format!("Path parameter `{wire}`."),
+            ParamLocation::Query => format!("Query parameter `{wire}`."),
+            ParamLocation::Header => format!("Header `{wire}`."),
+        });
+        if let Some(reason) = converter.take_fallback() {
+            docs.push(reason);
+        }
+        let field = Field {
+            name: field_names.assign(wire),
+            wire: wire.to_string(),
+            ty,
+            required,
+            docs,
+        };
+        params.push(ParamField {
+            field: field.name.clone(),
+            wire_name: wire.to_string(),
+            location,
+            required,
+            rust_type: field.declared().rust(),
+            // Known once every referenced schema is defined: see
+            // `fill_param_kinds`.
+            kind: ParamKind::Other,
+        });
+        fields.push(field);
+    }
+    converter.insert(TypeDef {
+        name: names.params.clone(),
+        docs: vec![format!(
+            "The path, query and header parameters of {}.",
+            title(operation)
+        )],
+        kind: Kind::Struct(Struct {
+            fields,
+            additional: None,
+            deny_unknown: false,
+        }),
+    });
+    Some(Params {
+        type_name: names.params.clone(),
+        fields: params,
+    })
+}
+
+fn responses<'w>(
+    converter: &mut Converter<'w>,
+    operation: &Operation<'w>,
+    names: &Reserved,
+) -> Response {
+    let workspace = converter.workspace;
+    let mut declared: Vec<(StatusPattern, &'w Node)> = operation
+        .node
+        .get("responses")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|entry| {
+            let status = StatusPattern::parse(&entry.key)?;
+            Some((status, workspace.deref(&entry.value)?))
+        })
+        .collect();
+    declared.sort_by_key(|(status, _)| *status);
+    declared.dedup_by_key(|(status, _)| *status);
+    let mut variant_names = VariantNames::default();
+    let mut cases = Vec::new();
+    for (status, response) in declared {
+        let variant = variant_names.reserve(&status.variant_name());
+        let content = response.get("content").and_then(pick_media);
+        let (body, media_type) = match content {
+            None => (None, None),
+            Some((media_type, media)) => {
+                let ty = match (is_json(&media_type), media.get("schema")) {
+                    (true, Some(schema)) => converter.ty(
+                        schema,
+                        &Hint::Derived(format!("{} {variant} body", names.words)),
+                    ),
+                    (true, None) => Ty::Json,
+                    (false, _) => Ty::Bytes,
+                };
+                (Some(ty), Some(media_type))
+            }
+        };
+        let mut docs = vec![format!("`{}`", status.label())];
+        if let Some(text) = response.get("description").and_then(Node::as_str) {
+            let lines = comment_lines(text.trim());
+            if let Some((first, rest)) = lines.split_first() {
+                docs[0] = format!("`{}`: {first}", status.label());
+                docs.extend(rest.iter().cloned());
+            }
+        }
+        if let Some(reason) = converter.take_fallback() {
+            docs.push(String::new());
+            docs.push(reason);
+        }
+        cases.push(ResponseCase {
+            variant,
+            status,
+            body,
+            media_type,
+            docs,
+        });
+    }
+    let variants = cases
+        .iter()
+        .map(|case| ResponseVariant {
+            variant: case.variant.clone(),
+            status: case.status,
+            body: case.body.as_ref().map(Ty::rust),
+            media_type: case.media_type.clone(),
+        })
+        .collect();
+    converter.insert(TypeDef {
+        name: names.response.clone(),
+        docs: vec![format!("The responses of {}.", title(operation))],
+        kind: Kind::Response(cases),
+    });
+    Response {
+        type_name: names.response.clone(),
+        variants,
+    }
+}
+
+/// `application/json` and every `+json` type (`application/problem+json`).
+fn is_json(media_type: &str) -> bool {
+    let essence = media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json" || essence.ends_with("+json")
+}
+
+/// The media type a body is read or written as: the first JSON one,
+/// else the first declared.
+fn pick_media(content: &Node) -> Option<(String, &Node)> {
+    let entries = content.as_map()?;
+    let chosen = entries
+        .iter()
+        .find(|entry| is_json(&entry.key))
+        .or_else(|| entries.first())?;
+    Some((chosen.key.to_string(), &chosen.value))
+}
+
+/// Sets each parameter's [`ParamKind`] from the field types of its
+/// struct, now that the types they name are all defined.
+pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, TypeDef>) {
+    let Some(params) = &mut types.params else {
+        return;
+    };
+    let Some(Kind::Struct(shape)) = defs.get(&params.type_name).map(|def| &def.kind) else {
+        return;
+    };
+    for (param, field) in params.fields.iter_mut().zip(&shape.fields) {
+        param.kind = match scalar(&field.ty, defs, 0) {
+            Some(one) => ParamKind::Scalar(one),
+            None => match strip_option(&field.ty) {
+                Ty::Vec(item) => scalar(item, defs, 0).map_or(ParamKind::Other, ParamKind::Array),
+                _ => ParamKind::Other,
+            },
+        };
+    }
+}
+
+fn strip_option(ty: &Ty) -> &Ty {
+    match ty {
+        Ty::Option(inner) => strip_option(inner),
+        other => other,
+    }
+}
+
+/// The scalar a type is, looking through options and aliases.
+fn scalar(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
+    match strip_option(ty) {
+        Ty::String => Some(Scalar::String),
+        Ty::Bool => Some(Scalar::Boolean),
+        Ty::Integer(_) => Some(Scalar::Integer),
+        Ty::Number(_) => Some(Scalar::Number),
+        Ty::Named(name) if depth < 16 => match &defs.get(name)?.kind {
+            Kind::StringEnum(_) => Some(Scalar::String),
+            Kind::Alias(inner) => scalar(inner, defs, depth + 1),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_json;
+
+    #[test]
+    fn json_media_types() {
+        assert!(is_json("application/json"));
+        assert!(is_json("application/problem+json"));
+        assert!(is_json("application/json; charset=utf-8"));
+        assert!(is_json("Application/JSON"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/x-ndjson"));
+    }
+}

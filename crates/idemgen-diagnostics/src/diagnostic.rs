@@ -1,0 +1,124 @@
+//! A finding: which rule, how bad, what to say and exactly where.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// A place in a source file. `line` and `column` are 1-based (columns in
+/// characters); `offset` and `length` are bytes, for snippets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    #[serde(skip)]
+    pub offset: usize,
+    #[serde(skip)]
+    pub length: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Stable kebab-case rule id, e.g. `window-too-short`.
+    pub rule: &'static str,
+    pub severity: Severity,
+    /// One line that names the operation and shows the numbers.
+    pub message: String,
+    pub location: Location,
+    /// JSON pointer of the offending value in the root document's logical
+    /// tree (through `$ref`s), stable when lines move.
+    pub pointer: String,
+    /// The operation's operationId, else `METHOD /path`; `None` for
+    /// document-level findings.
+    pub operation: Option<String>,
+    /// What to do about it.
+    pub help: Option<String>,
+    /// Short text shown under the snippet's underline.
+    pub label: Option<String>,
+    /// Text edits that resolve the finding, when the rule knows them.
+    pub fix: Option<crate::Fix>,
+}
+
+/// Builder-style setters, so a rule can write
+/// `sink.report(..).with_help(..).with_fix(..)`.
+impl Diagnostic {
+    pub fn with_help(&mut self, help: impl Into<String>) -> &mut Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    pub fn with_label(&mut self, label: impl Into<String>) -> &mut Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Attaches the fix that resolves the finding, if there is one.
+    pub fn with_fix(&mut self, fix: Option<crate::Fix>) -> &mut Self {
+        self.fix = fix;
+        self
+    }
+}
+
+/// Everything one lint run found, plus what reporters need to show it.
+#[derive(Debug, Default)]
+pub struct Report {
+    pub diagnostics: Vec<Diagnostic>,
+    /// Number of root files linted.
+    pub files: usize,
+    /// Number of operations seen in them.
+    pub operations: usize,
+    /// Text of every file a diagnostic points into, by display name.
+    pub sources: std::collections::BTreeMap<String, std::sync::Arc<str>>,
+    /// Each root file linted with its operations' names, in document order
+    /// (reporters that list passing checks, such as JUnit, need them).
+    pub linted: Vec<LintedFile>,
+    /// Ids of the rules that ran (not turned off), in registry order.
+    pub rules: Vec<&'static str>,
+    /// Findings left out because the baseline already had them.
+    pub baseline_matched: usize,
+    /// Findings silenced by `x-idemgen-ignore`.
+    pub suppressed: usize,
+}
+
+/// One linted root file and the names of its operations.
+#[derive(Debug, Clone, Default)]
+pub struct LintedFile {
+    pub file: String,
+    pub operations: Vec<String>,
+    /// Which of [`Report::diagnostics`] came from this file (and the files
+    /// it references).
+    pub findings: std::ops::Range<usize>,
+}
+
+impl Report {
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|diagnostic| diagnostic.severity == severity)
+            .count()
+    }
+
+    pub fn errors(&self) -> usize {
+        self.count(Severity::Error)
+    }
+
+    pub fn warnings(&self) -> usize {
+        self.count(Severity::Warning)
+    }
+}

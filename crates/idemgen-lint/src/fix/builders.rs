@@ -1,0 +1,432 @@
+//! Fixes that several rules offer (the window, a declared response, a new
+//! contract) and the pieces they share; a fix only one rule offers lives
+//! in that rule's file.
+
+use idemgen_spec::Node;
+use idemgen_spec::analysis::OperationContext;
+use idemgen_spec::contract::Contract;
+use idemgen_spec::contract::duration::format_ms;
+use idemgen_spec::contract::key_template::KeyTemplate;
+use idemgen_spec::contract::model::KeyLocation;
+use idemgen_spec::contract::parse::parse_block;
+use idemgen_spec::key_names::is_idempotency_key;
+use idemgen_spec::window::{WindowInputs, compute};
+
+use super::edit::Editor;
+use super::emit::Emit;
+use super::{Applicability, Fix, FixDefaults};
+
+/// `window` → the smallest window both bounds accept.
+pub fn window(context: &OperationContext<'_>, contract: &Contract) -> Option<Fix> {
+    let window = contract.window_ms.as_ref()?;
+    let smallest = compute(&WindowInputs::of(contract)).smallest_safe_ms?;
+    let mut editor = Editor::new(context.workspace);
+    editor.replace_scalar(window.origin.span, &Emit::str(format_ms(smallest)))?;
+    editor.finish(
+        format!(
+            "Set `window` to the smallest safe window, {}",
+            format_ms(smallest)
+        ),
+        Applicability::Safe,
+    )
+}
+
+/// What a response the contract promises is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    InProgress,
+    Conflict,
+    MissingKey,
+}
+
+/// Declares the response for `status`, with a `Retry-After` header for
+/// the in-progress answer (added to an existing response that lacks it).
+pub fn declare_response(
+    context: &OperationContext<'_>,
+    status: u16,
+    answer: Answer,
+) -> Option<Fix> {
+    let mut editor = Editor::new(context.workspace);
+    let title = match context.response(status) {
+        Some(response) => {
+            if answer != Answer::InProgress
+                || context.response_header(response, "Retry-After").is_some()
+            {
+                return None;
+            }
+            editor.set(response, &["headers", "Retry-After"], retry_after_header())?;
+            format!("Declare a `Retry-After` header on response {status}")
+        }
+        None => {
+            let description = match answer {
+                Answer::InProgress => {
+                    "A request with this idempotency key is still being processed; retry with the same key after `Retry-After` seconds."
+                }
+                Answer::Conflict => {
+                    "This idempotency key was already used with a different request; the first request's result stands."
+                }
+                Answer::MissingKey => {
+                    "The idempotency key is missing, malformed or too long; nothing was processed."
+                }
+            };
+            let mut response = vec![("description", Emit::str(description))];
+            if answer == Answer::InProgress {
+                response.push((
+                    "headers",
+                    Emit::map([("Retry-After", retry_after_header())]),
+                ));
+            }
+            editor.set(
+                context.operation.node,
+                &["responses", &status.to_string()],
+                Emit::map(response),
+            )?;
+            format!("Declare response {status}")
+        }
+    };
+    editor.finish(title, Applicability::Safe)
+}
+
+fn retry_after_header() -> Emit {
+    Emit::map([
+        ("required", Emit::Bool(true)),
+        (
+            "description",
+            Emit::str("Whole seconds to wait before retrying with the same key."),
+        ),
+        (
+            "schema",
+            Emit::map([("type", Emit::str("integer")), ("minimum", Emit::Int(1))]),
+        ),
+    ])
+}
+
+/// The schema a key parameter gets: the contract's template as `pattern`,
+/// its worst-case length as `maxLength`.
+pub(crate) fn key_schema_value(template: &KeyTemplate, max_length: u64) -> Emit {
+    Emit::map([
+        ("type", Emit::str("string")),
+        ("pattern", Emit::str(template.schema_pattern())),
+        ("maxLength", Emit::Int(max_length as i64)),
+    ])
+}
+
+/// A key-like input an operation already accepts.
+struct KeyInput {
+    location: KeyLocation,
+    /// Parameter name, or JSON pointer for a body field.
+    name: String,
+    required: bool,
+    max_length: Option<u64>,
+    /// The name the key's template is derived from when its declaration
+    /// is shared with other operations (a parameter or schema under
+    /// `components`): every operation then guesses the same template.
+    shared_name: Option<String>,
+}
+
+fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
+    let from_parameter = context.parameters().into_iter().find_map(|parameter| {
+        let name = parameter.get("name").and_then(Node::as_str)?;
+        let location = match parameter.get("in").and_then(Node::as_str)? {
+            "header" => KeyLocation::Header,
+            "query" => KeyLocation::Query,
+            _ => return None,
+        };
+        let description = parameter.get("description").and_then(Node::as_str);
+        is_idempotency_key(name, description).then(|| KeyInput {
+            shared_name: shared_name(context, parameter),
+            location,
+            name: name.to_string(),
+            required: parameter.get("required").and_then(Node::as_bool) == Some(true),
+            max_length: parameter
+                .get("schema")
+                .and_then(|schema| context.max_length(schema))
+                .map(|length| length as u64),
+        })
+    });
+    from_parameter.or_else(|| {
+        let schema = context.request_schema()?;
+        let properties = context.workspace.deref(schema.get("properties")?)?;
+        let entry = properties.as_map()?.iter().find(|entry| {
+            let field = context.workspace.deref(&entry.value);
+            let description = field
+                .and_then(|f| f.get("description"))
+                .and_then(Node::as_str);
+            is_idempotency_key(&entry.key, description)
+        })?;
+        let required = schema
+            .get("required")
+            .and_then(Node::as_seq)
+            .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(&entry.key)));
+        Some(KeyInput {
+            shared_name: shared_name(context, schema),
+            location: KeyLocation::Body,
+            name: idemgen_spec::node::pointer_join("", &entry.key),
+            required,
+            max_length: context.max_length(&entry.value).map(|length| length as u64),
+        })
+    })
+}
+
+/// For a key declared outside the operation (under `components`, or in
+/// another file), the name every operation that shares it derives the
+/// same template from: the schema's name for a body field, the API's
+/// title for a shared parameter.
+fn shared_name(context: &OperationContext<'_>, node: &Node) -> Option<String> {
+    let pointer = context.workspace.pointer_at(node.span);
+    if pointer.starts_with(&context.operation.pointer) && !pointer.contains('#') {
+        return None;
+    }
+    let segments: Vec<&str> = pointer.rsplit('#').next()?.split('/').collect();
+    let schema_name = segments
+        .windows(2)
+        .find(|pair| pair[0] == "schemas")
+        .map(|pair| pair[1].replace("~1", "/").replace("~0", "~"));
+    schema_name.or_else(|| {
+        let title = context
+            .workspace
+            .root()
+            .get("info")?
+            .get("title")?
+            .as_str()?;
+        Some(title.to_string())
+    })
+}
+
+/// `undeclared-key-header` → an `x-idempotency` block for the key the
+/// operation already accepts (unsafe: the key format is a guess).
+pub fn contract_for_existing_key(
+    context: &OperationContext<'_>,
+    defaults: &FixDefaults,
+) -> Option<Fix> {
+    let input = key_input(context)?;
+    let mut editor = Editor::new(context.workspace);
+    contract_block(context, defaults, &input, &mut editor)?;
+    editor.finish(
+        format!("Add an `x-idempotency` block for the key `{}`", input.name),
+        Applicability::Unsafe,
+    )
+}
+
+/// `missing-idempotency` → an `Idempotency-Key` header and an
+/// `x-idempotency` block (unsafe: clients must start sending the key).
+pub fn contract_with_new_key(
+    context: &OperationContext<'_>,
+    defaults: &FixDefaults,
+) -> Option<Fix> {
+    if key_input(context).is_some() {
+        return None; // undeclared-key-header's fix uses the existing key
+    }
+    let input = KeyInput {
+        location: KeyLocation::Header,
+        name: "Idempotency-Key".into(),
+        required: true,
+        max_length: None,
+        shared_name: None,
+    };
+    let mut editor = Editor::new(context.workspace);
+    let (template, max_length) = contract_block(context, defaults, &input, &mut editor)?;
+    editor.append(
+        context.operation.node,
+        "parameters",
+        Emit::map([
+            ("name", Emit::str("Idempotency-Key")),
+            ("in", Emit::str("header")),
+            ("required", Emit::Bool(true)),
+            (
+                "description",
+                Emit::str(format!(
+                    "Idempotency key, `{}`: the same for every retry of one request, new for every new request.",
+                    template.source
+                )),
+            ),
+            ("schema", key_schema_value(&template, max_length)),
+        ]),
+    )?;
+    editor.finish(
+        "Add an `Idempotency-Key` header and an `x-idempotency` block",
+        Applicability::Unsafe,
+    )
+}
+
+/// Writes the operation's block (and the document's defaults when it has
+/// none); returns the key template and max-length chosen.
+fn contract_block(
+    context: &OperationContext<'_>,
+    defaults: &FixDefaults,
+    input: &KeyInput,
+    editor: &mut Editor<'_>,
+) -> Option<(KeyTemplate, u64)> {
+    let root = context.workspace.root();
+    let document = root
+        .get("x-idempotency")
+        .filter(|block| block.as_map().is_some())
+        .map(|block| parse_block(block, "/x-idempotency", &mut Vec::new()))
+        .unwrap_or_default();
+    let timeout = document.client_timeout.as_ref().map(|t| t.value);
+    let max_processing = document.server_max_processing.as_ref().map(|t| t.value);
+    let retries: Vec<u64> = match &document.client_retries {
+        Some(retries) => retries.value.iter().map(|delay| delay.value).collect(),
+        None if timeout.is_some() => Vec::new(),
+        None => defaults.retries_ms.clone(),
+    };
+    let jitter = document.client_jitter.as_ref().map_or(0, |j| j.value);
+    // Document-level defaults for what the document does not say yet.
+    let mut client = Vec::new();
+    if timeout.is_none() {
+        client.push(("timeout", Emit::str(format_ms(defaults.timeout_ms))));
+        if document.client_retries.is_none() {
+            client.push((
+                "retries",
+                Emit::Seq(retries.iter().map(|ms| Emit::str(format_ms(*ms))).collect()),
+            ));
+        }
+    }
+    let mut server = Vec::new();
+    if max_processing.is_none() {
+        server.push((
+            "max-processing",
+            Emit::str(format_ms(defaults.max_processing_ms)),
+        ));
+    }
+    let mut store = Vec::new();
+    if let (Some(dialect), None) = (defaults.dialect, &document.store_dialect) {
+        store.push(("dialect", Emit::str(dialect.name())));
+    }
+    let sections: Vec<(&str, Vec<(&str, Emit)>)> =
+        [("client", client), ("server", server), ("store", store)]
+            .into_iter()
+            .filter(|(_, fields)| !fields.is_empty())
+            .collect();
+    if !sections.is_empty() {
+        match root.get("x-idempotency") {
+            None => {
+                let block = Emit::map(
+                    sections
+                        .into_iter()
+                        .map(|(name, fields)| (name, Emit::map(fields))),
+                );
+                editor.insert(root, Some("info"), "x-idempotency", &block)?;
+            }
+            Some(block) => {
+                for (name, fields) in sections {
+                    for (field, value) in fields {
+                        editor.set(block, &[name, field], value)?;
+                    }
+                }
+            }
+        }
+    }
+    let timeout = timeout.unwrap_or(defaults.timeout_ms);
+    let max_processing = max_processing.unwrap_or(defaults.max_processing_ms);
+    let window = window_for(timeout, &retries, jitter, max_processing)?;
+    let (template, max_length) = guess_template(context, input)?;
+    let mut key = vec![
+        ("in", Emit::str(input.location.name())),
+        ("name", Emit::str(&input.name)),
+        ("format", Emit::str(&template.source)),
+    ];
+    if input.max_length.is_some() {
+        key.push(("max-length", Emit::Int(max_length as i64)));
+    }
+    let mut block = vec![
+        ("key", Emit::map(key)),
+        ("window", Emit::str(format_ms(window))),
+    ];
+    if !input.required {
+        // The API lets clients leave the key out; the `stripe` profile is
+        // the one whose key is optional.
+        block.insert(0, ("profile", Emit::str("stripe")));
+    }
+    editor.insert(
+        context.operation.node,
+        None,
+        "x-idempotency",
+        &Emit::map(block),
+    )?;
+    Some((template, max_length))
+}
+
+fn window_for(timeout: u64, retries: &[u64], jitter: u64, processing: u64) -> Option<u64> {
+    let inputs = WindowInputs {
+        timeout_ms: Some(timeout),
+        retries_ms: retries.to_vec(),
+        jitter_ms: jitter,
+        processing_ms: Some(processing),
+        window_ms: None,
+    };
+    compute(&inputs).smallest_safe_ms
+}
+
+/// `<operation>:{uuid}`, shortened (or with a shorter random segment) to
+/// fit the key's existing `maxLength`.
+fn guess_template(context: &OperationContext<'_>, input: &KeyInput) -> Option<(KeyTemplate, u64)> {
+    let limit = input
+        .max_length
+        .unwrap_or(idemgen_spec::contract::model::DEFAULT_MAX_KEY_LENGTH);
+    let name =
+        input.shared_name.clone().unwrap_or_else(|| {
+            context.operation.operation_id.clone().unwrap_or_else(|| {
+                format!("{} {}", context.operation.method, context.operation.path)
+            })
+        });
+    let prefix = kebab(&name);
+    for (segment, length) in [("{uuid}", 36), ("{ulid}", 26), ("{random:16}", 22)] {
+        let Some(room) = limit.checked_sub(length + 1) else {
+            continue; // a shorter random segment may fit
+        };
+        let room = room as usize;
+        let prefix: String = prefix.chars().take(room.min(48)).collect();
+        let prefix = prefix.trim_end_matches(['-', '.', '_']);
+        if prefix.len() >= 2 {
+            let template = KeyTemplate::parse(&format!("{prefix}:{segment}")).ok()?;
+            return Some((template, limit));
+        }
+    }
+    None
+}
+
+/// `createPaymentIntent` or `POST /v1/payment_intents` → a business
+/// prefix such as `create-payment-intent` or `post-v1-payment-intents`.
+fn kebab(name: &str) -> String {
+    let mut out = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if c.is_ascii_uppercase() && previous_lower && !out.ends_with('-') {
+                out.push('-');
+            }
+            previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+            out.push(c.to_ascii_lowercase());
+        } else {
+            if !out.is_empty() && !out.ends_with('-') {
+                out.push('-');
+            }
+            previous_lower = false;
+        }
+    }
+    let trimmed = out.trim_matches('-');
+    let start = trimmed
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or(trimmed.len());
+    let prefix = &trimmed[start..];
+    if prefix.is_empty() {
+        "op".into()
+    } else {
+        prefix.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kebab;
+
+    #[test]
+    fn prefixes_from_operation_names() {
+        assert_eq!(kebab("createPaymentIntent"), "create-payment-intent");
+        assert_eq!(kebab("POST /v1/payment_intents"), "post-v1-payment-intents");
+        assert_eq!(kebab("orders.create"), "orders-create");
+        assert_eq!(kebab("PostPayments"), "post-payments");
+        assert_eq!(kebab("123"), "op");
+    }
+}

@@ -1,0 +1,456 @@
+//! Text edits at the loader's positions: replace a scalar, add an entry
+//! to a mapping, add an item to a list, in the style the file already uses
+//! (YAML block or flow, JSON pretty or compact, the siblings' indentation
+//! and key quoting). Nothing outside the edited range changes.
+
+use idemgen_spec::json_escapes::looks_like_json;
+use idemgen_spec::{Entry, FileId, Node, SourceFile, Span, Value, Workspace};
+
+use super::emit::{Emit, yaml_key};
+use super::{Applicability, Edit, Fix};
+
+/// Collects the edits of one fix.
+pub struct Editor<'a> {
+    workspace: &'a Workspace,
+    edits: Vec<Edit>,
+}
+
+impl<'a> Editor<'a> {
+    pub fn new(workspace: &'a Workspace) -> Self {
+        Editor {
+            workspace,
+            edits: Vec::new(),
+        }
+    }
+
+    /// The fix, or `None` when nothing was edited.
+    pub fn finish(self, title: impl Into<String>, applicability: Applicability) -> Option<Fix> {
+        (!self.edits.is_empty()).then(|| Fix {
+            title: title.into(),
+            applicability,
+            edits: self.edits,
+        })
+    }
+
+    fn source(&self, file: FileId) -> &'a SourceFile {
+        self.workspace.file(file)
+    }
+
+    fn byte(&self, file: FileId, char_index: u32) -> usize {
+        self.source(file).byte_offset(char_index as usize)
+    }
+
+    fn is_json(&self, file: FileId) -> bool {
+        looks_like_json(&self.source(file).text)
+    }
+
+    /// The node's text after any `&anchor` or `!tag`.
+    fn body(&self, node: &Node) -> &'a str {
+        let text = &self.source(node.span.file).text;
+        let mut rest = &text[self.byte(node.span.file, node.span.start).min(text.len())..];
+        while rest.starts_with(['&', '!']) {
+            let end = rest.find([' ', '\n', '\t']).unwrap_or(rest.len());
+            rest = rest[end..].trim_start_matches([' ', '\t', '\n', '\r']);
+        }
+        rest
+    }
+
+    /// An alias (`*name`) shares its text with the anchor: editing through
+    /// it would edit the wrong place.
+    fn is_alias(&self, node: &Node) -> bool {
+        self.body(node).starts_with('*')
+    }
+
+    /// Minified JSON: no space after `:` where the file has its first one.
+    fn is_tight(&self, file: FileId) -> bool {
+        let text = &self.source(file).text;
+        self.is_json(file)
+            && text
+                .find("\":")
+                .is_some_and(|at| !text[at + 2..].starts_with([' ', '\t', '\n', '\r']))
+    }
+
+    fn is_flow(&self, node: &Node) -> bool {
+        self.is_json(node.span.file) || self.body(node).starts_with(['{', '['])
+    }
+
+    fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
+        let display = self.source(file).display.clone();
+        let replacement = if self.source(file).uses_crlf() {
+            replacement.replace('\n', "\r\n")
+        } else {
+            replacement
+        };
+        // Two insertions at one point made by one fix are one insertion.
+        if let Some(last) = self.edits.last_mut() {
+            if start == end && last.file == display && last.start == start && last.end == start {
+                last.replacement.push_str(&replacement);
+                return;
+            }
+        }
+        self.edits.push(Edit {
+            file: display,
+            start,
+            end,
+            replacement,
+        });
+    }
+
+    /// Replaces the scalar written at `span` with `value`.
+    pub fn replace_scalar(&mut self, span: Span, value: &Emit) -> Option<()> {
+        let start = self.byte(span.file, span.start);
+        let end = self.value_end_at(span);
+        let old = &self.source(span.file).text[start..end];
+        if old.starts_with(['*', '&', '!', '|', '>']) || old.contains('\n') {
+            return None;
+        }
+        let text = if self.is_json(span.file) {
+            value.json_compact()
+        } else if old.starts_with('\'') {
+            match value {
+                Emit::Str(text) => format!("'{}'", text.replace('\'', "''")),
+                other => other.yaml_flow(),
+            }
+        } else if old.starts_with('"') {
+            value.json_compact()
+        } else {
+            value.yaml_flow()
+        };
+        if text != old {
+            self.push(span.file, start, end, text);
+        }
+        Some(())
+    }
+
+    /// Makes `path` under the mapping `node` hold `value`: replaces the
+    /// scalar there, or adds the missing part of the path (as nested
+    /// mappings). `$ref`s on the way are followed, so the file that holds
+    /// each node is the one edited.
+    pub fn set(&mut self, node: &Node, path: &[&str], value: Emit) -> Option<()> {
+        let mut current = self.workspace.deref(node)?;
+        for (at, segment) in path.iter().enumerate() {
+            match current.entry(segment) {
+                Some(entry) if at + 1 == path.len() => {
+                    let empty = entry.value.span.start == entry.value.span.end;
+                    return match &entry.value.value {
+                        // `key:` with nothing after it has no text to replace.
+                        Value::Map(_) | Value::Seq(_) => None,
+                        Value::Null if empty => None,
+                        _ => self.replace_scalar(entry.value.span, &value),
+                    };
+                }
+                Some(entry) => current = self.workspace.deref(&entry.value)?,
+                None => {
+                    let nested = path[at + 1..]
+                        .iter()
+                        .rev()
+                        .fold(value, |inner, key| Emit::map([(*key, inner)]));
+                    return self.insert(current, None, segment, &nested);
+                }
+            }
+        }
+        None
+    }
+
+    /// Adds `key: value` to the mapping `map`, after the entry `after`
+    /// (default: the last one).
+    pub fn insert(
+        &mut self,
+        map: &Node,
+        after: Option<&str>,
+        key: &str,
+        value: &Emit,
+    ) -> Option<()> {
+        let entries = map.as_map()?;
+        if self.is_alias(map) || map.get(key).is_some() {
+            return None;
+        }
+        let file = map.span.file;
+        let anchor = after
+            .and_then(|name| entries.iter().find(|entry| &*entry.key == name))
+            .or(entries.last());
+        if !self.is_flow(map) {
+            let anchor = anchor?;
+            let column = entries.first()?.key_span.col as usize;
+            let quote = self.quote_of(&entries[0]);
+            let at = self.line_end_after(anchor);
+            let unit = self.yaml_unit(file);
+            let text = format!(
+                "\n{}{}:{}",
+                " ".repeat(column),
+                yaml_key(key, quote),
+                value.yaml_block_value(column, unit)
+            );
+            self.push(file, at, at, text);
+            return Some(());
+        }
+        let json = self.is_json(file);
+        let tight = self.is_tight(file);
+        let (colon, comma) = if tight { (":", ",") } else { (": ", ", ") };
+        let write_key = |quote| {
+            if json {
+                Emit::str(key).json_compact()
+            } else {
+                yaml_key(key, quote)
+            }
+        };
+        match anchor {
+            None => {
+                let open = self.byte(file, map.span.start)
+                    + self.source(file).text[self.byte(file, map.span.start)..].find('{')?;
+                let body = if json {
+                    value.json_inline(tight)
+                } else {
+                    value.yaml_flow()
+                };
+                self.push(
+                    file,
+                    open + 1,
+                    open + 1,
+                    format!("{}{colon}{body}", write_key(None)),
+                );
+            }
+            Some(entry) => {
+                let at = self.value_end(&entry.value);
+                let quote = self.quote_of(&entries[0]);
+                let text = match self.line_indent(file, entry.key_span) {
+                    Some(indent) if entry.key_span.line != map.span.line => {
+                        let body = if json {
+                            value.json_pretty(&indent, &self.json_unit(file))
+                        } else {
+                            value.yaml_flow()
+                        };
+                        format!(",\n{indent}{}: {body}", write_key(quote))
+                    }
+                    _ => {
+                        let body = if json {
+                            value.json_inline(tight)
+                        } else {
+                            value.yaml_flow()
+                        };
+                        format!("{comma}{}{colon}{body}", write_key(quote))
+                    }
+                };
+                self.push(file, at, at, text);
+            }
+        }
+        Some(())
+    }
+
+    /// Appends `item` to the list `holder[key]`, creating the list when the
+    /// key is absent.
+    pub fn append(&mut self, holder: &Node, key: &str, item: Emit) -> Option<()> {
+        let holder = self.workspace.deref(holder)?;
+        let Some(list) = holder.get(key) else {
+            return self.insert(holder, None, key, &Emit::Seq(vec![item]));
+        };
+        let items = list.as_seq()?;
+        if self.is_alias(list) {
+            return None;
+        }
+        let file = list.span.file;
+        let json = self.is_json(file);
+        if !self.is_flow(list) {
+            let last = items.last()?;
+            let first = items.first()?;
+            let line_start = self.line_start(file, first.span);
+            let prefix = &self.source(file).text[line_start..self.byte(file, first.span.start)];
+            let dash = prefix.rfind('-')?;
+            let column = prefix[..dash].chars().count();
+            let at = self.line_end_after_node(last);
+            let text = format!(
+                "\n{}{}",
+                " ".repeat(column),
+                item.yaml_seq_item(column, self.yaml_unit(file))
+            );
+            self.push(file, at, at, text);
+            return Some(());
+        }
+        let tight = self.is_tight(file);
+        let render = |editor: &Self, indent: Option<&str>| match (json, indent) {
+            (true, Some(indent)) => item.json_pretty(indent, &editor.json_unit(file)),
+            (true, None) => item.json_inline(tight),
+            (false, _) => item.yaml_flow(),
+        };
+        match items.last() {
+            None => {
+                let start = self.byte(file, list.span.start);
+                let open = start + self.source(file).text[start..].find('[')?;
+                let text = render(self, None);
+                self.push(file, open + 1, open + 1, text);
+            }
+            Some(last) => {
+                let at = self.value_end(last);
+                let text = match self.line_indent(file, last.span) {
+                    Some(indent) if last.span.line != list.span.line => {
+                        format!(",\n{indent}{}", render(self, Some(&indent)))
+                    }
+                    _ => format!("{}{}", if tight { "," } else { ", " }, render(self, None)),
+                };
+                self.push(file, at, at, text);
+            }
+        }
+        Some(())
+    }
+
+    /// The quote character of an existing key, to write new keys alike.
+    fn quote_of(&self, entry: &Entry) -> Option<char> {
+        let file = entry.key_span.file;
+        self.source(file).text[self.byte(file, entry.key_span.start)..]
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '"' | '\''))
+    }
+
+    fn line_start(&self, file: FileId, span: Span) -> usize {
+        let text = &self.source(file).text;
+        let at = self.byte(file, span.start);
+        text[..at].rfind('\n').map_or(0, |newline| newline + 1)
+    }
+
+    /// The whitespace before `span` on its line, if only whitespace is.
+    fn line_indent(&self, file: FileId, span: Span) -> Option<String> {
+        let start = self.line_start(file, span);
+        let prefix = &self.source(file).text[start..self.byte(file, span.start)];
+        prefix
+            .chars()
+            .all(|c| c == ' ' || c == '\t')
+            .then(|| prefix.to_string())
+    }
+
+    /// Where the text of a mapping entry ends: the end of the line that
+    /// holds its last value (after any trailing comment).
+    fn line_end_after(&self, entry: &Entry) -> usize {
+        match &entry.value.value {
+            Value::Null if entry.value.span.start == entry.value.span.end => self.end_of_line(
+                entry.key_span.file,
+                self.byte(entry.key_span.file, entry.key_span.end),
+            ),
+            _ => self.line_end_after_node(&entry.value),
+        }
+    }
+
+    fn line_end_after_node(&self, node: &Node) -> usize {
+        let mut node = node;
+        loop {
+            if self.is_alias(node) || self.is_flow(node) {
+                break;
+            }
+            match &node.value {
+                Value::Map(entries) => match entries.last() {
+                    Some(entry) => {
+                        if matches!(entry.value.value, Value::Null)
+                            && entry.value.span.start == entry.value.span.end
+                        {
+                            let file = entry.key_span.file;
+                            return self.end_of_line(file, self.byte(file, entry.key_span.end));
+                        }
+                        node = &entry.value;
+                    }
+                    None => break,
+                },
+                Value::Seq(items) => match items.last() {
+                    Some(item) => node = item,
+                    None => break,
+                },
+                _ => break,
+            }
+        }
+        let end = self.value_end(node);
+        self.end_of_line(node.span.file, end)
+    }
+
+    /// From `at`, back over trailing whitespace, then forward to the end
+    /// of that line.
+    fn end_of_line(&self, file: FileId, at: usize) -> usize {
+        let text = &self.source(file).text;
+        let content_end = text[..at.min(text.len())].trim_end().len();
+        match text[content_end..].find('\n') {
+            // Before a CRLF's `\r`, so the inserted line ends the same way.
+            Some(newline) if text[..content_end + newline].ends_with('\r') => {
+                content_end + newline - 1
+            }
+            Some(newline) => content_end + newline,
+            None => text.len(),
+        }
+    }
+
+    fn value_end_at(&self, span: Span) -> usize {
+        self.value_end(&Node {
+            value: Value::Null,
+            span,
+        })
+    }
+
+    /// Where a value's own text ends: quoted scalars at their closing
+    /// quote (the parser's span also covers trailing blanks), plain ones
+    /// before trailing blanks, flow collections after their bracket.
+    fn value_end(&self, node: &Node) -> usize {
+        let file = node.span.file;
+        let text = &self.source(file).text;
+        let start = self.byte(file, node.span.start).min(text.len());
+        let end = self.byte(file, node.span.end).min(text.len()).max(start);
+        match text[start..].chars().next() {
+            Some('"') => {
+                let mut escaped = false;
+                for (offset, c) in text[start + 1..].char_indices() {
+                    match c {
+                        '\\' if !escaped => escaped = true,
+                        '"' if !escaped => return start + 1 + offset + 1,
+                        _ => escaped = false,
+                    }
+                }
+                end
+            }
+            Some('\'') => {
+                let bytes = text.as_bytes();
+                let mut at = start + 1;
+                while at < bytes.len() {
+                    if bytes[at] == b'\'' {
+                        if bytes.get(at + 1) == Some(&b'\'') {
+                            at += 2;
+                            continue;
+                        }
+                        return at + 1;
+                    }
+                    at += 1;
+                }
+                end
+            }
+            _ => start + text[start..end].trim_end().len(),
+        }
+    }
+
+    /// Indentation step of a YAML file: how much deeper the root's first
+    /// nested block mapping is indented (default 2).
+    fn yaml_unit(&self, file: FileId) -> usize {
+        self.workspace
+            .files
+            .get(file.0 as usize)
+            .and_then(|loaded| {
+                loaded.root.as_map()?.iter().find_map(|entry| {
+                    let first = entry.value.as_map()?.first()?;
+                    let step = first.key_span.col.checked_sub(entry.key_span.col)?;
+                    (step > 0 && first.key_span.line != entry.key_span.line)
+                        .then_some(step as usize)
+                })
+            })
+            .unwrap_or(2)
+    }
+
+    /// Indentation step of a JSON file: the root's first key's indent.
+    fn json_unit(&self, file: FileId) -> String {
+        self.workspace
+            .files
+            .get(file.0 as usize)
+            .and_then(|loaded| {
+                let first = loaded.root.as_map()?.first()?;
+                if first.key_span.line == loaded.root.span.line {
+                    return None;
+                }
+                self.line_indent(file, first.key_span)
+                    .filter(|indent| !indent.is_empty())
+            })
+            .unwrap_or_else(|| "  ".to_string())
+    }
+}

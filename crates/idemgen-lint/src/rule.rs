@@ -1,0 +1,89 @@
+//! What every rule is: an id, a default severity, its documentation and a
+//! check over one operation or the whole document.
+
+use super::context::DocumentContext;
+use super::sink::Sink;
+use idemgen_diagnostics::Severity;
+use idemgen_spec::analysis::OperationContext;
+
+pub enum Check {
+    /// Runs once per linted document.
+    Document(fn(&DocumentContext<'_>, &mut Sink<'_>)),
+    /// Runs once per operation.
+    Operation(fn(&OperationContext<'_>, &mut Sink<'_>)),
+    /// Runs once per document and once per operation.
+    Both(
+        fn(&DocumentContext<'_>, &mut Sink<'_>),
+        fn(&OperationContext<'_>, &mut Sink<'_>),
+    ),
+}
+
+impl Check {
+    pub fn document(&self) -> Option<fn(&DocumentContext<'_>, &mut Sink<'_>)> {
+        match self {
+            Check::Document(check) | Check::Both(check, _) => Some(*check),
+            Check::Operation(_) => None,
+        }
+    }
+
+    pub fn operation(&self) -> Option<fn(&OperationContext<'_>, &mut Sink<'_>)> {
+        match self {
+            Check::Operation(check) | Check::Both(_, check) => Some(*check),
+            Check::Document(_) => None,
+        }
+    }
+}
+
+pub struct Rule {
+    /// Stable kebab-case id, e.g. `window-too-short`.
+    pub id: &'static str,
+    pub severity: Severity,
+    /// One line: what the rule checks.
+    pub summary: &'static str,
+    /// The rule file's source; its leading `//!` lines are the documentation.
+    pub source: &'static str,
+    pub check: Check,
+    /// Whether its findings come with a fix, and how safe that fix is.
+    pub fix: Option<idemgen_diagnostics::Applicability>,
+}
+
+impl Rule {
+    /// The long explanation `idemgen rule ID` prints: the rule file's
+    /// leading `//!` documentation, as Markdown.
+    pub fn docs(&self) -> String {
+        let mut docs = String::new();
+        for line in self.source.lines() {
+            let Some(text) = line.strip_prefix("//!") else {
+                break;
+            };
+            docs.push_str(text.strip_prefix(' ').unwrap_or(text));
+            docs.push('\n');
+        }
+        docs.trim().to_string()
+    }
+}
+
+/// Declares a rule from inside its own file, taking the file's documentation.
+macro_rules! declare_rule {
+    ($file:literal, $id:literal, $severity:ident, $summary:literal, $check:expr) => {
+        pub const RULE: $crate::rule::Rule = $crate::rule::Rule {
+            id: $id,
+            severity: ::idemgen_diagnostics::Severity::$severity,
+            summary: $summary,
+            source: include_str!($file),
+            check: $check,
+            fix: None,
+        };
+    };
+    ($file:literal, $id:literal, $severity:ident, $summary:literal, $check:expr, fix = $fix:ident) => {
+        pub const RULE: $crate::rule::Rule = $crate::rule::Rule {
+            id: $id,
+            severity: ::idemgen_diagnostics::Severity::$severity,
+            summary: $summary,
+            source: include_str!($file),
+            check: $check,
+            fix: Some(::idemgen_diagnostics::Applicability::$fix),
+        };
+    };
+}
+pub(crate) use declare_rule;

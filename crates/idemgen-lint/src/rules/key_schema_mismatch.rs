@@ -1,0 +1,119 @@
+//! # key-schema-mismatch
+//!
+//! **What it checks.** The schema of the key's parameter (or request-body
+//! field) says what the contract says: a `pattern` equivalent to
+//! `key.format` (anchored; groups and needless escapes aside) and a
+//! `maxLength` equal to `key.max-length`.
+//!
+//! **Why it matters.** Everything that is not idemgen reads the schema, not
+//! the extension: fuzzers such as schemathesis, client-side validators,
+//! mock servers, generated SDKs. With only `{type: string}` they send keys
+//! the server must refuse with the missing-key answer, and report the
+//! service as broken for rejecting a "schema-valid" request.
+//!
+//! **Example fix.** For `format: "pay:{date}:{uuid}"` and `max-length: 128`:
+//!
+//! ```yaml
+//! schema:
+//!   type: string
+//!   pattern: "^pay:[0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]):[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"
+//!   maxLength: 128
+//! ```
+//!
+//! `idemgen lint --fix` writes both (a safe fix).
+use super::prelude::*;
+use crate::fix::edit::Editor;
+use crate::fix::emit::Emit;
+use crate::fix::{Applicability, Fix};
+use idemgen_spec::contract::model::KeySpec;
+use idemgen_spec::{Node, Value};
+
+declare_rule!(
+    "key_schema_mismatch.rs",
+    "key-schema-mismatch",
+    Warning,
+    "the key's schema lacks the template's `pattern` or a `maxLength` equal to key.max-length",
+    Check::Operation(check),
+    fix = Safe
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let Some(key) = context.key() else {
+        return;
+    };
+    // A key that is not declared at all is key-param-missing's finding.
+    let Some(schema) = context.key_schema(key) else {
+        return;
+    };
+    let template = &key.format.value;
+    let max_length = key.max_length.value;
+    let mut problems = Vec::new();
+    match schema.get("pattern").and_then(Node::as_str) {
+        None => problems.push("has no `pattern`".to_string()),
+        Some(pattern) if !template.pattern_matches(pattern) => problems.push(format!(
+            "has `pattern` `{pattern}`, which is not the template `{}`",
+            template.source
+        )),
+        Some(_) => {}
+    }
+    match schema.get("maxLength").map(|node| &node.value) {
+        None => problems.push(format!(
+            "has no `maxLength` (key.max-length is {max_length})"
+        )),
+        Some(Value::Int(length)) if u64::try_from(*length).ok() == Some(max_length) => {}
+        Some(_) => problems.push(format!(
+            "has a `maxLength` other than key.max-length {max_length}"
+        )),
+    }
+    if problems.is_empty() {
+        return;
+    }
+    let origin = Origin {
+        span: schema.span,
+        pointer: context.workspace.pointer_at(schema.span),
+    };
+    let fix = key_schema(context, key, schema);
+    sink.report(
+        &origin,
+        format!(
+            "{}: the schema of key {} `{}` {}",
+            context.name(),
+            key.location.value.name(),
+            key.name.value,
+            problems.join(" and ")
+        ),
+    )
+    .with_help(format!(
+        "set `pattern: \"{}\"` and `maxLength: {max_length}`, so tools that read only the schema send keys the server accepts",
+        template.schema_pattern()
+    ))
+    .with_fix(fix);
+}
+
+/// The key's schema → `pattern` and `maxLength` from the contract.
+fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Fix> {
+    let mut editor = Editor::new(context.workspace);
+    let template = &key.format.value;
+    let pattern_ok = schema
+        .get("pattern")
+        .and_then(Node::as_str)
+        .is_some_and(|pattern| template.pattern_matches(pattern));
+    if !pattern_ok {
+        editor.set(schema, &["pattern"], Emit::str(template.schema_pattern()))?;
+    }
+    let length_ok = matches!(
+        schema.get("maxLength").map(|node| &node.value),
+        Some(Value::Int(length)) if u64::try_from(*length).ok() == Some(key.max_length.value)
+    );
+    if !length_ok {
+        editor.set(
+            schema,
+            &["maxLength"],
+            Emit::Int(key.max_length.value as i64),
+        )?;
+    }
+    editor.finish(
+        "Set the key schema's `pattern` and `maxLength` from the contract",
+        Applicability::Safe,
+    )
+}

@@ -1,0 +1,64 @@
+//! # window-below-retry-span
+//!
+//! **What it checks.** The window covers the real span from the first
+//! attempt's arrival to the end of the last retry:
+//! `retries × timeout + Σ retries + retries × jitter + max-processing`.
+//!
+//! **Why it matters.** The 2× rule assumes few retries. A client that
+//! retries eight times with a 5 s timeout keeps sending the same key for
+//! 40 s and more, which a 2× window of 28 s does not cover: the ninth
+//! attempt arrives after the key is forgotten and is processed as new.
+//!
+//! **Example fix.** With `timeout: 5s`, eight 1 s retries and
+//! `max-processing: 1s`, the span is 8×5 + 8 + 1 = 49 s: set `window: 49s`
+//! or more, or retry less.
+use super::prelude::*;
+use super::window_too_short::jitter_term;
+use idemgen_spec::window::{WindowInputs, compute};
+
+declare_rule!(
+    "window_below_retry_span.rs",
+    "window-below-retry-span",
+    Error,
+    "window is shorter than retries×timeout + Σretries + retries×jitter + max-processing",
+    Check::Operation(check),
+    fix = Safe
+);
+
+fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
+    let Some(contract) = context.contract() else {
+        return;
+    };
+    let (Some(window), Some(timeout), Some(processing)) = (
+        &contract.window_ms,
+        &contract.timeout_ms,
+        &contract.max_processing_ms,
+    ) else {
+        return;
+    };
+    let inputs = WindowInputs::of(contract);
+    let Some(span) = compute(&inputs).retry_span_ms else {
+        return;
+    };
+    if window.value >= span {
+        return;
+    }
+    let retries = inputs.retries_ms.len();
+    sink.report(
+        &window.origin,
+        format!(
+            "{}: window {} ends before the last retry can finish: {} retries × timeout {} + retries {}{} + max-processing {} = {}",
+            context.name(),
+            format_ms(window.value),
+            retries,
+            format_ms(timeout.value),
+            format_ms(inputs.total_retry_delay_ms()),
+            jitter_term(retries, inputs.jitter_ms),
+            format_ms(processing.value),
+            format_ms(span)
+        ),
+    )
+    .with_help(format!("set `window: {}` or longer, or retry fewer times", format_ms(span)))
+    .with_label(format!("retries run for up to {}", format_ms(span)))
+    .with_fix(crate::fix::builders::window(context, contract));
+}

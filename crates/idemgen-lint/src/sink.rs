@@ -1,0 +1,99 @@
+//! Where rules put findings: turns an [`Origin`] into a file location and
+//! stamps the rule id, severity and operation.
+
+use std::collections::HashSet;
+
+use idemgen_spec::contract::Origin;
+use idemgen_spec::{Span, Workspace};
+
+use idemgen_diagnostics::{Diagnostic, Location, Severity};
+
+pub struct Sink<'a> {
+    pub(super) workspace: &'a Workspace,
+    pub(super) rule: &'static str,
+    pub(super) severity: Severity,
+    pub(super) operation: Option<String>,
+    /// Ids of the rules turned off for this run.
+    pub(super) rules_off: &'a HashSet<&'static str>,
+    pub(super) out: &'a mut Vec<Diagnostic>,
+    /// What unsafe fixes write into a new document-level block.
+    pub(super) fix_defaults: &'a crate::fix::FixDefaults,
+}
+
+impl<'a> Sink<'a> {
+    /// What unsafe fixes write into a new document-level block (from
+    /// `--timeout`, `--retries`, `--max-processing`, `--dialect`).
+    pub fn fix_defaults(&self) -> &'a crate::fix::FixDefaults {
+        self.fix_defaults
+    }
+}
+
+impl Sink<'_> {
+    /// Whether the rule `id` runs in this lint (it is not turned off), so a
+    /// general rule can leave an operation to a more specific one.
+    pub fn rule_runs(&self, id: &str) -> bool {
+        !self.rules_off.contains(id)
+    }
+
+    /// Reports a finding at `origin` with the rule's severity.
+    pub fn report(&mut self, origin: &Origin, message: impl Into<String>) -> &mut Diagnostic {
+        self.report_as(self.severity, origin, message)
+    }
+
+    /// Reports a milder form of the rule's finding: one level below its
+    /// severity (an error becomes a warning).
+    pub fn report_milder(
+        &mut self,
+        origin: &Origin,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        let severity = match self.severity {
+            Severity::Error => Severity::Warning,
+            _ => Severity::Info,
+        };
+        self.report_as(severity, origin, message)
+    }
+
+    fn report_as(
+        &mut self,
+        severity: Severity,
+        origin: &Origin,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
+        let location = location(self.workspace, origin.span);
+        self.out.push(Diagnostic {
+            rule: self.rule,
+            severity,
+            message: message.into(),
+            location,
+            pointer: origin.pointer.clone(),
+            operation: self.operation.clone(),
+            help: None,
+            label: None,
+            fix: None,
+        });
+        self.out.last_mut().expect("just pushed")
+    }
+}
+
+/// A span as a location; the underline stops at the end of the first line
+/// so a whole mapping is not highlighted.
+pub fn location(workspace: &Workspace, span: Span) -> Location {
+    let file = workspace.file(span.file);
+    let offset = file.byte_offset(span.start as usize);
+    let end = file.byte_offset(span.end as usize).max(offset);
+    let first_line_end = file.text[offset..end]
+        .find('\n')
+        .map_or(end, |at| offset + at);
+    let trimmed = file.text[offset..first_line_end].trim_end();
+    Location {
+        file: file.display.clone(),
+        line: span.line as usize,
+        column: span.col as usize + 1,
+        offset,
+        length: trimmed
+            .len()
+            .max(1)
+            .min(file.text.len().saturating_sub(offset)),
+    }
+}

@@ -1,0 +1,221 @@
+//! The open documents: their text as the editor has it (edits applied in
+//! order), and conversion between LSP positions (UTF-16 code units per
+//! line) and byte offsets.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use lsp_types::{Position, Range, TextDocumentContentChangeEvent, Uri};
+
+/// One open document.
+pub struct Document {
+    pub uri: Uri,
+    pub path: Option<PathBuf>,
+    pub version: i32,
+    pub text: String,
+}
+
+/// Open documents by URI.
+#[derive(Default)]
+pub struct Documents {
+    open: HashMap<String, Document>,
+}
+
+impl Documents {
+    pub fn open(&mut self, uri: Uri, version: i32, text: String) {
+        let path = uri_to_path(&uri);
+        self.open.insert(
+            uri.as_str().to_string(),
+            Document {
+                uri,
+                path,
+                version,
+                text,
+            },
+        );
+    }
+
+    pub fn close(&mut self, uri: &Uri) {
+        self.open.remove(uri.as_str());
+    }
+
+    pub fn get(&self, uri: &Uri) -> Option<&Document> {
+        self.open.get(uri.as_str())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Document> {
+        self.open.values()
+    }
+
+    /// Applies a `didChange`'s edits in order. A range that does not fit
+    /// the text (a client out of step) is clamped, never a panic.
+    pub fn change(
+        &mut self,
+        uri: &Uri,
+        version: i32,
+        changes: Vec<TextDocumentContentChangeEvent>,
+    ) {
+        let Some(document) = self.open.get_mut(uri.as_str()) else {
+            return;
+        };
+        for change in changes {
+            match change.range {
+                None => document.text = change.text,
+                Some(range) => {
+                    let index = LineIndex::new(&document.text);
+                    let start = index.offset(&document.text, range.start);
+                    let end = index.offset(&document.text, range.end).max(start);
+                    document.text.replace_range(start..end, &change.text);
+                }
+            }
+        }
+        document.version = version;
+    }
+
+    /// Every open document's text by path: what the loader reads instead of
+    /// the disk, so unsaved edits in referenced files count.
+    pub fn overlay(&self) -> HashMap<PathBuf, String> {
+        self.open
+            .values()
+            .filter_map(|document| {
+                let path = idemgen_spec::normalize(document.path.as_ref()?);
+                Some((path, document.text.clone()))
+            })
+            .collect()
+    }
+}
+
+/// Byte offset of each line's start, for position conversion.
+pub struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    pub fn new(text: &str) -> LineIndex {
+        let mut starts = vec![0];
+        starts.extend(
+            text.bytes()
+                .enumerate()
+                .filter(|(_, byte)| *byte == b'\n')
+                .map(|(at, _)| at + 1),
+        );
+        LineIndex { starts }
+    }
+
+    /// The byte offset of an LSP position, clamped to the line and text.
+    pub fn offset(&self, text: &str, position: Position) -> usize {
+        let Some(&line_start) = self.starts.get(position.line as usize) else {
+            return text.len();
+        };
+        let line_end = self
+            .starts
+            .get(position.line as usize + 1)
+            .map_or(text.len(), |next| next - 1);
+        let mut units = 0u32;
+        for (at, character) in text[line_start..line_end].char_indices() {
+            if units >= position.character {
+                return line_start + at;
+            }
+            units += character.len_utf16() as u32;
+        }
+        line_end
+    }
+
+    /// The LSP position of a byte offset (clamped to the text).
+    pub fn position(&self, text: &str, offset: usize) -> Position {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|start| *start <= offset) - 1;
+        let character = text[self.starts[line]..offset]
+            .chars()
+            .map(|c| c.len_utf16() as u32)
+            .sum();
+        Position::new(line as u32, character)
+    }
+
+    pub fn range(&self, text: &str, start: usize, end: usize) -> Range {
+        Range::new(self.position(text, start), self.position(text, end))
+    }
+}
+
+/// The file a `file:` URI names; `None` for other schemes.
+pub fn uri_to_path(uri: &Uri) -> Option<PathBuf> {
+    let rest = uri.as_str().strip_prefix("file://")?;
+    // `file:///path` on Unix; `file:///C:/path` on Windows.
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    let decoded = idemgen_spec::refs::percent_decode(path)?;
+    #[cfg(windows)]
+    let decoded = decoded.trim_start_matches('/').to_string();
+    Some(PathBuf::from(decoded))
+}
+
+/// The `file:` URI of a path.
+pub fn path_to_uri(path: &Path) -> Option<Uri> {
+    let absolute = std::path::absolute(path).ok()?;
+    let mut text = String::from("file://");
+    let path = absolute.to_string_lossy().replace('\\', "/");
+    if !path.starts_with('/') {
+        text.push('/');
+    }
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' | b':' => {
+                text.push(byte as char)
+            }
+            other => text.push_str(&format!("%{other:02X}")),
+        }
+    }
+    Uri::from_str(&text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_count_utf16_units_and_round_trip() {
+        let text = "a: é\nb: 😀x\n";
+        let index = LineIndex::new(text);
+        let x = text.find('x').unwrap();
+        assert_eq!(index.position(text, x), Position::new(1, 5));
+        assert_eq!(index.offset(text, Position::new(1, 5)), x);
+        // Past the line's end clamps to it; past the last line, to the text.
+        assert_eq!(index.offset(text, Position::new(0, 99)), 3 + 'é'.len_utf8());
+        assert_eq!(index.offset(text, Position::new(9, 0)), text.len());
+    }
+
+    #[test]
+    fn incremental_edits_apply_in_order() {
+        let uri = Uri::from_str("file:///tmp/a.yaml").unwrap();
+        let mut documents = Documents::default();
+        documents.open(uri.clone(), 1, "window: 16s\n".into());
+        let edit = |line, from, to, text: &str| TextDocumentContentChangeEvent {
+            range: Some(Range::new(
+                Position::new(line, from),
+                Position::new(line, to),
+            )),
+            range_length: None,
+            text: text.into(),
+        };
+        documents.change(
+            &uri,
+            2,
+            vec![edit(0, 8, 10, "18"), edit(0, 11, 11, " # ok")],
+        );
+        let document = documents.get(&uri).unwrap();
+        assert_eq!(document.text, "window: 18s # ok\n");
+        assert_eq!(document.version, 2);
+        assert_eq!(document.path.as_deref(), Some(Path::new("/tmp/a.yaml")));
+    }
+
+    #[test]
+    fn paths_and_uris_round_trip() {
+        let path = Path::new("/tmp/my api/spec#1.yaml");
+        let uri = path_to_uri(path).unwrap();
+        assert_eq!(uri.as_str(), "file:///tmp/my%20api/spec%231.yaml");
+        assert_eq!(uri_to_path(&uri).as_deref(), Some(path));
+    }
+}

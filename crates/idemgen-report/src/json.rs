@@ -1,0 +1,42 @@
+//! `--format json`: one JSON object, exactly as the contract specifies.
+
+use serde_json::{Value, json};
+
+use idemgen_diagnostics::Report;
+
+pub fn render(report: &Report) -> String {
+    let diagnostics: Vec<Value> = report
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            json!({
+                "rule": diagnostic.rule,
+                "severity": diagnostic.severity.as_str(),
+                "message": diagnostic.message,
+                "file": diagnostic.location.file,
+                "line": diagnostic.location.line,
+                "column": diagnostic.location.column,
+                "pointer": diagnostic.pointer,
+                "operation": diagnostic.operation,
+                "help": diagnostic.help,
+            })
+        })
+        .collect();
+    let document = json!({
+        "diagnostics": diagnostics,
+        "summary": summary(report),
+    });
+    let mut text = serde_json::to_string_pretty(&document).expect("JSON values always serialise");
+    text.push('\n');
+    text
+}
+
+/// The counts every JSON document of a lint run ends with.
+pub fn summary(report: &Report) -> Value {
+    json!({
+        "errors": report.errors(),
+        "warnings": report.warnings(),
+        "files": report.files,
+        "operations": report.operations,
+    })
+}

@@ -1,0 +1,261 @@
+//! A COMMIT whose answer never arrives: the connection breaks while the
+//! business transaction commits. Whether it committed is unknown to the
+//! service, so the client is told exactly that (503, `Retry-After`, "retry
+//! with the same key, never a new one"), never "not processed": a client
+//! that believed that and retried with a new key would pay twice. Both
+//! sides of the unknown are provoked through a TCP proxy in front of the
+//! real server: the COMMIT lost on its way (nothing committed: the retry
+//! runs) and the COMMIT executed with its answer lost (committed: the
+//! retry gets the stored answer and the business step does not run again).
+
+#![cfg(any(feature = "mysql", feature = "postgres"))]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use idemgen_runtime::{Contract, Idempotency, Operation, REPLAYED_HEADER, Reply};
+use serde_json::json;
+use support::{NO_MIGRATIONS, Table};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+static PAY: Operation = Operation::idempotent(
+    "onPay",
+    "on_pay",
+    Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 5_000),
+);
+
+/// What the proxy does with the next client packet that carries `COMMIT`.
+const PASS: u8 = 0;
+const DROP_BEFORE: u8 = 1;
+const DROP_AFTER: u8 = 2;
+
+/// A TCP proxy to `upstream`; `mode` arms it for one COMMIT.
+async fn proxy(upstream: String, mode: Arc<AtomicU8>) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else {
+                return;
+            };
+            let (upstream, mode) = (upstream.clone(), mode.clone());
+            tokio::spawn(async move {
+                let Ok(server) = TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                relay(client, server, mode).await;
+            });
+        }
+    });
+    port
+}
+
+async fn relay(client: TcpStream, server: TcpStream, mode: Arc<AtomicU8>) {
+    let (mut client_read, mut client_write) = client.into_split();
+    let (mut server_read, mut server_write) = server.into_split();
+    let answers = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut server_read, &mut client_write).await;
+    });
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        let read = match client_read.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => read,
+        };
+        let packet = &buffer[..read];
+        let commit = packet.windows(6).any(|window| window == b"COMMIT");
+        match commit.then(|| mode.swap(PASS, Ordering::SeqCst)) {
+            Some(DROP_BEFORE) => break,
+            Some(DROP_AFTER) => {
+                answers.abort();
+                let _ = server_write.write_all(packet).await;
+                // Let the server execute it; its answer is never relayed.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                break;
+            }
+            _ => {
+                if server_write.write_all(packet).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    answers.abort();
+}
+
+/// The server's `host:port` and the URL with the proxy's port instead.
+fn through_proxy(url: &str, port: u16) -> (String, String) {
+    let after_at = url
+        .rfind('@')
+        .map_or(url.find("//").unwrap() + 2, |at| at + 1);
+    let rest = &url[after_at..];
+    let end = rest.find('/').unwrap_or(rest.len());
+    let upstream = rest[..end].to_string();
+    let proxied = format!("{}127.0.0.1:{port}{}", &url[..after_at], &rest[end..]);
+    (upstream, proxied)
+}
+
+fn pay(key: &str) -> axum::extract::Request {
+    Request::post("/pay")
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", key)
+        .body(Body::from(r#"{"order":"A-1"}"#))
+        .unwrap()
+}
+
+async fn payments(table: &Table) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM {}_payments",
+        table.name
+    )))
+    .fetch_one(&table.pool)
+    .await
+    .unwrap()
+}
+
+/// One payment through an engine whose connections go through the proxy,
+/// armed with `fault` for its COMMIT; then the retry with the same key.
+/// Returns the first answer, the retry's answer and the payments made.
+async fn pay_through(
+    fault: u8,
+) -> Option<(axum::response::Response, axum::response::Response, i64)> {
+    let table = Table::new().await?;
+    table
+        .sql("CREATE TABLE {t}_payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
+        .await;
+    let mode = Arc::new(AtomicU8::new(PASS));
+    let (upstream, _) = through_proxy(&table.url, 0);
+    let port = proxy(upstream, mode.clone()).await;
+    let (_, proxied) = through_proxy(&table.url, port);
+    let pool = idemgen_runtime::connect(&proxied, &NO_MIGRATIONS)
+        .await
+        .expect("connect through the proxy");
+    let engine = Idempotency::new(pool, &table.name).await.unwrap();
+    let key = format!("pay:{}", uuid::Uuid::new_v4());
+    let attempt = |id: i64| {
+        let engine = engine.clone();
+        let (key, table_name) = (key.clone(), table.name.clone());
+        async move {
+            let mut call = match engine.begin(&PAY, pay(&key)).await {
+                Ok(call) => call,
+                Err(answer) => return answer,
+            };
+            let (tx, _) = call.parts();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table_name}_payments (id, amount) VALUES ({id}, 100)"
+            )))
+            .execute(&mut **tx)
+            .await
+            .unwrap();
+            call.finish(Ok::<_, sqlx::Error>(Reply::json(
+                StatusCode::CREATED,
+                &json!({"paid": 100}),
+            )))
+            .await
+        }
+    };
+    mode.store(fault, Ordering::SeqCst);
+    let first = attempt(1).await;
+    assert_eq!(
+        mode.load(Ordering::SeqCst),
+        PASS,
+        "the COMMIT went through the proxy"
+    );
+    let retry = attempt(2).await;
+    let paid = payments(&table).await;
+    table.sql("DROP TABLE {t}_payments").await;
+    Some((first, retry, paid))
+}
+
+async fn detail(response: axum::response::Response) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+async fn the_outcome_is_unknown(first: axum::response::Response) {
+    assert_eq!(first.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(first.headers().contains_key("retry-after"));
+    let text = detail(first).await;
+    assert!(text.contains("outcome unknown"), "{text}");
+    assert!(text.contains("same key"), "{text}");
+    assert!(!text.contains("not processed"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_lost_on_its_way_is_unknown_and_the_retry_runs_once() {
+    let Some((first, retry, paid)) = pay_through(DROP_BEFORE).await else {
+        return;
+    };
+    the_outcome_is_unknown(first).await;
+    assert_eq!(retry.status(), StatusCode::CREATED);
+    assert!(retry.headers().get(REPLAYED_HEADER).is_none());
+    assert_eq!(paid, 1, "one payment: the lost commit wrote nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_answer_is_lost_is_unknown_and_the_retry_is_a_replay() {
+    let Some((first, retry, paid)) = pay_through(DROP_AFTER).await else {
+        return;
+    };
+    the_outcome_is_unknown(first).await;
+    let status = retry.status();
+    let replayed = retry.headers().get(REPLAYED_HEADER).cloned();
+    assert_eq!(status, StatusCode::CREATED, "{}", detail(retry).await);
+    assert_eq!(replayed.unwrap(), "true");
+    assert_eq!(paid, 1, "one payment: the retry replayed the committed one");
+}
+
+/// A COMMIT the server refuses with an error of its own (a deferred
+/// constraint) certainly rolled back: that is a 500 saying nothing was
+/// committed, never "outcome unknown", and the claim is released.
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    table
+        .sql(
+            "CREATE TABLE {t}_parent (id INTEGER PRIMARY KEY); \
+             CREATE TABLE {t}_child (id INTEGER PRIMARY KEY, parent INTEGER \
+             REFERENCES {t}_parent (id) DEFERRABLE INITIALLY DEFERRED)",
+        )
+        .await;
+    let engine = table.engine().await;
+    let key = format!("pay:{}", uuid::Uuid::new_v4());
+    let mut call = engine
+        .begin(&PAY, pay(&key))
+        .await
+        .ok()
+        .expect("a fresh key");
+    let (tx, _) = call.parts();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {}_child (id, parent) VALUES (1, 42)",
+        table.name
+    )))
+    .execute(&mut **tx)
+    .await
+    .expect("deferred: checked at COMMIT");
+    let answer = call
+        .finish(Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::CREATED,
+            &json!({"paid": 100}),
+        )))
+        .await;
+    assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let text = detail(answer).await;
+    assert!(text.contains("nothing was committed"), "{text}");
+    // Released: the retry claims the key at once.
+    assert!(engine.begin(&PAY, pay(&key)).await.is_ok());
+    table
+        .sql("DROP TABLE {t}_child; DROP TABLE {t}_parent")
+        .await;
+}

@@ -1,0 +1,86 @@
+//! A client that trickles its request (slowloris) cannot hold a connection,
+//! or the megabyte a body may take, for as long as it likes: headers must
+//! arrive within the header timeout (`HEADER_TIMEOUT` in `serve`, 3 s
+//! here), a body within `BODY_READ_TIMEOUT` (answered 408, nothing claimed).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::post;
+use idemgen_runtime::{BODY_READ_TIMEOUT, Request};
+
+const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+
+async fn echo(request: axum::extract::Request) -> axum::response::Response {
+    match Request::read(request).await {
+        Ok(request) => axum::response::IntoResponse::into_response(request.body),
+        Err(answer) => answer,
+    }
+}
+
+/// Everything the server sends until it closes the connection, and when.
+fn until_closed(mut stream: TcpStream) -> (String, Duration) {
+    let started = Instant::now();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickled_headers_and_bodies_are_cut_off() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let router = Router::new().route("/pay", post(echo));
+    let server = tokio::spawn({
+        let address = address.clone();
+        async move {
+            idemgen_runtime::service::serve_with_header_timeout(&address, router, HEADER_TIMEOUT)
+                .await
+        }
+    });
+    let connect = move || {
+        for _ in 0..100 {
+            if let Ok(stream) = TcpStream::connect(&address) {
+                return stream;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the server did not start");
+    };
+    let (headers, body) = tokio::task::spawn_blocking(move || {
+        let mut headers = connect();
+        headers
+            .write_all(b"POST /pay HTTP/1.1\r\nHost: x\r\n")
+            .unwrap();
+        let mut body = connect();
+        body.write_all(b"POST /pay HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"amount\":")
+            .unwrap();
+        let body = std::thread::spawn(move || until_closed(body));
+        (until_closed(headers), body.join().unwrap())
+    })
+    .await
+    .unwrap();
+    let slack = Duration::from_secs(5);
+    let (_, waited) = headers;
+    assert!(
+        waited >= HEADER_TIMEOUT - Duration::from_secs(1) && waited < HEADER_TIMEOUT + slack,
+        "unfinished headers held the connection for {waited:?}"
+    );
+    let (answer, waited) = body;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("request body too slow"), "{answer}");
+    assert!(waited < BODY_READ_TIMEOUT + slack, "{waited:?}");
+    server.abort();
+}

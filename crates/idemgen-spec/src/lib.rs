@@ -1,0 +1,629 @@
+//! The spec and what it promises: [`Workspace::load`] reads files into
+//! positioned trees with every `$ref` checked, [`contract`] reads an
+//! `x-idempotency` block into a typed model, [`analysis`] merges each
+//! operation's contract once for every command, and [`window`] holds the
+//! window math that the rules and `idemgen window` share.
+//!
+//! Loading: one [`Workspace`] holds the root document and every file it
+//! references, each parsed once. Nothing is inlined: consumers follow
+//! `$ref`s with [`Workspace::deref`], so every node keeps the position of
+//! the file it was written in.
+
+pub mod analysis;
+pub mod contract;
+pub mod json_escapes;
+pub mod json_parse;
+pub mod key_names;
+pub mod node;
+pub mod operations;
+pub mod parse;
+pub mod refs;
+pub mod security;
+mod source;
+mod version;
+pub mod window;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+pub use node::{Entry, Mapping, Node, Span, Value};
+pub use source::{FileId, SourceFile};
+pub use version::OpenApiVersion;
+
+use refs::{RefProblem, split_ref};
+
+/// Largest file accepted (8 copies of the Stripe spec's paths still fit).
+pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
+/// Most files one document may pull in through `$ref`s.
+pub const MAX_FILES: usize = 20_000;
+/// Most `$ref` problems reported per document.
+const MAX_REF_PROBLEMS: usize = 1000;
+/// Longest chain of `$ref`s to `$ref`s followed before giving up.
+const MAX_REF_HOPS: usize = 64;
+
+/// A problem that makes the input unusable: exit code 2.
+#[derive(Debug)]
+pub struct LoadError {
+    pub file: String,
+    pub message: String,
+    pub help: String,
+    /// Byte offset, line (1-based) and column (1-based), when known.
+    pub location: Option<(usize, usize, usize)>,
+    /// The file's text, for a snippet.
+    pub text: Option<String>,
+}
+
+/// A problem found while loading that lint reports as a finding.
+#[derive(Debug, Clone)]
+pub enum LoadProblem {
+    DuplicateKey {
+        key: String,
+        first: Span,
+        again: Span,
+    },
+    Ref {
+        reference: String,
+        at: Span,
+        message: String,
+        /// Remote references are merely unchecked, not wrong.
+        remote: bool,
+    },
+}
+
+pub struct LoadedFile {
+    pub source: SourceFile,
+    pub root: Node,
+}
+
+pub struct Workspace {
+    pub files: Vec<LoadedFile>,
+    pub version: OpenApiVersion,
+    pub problems: Vec<LoadProblem>,
+    /// `(file that holds the $ref, its file part)` → the file it names.
+    ref_files: HashMap<(FileId, Box<str>), FileId>,
+    /// Each file's OpenAPI 3.2 `$self`, the base of its relative `$ref`s.
+    bases: Vec<Option<Box<str>>>,
+}
+
+impl Workspace {
+    /// Loads `path` and every file its `$ref`s reach.
+    pub fn load(path: &Path) -> Result<Workspace, Box<LoadError>> {
+        Workspace::load_with(path, &HashMap::new())
+    }
+
+    /// Like [`Workspace::load`], with the text of some files (by their
+    /// absolute, normalised path) taken from `overlay` instead of the disk:
+    /// how fixes are checked before anything is written.
+    pub fn load_with(
+        path: &Path,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<Workspace, Box<LoadError>> {
+        let display = path.display().to_string();
+        let real_path =
+            normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+        let text = match overlay.get(&real_path) {
+            Some(text) => text.clone(),
+            None => read_text(path, &display)?,
+        };
+        Workspace::from_text_with(path, display, text, overlay)
+    }
+
+    /// Loads a root document from text already in memory (its relative
+    /// `$ref`s are read from `path`'s directory).
+    pub fn from_text(
+        path: &Path,
+        display: String,
+        text: String,
+    ) -> Result<Workspace, Box<LoadError>> {
+        Workspace::from_text_with(path, display, text, &HashMap::new())
+    }
+
+    fn from_text_with(
+        path: &Path,
+        display: String,
+        text: String,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<Workspace, Box<LoadError>> {
+        let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
+        let mut workspace = Workspace {
+            files: Vec::new(),
+            version: OpenApiVersion::V3_1,
+            problems: Vec::new(),
+            ref_files: HashMap::new(),
+            bases: Vec::new(),
+        };
+        workspace.add_file(normalize(&real_path), display, text)?;
+        let root = &workspace.files[0];
+        workspace.version = version::detect(&root.root).map_err(|unsupported| {
+            let span = unsupported.node.span;
+            let mut error = located_error(
+                &root.source,
+                span.start as usize,
+                span.line as usize,
+                span.col as usize,
+            );
+            error.message = unsupported.message;
+            error.help = unsupported.help;
+            Box::new(error)
+        })?;
+        workspace.bases[0] = workspace.self_uri(FileId(0));
+        workspace.load_referenced_files(&root_dir, overlay)?;
+        workspace.check_ref_targets();
+        Ok(workspace)
+    }
+
+    pub fn root(&self) -> &Node {
+        &self.files[0].root
+    }
+
+    pub fn file(&self, id: FileId) -> &SourceFile {
+        &self.files[id.0 as usize].source
+    }
+
+    /// JSON pointer of the innermost node that starts at `span`, found by
+    /// descending through the nodes whose spans contain it. Pointers into
+    /// referenced files are prefixed with the file's name and `#`.
+    pub fn pointer_at(&self, span: Span) -> String {
+        let loaded = &self.files[span.file.0 as usize];
+        let mut pointer = String::new();
+        let mut node = &loaded.root;
+        // Children are in source order, so the one holding `span` is found
+        // by binary search on where each starts.
+        loop {
+            let (segment, child, starts_here) = match &node.value {
+                Value::Map(entries) => {
+                    let after = entries.partition_point(|entry| entry.key_span.start <= span.start);
+                    let Some(entry) = after.checked_sub(1).map(|at| &entries[at]) else {
+                        break;
+                    };
+                    let starts_here =
+                        entry.key_span.start == span.start || entry.value.span.start == span.start;
+                    (entry.key.to_string(), &entry.value, starts_here)
+                }
+                Value::Seq(items) => {
+                    let after = items.partition_point(|item| item.span.start <= span.start);
+                    let Some(at) = after.checked_sub(1) else {
+                        break;
+                    };
+                    (
+                        at.to_string(),
+                        &items[at],
+                        items[at].span.start == span.start,
+                    )
+                }
+                _ => break,
+            };
+            let past_end = child.span.end > child.span.start && span.start >= child.span.end;
+            if past_end && !starts_here {
+                break;
+            }
+            pointer = node::pointer_join(&pointer, &segment);
+            if starts_here {
+                break;
+            }
+            node = child;
+        }
+        if span.file.0 == 0 {
+            pointer
+        } else {
+            format!("{}#{pointer}", loaded.source.display)
+        }
+    }
+
+    /// Follows `$ref`s from `node` to the node they name. A node without a
+    /// `$ref` is returned as it is; `None` when the chain dangles or loops.
+    pub fn deref<'a>(&'a self, node: &'a Node) -> Option<&'a Node> {
+        let mut current = node;
+        for _ in 0..MAX_REF_HOPS {
+            let Some(reference) = current.get("$ref").and_then(Node::as_str) else {
+                return Some(current);
+            };
+            current = self.ref_target(current.span.file, reference)?;
+        }
+        None
+    }
+
+    /// Why following `$ref`s from `node` never reaches a value, if it does not.
+    fn chain_problem(&self, node: &Node) -> Option<&'static str> {
+        let mut seen: Vec<(FileId, u32)> = Vec::new();
+        let mut current = node;
+        for _ in 0..MAX_REF_HOPS {
+            // A node without `$ref` is a value: the chain is fine.
+            let reference = current.get("$ref").and_then(Node::as_str)?;
+            let place = (current.span.file, current.span.start);
+            if seen.contains(&place) {
+                return Some("it is part of a cycle of references that never reaches a value");
+            }
+            seen.push(place);
+            current = match self.ref_target(current.span.file, reference) {
+                Some(next) => next,
+                None => return Some("it leads to a reference that names nothing"),
+            };
+        }
+        Some("it starts a chain of more than 64 references to references")
+    }
+
+    /// The `$self` of a 3.2 document's file, if it declares one.
+    fn self_uri(&self, file: FileId) -> Option<Box<str>> {
+        if self.version != OpenApiVersion::V3_2 {
+            return None;
+        }
+        let root = &self.files[file.0 as usize].root;
+        root.get("$self").and_then(Node::as_str).map(Into::into)
+    }
+
+    /// A `$ref` written in `file` as the loader follows it (see
+    /// [`refs::rebase`]).
+    fn rebased<'r>(&self, file: FileId, reference: &'r str) -> std::borrow::Cow<'r, str> {
+        refs::rebase(
+            reference,
+            self.bases.get(file.0 as usize).and_then(Option::as_deref),
+        )
+    }
+
+    /// The node a `$ref` string written in `file` names.
+    pub fn ref_target(&self, file: FileId, reference: &str) -> Option<&Node> {
+        let reference = self.rebased(file, reference);
+        let target = split_ref(&reference).ok()?;
+        let target_file = if target.file.is_empty() {
+            file
+        } else {
+            *self.ref_files.get(&(file, target.file.into()))?
+        };
+        refs::evaluate(&self.files[target_file.0 as usize].root, &target.pointer)
+    }
+
+    fn add_file(
+        &mut self,
+        path: PathBuf,
+        display: String,
+        text: String,
+    ) -> Result<FileId, Box<LoadError>> {
+        let id = FileId(self.files.len() as u32);
+        let source = SourceFile::new(path, display, text);
+        let rewritten = json_escapes::looks_like_json(&source.text)
+            .then(|| json_escapes::rewrite_surrogates(&source.text))
+            .flatten();
+        let text = rewritten.as_deref().unwrap_or(&source.text);
+        // JSON takes the fast path when it is strict JSON; the YAML parser
+        // builds the same tree for it, only slower.
+        let parsed = json_escapes::looks_like_json(text)
+            .then(|| json_parse::parse(id, text))
+            .flatten()
+            .unwrap_or_else(|| parse::parse(id, text))
+            .map_err(|error| {
+                let mut located = located_error(&source, error.index, error.line, error.col);
+                located.message = error.message;
+                located.help = error.help;
+                Box::new(located)
+            })?;
+        for duplicate in parsed.duplicates {
+            self.problems.push(LoadProblem::DuplicateKey {
+                key: duplicate.key,
+                first: duplicate.first,
+                again: duplicate.again,
+            });
+        }
+        self.files.push(LoadedFile {
+            source,
+            root: parsed.root,
+        });
+        let base = self.self_uri(id);
+        self.bases.push(base);
+        Ok(id)
+    }
+
+    /// Breadth-first over external `$ref`s: each file is read and parsed once.
+    fn load_referenced_files(
+        &mut self,
+        root_dir: &Path,
+        overlay: &HashMap<PathBuf, String>,
+    ) -> Result<(), Box<LoadError>> {
+        let real_root = &std::fs::canonicalize(root_dir).unwrap_or_else(|_| root_dir.to_path_buf());
+        let mut by_path: HashMap<PathBuf, FileId> = HashMap::new();
+        by_path.insert(self.files[0].source.path.clone(), FileId(0));
+        let mut queue = VecDeque::from([FileId(0)]);
+        while let Some(file) = queue.pop_front() {
+            let mut external = Vec::new();
+            let base = self.bases[file.0 as usize].clone();
+            collect_refs(
+                &self.files[file.0 as usize].root,
+                &mut |reference, span| match split_ref(&refs::rebase(reference, base.as_deref())) {
+                    Err(RefProblem::Remote) => self.problems.push(LoadProblem::Ref {
+                        reference: reference.into(),
+                        at: span,
+                        message:
+                            "remote references are not fetched, so what they name is not checked"
+                                .into(),
+                        remote: true,
+                    }),
+                    Err(RefProblem::Malformed(why)) => self.problems.push(LoadProblem::Ref {
+                        reference: reference.into(),
+                        at: span,
+                        message: why,
+                        remote: false,
+                    }),
+                    Ok(target) if !target.file.is_empty() => {
+                        external.push((target.file.to_string(), reference.to_string(), span));
+                    }
+                    Ok(_) => {}
+                },
+            );
+            let (base_dir, base_display) = {
+                let source = &self.files[file.0 as usize].source;
+                (
+                    source.path.parent().unwrap_or(Path::new("/")).to_path_buf(),
+                    Path::new(&source.display)
+                        .parent()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_default(),
+                )
+            };
+            for (relative, reference, span) in external {
+                if self
+                    .ref_files
+                    .contains_key(&(file, relative.as_str().into()))
+                {
+                    continue;
+                }
+                let decoded = refs::percent_decode(&relative).unwrap_or_else(|| relative.clone());
+                let path = normalize(&base_dir.join(&decoded));
+                // Lexically inside, and still inside once symlinks are
+                // followed: a link must not lead out of the spec's tree.
+                let inside = path.starts_with(root_dir)
+                    && std::fs::canonicalize(&path)
+                        .map_or(true, |real| real.starts_with(real_root));
+                if !inside {
+                    self.problems.push(LoadProblem::Ref {
+                        reference,
+                        at: span,
+                        message: "it leaves the directory of the root document, so it is not read"
+                            .into(),
+                        remote: false,
+                    });
+                    continue;
+                }
+                let id = match by_path.get(&path) {
+                    Some(&id) => id,
+                    None => {
+                        if !path.is_file() {
+                            self.problems.push(LoadProblem::Ref {
+                                reference,
+                                at: span,
+                                message: format!(
+                                    "the file {} does not exist",
+                                    normalize(&base_display.join(&decoded)).display()
+                                ),
+                                remote: false,
+                            });
+                            continue;
+                        }
+                        if self.files.len() >= MAX_FILES {
+                            return Err(LoadError::plain(
+                                &self.files[0].source.display,
+                                format!("the document references more than {MAX_FILES} files"),
+                                "bundle the document, or split it into smaller APIs",
+                            ));
+                        }
+                        let display = normalize(&base_display.join(&decoded))
+                            .display()
+                            .to_string();
+                        let text = match overlay.get(&path) {
+                            Some(text) => text.clone(),
+                            None => read_text(&path, &display)?,
+                        };
+                        let id = self.add_file(path.clone(), display, text)?;
+                        by_path.insert(path, id);
+                        queue.push_back(id);
+                        id
+                    }
+                };
+                self.ref_files.insert((file, relative.into()), id);
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports `$ref`s whose pointer names nothing, or that only loop.
+    fn check_ref_targets(&mut self) {
+        let mut problems = Vec::new();
+        for loaded in &self.files {
+            collect_refs(&loaded.root, &mut |reference, span| {
+                if problems.len() >= MAX_REF_PROBLEMS {
+                    return;
+                }
+                let rebased = self.rebased(span.file, reference);
+                let Ok(target) = split_ref(&rebased) else {
+                    return;
+                };
+                if !target.file.is_empty()
+                    && !self
+                        .ref_files
+                        .contains_key(&(span.file, target.file.into()))
+                {
+                    return; // already reported: missing or refused file
+                }
+                let message = match self.ref_target(span.file, reference) {
+                    None => format!("nothing is at `#{}`", target.pointer),
+                    Some(node) => match self.chain_problem(node) {
+                        Some(problem) => problem.into(),
+                        None => return,
+                    },
+                };
+                problems.push(LoadProblem::Ref {
+                    reference: reference.into(),
+                    at: span,
+                    message,
+                    remote: false,
+                });
+            });
+        }
+        self.problems.extend(problems);
+        // Keep every duplicate-key problem (already capped per file) and at
+        // most MAX_REF_PROBLEMS reference problems.
+        let mut refs_seen = 0;
+        self.problems.retain(|problem| match problem {
+            LoadProblem::Ref { .. } => {
+                refs_seen += 1;
+                refs_seen <= MAX_REF_PROBLEMS
+            }
+            LoadProblem::DuplicateKey { .. } => true,
+        });
+    }
+}
+
+impl LoadError {
+    pub fn plain(file: &str, message: String, help: &str) -> Box<LoadError> {
+        Box::new(LoadError {
+            file: file.to_string(),
+            message,
+            help: help.to_string(),
+            location: None,
+            text: None,
+        })
+    }
+}
+
+fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize) -> LoadError {
+    LoadError {
+        file: source.display.clone(),
+        message: String::new(),
+        help: String::new(),
+        location: Some((source.byte_offset(char_index), line.max(1), col + 1)),
+        text: Some(source.text.clone()),
+    }
+}
+
+/// Reads a file as UTF-8 text within the size limit.
+fn read_text(path: &Path, display: &str) -> Result<String, Box<LoadError>> {
+    let metadata = std::fs::metadata(path).map_err(|error| {
+        LoadError::plain(
+            display,
+            format!("cannot read the file: {error}"),
+            "check the path",
+        )
+    })?;
+    if metadata.is_dir() {
+        return Err(LoadError::plain(
+            display,
+            "is a directory, not a file".into(),
+            "pass the root document of the API, for example openapi.yaml",
+        ));
+    }
+    let too_large = || {
+        LoadError::plain(
+            display,
+            format!(
+                "the file is larger than the {} MiB limit",
+                MAX_FILE_BYTES / (1024 * 1024)
+            ),
+            "split the API description into several files",
+        )
+    };
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    // Read at most one byte past the limit: pipes and devices report no
+    // length, so the metadata check alone would not bound them.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|error| {
+            LoadError::plain(
+                display,
+                format!("cannot read the file: {error}"),
+                "check the path and its permissions",
+            )
+        })?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    decode(bytes, display)
+}
+
+/// UTF-8 with an optional byte-order mark; anything else is refused.
+pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, Box<LoadError>> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+    } else if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
+        return Err(LoadError::plain(
+            display,
+            "the file is UTF-16 encoded".into(),
+            "save it as UTF-8",
+        ));
+    }
+    String::from_utf8(bytes).map_err(|error| {
+        LoadError::plain(
+            display,
+            format!(
+                "the file is not UTF-8 text (invalid byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ),
+            "save it as UTF-8; binary files are not API descriptions",
+        )
+    })
+}
+
+/// Calls `visit` with every `$ref` string in a tree, skipping example
+/// data (`example`, `examples` lists, an Example Object's `value`), where
+/// a `$ref` key is payload, not a reference.
+fn collect_refs(node: &Node, visit: &mut impl FnMut(&str, Span)) {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Place {
+        Normal,
+        /// The mapping under `examples:`: each value is an Example Object.
+        ExampleMap,
+        /// An Example Object: its `value` is data.
+        Example,
+    }
+    let mut stack = vec![(node, Place::Normal)];
+    while let Some((node, place)) = stack.pop() {
+        match &node.value {
+            Value::Map(entries) => {
+                for entry in entries {
+                    let key = &*entry.key;
+                    if key == "$ref" {
+                        if let Some(reference) = entry.value.as_str() {
+                            visit(reference, entry.value.span);
+                        }
+                        continue;
+                    }
+                    let child = match (place, key) {
+                        (Place::Example, "value") | (_, "example") => continue,
+                        (Place::ExampleMap, _) => Place::Example,
+                        (_, "examples") if entry.value.as_seq().is_some() => continue,
+                        (_, "examples") => Place::ExampleMap,
+                        _ => Place::Normal,
+                    };
+                    stack.push((&entry.value, child));
+                }
+            }
+            Value::Seq(items) => stack.extend(items.iter().map(|item| (item, Place::Normal))),
+            _ => {}
+        }
+    }
+}
+
+/// Resolves `.` and `..` without touching the file system, keeping leading
+/// `..` of relative paths.
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                let last_is_normal =
+                    matches!(out.components().next_back(), Some(Component::Normal(_)));
+                if last_is_normal {
+                    out.pop();
+                } else if !out.has_root() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}

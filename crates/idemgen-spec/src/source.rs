@@ -1,0 +1,70 @@
+//! A loaded file's text and the mapping from the parser's character
+//! positions to the byte offsets that editors and `miette` need.
+
+use std::path::PathBuf;
+
+/// Index of a file inside a [`crate::Workspace`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(pub u32);
+
+/// Every this many characters we remember the byte offset, so converting a
+/// character index costs at most this many steps even on a one-line
+/// (minified JSON) file.
+const CHECKPOINT_EVERY: usize = 1024;
+
+#[derive(Debug)]
+pub struct SourceFile {
+    /// Where the file really is, used to resolve relative `$ref`s.
+    pub path: PathBuf,
+    /// How the file is named in diagnostics: as the user wrote it, or
+    /// relative to the root file's directory for referenced files.
+    pub display: String,
+    pub text: String,
+    /// Byte offset of every `CHECKPOINT_EVERY`-th character; empty when
+    /// the text is ASCII and characters are bytes.
+    checkpoints: Vec<usize>,
+    /// Whether lines end in `\r\n`, found on first use: fixes ask once
+    /// per edit, and a search of a 4 MB file per edit adds up.
+    crlf: std::sync::OnceLock<bool>,
+}
+
+impl SourceFile {
+    pub fn new(path: PathBuf, display: String, text: String) -> Self {
+        let checkpoints = if text.is_ascii() {
+            Vec::new()
+        } else {
+            text.char_indices()
+                .step_by(CHECKPOINT_EVERY)
+                .map(|(byte, _)| byte)
+                .collect()
+        };
+        SourceFile {
+            path,
+            display,
+            text,
+            checkpoints,
+            crlf: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether the file's lines end in `\r\n`.
+    pub fn uses_crlf(&self) -> bool {
+        *self.crlf.get_or_init(|| self.text.contains("\r\n"))
+    }
+
+    /// Byte offset of the character at `char_index` (clamped to the end).
+    pub fn byte_offset(&self, char_index: usize) -> usize {
+        if self.checkpoints.is_empty() {
+            return char_index.min(self.text.len());
+        }
+        let slot = char_index / CHECKPOINT_EVERY;
+        let Some(&start) = self.checkpoints.get(slot) else {
+            return self.text.len();
+        };
+        let rest = char_index - slot * CHECKPOINT_EVERY;
+        self.text[start..]
+            .char_indices()
+            .nth(rest)
+            .map_or(self.text.len(), |(offset, _)| start + offset)
+    }
+}

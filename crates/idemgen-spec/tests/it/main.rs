@@ -1,0 +1,6 @@
+//! The spec crate's integration tests, one binary: loading and parsing
+//! through the crate's public API.
+
+mod json_fast_path;
+mod schema;
+mod support;

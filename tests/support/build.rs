@@ -1,0 +1,237 @@
+//! Every cargo build a test starts goes through here: generated projects
+//! (`tests/generated.rs`, `tests/types_compile.rs`, `tests/types_corpus.rs`)
+//! and the example services (`tests/probe.rs`, and through
+//! `support/exactly_once.rs` the exactly-once, fault, Galera and crash
+//! suites and the benches). They all build in one target directory,
+//! `target/generated`, with one environment, so that axum, sqlx and the
+//! rest compile once for all of them, and each example binary is built
+//! once per dialect however many test binaries run it.
+
+// Each test target that includes this file uses only part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+#[path = "root.rs"]
+mod root_dir;
+
+pub use root_dir::root;
+
+/// The target directory every build of this file shares.
+pub fn target_dir() -> PathBuf {
+    root().join("target/generated")
+}
+
+/// `cargo` in `dir`, building into [`target_dir`] with this workspace's
+/// per-package profile settings (a generated project has none of its own;
+/// the same settings mean the same compiled dependencies). sqlx reads its
+/// offline query data (no `DATABASE_URL` reaches the build). Debug builds
+/// carry no debuginfo, whose linking dominated these builds, and no
+/// incremental cache: each of these crates is compiled once, never edited.
+pub fn cargo(dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO"));
+    for setting in package_profiles() {
+        command.arg("--config").arg(setting);
+    }
+    command
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
+        .env("CARGO_INCREMENTAL", "0")
+        .env_remove("DATABASE_URL")
+        .env_remove("TEST_DATABASE_URL")
+        .env_remove("SQLX_OFFLINE_DIR")
+        .env("SQLX_OFFLINE", "true");
+    command
+}
+
+/// The root manifest's `[profile.*.package.*]` settings, as `--config`
+/// values (`profile.dev.package.syn.opt-level=3`).
+fn package_profiles() -> Vec<String> {
+    let text = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = text.parse().expect("the root Cargo.toml parses");
+    let mut settings = Vec::new();
+    let profiles = manifest.get("profile").and_then(toml::Value::as_table);
+    for (profile, table) in profiles.into_iter().flatten() {
+        let packages = table.get("package").and_then(toml::Value::as_table);
+        for (package, keys) in packages.into_iter().flatten() {
+            for (key, value) in keys.as_table().into_iter().flatten() {
+                let value = match value {
+                    toml::Value::String(text) => format!("{text:?}"),
+                    toml::Value::Integer(number) => number.to_string(),
+                    toml::Value::Boolean(flag) => flag.to_string(),
+                    other => panic!("profile.{profile}.package.{package}.{key} = {other:?}"),
+                };
+                settings.push(format!("profile.{profile}.package.{package}.{key}={value}"));
+            }
+        }
+    }
+    settings
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Mysql,
+    Postgres,
+}
+
+impl Dialect {
+    /// The Cargo feature of both example crates.
+    pub fn feature(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "sqlite",
+            Dialect::Mysql => "mysql",
+            Dialect::Postgres => "postgres",
+        }
+    }
+
+    /// Where the base URL of a server comes from (none for SQLite).
+    pub fn env_var(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "(nothing: SQLite always runs)",
+            Dialect::Mysql => "IDEMGEN_TEST_MYSQL_URL",
+            Dialect::Postgres => "IDEMGEN_TEST_PG_URL",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    Debug,
+    Release,
+}
+
+/// The two example servers of one dialect and profile:
+/// `examples/payment-callback` and `examples/naive-callback`.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub generated: PathBuf,
+    pub naive: PathBuf,
+}
+
+impl Binaries {
+    /// Debug builds, for the tests.
+    pub fn get(dialect: Dialect) -> Binaries {
+        Binaries::build(dialect, Profile::Debug).with_override(dialect)
+    }
+
+    /// `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` puts another
+    /// build of the generated service (a candidate fix) to the same test.
+    pub fn with_override(mut self, dialect: Dialect) -> Binaries {
+        if let Ok(path) = std::env::var("IDEMGEN_GENERATED_BIN") {
+            self.generated = path.replace("{dialect}", dialect.feature()).into();
+            eprintln!("generated service: {}", self.generated.display());
+        }
+        self
+    }
+
+    /// Builds both crates for `dialect` in [`target_dir`] (once per
+    /// process) and copies the binaries out, so that the next build for
+    /// another dialect, which writes the same paths, cannot swap them under
+    /// a running test.
+    pub fn build(dialect: Dialect, profile: Profile) -> Binaries {
+        static BUILT: Mutex<Vec<(Dialect, Profile, Binaries)>> = Mutex::new(Vec::new());
+        let mut built = BUILT
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((_, _, binaries)) = built
+            .iter()
+            .find(|(d, p, _)| *d == dialect && *p == profile)
+        {
+            return binaries.clone();
+        }
+        let target = target_dir();
+        let profile_dir = match profile {
+            Profile::Debug => "debug",
+            Profile::Release => "release",
+        };
+        let out = target
+            .join("exactly-once")
+            .join(format!("{profile_dir}-{}", dialect.feature()));
+        std::fs::create_dir_all(&out).unwrap();
+        // Other test processes build other dialects into the same paths:
+        // building and copying is one step under a file lock.
+        let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
+        let feature = dialect.feature();
+        let mut command = cargo(&root());
+        command
+            .args(["build", "-p", "payment-callback", "-p", "naive-callback"])
+            .args(["--no-default-features", "--features"])
+            .arg(format!(
+                "payment-callback/{feature},naive-callback/{feature}"
+            ));
+        if profile == Profile::Release {
+            command.arg("--release");
+        }
+        let started = Instant::now();
+        let output = command.output().expect("cargo runs");
+        assert!(
+            output.status.success(),
+            "building the examples for {dialect:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        eprintln!(
+            "built the examples for {dialect:?} ({profile_dir}) in {:.0?}",
+            started.elapsed()
+        );
+        let copy = |name: &str| {
+            let from = target.join(profile_dir).join(name);
+            let to = out.join(name);
+            // Copy, then rename: a process still running the old binary
+            // keeps its file.
+            let partial = out.join(format!(".{name}.partial"));
+            std::fs::copy(&from, &partial).unwrap();
+            std::fs::rename(&partial, &to).unwrap();
+            to
+        };
+        let binaries = Binaries {
+            generated: copy("payment-callback"),
+            naive: copy("naive-callback"),
+        };
+        built.push((dialect, profile, binaries.clone()));
+        binaries
+    }
+}
+
+/// A lock between processes: a directory only one can create (`File::lock`
+/// is newer than the crate's MSRV). One left behind by a killed run is taken
+/// over after ten minutes, longer than any build.
+struct DirLock(PathBuf);
+
+impl DirLock {
+    fn acquire(path: &Path) -> DirLock {
+        let started = Instant::now();
+        loop {
+            match std::fs::create_dir(path) {
+                Ok(()) => return DirLock(path.to_path_buf()),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let age = std::fs::metadata(path)
+                        .and_then(|meta| meta.modified())
+                        .ok()
+                        .and_then(|modified| modified.elapsed().ok());
+                    if age.is_some_and(|age| age > Duration::from_secs(600)) {
+                        let _ = std::fs::remove_dir(path);
+                    }
+                    assert!(
+                        started.elapsed() < Duration::from_secs(900),
+                        "{} stayed locked",
+                        path.display()
+                    );
+                    thread::sleep(Duration::from_millis(200));
+                }
+                Err(error) => panic!("cannot create {}: {error}", path.display()),
+            }
+        }
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
