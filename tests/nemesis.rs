@@ -478,7 +478,8 @@ fn the_checker_finds_each_kind_of_violation() {
 /// the stale verdict "down" instead of waiting for it. Reproduced here
 /// without touching a server: the instance reaches PostgreSQL (else
 /// MariaDB) through a proxy on loopback, which cuts it off and lets it
-/// back.
+/// back, slow to connect (the probe then runs while the others arrive;
+/// on a fast connect the race is lost only sometimes).
 #[test]
 fn an_instance_let_back_to_its_database_answers_no_503() {
     use std::sync::{Arc, Barrier};
@@ -542,7 +543,12 @@ fn an_instance_let_back_to_its_database_answers_no_503() {
         assert!(Instant::now() < deadline, "never found down: {answer:?}");
         std::thread::sleep(Duration::from_millis(200));
     }
-    // Let back: the database answers this instance's own health check.
+    // Let back, on a network slow to connect (300 ms: the probe, a new
+    // connection, is still running when the other requests arrive): the
+    // database answers this instance's own health check.
+    proxy.slow_connects(300);
+    // Probes already started fail first (each waits at most 1 s).
+    std::thread::sleep(Duration::from_millis(1_500));
     proxy.heal();
     while !system::healthy(&instance.base) {
         assert!(Instant::now() < deadline, "the database never came back");

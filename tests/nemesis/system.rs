@@ -786,10 +786,12 @@ pub fn send(base: &str, key: &str, body: &str, timeout: Duration) -> Result<Outc
 /// A TCP proxy on loopback between one instance and its database server.
 /// Cut, it resets every connection through it and closes new ones at
 /// once: the instance is partitioned away from its database, which the
-/// others still reach. Healed, it forwards again.
+/// others still reach. Healed, it forwards again, each new connection
+/// after [`Proxy::slow_connects`] (a network that is slow to connect).
 pub struct Proxy {
     pub port: u16,
     cut: Arc<AtomicBool>,
+    connect_delay_ms: Arc<AtomicU64>,
     open: Arc<Mutex<Vec<TcpStream>>>,
     stop: Arc<AtomicBool>,
 }
@@ -800,49 +802,41 @@ impl Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let cut = Arc::new(AtomicBool::new(false));
+        let connect_delay_ms = Arc::new(AtomicU64::new(0));
         let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let stop = Arc::new(AtomicBool::new(false));
         let upstream = upstream.to_string();
         {
-            let (cut, open, stop) = (cut.clone(), open.clone(), stop.clone());
+            let (cut, delay, open, stop) = (
+                cut.clone(),
+                connect_delay_ms.clone(),
+                open.clone(),
+                stop.clone(),
+            );
             thread::spawn(move || {
                 for client in listener.incoming() {
                     if stop.load(Ordering::Relaxed) {
                         return;
                     }
                     let Ok(client) = client else { continue };
-                    if cut.load(Ordering::Relaxed) {
-                        continue;
-                    }
-                    let Ok(server) = TcpStream::connect(&upstream) else {
-                        continue;
-                    };
-                    let _ = client.set_nodelay(true);
-                    let _ = server.set_nodelay(true);
-                    let mut open = open.lock().unwrap();
-                    // Connections that ended are dropped from the list.
-                    open.retain(|stream| stream.peer_addr().is_ok());
-                    for (from, to) in [(&client, &server), (&server, &client)] {
-                        let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
-                            continue;
-                        };
-                        thread::Builder::new()
-                            .stack_size(64 * 1024)
-                            .spawn(move || {
-                                let _ = std::io::copy(&mut from, &mut to);
-                                let _ = to.shutdown(std::net::Shutdown::Both);
-                                let _ = from.shutdown(std::net::Shutdown::Both);
-                            })
-                            .unwrap();
-                    }
-                    open.push(client);
-                    open.push(server);
+                    let (cut, open, upstream) = (cut.clone(), open.clone(), upstream.clone());
+                    let delay = Duration::from_millis(delay.load(Ordering::Relaxed));
+                    thread::Builder::new()
+                        .stack_size(64 * 1024)
+                        .spawn(move || {
+                            thread::sleep(delay);
+                            if !cut.load(Ordering::Relaxed) {
+                                forward(client, &upstream, &open);
+                            }
+                        })
+                        .unwrap();
                 }
             });
         }
         Proxy {
             port,
             cut,
+            connect_delay_ms,
             open,
             stop,
         }
@@ -858,6 +852,39 @@ impl Proxy {
     pub fn heal(&self) {
         self.cut.store(false, Ordering::Relaxed);
     }
+
+    /// New connections are forwarded only after `millis`.
+    pub fn slow_connects(&self, millis: u64) {
+        self.connect_delay_ms.store(millis, Ordering::Relaxed);
+    }
+}
+
+/// Connects `client` to `upstream` and copies both ways until either
+/// side closes (or a cut shuts both down).
+fn forward(client: TcpStream, upstream: &str, open: &Mutex<Vec<TcpStream>>) {
+    let Ok(server) = TcpStream::connect(upstream) else {
+        return;
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let mut open = open.lock().unwrap();
+    // Connections that ended are dropped from the list.
+    open.retain(|stream| stream.peer_addr().is_ok());
+    for (from, to) in [(&client, &server), (&server, &client)] {
+        let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+            continue;
+        };
+        thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                let _ = std::io::copy(&mut from, &mut to);
+                let _ = to.shutdown(std::net::Shutdown::Both);
+                let _ = from.shutdown(std::net::Shutdown::Both);
+            })
+            .unwrap();
+    }
+    open.push(client);
+    open.push(server);
 }
 
 impl Drop for Proxy {
