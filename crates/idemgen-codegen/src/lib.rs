@@ -287,7 +287,7 @@ impl Schemes {
             .map(|alternative| {
                 alternative
                     .iter()
-                    .map(|scheme| format!("schemes::{}", self.const_name(scheme, warnings)))
+                    .map(|scheme| self.const_name(scheme, warnings))
                     .collect()
             })
             .collect();
@@ -459,7 +459,7 @@ fn project_context(
         any_secured: !schemes.is_empty(),
         any_api_key: schemes
             .iter()
-            .any(|scheme| scheme.kind.starts_with("SchemeKind::ApiKey")),
+            .any(|scheme| matches!(scheme.kind, context::SchemeKindContext::ApiKey { .. })),
         schemes,
         // A JSON string is a TOML basic string.
         runtime_path: options
