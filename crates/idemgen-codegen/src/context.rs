@@ -190,9 +190,6 @@ pub struct TypedInput {
     pub params: Option<ParamsInput>,
     /// The response enum.
     pub response: String,
-    /// The decoded input as a pattern and an expression: `body`,
-    /// `params`, `(body, params)` or `()`.
-    pub bindings: String,
     /// The statuses a request whose input does not fit the spec is
     /// answered with, for comments: `400`, or `400 or 422` when a JSON body
     /// that parses but does not fit its schema gets a declared 422.
@@ -253,13 +250,6 @@ impl TypedInput {
                 table: params.fields.iter().map(param_context).collect(),
             }),
             response: types.response.type_name.clone(),
-            bindings: match (&types.request_body, &types.params) {
-                (Some(_), Some(_)) => "(body, params)",
-                (Some(_), None) => "body",
-                (None, Some(_)) => "params",
-                (None, None) => "()",
-            }
-            .to_string(),
         }
     }
 }
