@@ -11,7 +11,7 @@ use super::{Store, dialect};
 use idemgen_spec::contract::key_template::{Part, Segment};
 use idemgen_spec::contract::model::{
     Canonical, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
-    KeyLocation, RequestScope, ScopeSource,
+    ScopeSource,
 };
 use idemgen_spec::security;
 
@@ -62,30 +62,43 @@ pub struct SchemeContext {
     pub name: String,
     /// Its constant in `operations::schemes`.
     pub const_name: String,
-    /// Its `SchemeKind` expression.
-    pub kind: String,
+    /// How the engine reads its credential (the template spells the
+    /// `SchemeKind` and the `Credential` the verifier receives).
+    pub kind: SchemeKindContext,
     /// What it is and where its credential travels, for comments.
     pub describe: String,
-    /// The `Credential` the verifier receives for it.
-    pub credential: String,
+}
+
+/// A scheme's `SchemeKind`, as data: `{"variant": "ApiKey", "location":
+/// "header", "name": "X-Api-Key"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "variant")]
+pub enum SchemeKindContext {
+    Bearer,
+    Basic,
+    ApiKey {
+        /// `header`, `query` or `cookie`.
+        location: &'static str,
+        name: String,
+    },
+    /// Read from the request by the user's own check.
+    Request,
 }
 
 impl SchemeContext {
     pub fn new(scheme: &security::Scheme, const_name: String) -> SchemeContext {
         use security::SchemeKind as Kind;
-        let (kind, describe, credential) = match &scheme.kind {
+        let (kind, describe) = match &scheme.kind {
             Kind::Bearer => (
-                "SchemeKind::Bearer".to_string(),
+                SchemeKindContext::Bearer,
                 "http bearer: `Authorization: Bearer <token>`".to_string(),
-                "Credential::Bearer(token)",
             ),
             Kind::Basic => (
-                "SchemeKind::Basic".to_string(),
+                SchemeKindContext::Basic,
                 "http basic: `Authorization: Basic <base64 of user:password>`".to_string(),
-                "Credential::Basic { user, password }",
             ),
             Kind::OAuth2 | Kind::OpenIdConnect => (
-                "SchemeKind::Bearer".to_string(),
+                SchemeKindContext::Bearer,
                 format!(
                     "{}: its token as `Authorization: Bearer <token>`",
                     if scheme.kind == Kind::OAuth2 {
@@ -94,30 +107,21 @@ impl SchemeContext {
                         "openIdConnect"
                     }
                 ),
-                "Credential::Bearer(token)",
             ),
             Kind::ApiKey { location, name } => (
-                format!(
-                    "SchemeKind::ApiKey {{ location: ApiKeyIn::{}, name: {} }}",
-                    match location {
-                        security::ApiKeyIn::Header => "Header",
-                        security::ApiKeyIn::Query => "Query",
-                        security::ApiKeyIn::Cookie => "Cookie",
-                    },
-                    names::rust_string(name)
-                ),
+                SchemeKindContext::ApiKey {
+                    location: location.name(),
+                    name: name.clone(),
+                },
                 format!("apiKey in the {} `{name}`", location.name()),
-                "Credential::ApiKey(key)",
             ),
             Kind::OtherHttp(other) => (
-                "SchemeKind::Request".to_string(),
+                SchemeKindContext::Request,
                 format!("http {other}: read from the request"),
-                "Credential::Request",
             ),
             Kind::MutualTls => (
-                "SchemeKind::Request".to_string(),
+                SchemeKindContext::Request,
                 "mutualTLS: read from the request (what your TLS terminator forwards)".to_string(),
-                "Credential::Request",
             ),
         };
         SchemeContext {
@@ -125,7 +129,6 @@ impl SchemeContext {
             const_name,
             kind,
             describe,
-            credential: credential.to_string(),
         }
     }
 }
@@ -133,7 +136,7 @@ impl SchemeContext {
 /// An operation's security, as its table entry spells it.
 #[derive(Debug, Clone, Serialize)]
 pub struct SecurityContext {
-    /// Alternatives, each a list of `schemes::CONST` names.
+    /// Alternatives, each a list of scheme constants (`SchemeContext::const_name`).
     pub alternatives: Vec<Vec<String>>,
     /// A human summary: `bearerAuth or (signature and session)`.
     pub summary: String,
@@ -187,9 +190,6 @@ pub struct TypedInput {
     pub params: Option<ParamsInput>,
     /// The response enum.
     pub response: String,
-    /// The decoded input as a pattern and an expression: `body`,
-    /// `params`, `(body, params)` or `()`.
-    pub bindings: String,
     /// The statuses a request whose input does not fit the spec is
     /// answered with, for comments: `400`, or `400 or 422` when a JSON body
     /// that parses but does not fit its schema gets a declared 422.
@@ -203,17 +203,31 @@ pub struct BodyInput {
     pub required: bool,
     /// Deserialised from JSON; otherwise the raw bytes.
     pub is_json: bool,
-    /// The expression that reads it from `request`. JSON that does not
-    /// fit the schema is answered 422 when the operation's responses allow
-    /// it, else 400, so that the answer is one the spec declares.
-    pub reader: String,
+    /// The status JSON that does not fit the schema is answered with
+    /// instead of the engine's 422, when the operation's responses do not
+    /// declare 422: 400, so that the answer is one the spec declares.
+    pub unfit_status: Option<u16>,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ParamsInput {
     pub type_name: String,
-    /// Each parameter as an `idemgen_runtime::Param` expression.
-    pub table: Vec<String>,
+    /// Each parameter, as the `idemgen_runtime::Param` table lists it.
+    pub table: Vec<ParamContext>,
+}
+
+/// One parameter: `Param::query("limit", Scalar::Integer)`, `.many()` for
+/// arrays.
+#[derive(Debug, Clone, Serialize)]
+pub struct ParamContext {
+    /// `path`, `query` or `header`.
+    pub location: &'static str,
+    /// Its name on the wire.
+    pub name: String,
+    /// `string`, `integer`, `number` or `boolean`.
+    pub scalar: &'static str,
+    /// An array: every occurrence is read.
+    pub many: bool,
 }
 
 impl TypedInput {
@@ -229,24 +243,13 @@ impl TypedInput {
                 type_name: body.type_name.clone(),
                 required: body.required,
                 is_json: body.is_json,
-                reader: if declares(types, 422) {
-                    format!("request.body_as::<models::{}>()", body.type_name)
-                } else {
-                    format!("request.body_as_or::<models::{}>(400)", body.type_name)
-                },
+                unfit_status: (!declares(types, 422)).then_some(400),
             }),
             params: types.params.as_ref().map(|params| ParamsInput {
                 type_name: params.type_name.clone(),
-                table: params.fields.iter().map(param_expr).collect(),
+                table: params.fields.iter().map(param_context).collect(),
             }),
             response: types.response.type_name.clone(),
-            bindings: match (&types.request_body, &types.params) {
-                (Some(_), Some(_)) => "(body, params)",
-                (Some(_), None) => "body",
-                (None, Some(_)) => "params",
-                (None, None) => "()",
-            }
-            .to_string(),
         }
     }
 }
@@ -265,9 +268,8 @@ fn declares(types: &OperationTypes, status: u16) -> bool {
         })
 }
 
-/// `Param::query("limit", Scalar::Integer)`, `.many()` for arrays.
-fn param_expr(field: &ParamField) -> String {
-    let constructor = match field.location {
+fn param_context(field: &ParamField) -> ParamContext {
+    let location = match field.location {
         ParamLocation::Path => "path",
         ParamLocation::Query => "query",
         ParamLocation::Header => "header",
@@ -279,16 +281,17 @@ fn param_expr(field: &ParamField) -> String {
         ParamKind::Other => (Scalar::String, false),
     };
     let scalar = match scalar {
-        Scalar::String => "String",
-        Scalar::Integer => "Integer",
-        Scalar::Number => "Number",
-        Scalar::Boolean => "Boolean",
+        Scalar::String => "string",
+        Scalar::Integer => "integer",
+        Scalar::Number => "number",
+        Scalar::Boolean => "boolean",
     };
-    format!(
-        "Param::{constructor}({}, Scalar::{scalar}){}",
-        names::rust_string(&field.wire_name),
-        if many { ".many()" } else { "" }
-    )
+    ParamContext {
+        location,
+        name: field.wire_name.clone(),
+        scalar,
+        many,
+    }
 }
 
 /// Operations that share a path shape are one axum route.
@@ -310,9 +313,7 @@ pub struct Handler {
 /// An operation's merged contract, as the operation table spells it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ContractContext {
-    /// Where the key comes from, as a `Source` expression.
-    pub key: String,
-    /// `header`, `query` or `body`.
+    /// Where the key comes from: `header`, `query` or `body`.
     pub key_in: &'static str,
     pub key_name: String,
     pub key_format: String,
@@ -322,8 +323,7 @@ pub struct ContractContext {
     pub max_key_len: u64,
     pub key_required: bool,
     pub missing_key_status: u16,
-    /// The scope's sources, as `Source` expressions.
-    pub scope: Vec<String>,
+    /// The scope's sources.
     pub scope_sources: Vec<ScopeSourceContext>,
     pub window_ms: u64,
     pub lease_ms: u64,
@@ -420,19 +420,10 @@ pub struct DialectContext {
     pub ddl: String,
 }
 
-fn source_expr(location: KeyLocation, name: &str) -> String {
-    let variant = match location {
-        KeyLocation::Header => "Header",
-        KeyLocation::Query => "Query",
-        KeyLocation::Body => "Body",
-    };
-    format!("Source::{variant}({})", names::rust_string(name))
-}
-
 impl ContractContext {
     pub fn new(contract: &Contract) -> ContractContext {
         let key = contract.key.as_ref();
-        let (key_expr, format, pattern, fields, max_len) = match key {
+        let (format, pattern, fields, max_len) = match key {
             Some(key) => {
                 let fields = key
                     .format
@@ -448,7 +439,6 @@ impl ContractContext {
                     })
                     .collect();
                 (
-                    source_expr(key.location.value, &key.name.value),
                     key.format.value.source.clone(),
                     key.format.value.regex(),
                     fields,
@@ -456,26 +446,12 @@ impl ContractContext {
                 )
             }
             None => (
-                source_expr(KeyLocation::Header, "Idempotency-Key"),
                 "{uuid}".to_string(),
                 ".+".to_string(),
                 Vec::new(),
                 DEFAULT_MAX_KEY_LENGTH,
             ),
         };
-        let scope = key
-            .map(|key| {
-                key.scope
-                    .iter()
-                    .map(|source| match &source.value {
-                        ScopeSource::Request(RequestScope { location, name }) => {
-                            source_expr(*location, name)
-                        }
-                        ScopeSource::Principal => "Source::Principal".to_string(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
         let scope_sources = key
             .map(|key| {
                 key.scope
@@ -495,7 +471,6 @@ impl ContractContext {
             .unwrap_or_default();
         let parts = &contract.fingerprint.value;
         ContractContext {
-            key: key_expr,
             key_in: key.map_or("header", |key| key.location.value.name()),
             key_name: key.map_or("Idempotency-Key".to_string(), |key| key.name.value.clone()),
             key_format: format,
@@ -510,7 +485,6 @@ impl ContractContext {
                 .missing_key_status
                 .as_ref()
                 .map_or(400, |status| status.value),
-            scope,
             scope_sources,
             window_ms: contract
                 .window_ms

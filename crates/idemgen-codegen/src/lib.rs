@@ -125,197 +125,327 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let analysis = idemgen_spec::analysis::analyse(workspace, options.defaults);
     let types = types::spec_types(workspace).map_err(|error| error.to_string())?;
     let store = store(&analysis.contracts(), options.dialects.first().copied())?;
+    let mut warnings = Vec::new();
+    let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;
+    let project = project_context(workspace, options, &analysis, &store, served);
+    let env = template_environment(options, &mut warnings)?;
+    let mut files = render_templates(&env, &project)?;
+    files.push(models_file(&types)?);
+    if options.runtime_path.is_none() {
+        files.extend(runtime_files());
+    }
+    Ok(Project {
+        dialect: store.dialect,
+        table: store.table,
+        files,
+        warnings,
+        secured: project.any_secured,
+    })
+}
+
+/// The default dialect, then every other `--db` one, each once.
+fn dialects_built_for(store: &Store, options: &Options) -> Vec<Dialect> {
     let mut built_for = vec![store.dialect];
     for dialect in &options.dialects {
         if !built_for.contains(dialect) {
             built_for.push(*dialect);
         }
     }
-    let mut warnings = Vec::new();
-    let mut identifiers = names::Identifiers::default();
-    let mut operations: Vec<context::Operation> = Vec::new();
-    let mut routes: Vec<context::Route> = Vec::new();
-    let mut scheme_idents = names::Identifiers::default();
-    let mut schemes: Vec<context::SchemeContext> = Vec::new();
+    built_for
+}
 
+/// What the served operations add up to: their contexts, their routes and
+/// the security schemes they require.
+#[derive(Default)]
+struct Served {
+    operations: Vec<context::Operation>,
+    routes: Vec<context::Route>,
+    schemes: Schemes,
+}
+
+/// The contexts of the operations the generated service serves; the others
+/// are skipped with a warning.
+fn serve_operations(
+    workspace: &Workspace,
+    analysis: &idemgen_spec::analysis::Analysis<'_>,
+    types: &types::SpecTypes,
+    warnings: &mut Vec<String>,
+) -> Result<Served, String> {
+    let mut served = Served::default();
+    let mut identifiers = names::Identifiers::default();
     for analysed in &analysis.operations {
         let operation = &analysed.operation;
         let display = operation.name();
-        if operation.kind == OperationKind::Webhook {
-            warnings.push(format!(
-                "{display}: a webhook is a request this API sends, not one it serves; skipped"
-            ));
-            continue;
-        }
-        let lower = operation.method.to_ascii_lowercase();
-        if operation.custom || !idemgen_spec::operations::METHODS.contains(&lower.as_str()) {
-            warnings.push(format!(
-                "{display}: the generated router serves the eight HTTP/1.1 methods, not {}; skipped",
-                operation.method
-            ));
-            continue;
-        }
-        if let Err(why) = check_path(&operation.path) {
+        if let Some(why) = unservable(operation, &served.routes) {
             warnings.push(format!("{display}: {why}; skipped"));
             continue;
         }
-        let shape = route_shape(&operation.path);
-        let method = operation.method.clone();
-        if routes
-            .iter()
-            .any(|route| route.shape == shape && route.handlers.iter().any(|h| h.method == method))
-        {
-            warnings.push(format!(
-                "{display}: {method} {} matches the same requests as an earlier operation; skipped",
-                operation.path
-            ));
-            continue;
-        }
+        // Assigned before the types are looked up: an operation skipped for
+        // want of types still takes its identifier.
         let ident = identifiers.assign(operation.operation_id.as_deref().unwrap_or(&format!(
             "{} {}",
             operation.method.to_ascii_lowercase(),
             operation.path
         )));
-        let mut comment = vec![format!("{display}: {method} {}", operation.path)];
-        let mut heading = comment.clone();
-        if let Some(summary) = operation.node.get("summary").and_then(|node| node.as_str()) {
-            heading.extend(names::comment_lines(summary.trim()));
-        }
-        for field in ["summary", "description"] {
-            if let Some(text) = operation.node.get(field).and_then(|node| node.as_str()) {
-                comment.push(String::new());
-                comment.extend(names::comment_lines(text.trim()));
-            }
-        }
         let Some(operation_types) = types.operation(operation) else {
             warnings.push(format!("{display}: no types for this operation; skipped"));
             continue;
         };
-        let input = context::TypedInput::new(operation_types);
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
-        let scoped_by_principal = analysed.contract().is_some_and(|contract| {
-            contract.key.as_ref().is_some_and(|key| {
-                key.scope.iter().any(|source| {
-                    source.value == idemgen_spec::contract::model::ScopeSource::Principal
-                })
-            })
-        });
-        // With an anonymous `{}` alternative next to a scheme, a caller
-        // without credentials has no principal: the engine answers 401
-        // rather than share one namespace among them.
-        if scoped_by_principal && required.alternatives.iter().all(Vec::is_empty) {
-            return Err(format!(
-                "{display}: `x-idempotency.key.scope` names `principal`, but no security \
-                 requirement applies (none, `security: []` or only `{{}}`), so no caller has a \
-                 principal; declare a security scheme for it, or scope keys by something else"
-            ));
-        }
-        let security = (!required.is_open()).then(|| {
-            let mut alternatives = Vec::new();
-            let mut summary = Vec::new();
-            for alternative in &required.alternatives {
-                let mut consts = Vec::new();
-                for scheme in alternative {
-                    let known = match schemes.iter().find(|known| known.name == scheme.name) {
-                        Some(known) => known,
-                        None => {
-                            let const_name =
-                                scheme_idents.assign(&scheme.name).to_ascii_uppercase();
-                            if matches!(
-                                scheme.kind,
-                                idemgen_spec::security::SchemeKind::MutualTls
-                                    | idemgen_spec::security::SchemeKind::OtherHttp(_)
-                            ) {
-                                warnings.push(format!(
-                                    "security scheme `{}`: the generated service reads no credential \
-                                     for it; src/auth.rs verifies it from the request (e.g. a header \
-                                     your TLS terminator or proxy sets) and refuses every request \
-                                     until you write that check",
-                                    scheme.name
-                                ));
-                            }
-                            schemes.push(context::SchemeContext::new(scheme, const_name));
-                            schemes.last().expect("just pushed")
-                        }
-                    };
-                    consts.push(format!("schemes::{}", known.const_name));
-                }
-                summary.push(match alternative.as_slice() {
-                    [one] => one.name.clone(),
-                    many => format!(
-                        "({})",
-                        many.iter()
-                            .map(|scheme| scheme.name.clone())
-                            .collect::<Vec<_>>()
-                            .join(" and ")
-                    ),
-                });
-                alternatives.push(consts);
-            }
-            context::SecurityContext {
-                alternatives,
-                summary: summary.join(" or "),
-            }
-        });
-        let contract = analysed.contract().map(context::ContractContext::new);
-        let handler = context::Handler {
-            method: method.clone(),
-            ident: ident.clone(),
-        };
-        match routes.iter_mut().find(|route| route.shape == shape) {
-            Some(route) => route.handlers.push(handler),
-            None => routes.push(context::Route {
-                path: operation.path.clone(),
-                shape,
-                handlers: vec![handler],
-            }),
-        }
-        operations.push(context::Operation {
-            name: display,
-            const_name: ident.to_ascii_uppercase(),
-            method,
-            path: operation.path.clone(),
-            comment,
-            heading,
-            business_file: format!("src/business/{ident}.rs"),
-            idempotent: contract.is_some(),
-            contract,
-            security,
-            input,
+        check_principal_scope(&display, analysed, &required)?;
+        let security = served.schemes.security(&required, warnings);
+        add_route(&mut served.routes, operation, &ident);
+        served.operations.push(operation_context(
+            analysed,
+            display,
             ident,
-        });
+            context::TypedInput::new(operation_types),
+            security,
+        ));
+    }
+    Ok(served)
+}
+
+/// Why the generated router cannot serve `operation`, if it cannot.
+fn unservable(
+    operation: &idemgen_spec::operations::Operation<'_>,
+    routes: &[context::Route],
+) -> Option<String> {
+    if operation.kind == OperationKind::Webhook {
+        return Some("a webhook is a request this API sends, not one it serves".to_string());
+    }
+    let lower = operation.method.to_ascii_lowercase();
+    if operation.custom || !idemgen_spec::operations::METHODS.contains(&lower.as_str()) {
+        return Some(format!(
+            "the generated router serves the eight HTTP/1.1 methods, not {}",
+            operation.method
+        ));
+    }
+    if let Err(why) = check_path(&operation.path) {
+        return Some(why);
+    }
+    let shape = route_shape(&operation.path);
+    let method = &operation.method;
+    routes
+        .iter()
+        .any(|route| route.shape == shape && route.handlers.iter().any(|h| &h.method == method))
+        .then(|| {
+            format!(
+                "{method} {} matches the same requests as an earlier operation",
+                operation.path
+            )
+        })
+}
+
+/// With an anonymous `{}` alternative next to a scheme, a caller without
+/// credentials has no principal: the engine answers 401 rather than share
+/// one namespace among them. With no scheme at all, no caller has one.
+fn check_principal_scope(
+    display: &str,
+    analysed: &idemgen_spec::analysis::AnalysedOperation<'_>,
+    required: &idemgen_spec::security::Security,
+) -> Result<(), String> {
+    let scoped_by_principal = analysed.contract().is_some_and(|contract| {
+        contract.key.as_ref().is_some_and(|key| {
+            key.scope
+                .iter()
+                .any(|source| source.value == idemgen_spec::contract::model::ScopeSource::Principal)
+        })
+    });
+    if scoped_by_principal && required.alternatives.iter().all(Vec::is_empty) {
+        return Err(format!(
+            "{display}: `x-idempotency.key.scope` names `principal`, but no security \
+             requirement applies (none, `security: []` or only `{{}}`), so no caller has a \
+             principal; declare a security scheme for it, or scope keys by something else"
+        ));
+    }
+    Ok(())
+}
+
+/// The security schemes operations require, each once, in the order first
+/// required.
+#[derive(Default)]
+struct Schemes {
+    idents: names::Identifiers,
+    list: Vec<context::SchemeContext>,
+}
+
+impl Schemes {
+    /// An operation's security as its table entry spells it; `None` when
+    /// anyone may call it.
+    fn security(
+        &mut self,
+        required: &idemgen_spec::security::Security,
+        warnings: &mut Vec<String>,
+    ) -> Option<context::SecurityContext> {
+        if required.is_open() {
+            return None;
+        }
+        let alternatives = required
+            .alternatives
+            .iter()
+            .map(|alternative| {
+                alternative
+                    .iter()
+                    .map(|scheme| self.const_name(scheme, warnings))
+                    .collect()
+            })
+            .collect();
+        Some(context::SecurityContext {
+            alternatives,
+            summary: security_summary(required),
+        })
     }
 
+    /// The constant of `scheme`, declared the first time it is required.
+    fn const_name(
+        &mut self,
+        scheme: &idemgen_spec::security::Scheme,
+        warnings: &mut Vec<String>,
+    ) -> String {
+        if let Some(known) = self.list.iter().find(|known| known.name == scheme.name) {
+            return known.const_name.clone();
+        }
+        let const_name = self.idents.assign(&scheme.name).to_ascii_uppercase();
+        if matches!(
+            scheme.kind,
+            idemgen_spec::security::SchemeKind::MutualTls
+                | idemgen_spec::security::SchemeKind::OtherHttp(_)
+        ) {
+            warnings.push(format!(
+                "security scheme `{}`: the generated service reads no credential for it; \
+                 src/auth.rs verifies it from the request (e.g. a header your TLS terminator \
+                 or proxy sets) and refuses every request until you write that check",
+                scheme.name
+            ));
+        }
+        self.list
+            .push(context::SchemeContext::new(scheme, const_name.clone()));
+        const_name
+    }
+}
+
+/// A human summary of the alternatives: `bearerAuth or (signature and
+/// session)`.
+fn security_summary(required: &idemgen_spec::security::Security) -> String {
+    required
+        .alternatives
+        .iter()
+        .map(|alternative| match alternative.as_slice() {
+            [one] => one.name.clone(),
+            many => format!(
+                "({})",
+                many.iter()
+                    .map(|scheme| scheme.name.clone())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+/// Adds the operation's handler to the route of its path shape.
+fn add_route(
+    routes: &mut Vec<context::Route>,
+    operation: &idemgen_spec::operations::Operation<'_>,
+    ident: &str,
+) {
+    let shape = route_shape(&operation.path);
+    let handler = context::Handler {
+        method: operation.method.clone(),
+        ident: ident.to_string(),
+    };
+    match routes.iter_mut().find(|route| route.shape == shape) {
+        Some(route) => route.handlers.push(handler),
+        None => routes.push(context::Route {
+            path: operation.path.clone(),
+            shape,
+            handlers: vec![handler],
+        }),
+    }
+}
+
+/// One served operation as the templates see it.
+fn operation_context(
+    analysed: &idemgen_spec::analysis::AnalysedOperation<'_>,
+    display: String,
+    ident: String,
+    input: context::TypedInput,
+    security: Option<context::SecurityContext>,
+) -> context::Operation {
+    let operation = &analysed.operation;
+    let (comment, heading) = operation_comments(operation, &display);
+    let contract = analysed.contract().map(context::ContractContext::new);
+    context::Operation {
+        name: display,
+        const_name: ident.to_ascii_uppercase(),
+        method: operation.method.clone(),
+        path: operation.path.clone(),
+        comment,
+        heading,
+        business_file: format!("src/business/{ident}.rs"),
+        idempotent: contract.is_some(),
+        contract,
+        security,
+        input,
+        ident,
+    }
+}
+
+/// The comment over the operation's table entry (name, summary,
+/// description) and the one over its handler (name and summary).
+fn operation_comments(
+    operation: &idemgen_spec::operations::Operation<'_>,
+    display: &str,
+) -> (Vec<String>, Vec<String>) {
+    let mut comment = vec![format!(
+        "{display}: {} {}",
+        operation.method, operation.path
+    )];
+    let mut heading = comment.clone();
+    if let Some(summary) = operation.node.get("summary").and_then(|node| node.as_str()) {
+        heading.extend(names::comment_lines(summary.trim()));
+    }
+    for field in ["summary", "description"] {
+        if let Some(text) = operation.node.get(field).and_then(|node| node.as_str()) {
+            comment.push(String::new());
+            comment.extend(names::comment_lines(text.trim()));
+        }
+    }
+    (comment, heading)
+}
+
+/// Every template's context: the served operations with what the project
+/// as a whole needs.
+fn project_context(
+    workspace: &Workspace,
+    options: &Options,
+    analysis: &idemgen_spec::analysis::Analysis<'_>,
+    store: &Store,
+    served: Served,
+) -> context::Project {
+    let Served {
+        operations,
+        routes,
+        schemes,
+    } = served;
+    let schemes = schemes.list;
     let lib = options.package.replace('-', "_");
     let test_target = operations.iter().find_map(|op| {
         let contract = op.contract.as_ref()?;
         Some(context::TestTarget::new(op, contract, &store.table))
     });
-    let replay_rate_alert = analysis
-        .contracts()
-        .iter()
-        .map(|c| c.replay_rate_alert.value)
-        .fold(None, |min: Option<f64>, rate| {
-            Some(min.map_or(rate, |m| m.min(rate)))
-        })
-        .unwrap_or(idemgen_spec::contract::model::DEFAULT_REPLAY_RATE_ALERT);
-    let title = workspace
-        .root()
-        .get("info")
-        .and_then(|info| info.get("title"))
-        .and_then(|title| title.as_str())
-        .unwrap_or(&options.package)
-        .to_string();
-    let dialects: Vec<context::DialectContext> = built_for
-        .iter()
-        .map(|d| context::DialectContext::new(*d, &store, &lib))
+    let dialects = dialects_built_for(store, options)
+        .into_iter()
+        .map(|d| context::DialectContext::new(d, store, &lib))
         .collect();
-    let project = context::Project {
+    context::Project {
         version: env!("CARGO_PKG_VERSION"),
         spec: options.spec.clone(),
-        title,
+        title: spec_title(workspace, options),
         package: options.package.clone(),
-        lib: lib.clone(),
+        lib,
         dialect: store.dialect.name(),
         table: store.table.clone(),
         standalone: options.standalone,
@@ -324,119 +454,157 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         operations,
         routes,
         t: test_target,
-        replay_rate_alert,
+        replay_rate_alert: replay_rate_alert(analysis),
         dialects,
         any_secured: !schemes.is_empty(),
         any_api_key: schemes
             .iter()
-            .any(|scheme| scheme.kind.starts_with("SchemeKind::ApiKey")),
+            .any(|scheme| matches!(scheme.kind, context::SchemeKindContext::ApiKey { .. })),
         schemes,
         // A JSON string is a TOML basic string.
         runtime_path: options
             .runtime_path
             .as_ref()
             .map(|path| serde_json::to_string(path).expect("strings serialise")),
-    };
-
-    let secured = project.any_secured;
-    let env = render::environment(options.templates.as_deref())?;
-    if let Some(dir) = &options.templates {
-        if !dir.is_dir() {
-            return Err(format!("--templates {}: not a directory", dir.display()));
-        }
-        for name in render::unknown_overrides(dir) {
-            warnings.push(format!(
-                "{}: replaces no template (known: {}); ignored",
-                dir.join(&name).display(),
-                render::TEMPLATES
-                    .iter()
-                    .map(|template| template.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
     }
-    let mut files = Vec::new();
-    let mut emit = |path: String,
-                    template: &str,
-                    context: minijinja::Value,
-                    owner: Owner|
-     -> Result<(), String> {
-        let mut contents = render::render(&env, template, &context)?;
-        if path.ends_with(".rs") {
-            contents = format::rustfmt(&path, &contents)?;
-        }
-        files.push(File {
-            path,
-            contents,
-            owner,
-        });
-        Ok(())
+}
+
+/// The lowest `replay-rate-alert` of the contracts, else the default.
+fn replay_rate_alert(analysis: &idemgen_spec::analysis::Analysis<'_>) -> f64 {
+    analysis
+        .contracts()
+        .iter()
+        .map(|c| c.replay_rate_alert.value)
+        .fold(None, |min: Option<f64>, rate| {
+            Some(min.map_or(rate, |m| m.min(rate)))
+        })
+        .unwrap_or(idemgen_spec::contract::model::DEFAULT_REPLAY_RATE_ALERT)
+}
+
+/// The spec's `info.title`, else the package name.
+fn spec_title(workspace: &Workspace, options: &Options) -> String {
+    workspace
+        .root()
+        .get("info")
+        .and_then(|info| info.get("title"))
+        .and_then(|title| title.as_str())
+        .unwrap_or(&options.package)
+        .to_string()
+}
+
+/// The templates, with `--templates` overrides; an override file that
+/// replaces no template is a warning.
+fn template_environment(
+    options: &Options,
+    warnings: &mut Vec<String>,
+) -> Result<minijinja::Environment<'static>, String> {
+    let env = render::environment(options.templates.as_deref())?;
+    let Some(dir) = &options.templates else {
+        return Ok(env);
     };
+    if !dir.is_dir() {
+        return Err(format!("--templates {}: not a directory", dir.display()));
+    }
+    for name in render::unknown_overrides(dir) {
+        warnings.push(format!(
+            "{}: replaces no template (known: {}); ignored",
+            dir.join(&name).display(),
+            render::TEMPLATES
+                .iter()
+                .map(|template| template.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(env)
+}
+
+/// Every template rendered: once, once per dialect, or once per operation.
+fn render_templates(
+    env: &minijinja::Environment<'_>,
+    project: &context::Project,
+) -> Result<Vec<File>, String> {
+    let mut files = Vec::new();
     for template in render::TEMPLATES {
+        let name = template.name;
         match template.output {
-            render::Output::File(path) => emit(
+            render::Output::File(path) => files.push(render_file(
+                env,
                 path.to_string(),
-                template.name,
-                template_context(&project),
+                name,
+                template_context(project),
                 Owner::Idemgen,
-            )?,
+            )?),
             render::Output::PerDialect(pattern) => {
                 for d in &project.dialects {
-                    emit(
+                    files.push(render_file(
+                        env,
                         pattern.replace("{dialect}", d.name),
-                        template.name,
-                        template_context(context::WithDialect {
-                            project: &project,
-                            d,
-                        }),
+                        name,
+                        template_context(context::WithDialect { project, d }),
                         Owner::Idemgen,
-                    )?;
+                    )?);
                 }
             }
-            render::Output::UserFile(path) => emit(
+            render::Output::UserFile(path) => files.push(render_file(
+                env,
                 path.to_string(),
-                template.name,
-                template_context(&project),
+                name,
+                template_context(project),
                 Owner::User,
-            )?,
+            )?),
             render::Output::PerOperation => {
                 for op in &project.operations {
-                    emit(
+                    files.push(render_file(
+                        env,
                         op.business_file.clone(),
-                        template.name,
-                        template_context(context::WithOperation {
-                            project: &project,
-                            op,
-                        }),
+                        name,
+                        template_context(context::WithOperation { project, op }),
                         Owner::User,
-                    )?;
+                    )?);
                 }
             }
         }
     }
-    files.push(File {
+    Ok(files)
+}
+
+/// One rendered file, formatted when it is Rust.
+fn render_file(
+    env: &minijinja::Environment<'_>,
+    path: String,
+    template: &str,
+    context: minijinja::Value,
+    owner: Owner,
+) -> Result<File, String> {
+    let mut contents = render::render(env, template, &context)?;
+    if path.ends_with(".rs") {
+        contents = format::rustfmt(&path, &contents)?;
+    }
+    Ok(File {
+        path,
+        contents,
+        owner,
+    })
+}
+
+/// `src/models.rs`, the spec's schemas as Rust types.
+fn models_file(types: &types::SpecTypes) -> Result<File, String> {
+    Ok(File {
         path: "src/models.rs".to_string(),
         // Through rustfmt like every other file, so that `cargo fmt
         // --check` in the project passes.
         contents: format::rustfmt("src/models.rs", types.models())?,
         owner: Owner::Idemgen,
-    });
-    if options.runtime_path.is_none() {
-        for (path, contents) in runtime::FILES {
-            files.push(File {
-                path: format!("{}/{path}", runtime::VENDOR_DIR),
-                contents: (*contents).to_string(),
-                owner: Owner::Idemgen,
-            });
-        }
-    }
-    Ok(Project {
-        dialect: store.dialect,
-        table: store.table,
-        files,
-        warnings,
-        secured,
+    })
+}
+
+/// The vendored copy of the `idemgen-runtime` crate.
+fn runtime_files() -> impl Iterator<Item = File> {
+    runtime::FILES.iter().map(|(path, contents)| File {
+        path: format!("{}/{path}", runtime::VENDOR_DIR),
+        contents: (*contents).to_string(),
+        owner: Owner::Idemgen,
     })
 }
 
