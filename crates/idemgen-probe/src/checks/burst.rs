@@ -5,7 +5,8 @@
 //! in flight together, round-robin over every `--base-url`. Exactly one of
 //! them may run the business step: every 2xx answer carries the same body,
 //! and every other answer is the contract's in-progress status with a
-//! `Retry-After` (in whole seconds, as `in-progress.retry-after` says).
+//! `Retry-After` (whole seconds, as `responses.in-progress.retry-after`
+//! says; another value is a warning).
 //!
 //! **Why it matters.** A burst is what a client's timeout-and-retry, a
 //! double click or a redelivered message looks like to the service. When

@@ -1,8 +1,8 @@
 //! # conflict
 //!
 //! **What it checks.** The burst's key sent again with one value of the
-//! request body changed gets the contract's conflict status (the profile's,
-//! 422 or 409).
+//! request body changed gets the contract's conflict status (the one it
+//! declares, else its status profile's).
 //!
 //! **Why it matters.** A reused key with a different body is a client bug,
 //! or two different payments that collided on one key. Answering with the

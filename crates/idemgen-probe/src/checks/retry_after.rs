@@ -2,8 +2,8 @@
 //!
 //! **What it checks.** A client that waits each advertised `Retry-After`
 //! and retries gets the final answer within `server.max-processing` plus 3
-//! retries, each after the contract's `in-progress.retry-after`. A
-//! duplicate that is held (a lock) rather than told to wait must be
+//! retries, each after the contract's `responses.in-progress.retry-after`.
+//! A duplicate that is held (a lock) rather than told to wait must be
 //! answered within the same time.
 //!
 //! **Why it matters.** `Retry-After` is a promise that waiting helps. A
