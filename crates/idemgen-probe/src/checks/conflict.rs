@@ -22,7 +22,7 @@ use crate::{CheckResult, Outcome};
 declare_check!(
     "conflict.rs",
     "conflict",
-    ["same key, one body value changed: the conflict status",]
+    ["same key, one body value changed: the conflict status"]
 );
 
 impl Probe<'_> {

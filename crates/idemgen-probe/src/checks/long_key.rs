@@ -20,12 +20,12 @@ use crate::request::{Event, KeyUse};
 declare_check!(
     "long_key.rs",
     "long-key",
-    ["a key longer than key.max-length: the missing-key status",]
+    ["a key longer than key.max-length: the missing-key status"]
 );
 
 impl Probe<'_> {
-    /// A key past `key.max-length`: the missing-key status. Limits of
-    /// 8192 and more are not tried; such a key is a request in itself.
+    /// A key one character past `key.max-length` (limits below 8192
+    /// only): the missing-key status.
     pub fn long_key(&self, event: &Event) -> CheckResult {
         let expect = match self.key_required(&CHECK) {
             Ok(expect) => expect,

@@ -24,7 +24,7 @@ use crate::request::{Event, KeyUse};
 declare_check!(
     "malformed_key.rs",
     "malformed-key",
-    ["a key that does not fit key.format: the missing-key status",]
+    ["a key that does not fit key.format: the missing-key status"]
 );
 
 impl Probe<'_> {

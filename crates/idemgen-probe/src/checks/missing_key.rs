@@ -21,7 +21,7 @@ use crate::request::{Event, KeyUse};
 declare_check!(
     "missing_key.rs",
     "missing-key",
-    ["no key: the missing-key status",]
+    ["no key: the missing-key status"]
 );
 
 impl Probe<'_> {
