@@ -1,6 +1,6 @@
 //! House rules no compiler checks: no merge leftovers are committed, every
-//! lint rule is documented, and the crate graph keeps to the layers the
-//! README's "How it is built" draws.
+//! lint rule and probe check is documented, and the crate graph keeps to the
+//! layers the README's "How it is built" draws.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -62,6 +62,53 @@ fn every_rule_is_documented() {
             "{}: its file needs a `//!` header explaining the rule (got {docs:?})",
             rule.id
         );
+    }
+}
+
+#[test]
+fn every_probe_check_is_documented() {
+    let mut ids: Vec<&str> = Vec::new();
+    for check in idemgen_probe::CHECKS {
+        assert!(
+            !check.summary().trim().is_empty(),
+            "{}: no help entry",
+            check.id
+        );
+        let docs = check.docs();
+        for section in [
+            "**What it checks.**",
+            "**Why it matters.**",
+            "**What a failure means.**",
+        ] {
+            assert!(
+                docs.contains(section),
+                "{}: its file's `//!` header needs a {section} paragraph (got {docs:?})",
+                check.id
+            );
+        }
+        assert!(
+            !ids.contains(&check.id),
+            "{}: two checks share it",
+            check.id
+        );
+        ids.push(check.id);
+    }
+    // A check file left out of the registry runs nowhere and is listed nowhere.
+    let dir = root().join("crates/idemgen-probe/src/checks");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path
+            .file_stem()
+            .unwrap()
+            .to_string_lossy()
+            .replace('_', "-");
+        if stem != "mod" {
+            assert!(
+                ids.contains(&stem.as_str()),
+                "{}: a check file not in idemgen_probe::CHECKS",
+                path.display()
+            );
+        }
     }
 }
 

@@ -20,36 +20,30 @@ pub enum ProbeFormat {
     Junit,
 }
 
-const CHECKS: &str = "\
-Checks, per operation with x-idempotency:
-  burst          N identical requests at once: one first answer, identical 2xx
-                 bodies, every other answer the in-progress status + Retry-After
-  replay         the same request afterwards: the stored answer, byte for byte
-                 (a missing Idempotent-Replayed header is a warning)
-  conflict       same key, one body value changed: the conflict status
-  missing-key    no key: the missing-key status
-  malformed-key  a key that does not fit key.format: the missing-key status
-  long-key       a key longer than key.max-length: the missing-key status
-  in-progress    duplicates while a first attempt runs: never a 2xx with an
-                 empty or different body
-  retry-after    a client that waits each advertised Retry-After and retries
-                 gets the final answer within server.max-processing plus 3
-                 retries (Retry-After as the contract says); a service that
-                 stays in progress longer fails
-  scope          with key.scope: the same key under a second scope value is
-                 a new key (not the first scope's stored answer, not the
-                 conflict status), and a request without the scope value
-                 is refused with a 4xx; values from --scope, else
-                 probe-tenant-a and probe-tenant-b
-  principals     with two --as: the first principal's key and body sent as
-                 each other principal get a fresh answer or a refusal, never
-                 the first one's stored answer, nor the conflict, in-progress,
-                 409 or 422 status that tells them its request exists
-  unauthenticated  with --as: a request without any --as header is refused
-                 with 401 or 403 before it is processed: the first principal's
-                 request with the same key afterwards is fresh (no replay,
-                 conflict or in-progress answer)
+/// The help's list of checks, from the probe's registry: each check's
+/// help lines, ids padded to one column (a longer id pushes only its first
+/// line right).
+fn checks_help() -> String {
+    const ID_COLUMN: usize = 15;
+    let mut help = String::from("Checks, per operation with x-idempotency:\n");
+    for check in idemgen_probe::CHECKS {
+        let (first, rest) = check
+            .help
+            .split_first()
+            .expect("declare_check! takes one line or more");
+        let width = ID_COLUMN.max(check.id.len() + 2);
+        help.push_str(&format!("  {:width$}{first}\n", check.id));
+        for line in rest {
+            help.push_str(&format!("  {:ID_COLUMN$}{line}\n", ""));
+        }
+    }
+    help.push('\n');
+    help.push_str(USAGE);
+    help
+}
 
+/// What the help says after the checks: how the flags shape them.
+const USAGE: &str = "\
 --as NAME='Header: value' gives a principal's credentials (repeat it for a
 second header of the same NAME); the first NAME sends every request of the
 other checks. Header values never appear in the report. An operation whose
@@ -68,7 +62,7 @@ Exit codes: 0 every check passed or did not apply; 1 a check failed;
 by --max-requests/--deadline.";
 
 #[derive(clap::Args)]
-#[command(after_long_help = CHECKS)]
+#[command(after_long_help = checks_help())]
 pub struct ProbeArgs {
     /// The OpenAPI document the service implements.
     pub spec: PathBuf,

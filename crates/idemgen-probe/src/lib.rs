@@ -4,11 +4,13 @@
 //! and reports which promises of its `x-idempotency` contract hold.
 //!
 //! [`request`] builds a valid request per operation from the spec, [`key`]
-//! the keys, [`checks`] sends and judges, [`report`] shows the outcome;
+//! the keys, [`checks`] sends and judges (one check a file, registered in
+//! [`CHECKS`] with a [`check::Check`] each), [`report`] shows the outcome;
 //! [`http`] keeps the client safe (loopback, no redirects, bounded);
 //! [`principal`] holds the `--as` credentials and keeps them out of the
 //! report.
 
+pub mod check;
 mod checks;
 mod http;
 mod key;
@@ -24,6 +26,7 @@ use idemgen_spec::analysis::analyse;
 use idemgen_spec::contract::Contract;
 use idemgen_spec::contract::model::{Defaults, KeyLocation, ScopeSource};
 
+pub use checks::CHECKS;
 use checks::Probe;
 use http::{Client, SendError};
 use request::{Plan, RequestOptions};
@@ -64,9 +67,7 @@ impl Outcome {
 
 #[derive(Debug, Clone)]
 pub struct CheckResult {
-    /// `burst`, `replay`, `conflict`, `missing-key`, `malformed-key`,
-    /// `long-key`, `in-progress`, `retry-after`, `scope`, `principals`,
-    /// `unauthenticated`.
+    /// The id of the check in [`CHECKS`] that produced it.
     pub id: &'static str,
     pub outcome: Outcome,
     /// One line: what was sent and what came back.
@@ -79,9 +80,9 @@ pub struct CheckResult {
 }
 
 impl CheckResult {
-    pub fn new(id: &'static str) -> CheckResult {
+    pub fn new(check: &check::Check) -> CheckResult {
         CheckResult {
-            id,
+            id: check.id,
             outcome: Outcome::Pass,
             summary: String::new(),
             evidence: Vec::new(),
@@ -255,7 +256,9 @@ pub fn run(
                 report.checks.push(burst);
                 report.checks.push(probe.replay(&first, &settled));
                 report.checks.push(probe.conflict(&first, &settled));
-                report.checks.extend(probe.key_checks(&first, &mut rng));
+                report.checks.push(probe.missing_key(&first));
+                report.checks.push(probe.malformed_key(&first, &mut rng));
+                report.checks.push(probe.long_key(&first));
                 report.checks.push(probe.in_progress_honesty(&second));
                 report.checks.push(probe.retry_after_honesty(&third));
                 report.checks.push(probe.scope(&scoped[0], &scoped[1]));

@@ -1,0 +1,179 @@
+//! # in-progress
+//!
+//! **What it checks.** While a first attempt runs, the probe sends
+//! duplicates 10 ms apart (up to 8). Each must get the contract's
+//! in-progress status with a `Retry-After`, or the first answer itself;
+//! none may get a 2xx with an empty body or with a body other than the
+//! first attempt's.
+//!
+//! **Why it matters.** A client takes a 2xx as "done". A service that
+//! answers a duplicate with an empty 2xx while the first attempt is still
+//! running, or runs the duplicate too, tells the client something that is
+//! not true yet, or does the work twice.
+//!
+//! **What a failure means.** A duplicate got an empty 2xx, a different 2xx
+//! body (the step ran again), an in-progress answer without `Retry-After`,
+//! or another status. A 429 or 503 with `Retry-After` is a warning: not the
+//! contract's answer, but one a client retries. When the first attempt
+//! finished before a duplicate could be sent, the check does not apply:
+//! slow the business step down to exercise it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::{Probe, tally};
+use crate::check::declare_check;
+use crate::http::{Answer, SendError};
+use crate::request::{Event, KeyUse};
+use crate::{CheckResult, Outcome};
+
+/// Most duplicates sent while the first attempt runs.
+const STAGGERED_DUPLICATES: usize = 8;
+
+declare_check!(
+    "in_progress.rs",
+    "in-progress",
+    [
+        "duplicates while a first attempt runs: never a 2xx with an",
+        "empty or different body",
+    ]
+);
+
+impl Probe<'_> {
+    /// Duplicates sent 10 ms apart while a first attempt runs: each must
+    /// be the in-progress answer (or, at the very end, the first answer
+    /// replayed), never a 2xx with an empty or different body.
+    pub fn in_progress_honesty(&self, event: &Event) -> CheckResult {
+        let mut check = CheckResult::new(&CHECK);
+        let request = self.plan.request(event, KeyUse::Valid);
+        // Set once any answer is final (not "in progress"): no more
+        // duplicates are needed after that.
+        let settled = AtomicBool::new(false);
+        let is_final = |answer: &Result<Answer, SendError>| {
+            answer.as_ref().is_ok_and(|answer| {
+                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer))
+            })
+        };
+        let send = || {
+            let answer = self.client.send(&request);
+            if is_final(&answer) {
+                settled.store(true, Ordering::SeqCst);
+            }
+            answer
+        };
+        // Each duplicate goes out on its own thread, 10 ms after the
+        // previous one, so a server that blocks them (or runs them) still
+        // meets several, each with its own clock.
+        let results = std::thread::scope(|scope| {
+            let mut senders = vec![scope.spawn(send)];
+            std::thread::sleep(Duration::from_millis(5));
+            while !settled.load(Ordering::SeqCst) && senders.len() <= STAGGERED_DUPLICATES {
+                senders.push(scope.spawn(send));
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            senders
+                .into_iter()
+                .map(|sender| {
+                    sender
+                        .join()
+                        .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into())))
+                })
+                .collect::<Vec<_>>()
+        });
+        let mut answers = Vec::with_capacity(results.len());
+        for result in results {
+            match result {
+                Ok(answer) => answers.push(answer),
+                Err(error) => return check.no_answer(error),
+            }
+        }
+        // Which request reached the server first is unknown. The one that
+        // did the work gave a final answer (not "in progress"), one with a
+        // body when some are empty, and, of those, took longest.
+        answers.sort_by_key(|answer| {
+            (
+                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer)),
+                !answer.body.is_empty(),
+                answer.received - answer.sent,
+            )
+        });
+        let Some(first) = answers.pop() else {
+            return check.no_answer(SendError::Transport("no request was sent".into()));
+        };
+        let during: Vec<Answer> = answers
+            .into_iter()
+            .filter(|answer| answer.sent < first.received)
+            .collect();
+        check.summary = format!(
+            "{} duplicate(s) sent while the first attempt ran (it took {} ms and answered {}{}): {}",
+            during.len(),
+            (first.received - first.sent).as_millis(),
+            first.describe(),
+            self.client.from(&first),
+            tally(&during, self)
+        );
+        if during.is_empty() {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "the first attempt answered in {} ms, before a duplicate could be sent; slow the business step (the payment-callback example: DOWNSTREAM_DELAY_MS=300)",
+                (first.received - first.sent).as_millis()
+            );
+            return check;
+        }
+        let mut reran: Vec<&Answer> = Vec::new();
+        for answer in &during {
+            let same_as_first = answer.status == first.status && answer.body == first.body;
+            if same_as_first {
+                continue; // a replay that raced the first answer's delivery
+            }
+            if self.in_progress(answer) && !answer.is_success() {
+                match self.retry_after(answer) {
+                    Err(why) => check.fail(format!("{why}{}", self.client.from(answer))),
+                    Ok(Some(warning)) => check.warn(warning),
+                    Ok(None) => {}
+                }
+            } else if self.retry_later(answer) {
+                check.warn(format!(
+                    "{}{} while the first attempt ran: not the contract's in-progress answer, but a client retries it",
+                    answer.describe(),
+                    self.client.from(answer)
+                ));
+            } else if answer.is_success() && answer.body.is_empty() {
+                check.fail(format!(
+                    "{}{} with an empty body while the first attempt was still running: a client would take it as done",
+                    answer.describe(),
+                    self.client.from(answer)
+                ));
+            } else if answer.is_success() {
+                reran.push(answer);
+            } else {
+                check.fail(format!(
+                    "{}{} while the first attempt ran: expected {} with Retry-After",
+                    answer.describe(),
+                    self.client.from(answer),
+                    self.plan.expect.in_progress
+                ));
+            }
+        }
+        if !reran.is_empty() {
+            check.fail(format!(
+                "{} duplicate(s) answered 2xx with a different body than the first attempt's: the business step ran again",
+                reran.len()
+            ));
+            check.evidence.push(format!(
+                "first{}: {}",
+                self.client.from(&first),
+                first.excerpt()
+            ));
+            for answer in reran.iter().take(2) {
+                check.evidence.push(format!(
+                    "duplicate{}: {}",
+                    self.client.from(answer),
+                    answer.excerpt()
+                ));
+            }
+        }
+        check.dedup();
+        check
+    }
+}

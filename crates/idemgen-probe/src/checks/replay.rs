@@ -1,0 +1,113 @@
+//! # replay
+//!
+//! **What it checks.** After the burst, the same request once more (waiting
+//! out in-progress answers) gets the stored answer: the first answer's
+//! status and body, byte for byte, marked `Idempotent-Replayed: true`. When
+//! the first attempt failed and the contract says `failed: reject`, it gets
+//! the conflict status instead.
+//!
+//! **Why it matters.** A client that retries after a lost answer must learn
+//! what happened the first time. A service that runs the step again, or
+//! answers something else, either repeats the side effect or tells the
+//! client a different story than the one it acted on.
+//!
+//! **What a failure means.** The replay's status or body differs from the
+//! first answer (or, under `failed: reject`, is not the conflict status),
+//! or no answer came back. A replay without `Idempotent-Replayed` is a
+//! warning: clients and logs cannot tell it from a first answer. Under
+//! `failed: retry` after a failed first attempt the check does not apply.
+
+use idemgen_spec::contract::model::FailedPolicy;
+
+use super::{Probe, Settled};
+use crate::check::declare_check;
+use crate::request::{Event, KeyUse};
+use crate::{CheckResult, Outcome};
+
+declare_check!(
+    "replay.rs",
+    "replay",
+    [
+        "the same request afterwards: the stored answer, byte for byte",
+        "(a missing Idempotent-Replayed header is a warning)",
+    ]
+);
+
+impl Probe<'_> {
+    /// The same request after the burst: the stored answer again.
+    pub fn replay(&self, event: &Event, settled: &Settled) -> CheckResult {
+        let mut check = CheckResult::new(&CHECK);
+        let Some(first) = &settled.0 else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = "the burst left no answer to replay".into();
+            return check;
+        };
+        let expect_conflict =
+            !first.is_success() && self.plan.expect.failed == FailedPolicy::Reject;
+        if !first.is_success() && !expect_conflict {
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "the first attempt answered {}, and under `failed: retry` a retry runs again instead of replaying",
+                first.describe()
+            );
+            return check;
+        }
+        let answer = match self.settle(&self.plan.request(event, KeyUse::Valid)) {
+            Ok(answer) => answer,
+            Err(error) => return check.no_answer(error),
+        };
+        if expect_conflict {
+            let conflict = self.plan.expect.conflict;
+            check.summary = format!(
+                "after a recorded failure ({}), `failed: reject` answered {}",
+                first.describe(),
+                answer.describe()
+            );
+            if answer.status != conflict {
+                check.fail(format!("expected {conflict}: {}", answer.excerpt()));
+            }
+            return check;
+        }
+        let replayed = answer
+            .header("idempotent-replayed")
+            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        if answer.status == first.status && answer.body == first.body {
+            check.summary = format!(
+                "{}{} with the first answer's {} bytes{}",
+                answer.describe(),
+                self.client.from(&answer),
+                answer.body.len(),
+                if replayed {
+                    ", Idempotent-Replayed: true"
+                } else {
+                    ""
+                }
+            );
+            if !replayed {
+                check.warn(
+                    "the replay has no `Idempotent-Replayed: true` header, so clients and logs cannot tell it from a first answer"
+                        .into(),
+                );
+            }
+        } else {
+            check.summary = format!(
+                "{}{}, not the stored answer",
+                answer.describe(),
+                self.client.from(&answer)
+            );
+            check.fail(format!(
+                "first answer{} {} {}",
+                self.client.from(first),
+                first.describe(),
+                first.excerpt()
+            ));
+            check.evidence.push(format!(
+                "replay{} {} {}",
+                self.client.from(&answer),
+                answer.describe(),
+                answer.excerpt()
+            ));
+        }
+        check
+    }
+}

@@ -1,0 +1,160 @@
+//! # retry-after
+//!
+//! **What it checks.** A client that waits each advertised `Retry-After`
+//! and retries gets the final answer within `server.max-processing` plus 3
+//! retries, each after the contract's `responses.in-progress.retry-after`.
+//! A duplicate that is held (a lock) rather than told to wait must be
+//! answered within the same time.
+//!
+//! **Why it matters.** `Retry-After` is a promise that waiting helps. A
+//! service whose in-progress record outlives the attempt (a crashed worker,
+//! a lease never released) keeps sending its clients' retries into an
+//! attempt that is not running, until they give up on a request that may
+//! have succeeded.
+//!
+//! **What a failure means.** No final answer came within that time, or the
+//! held duplicate was answered after it. The check does not apply when the
+//! contract declares no `server.max-processing`.
+
+use std::time::{Duration, Instant};
+
+use super::Probe;
+use crate::check::declare_check;
+use crate::http::{Answer, SendError};
+use crate::request::{Event, KeyUse};
+use crate::{CheckResult, Outcome};
+
+/// Retries, each after the advertised `Retry-After`, that a client may need
+/// beyond `server.max-processing` before the final answer.
+const RETRIES_PAST_MAX_PROCESSING: u32 = 3;
+
+declare_check!(
+    "retry_after.rs",
+    "retry-after",
+    [
+        "a client that waits each advertised Retry-After and retries",
+        "gets the final answer within server.max-processing plus 3",
+        "retries (Retry-After as the contract says); a service that",
+        "stays in progress longer fails",
+    ]
+);
+
+impl Probe<'_> {
+    /// A client that waits the advertised `Retry-After` and retries must
+    /// get the final answer within `server.max-processing` plus a few
+    /// retries; a service that keeps saying "in progress, retry in 1 s"
+    /// for much longer sends its clients' retries into a void.
+    pub fn retry_after_honesty(&self, event: &Event) -> CheckResult {
+        let mut check = CheckResult::new(&CHECK);
+        let Some(max_processing) = self
+            .plan
+            .expect
+            .max_processing_ms
+            .map(Duration::from_millis)
+        else {
+            check.outcome = Outcome::NotApplicable;
+            check.summary =
+                "the contract declares no `server.max-processing` to hold the service to".into();
+            return check;
+        };
+        let promised = Duration::from_secs(self.plan.expect.retry_after_ms.div_ceil(1000).max(1));
+        let budget = max_processing + promised * RETRIES_PAST_MAX_PROCESSING;
+        let request = self.plan.request(event, KeyUse::Valid);
+        let (first, outcome) = std::thread::scope(|scope| {
+            let first = scope.spawn(|| self.client.send(&request));
+            std::thread::sleep(Duration::from_millis(5));
+            let started = Instant::now();
+            let mut waits: Vec<Answer> = Vec::new();
+            let outcome = loop {
+                let answer = match self.client.send(&request) {
+                    Ok(answer) => answer,
+                    Err(error) => break Err(error),
+                };
+                if answer.is_success() || !self.in_progress(&answer) {
+                    break Ok((answer, waits, started.elapsed(), true));
+                }
+                let elapsed = started.elapsed();
+                if elapsed >= budget {
+                    break Ok((answer, waits, elapsed, false));
+                }
+                // What the client is told to wait; a missing or unreadable
+                // Retry-After (failed elsewhere) counts as the contract's.
+                let advertised = answer
+                    .header("retry-after")
+                    .and_then(|value| value.trim().parse::<u64>().ok())
+                    .map_or(promised, Duration::from_secs);
+                waits.push(answer);
+                // The last retry goes out when the budget ends, not after.
+                std::thread::sleep(advertised.min(budget - elapsed));
+            };
+            let first = first
+                .join()
+                .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into())));
+            (first, outcome)
+        });
+        let (last, waits, elapsed, settled) = match outcome {
+            Ok(outcome) => outcome,
+            Err(error) => return check.no_answer(error),
+        };
+        let advertised = waits
+            .iter()
+            .filter_map(|answer| answer.header("retry-after"))
+            .map(|value| value.trim().to_string())
+            .collect::<Vec<_>>();
+        let advertised = match advertised.first() {
+            Some(value) if advertised.iter().all(|other| other == value) => {
+                format!("Retry-After: {value}")
+            }
+            Some(_) => format!("Retry-After: {}", advertised.join(", ")),
+            None => "no Retry-After".into(),
+        };
+        let first = match first {
+            Ok(answer) => format!("{}{}", answer.describe(), self.client.from(&answer)),
+            Err(error) => error.to_string(),
+        };
+        let allowed = format!(
+            "max-processing {} s + {RETRIES_PAST_MAX_PROCESSING} × Retry-After {} s",
+            max_processing.as_secs_f64(),
+            promised.as_secs()
+        );
+        if waits.is_empty() {
+            // No "in progress" to wait out: the duplicate met a finished
+            // attempt, or was held until it finished (a lock), which is
+            // honest as long as it is not held past the budget.
+            check.summary = format!(
+                "the duplicate got {}{} after {:.1} s without an in-progress answer (the first attempt answered {first})",
+                last.describe(),
+                self.client.from(&last),
+                elapsed.as_secs_f64()
+            );
+            if elapsed > budget {
+                check.fail(format!(
+                    "held {:.1} s, past {allowed} = {:.1} s: clients time out first",
+                    elapsed.as_secs_f64(),
+                    budget.as_secs_f64()
+                ));
+            }
+        } else if settled {
+            check.summary = format!(
+                "{} in progress ({advertised}), then {}{} after {:.1} s, within {allowed}",
+                waits.len(),
+                last.describe(),
+                self.client.from(&last),
+                elapsed.as_secs_f64()
+            );
+        } else {
+            check.summary = format!(
+                "{} retries after the advertised wait ({advertised}): still {}{} after {:.1} s",
+                waits.len(),
+                last.describe(),
+                self.client.from(&last),
+                elapsed.as_secs_f64()
+            );
+            check.fail(format!(
+                "no final answer within {allowed} = {:.1} s: a client that waits as told keeps retrying into an attempt that is not running (the first attempt answered {first})",
+                budget.as_secs_f64()
+            ));
+        }
+        check
+    }
+}
