@@ -87,8 +87,9 @@ fn rules() -> Vec<Rule> {
         .collect()
 }
 
-/// The checks `idemgen probe --help` lists (probe checks have no registry
-/// of their own yet; the help's list is where their ids and text live).
+/// The checks `idemgen probe --help` lists: the help's list is generated
+/// from the probe's check registry (`idemgen_probe::CHECKS`), so the pages
+/// follow what a user of the binary sees.
 fn probe_checks() -> Vec<(String, String)> {
     let help = idemgen(&["probe", "--help"]);
     let mut lines = help
