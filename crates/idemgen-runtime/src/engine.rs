@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 use crate::NotImplemented;
 use crate::contract::Contract;
-use crate::db::{self, Db, Failure, Pool, PoolConnection, Tx, classify};
+use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::Counters;
@@ -860,10 +860,17 @@ impl Call {
             key: &claim.key,
             token: &claim.token,
         };
-        let completed = match engine.records.transaction_is_open(&mut tx).await {
-            Ok(true) => engine.records.complete(&mut *tx, &finish).await,
-            Ok(false) => Ok(false),
-            Err(error) => Err(error),
+        let completed = match engine.records.complete(&mut *tx, &finish).await {
+            // On PostgreSQL, a business step that wrote nothing looks like
+            // one that ended its transaction: ask, and complete in the
+            // transaction that is still open.
+            Ok(false) if Dialect::BUILT == Dialect::Postgres => {
+                match engine.records.transaction_is_open(&mut tx).await {
+                    Ok(true) => engine.records.finish(&mut *tx, &finish).await,
+                    other => other,
+                }
+            }
+            completed => completed,
         };
         match completed {
             Ok(true) => {}

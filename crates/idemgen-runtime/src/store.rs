@@ -218,12 +218,16 @@ impl RecordStore {
         // The completion runs in the business transaction; business code
         // that ended it (a raw COMMIT, DDL that commits implicitly, a
         // deadlock it swallowed, which rolled everything back) would leave
-        // it running on its own in autocommit. On MySQL it then matches no
-        // row; PostgreSQL is asked first (`transaction_is_open`); SQLite
-        // has no such test.
+        // it running on its own in autocommit, where it then matches no
+        // row. MySQL: the session's flag. PostgreSQL: the transaction has
+        // an id once the business step wrote (an autocommit statement gets
+        // its own only when it writes, after its WHERE), so a step that
+        // wrote nothing also matches no row, and is told apart by
+        // `transaction_is_open` on that rare path. SQLite has no such test.
         let in_transaction = match Dialect::BUILT {
             Dialect::Mysql => " AND @@in_transaction = 1",
-            Dialect::Postgres | Dialect::Sqlite => "",
+            Dialect::Postgres => " AND txid_current_if_assigned() IS NOT NULL",
+            Dialect::Sqlite => "",
         };
         let finish = "UPDATE {t} SET status = {1}, response_status = {2}, \
                       response_content_type = {3}, response_body = {4}, updated_at = {now} \
@@ -407,9 +411,9 @@ impl RecordStore {
     }
 
     /// Whether the business transaction on `connection` is still open,
-    /// where the completion statement cannot tell by itself: PostgreSQL
-    /// refuses a savepoint outside a transaction block (25P01), at the
-    /// cost of one round trip.
+    /// where the completion statement could not tell: PostgreSQL refuses a
+    /// savepoint outside a transaction block (25P01). One round trip, taken
+    /// only when the completion matched no row.
     pub(crate) async fn transaction_is_open(
         &self,
         connection: &mut <Db as sqlx::Database>::Connection,
