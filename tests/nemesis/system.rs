@@ -139,25 +139,17 @@ impl ServerUrl {
     }
 }
 
-const SQLITE_DDL: &str = "
-PRAGMA journal_mode = WAL;
-CREATE TABLE idempotent_record (
-    id INTEGER PRIMARY KEY,
-    scope TEXT NOT NULL,
-    idem_key TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),
-    claim_token TEXT NOT NULL,
-    lease_expires_at INTEGER NOT NULL,
-    expires_at INTEGER NOT NULL,
-    response_status INTEGER,
-    response_content_type TEXT,
-    response_body BLOB,
-    created_at INTEGER NOT NULL,
-    updated_at INTEGER NOT NULL,
-    CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
+/// The record table is the one `idemgen ddl` writes, as the example's
+/// first migration; the ledger is this service's business table.
+const SQLITE_RECORDS: &str =
+    include_str!("../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql");
+const MYSQL_RECORDS: &str =
+    include_str!("../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql");
+const POSTGRES_RECORDS: &str = include_str!(
+    "../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
 );
-CREATE INDEX ix_idempotent_record_expires_at ON idempotent_record (expires_at);
+
+const SQLITE_LEDGER: &str = "
 CREATE TABLE ledger (
     id INTEGER PRIMARY KEY,
     idem_key TEXT NOT NULL,
@@ -169,26 +161,7 @@ CREATE TABLE ledger (
     body TEXT NOT NULL
 );";
 
-const MYSQL_DDL: &str = "
-CREATE TABLE idempotent_record (
-    id BIGINT NOT NULL AUTO_INCREMENT,
-    scope VARBINARY(64) NOT NULL,
-    idem_key VARBINARY(128) NOT NULL,
-    fingerprint CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    status VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    claim_token CHAR(36) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
-    lease_expires_at BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    response_status SMALLINT NULL,
-    response_content_type VARCHAR(255) NULL,
-    response_body MEDIUMBLOB NULL,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL,
-    PRIMARY KEY (id),
-    UNIQUE KEY uq_idempotent_record_scope_key (scope, idem_key),
-    KEY ix_idempotent_record_expires_at (expires_at),
-    CONSTRAINT ck_idempotent_record_status CHECK (status IN ('in_progress', 'completed', 'failed'))
-) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
+const MYSQL_LEDGER: &str = "
 CREATE TABLE ledger (
     id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     idem_key VARCHAR(128) NOT NULL,
@@ -200,24 +173,7 @@ CREATE TABLE ledger (
     body TEXT NOT NULL
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;";
 
-const POSTGRES_DDL: &str = r#"
-CREATE TABLE idempotent_record (
-    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    scope VARCHAR(64) COLLATE "C" NOT NULL,
-    idem_key VARCHAR(128) COLLATE "C" NOT NULL,
-    fingerprint VARCHAR(64) NOT NULL,
-    status VARCHAR(16) NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),
-    claim_token VARCHAR(36) NOT NULL,
-    lease_expires_at BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    response_status SMALLINT,
-    response_content_type VARCHAR(255),
-    response_body BYTEA,
-    created_at BIGINT NOT NULL,
-    updated_at BIGINT NOT NULL,
-    CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
-);
-CREATE INDEX ix_idempotent_record_expires_at ON idempotent_record (expires_at);
+const POSTGRES_LEDGER: &str = "
 CREATE TABLE ledger (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     idem_key VARCHAR(128) NOT NULL,
@@ -227,7 +183,7 @@ CREATE TABLE ledger (
     instance VARCHAR(32) NOT NULL,
     at_ms BIGINT NOT NULL,
     body TEXT NOT NULL
-);"#;
+);";
 
 /// A database of its own for one history, with the record table and the
 /// ledger; dropped with it unless [`Database::keep`] was called.
@@ -269,14 +225,16 @@ impl Database {
             keep: AtomicBool::new(false),
         };
         match dialect {
-            Dialect::Sqlite => database.exec(SQLITE_DDL),
+            Dialect::Sqlite => database.exec(&format!(
+                "PRAGMA journal_mode = WAL;\n{SQLITE_RECORDS}{SQLITE_LEDGER}"
+            )),
             Dialect::Mysql => {
                 database.admin(&format!("CREATE DATABASE {}", database.name));
-                database.exec(MYSQL_DDL);
+                database.exec(&format!("{MYSQL_RECORDS}{MYSQL_LEDGER}"));
             }
             Dialect::Postgres => {
                 database.admin(&format!("CREATE DATABASE {}", database.name));
-                database.exec(POSTGRES_DDL);
+                database.exec(&format!("{POSTGRES_RECORDS}{POSTGRES_LEDGER}"));
             }
         }
         database
