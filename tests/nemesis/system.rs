@@ -86,58 +86,9 @@ pub fn ledger_binary(dialect: Dialect) -> PathBuf {
     to
 }
 
-/// `scheme://user[:password]@host[:port]/database[?options]`, split just
-/// enough to name another database on the same server.
-#[derive(Debug, Clone)]
-struct ServerUrl {
-    scheme: String,
-    user: String,
-    password: Option<String>,
-    host: String,
-    port: Option<String>,
-}
-
-impl ServerUrl {
-    fn parse(url: &str) -> ServerUrl {
-        let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
-        let authority = rest
-            .split_once('/')
-            .map_or(rest, |(authority, _)| authority);
-        let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("", authority));
-        let (user, password) = match userinfo.split_once(':') {
-            Some((user, password)) => (user.to_string(), Some(password.to_string())),
-            None => (userinfo.to_string(), None),
-        };
-        let (host, port) = match hostport.rsplit_once(':') {
-            Some((host, port)) => (host.to_string(), Some(port.to_string())),
-            None => (hostport.to_string(), None),
-        };
-        ServerUrl {
-            scheme: scheme.to_string(),
-            user,
-            password,
-            host,
-            port,
-        }
-    }
-
-    fn with_database(&self, database: &str) -> String {
-        let password = self
-            .password
-            .as_ref()
-            .map(|password| format!(":{password}"))
-            .unwrap_or_default();
-        let port = self
-            .port
-            .as_ref()
-            .map(|port| format!(":{port}"))
-            .unwrap_or_default();
-        format!(
-            "{}://{}{password}@{}{port}/{database}",
-            self.scheme, self.user, self.host
-        )
-    }
-}
+#[path = "../support/server_url.rs"]
+mod server_url;
+use server_url::ServerUrl;
 
 /// The record table is the one `idemgen ddl` writes, as the example's
 /// first migration; the ledger is this service's business table.

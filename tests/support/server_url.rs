@@ -1,0 +1,59 @@
+//! A database server's URL, split just enough to name other databases on
+//! it: the suites that make a database per run share it.
+
+/// `scheme://user[:password]@host[:port]/database[?options]`, split just
+/// enough to name another database on the same server.
+#[derive(Debug, Clone)]
+pub struct ServerUrl {
+    pub scheme: String,
+    pub user: String,
+    pub password: Option<String>,
+    pub host: String,
+    pub port: Option<String>,
+    pub options: String,
+}
+
+impl ServerUrl {
+    pub fn parse(url: &str) -> ServerUrl {
+        let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let options = path
+            .split_once('?')
+            .map(|(_, options)| format!("?{options}"))
+            .unwrap_or_default();
+        let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("", authority));
+        let (user, password) = match userinfo.split_once(':') {
+            Some((user, password)) => (user.to_string(), Some(password.to_string())),
+            None => (userinfo.to_string(), None),
+        };
+        let (host, port) = match hostport.rsplit_once(':') {
+            Some((host, port)) => (host.to_string(), Some(port.to_string())),
+            None => (hostport.to_string(), None),
+        };
+        ServerUrl {
+            scheme: scheme.to_string(),
+            user,
+            password,
+            host,
+            port,
+            options,
+        }
+    }
+
+    pub fn with_database(&self, database: &str) -> String {
+        let password = self
+            .password
+            .as_ref()
+            .map(|password| format!(":{password}"))
+            .unwrap_or_default();
+        let port = self
+            .port
+            .as_ref()
+            .map(|port| format!(":{port}"))
+            .unwrap_or_default();
+        format!(
+            "{}://{}{password}@{}{port}/{database}{}",
+            self.scheme, self.user, self.host, self.options
+        )
+    }
+}
