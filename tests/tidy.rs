@@ -21,9 +21,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("idemgen-lint", 1),
     ("idemgen-codegen", 1),
     ("idemgen-probe", 1),
-    ("idemgen-report", 2),
-    ("idemgen-lsp", 3),
-    ("idemgen", 4),
+    ("idemgen-report", 1),
+    ("idemgen-lsp", 2),
+    ("idemgen", 3),
 ];
 
 fn layer(name: &str) -> Option<u8> {

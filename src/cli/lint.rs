@@ -40,6 +40,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
             .filter(|rule| !matches!(options.severities.get(rule.id), Some(None)))
             .map(|rule| rule.id)
             .collect(),
+        rule_info: RULES.iter().map(|rule| rule.info()).collect(),
         ..Report::default()
     };
     let mut failed_to_load = false;

@@ -90,10 +90,47 @@ pub struct Report {
     pub linted: Vec<LintedFile>,
     /// Ids of the rules that ran (not turned off), in registry order.
     pub rules: Vec<&'static str>,
+    /// What reporters may say about any rule (its summary, docs, scope):
+    /// filled from the rule registry by whoever runs the lint, so that
+    /// reporters need not depend on the rules themselves.
+    pub rule_info: Vec<RuleInfo>,
     /// Findings left out because the baseline already had them.
     pub baseline_matched: usize,
     /// Findings silenced by `x-idemgen-ignore`.
     pub suppressed: usize,
+}
+
+/// A rule as reporters describe it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleInfo {
+    /// Stable kebab-case id, e.g. `window-too-short`.
+    pub id: &'static str,
+    /// Its default severity.
+    pub severity: Severity,
+    /// One line: what the rule checks.
+    pub summary: &'static str,
+    /// The rule file's source; its leading `//!` lines are the documentation.
+    pub source: &'static str,
+    /// Whether it checks the document as a whole (once per file).
+    pub per_document: bool,
+    /// Whether it checks each operation.
+    pub per_operation: bool,
+}
+
+impl RuleInfo {
+    /// The long explanation `idemgen rule ID` prints: the rule file's
+    /// leading `//!` documentation, as Markdown.
+    pub fn docs(&self) -> String {
+        let mut docs = String::new();
+        for line in self.source.lines() {
+            let Some(text) = line.strip_prefix("//!") else {
+                break;
+            };
+            docs.push_str(text.strip_prefix(' ').unwrap_or(text));
+            docs.push('\n');
+        }
+        docs.trim().to_string()
+    }
 }
 
 /// One linted root file and the names of its operations.
@@ -107,6 +144,11 @@ pub struct LintedFile {
 }
 
 impl Report {
+    /// What the run knows of rule `id`, if anything.
+    pub fn rule(&self, id: &str) -> Option<&RuleInfo> {
+        self.rule_info.iter().find(|rule| rule.id == id)
+    }
+
     pub fn count(&self, severity: Severity) -> usize {
         self.diagnostics
             .iter()

@@ -3,7 +3,7 @@
 
 use super::context::DocumentContext;
 use super::sink::Sink;
-use idemgen_diagnostics::Severity;
+use idemgen_diagnostics::{RuleInfo, Severity};
 use idemgen_spec::analysis::OperationContext;
 
 pub enum Check {
@@ -48,18 +48,22 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// What reporters need to know of this rule.
+    pub fn info(&self) -> RuleInfo {
+        RuleInfo {
+            id: self.id,
+            severity: self.severity,
+            summary: self.summary,
+            source: self.source,
+            per_document: self.check.document().is_some(),
+            per_operation: self.check.operation().is_some(),
+        }
+    }
+
     /// The long explanation `idemgen rule ID` prints: the rule file's
     /// leading `//!` documentation, as Markdown.
     pub fn docs(&self) -> String {
-        let mut docs = String::new();
-        for line in self.source.lines() {
-            let Some(text) = line.strip_prefix("//!") else {
-                break;
-            };
-            docs.push_str(text.strip_prefix(' ').unwrap_or(text));
-            docs.push('\n');
-        }
-        docs.trim().to_string()
+        self.info().docs()
     }
 }
 

@@ -65,13 +65,13 @@ fn suite(
         })
     };
     for id in &report.rules {
-        if idemgen_lint::rule(id).is_some_and(|rule| rule.check.document().is_some()) {
+        if report.rule(id).is_some_and(|rule| rule.per_document) {
             add_case((DOCUMENT.to_string(), id), &mut cases);
         }
     }
     for operation in operations {
         for id in &report.rules {
-            if idemgen_lint::rule(id).is_some_and(|rule| rule.check.operation().is_some()) {
+            if report.rule(id).is_some_and(|rule| rule.per_operation) {
                 add_case((operation.clone(), id), &mut cases);
             }
         }

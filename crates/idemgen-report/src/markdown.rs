@@ -85,7 +85,7 @@ pub fn render(report: &Report) -> String {
     }
     let _ = writeln!(out, "\n<details><summary>What the rules mean</summary>\n");
     for (id, count) in fired {
-        let summary = idemgen_lint::rule(id).map_or("", |rule| rule.summary);
+        let summary = report.rule(id).map_or("", |rule| rule.summary);
         let _ = writeln!(
             out,
             "- `{id}` ({count}×): {summary}. Details: `idemgen rule {id}`."

@@ -30,7 +30,10 @@ pub fn document(report: &Report) -> Value {
             rule_ids.push(diagnostic.rule);
         }
     }
-    let rules: Vec<Value> = rule_ids.iter().map(|id| rule_descriptor(id)).collect();
+    let rules: Vec<Value> = rule_ids
+        .iter()
+        .map(|id| rule_descriptor(report, id))
+        .collect();
     let results: Vec<Value> = report
         .diagnostics
         .iter()
@@ -88,8 +91,8 @@ pub fn level(severity: Severity) -> &'static str {
     }
 }
 
-fn rule_descriptor(id: &str) -> Value {
-    let Some(rule) = idemgen_lint::rule(id) else {
+fn rule_descriptor(report: &Report, id: &str) -> Value {
+    let Some(rule) = report.rule(id) else {
         return json!({"id": id});
     };
     let docs = rule.docs();

@@ -44,8 +44,8 @@ pub fn counts(report: &Report) -> Vec<RuleCount> {
     counts
 }
 
-fn rule_summary(rule: &str) -> &'static str {
-    idemgen_lint::rule(rule).map_or("", |rule| rule.summary)
+fn rule_summary(report: &Report, rule: &str) -> &'static str {
+    report.rule(rule).map_or("", |rule| rule.summary)
 }
 
 /// The table: count, rule, severity and what the rule checks, then the
@@ -72,7 +72,7 @@ pub fn render_text(report: &Report) -> String {
             row.count,
             row.rule,
             row.severity.as_str(),
-            rule_summary(row.rule),
+            rule_summary(report, row.rule),
         );
     }
     let _ = writeln!(
@@ -94,7 +94,7 @@ pub fn render_json(report: &Report) -> String {
                 "rule": row.rule,
                 "severity": row.severity.as_str(),
                 "count": row.count,
-                "summary": rule_summary(row.rule),
+                "summary": rule_summary(report, row.rule),
             })
         })
         .collect();
