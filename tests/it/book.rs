@@ -403,15 +403,7 @@ fn matches(shown: &[String], actual: &[&str]) -> bool {
 /// The full corpus of published specs (`IDEMGEN_CORPUS`, else beside the
 /// project, as for `tests/it/corpus.rs`), when it is there.
 fn corpus_specs() -> Option<PathBuf> {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    [
-        std::env::var_os("IDEMGEN_CORPUS").map(PathBuf::from),
-        Some(manifest_dir.join("../shared/corpus")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|dir| dir.join("MANIFEST.tsv").is_file())
-    .map(|dir| dir.join("specs"))
+    support::corpus::full_corpus_dir().map(|dir| dir.join("specs"))
 }
 
 /// The files a command names, each as (where it is, the path the command

@@ -3,6 +3,8 @@
 //! is `IDEMGEN_CORPUS`, else the 92-file corpus beside the project when it
 //! is there, else the small licensed subset committed in `tests/corpus`.
 
+use crate::support::corpus::full_corpus_dir;
+use crate::support::root;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,16 +13,7 @@ use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 
 fn corpus() -> PathBuf {
-    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let candidates = [
-        std::env::var_os("IDEMGEN_CORPUS").map(PathBuf::from),
-        Some(manifest_dir.join("../shared/corpus")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|dir| dir.join("MANIFEST.tsv").is_file())
-        .unwrap_or_else(|| manifest_dir.join("tests/corpus"))
+    full_corpus_dir().unwrap_or_else(|| root().join("tests/corpus"))
 }
 
 /// Tests that need files only the full corpus has.

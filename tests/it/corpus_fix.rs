@@ -5,6 +5,7 @@
 //! no error is new, everything the original said is still said, and a
 //! second run changes nothing.
 
+use crate::support::root;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -30,7 +31,7 @@ const SUBSET: [&str; 3] = [
 
 /// The spec at `index` of the list in use; `None` past its end.
 fn spec(index: usize) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = root();
     let full = std::env::var_os("IDEMGEN_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("../shared/corpus"))

@@ -3,6 +3,7 @@
 //! edit the file that holds the node in multi-file specs, resolve what
 //! they fix, and change nothing when run again.
 
+use crate::support::root;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,9 +18,7 @@ use crate::support::tree;
 use tree::losses;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/fix")
-        .join(name)
+    root().join("tests/fixtures/fix").join(name)
 }
 
 /// A copy of a fixture (file or directory) in a temporary directory.
@@ -226,8 +225,7 @@ fn diff_prints_a_unified_diff_writes_nothing_and_exits_1() {
     assert!(stdout.starts_with("--- a/"), "{stdout}");
     assert!(stdout.contains("\n+++ b/"), "{stdout}");
     assert_eq!(before, walk(&dir));
-    let clean =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/payment-callback/openapi.yaml");
+    let clean = root().join("examples/payment-callback/openapi.yaml");
     let (code, stdout, _) = idemgen(&["lint", "--diff", clean.to_str().unwrap()]);
     assert_eq!((code, stdout.as_str()), (0, ""));
 }
@@ -277,7 +275,7 @@ fn the_first_unsafe_fix_writes_the_document_defaults_from_the_flags() {
 
 #[test]
 fn every_broken_example_fixes_to_a_loadable_spec_and_converges() {
-    let broken = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/broken");
+    let broken = root().join("examples/broken");
     let mut fixed = 0;
     for entry in std::fs::read_dir(&broken).unwrap() {
         let source = entry.unwrap().path();

@@ -21,6 +21,7 @@ use crate::support::skip;
 
 use crate::support::build;
 
+use crate::support::server_url::ServerUrl;
 use build::root;
 use skip::database_url;
 
@@ -77,59 +78,8 @@ fn assert_ok(what: &str, output: &Output) {
     );
 }
 
-/// A database URL parsed just enough to name another database beside it.
-struct Server {
-    scheme: String,
-    user: String,
-    password: Option<String>,
-    host: String,
-    port: Option<String>,
-    database: String,
-}
-
-impl Server {
-    fn parse(url: &str) -> Option<Server> {
-        let (scheme, rest) = url.split_once("://")?;
-        let (authority, database) = rest.split_once('/').unwrap_or((rest, ""));
-        let (credentials, address) = match authority.rsplit_once('@') {
-            Some((credentials, address)) => (credentials, address),
-            None => ("", authority),
-        };
-        let (user, password) = match credentials.split_once(':') {
-            Some((user, password)) => (user.to_string(), Some(password.to_string())),
-            None => (credentials.to_string(), None),
-        };
-        let (host, port) = match address.rsplit_once(':') {
-            Some((host, port)) => (host.to_string(), Some(port.to_string())),
-            None => (address.to_string(), None),
-        };
-        Some(Server {
-            scheme: scheme.into(),
-            user,
-            password,
-            host,
-            port,
-            database: database.split('?').next().unwrap_or_default().to_string(),
-        })
-    }
-
-    fn url(&self, database: &str) -> String {
-        let credentials = match &self.password {
-            Some(password) => format!("{}:{password}@", self.user),
-            None if self.user.is_empty() => String::new(),
-            None => format!("{}@", self.user),
-        };
-        let port = self
-            .port
-            .as_ref()
-            .map(|p| format!(":{p}"))
-            .unwrap_or_default();
-        format!(
-            "{}://{credentials}{}{port}/{database}",
-            self.scheme, self.host
-        )
-    }
-
+/// The servers' command-line clients, for the databases these tests make.
+impl ServerUrl {
     /// Runs SQL with the server's command-line client (`mysql`, `psql`).
     fn run_sql(&self, database: Option<&str>, sql: &str) -> Result<(), String> {
         let mut command = if self.scheme.starts_with("mysql") || self.scheme == "mariadb" {
@@ -184,7 +134,7 @@ impl Server {
         let name = format!("idemgen_{purpose}_{}_{nanos}", std::process::id());
         self.run_sql(None, &format!("CREATE DATABASE {name}"))
             .unwrap_or_else(|error| panic!("creating database {name}: {error}"));
-        let url = self.url(&name);
+        let url = self.with_database(&name);
         FreshDatabase {
             server: self,
             name,
@@ -194,7 +144,7 @@ impl Server {
 }
 
 struct FreshDatabase<'a> {
-    server: &'a Server,
+    server: &'a ServerUrl,
     name: String,
     url: String,
 }
@@ -208,9 +158,8 @@ impl Drop for FreshDatabase<'_> {
 }
 
 /// The server of `variable` (`IDEMGEN_TEST_MYSQL_URL`, `IDEMGEN_TEST_PG_URL`).
-fn server(variable: &str) -> Option<Server> {
-    let url = database_url(variable)?;
-    Some(Server::parse(&url).unwrap_or_else(|| panic!("{variable}: bad URL")))
+fn server(variable: &str) -> Option<ServerUrl> {
+    database_url(variable).map(|url| ServerUrl::parse(&url))
 }
 
 /// The example's spec; hostile names; no operations at all; an optional

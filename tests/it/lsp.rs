@@ -5,6 +5,7 @@
 //! half-typed YAML) answered without a crash.
 
 use crate::support::lsp_client;
+use crate::support::root;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use lsp_client::{Client, apply_edits, uri};
 use serde_json::{Value, json};
 
 fn project(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    root().join(path)
 }
 
 /// A server whose workspace is an empty directory (no `idemgen.toml`).

@@ -4,6 +4,7 @@
 //! diagnostics and asks for the code actions at the first one. Skipped
 //! when `nvim` is not installed.
 
+use crate::support::root;
 use crate::support::skip;
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn project(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+    root().join(path)
 }
 
 fn nvim_installed() -> bool {

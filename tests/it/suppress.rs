@@ -1,6 +1,7 @@
 //! `x-idemgen-ignore` on an operation, a path item and the document root,
 //! and `unused-ignore` for entries that silence nothing.
 
+use crate::support::root;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -221,7 +222,7 @@ fn the_silenced_findings_are_counted_and_shown_in_the_summary() {
     assert_eq!(lint(&workspace, &LintOptions::default()).suppressed, 1);
 
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_idemgen"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(root())
         .args([
             "lint",
             "--no-config",

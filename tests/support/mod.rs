@@ -3,6 +3,7 @@
 //! `exactly_once.rs` brings `build.rs` (with `root.rs`), `skip.rs` and
 //! `server_url.rs`, and this module re-exports them from there.
 
+pub mod corpus;
 pub mod exactly_once;
 pub mod lsp_client;
 pub mod run;
