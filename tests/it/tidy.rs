@@ -1,6 +1,7 @@
 //! House rules no compiler checks: no merge leftovers are committed, every
-//! lint rule and probe check is documented, and the crate graph keeps to the
-//! layers the README's "How it is built" draws.
+//! lint rule and probe check is documented, each crate's integration tests
+//! are one binary, and the crate graph keeps to the layers the README's
+//! "How it is built" draws.
 
 use crate::support::root;
 use std::collections::BTreeMap;
@@ -46,6 +47,50 @@ fn no_merge_leftovers_are_committed() {
     assert!(
         leftovers.is_empty(),
         "merge or patch leftovers are committed: {leftovers:?}"
+    );
+}
+
+/// Crates whose integration tests are still a binary per file; an entry
+/// goes when its tests move into `tests/it`.
+const SEVERAL_TEST_BINARIES: &[&str] = &["crates/idemgen-runtime"];
+
+/// Each crate's integration tests are one binary, `tests/it/main.rs` with a
+/// module per area: every file directly under `tests/` would be a binary of
+/// its own that links all the dependencies again.
+#[test]
+fn each_crate_has_one_integration_test_binary() {
+    let mut crates = vec![String::new()];
+    for entry in std::fs::read_dir(root().join("crates")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().to_string();
+        crates.push(format!("crates/{name}"));
+    }
+    crates.sort();
+    let mut offenders = Vec::new();
+    for dir in &crates {
+        let Ok(entries) = std::fs::read_dir(root().join(dir).join("tests")) else {
+            continue;
+        };
+        let mut binaries: Vec<String> = entries
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.is_file() && path.extension().is_some_and(|ext| ext == "rs"))
+            .map(|path| path.file_name().unwrap().to_string_lossy().to_string())
+            .collect();
+        binaries.sort();
+        let excepted = SEVERAL_TEST_BINARIES.contains(&dir.as_str());
+        assert!(
+            !excepted || !binaries.is_empty(),
+            "{dir}: its tests are one binary now; take it out of SEVERAL_TEST_BINARIES"
+        );
+        if !excepted && !binaries.is_empty() {
+            let dir = if dir.is_empty() { "." } else { dir };
+            offenders.push(format!(
+                "{dir}/tests: {binaries:?} (make each a module of tests/it/main.rs)"
+            ));
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "integration tests outside tests/it: {offenders:#?}"
     );
 }
 
