@@ -1,6 +1,6 @@
 //! Every cargo build a test starts goes through here: generated projects
-//! (`tests/generated.rs`, `tests/types_compile.rs`, `tests/types_corpus.rs`)
-//! and the example services (`tests/probe.rs`, and through
+//! (`tests/it/generated.rs`, `tests/it/types_compile.rs`, `tests/it/types_corpus.rs`)
+//! and the example services (`tests/it/probe.rs`, and through
 //! `support/exactly_once.rs` the exactly-once, fault, Galera and crash
 //! suites and the benches). They all build in one target directory,
 //! `target/generated`, with one environment, so that axum, sqlx and the

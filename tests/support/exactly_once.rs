@@ -1,4 +1,4 @@
-//! What `tests/exactly_once.rs` and `benches/load.rs` share: the example
+//! What `tests/it/exactly_once.rs` and `benches/load.rs` share: the example
 //! binaries (built by `support/build.rs`), a fresh database per run, server processes that die
 //! with their guard, and a blocking HTTP client.
 

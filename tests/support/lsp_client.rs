@@ -1,6 +1,6 @@
 //! A minimal LSP client for the tests: spawns `idemgen lsp`, frames
 //! JSON-RPC over its stdio, and keeps the notifications it sends. Shared
-//! by `tests/lsp.rs` and `benches/lsp.rs`, which each use part of it.
+//! by `tests/it/lsp.rs` and `benches/lsp.rs`, which each use part of it.
 
 #![allow(dead_code)]
 

@@ -10,6 +10,8 @@ pub struct ServerUrl {
     pub password: Option<String>,
     pub host: String,
     pub port: Option<String>,
+    /// The database the URL names (empty when it names none).
+    pub database: String,
     pub options: String,
 }
 
@@ -36,6 +38,7 @@ impl ServerUrl {
             password,
             host,
             port,
+            database: path.split('?').next().unwrap_or_default().to_string(),
             options,
         }
     }

@@ -3,7 +3,8 @@
 
 use super::context::DocumentContext;
 use super::sink::Sink;
-use idemgen_diagnostics::{RuleInfo, Severity};
+use crate::fix::Offer;
+use idemgen_diagnostics::{Fix, RuleInfo, Severity};
 use idemgen_spec::analysis::OperationContext;
 
 pub enum Check {
@@ -58,6 +59,22 @@ impl Rule {
             per_document: self.check.document().is_some(),
             per_operation: self.check.operation().is_some(),
         }
+    }
+
+    /// The fix a finding of this rule carries: the builder's edits with the
+    /// applicability this rule declares (`fix = Safe|Unsafe` in its
+    /// `declare_rule!`), the one place it is stated. A rule that declares
+    /// none offers no fix: the offer is dropped, and a debug build stops so
+    /// the rule's tests find it.
+    pub fn offered(&self, offer: Option<Offer>) -> Option<Fix> {
+        debug_assert!(
+            offer.is_none() || self.fix.is_some(),
+            "rule {} offers a fix but its declare_rule! has no `fix = Safe|Unsafe`",
+            self.id
+        );
+        offer
+            .zip(self.fix)
+            .map(|(offer, applicability)| offer.into_fix(applicability))
     }
 
     /// The long explanation `idemgen rule ID` prints: the rule file's

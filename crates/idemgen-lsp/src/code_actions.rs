@@ -114,8 +114,10 @@ fn ignore_fix(workspace: &Workspace, finding: &Diagnostic) -> Option<Fix> {
     };
     let mut editor = Editor::new(workspace);
     editor.append(holder, IGNORE_KEY, Emit::str(finding.rule))?;
-    editor.finish(
-        format!("Ignore `{}` on {place} ({IGNORE_KEY})", finding.rule),
-        Applicability::Safe,
-    )
+    editor
+        .finish(format!(
+            "Ignore `{}` on {place} ({IGNORE_KEY})",
+            finding.rule
+        ))
+        .map(|offer| offer.into_fix(Applicability::Safe))
 }

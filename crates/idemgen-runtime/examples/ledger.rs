@@ -1,5 +1,5 @@
 //! A ledger service on the runtime, written by hand: the service the
-//! randomized fault suite (`tests/nemesis.rs` at the workspace root) runs
+//! randomized fault suite (`tests/it/nemesis.rs` at the workspace root) runs
 //! several instances of. `POST /transfers` with `Idempotency-Key: tx:{id}`
 //! and `{"nonce": "…", "amount": n}` writes one ledger row in the business
 //! transaction, calls a downstream sink with the request's stable

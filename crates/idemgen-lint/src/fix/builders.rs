@@ -1,5 +1,5 @@
-//! Fixes that several rules offer (the window, a declared response, a new
-//! contract) and the pieces they share; a fix only one rule offers lives
+//! Fixes that several rules offer (the window, a declared response) and
+//! the pieces they share (a new contract block, a key's schema); a fix only one rule offers lives
 //! in that rule's file.
 
 use idemgen_spec::Node;
@@ -14,21 +14,18 @@ use idemgen_spec::window::{WindowInputs, compute};
 
 use super::edit::Editor;
 use super::emit::Emit;
-use super::{Applicability, Fix, FixDefaults};
+use super::{FixDefaults, Offer};
 
 /// `window` → the smallest window both bounds accept.
-pub fn window(context: &OperationContext<'_>, contract: &Contract) -> Option<Fix> {
+pub fn window(context: &OperationContext<'_>, contract: &Contract) -> Option<Offer> {
     let window = contract.window_ms.as_ref()?;
     let smallest = compute(&WindowInputs::of(contract)).smallest_safe_ms?;
     let mut editor = Editor::new(context.workspace);
     editor.replace_scalar(window.origin.span, &Emit::str(format_ms(smallest)))?;
-    editor.finish(
-        format!(
-            "Set `window` to the smallest safe window, {}",
-            format_ms(smallest)
-        ),
-        Applicability::Safe,
-    )
+    editor.finish(format!(
+        "Set `window` to the smallest safe window, {}",
+        format_ms(smallest)
+    ))
 }
 
 /// What a response the contract promises is for.
@@ -45,7 +42,7 @@ pub fn declare_response(
     context: &OperationContext<'_>,
     status: u16,
     answer: Answer,
-) -> Option<Fix> {
+) -> Option<Offer> {
     let mut editor = Editor::new(context.workspace);
     let title = match context.response(status) {
         Some(response) => {
@@ -84,7 +81,7 @@ pub fn declare_response(
             format!("Declare response {status}")
         }
     };
-    editor.finish(title, Applicability::Safe)
+    editor.finish(title)
 }
 
 fn retry_after_header() -> Emit {
@@ -112,19 +109,19 @@ pub(crate) fn key_schema_value(template: &KeyTemplate, max_length: u64) -> Emit 
 }
 
 /// A key-like input an operation already accepts.
-struct KeyInput {
-    location: KeyLocation,
+pub(crate) struct KeyInput {
+    pub(crate) location: KeyLocation,
     /// Parameter name, or JSON pointer for a body field.
-    name: String,
-    required: bool,
-    max_length: Option<u64>,
+    pub(crate) name: String,
+    pub(crate) required: bool,
+    pub(crate) max_length: Option<u64>,
     /// The name the key's template is derived from when its declaration
     /// is shared with other operations (a parameter or schema under
     /// `components`): every operation then guesses the same template.
-    shared_name: Option<String>,
+    pub(crate) shared_name: Option<String>,
 }
 
-fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
+pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
     let from_parameter = context.parameters().into_iter().find_map(|parameter| {
         let name = parameter.get("name").and_then(Node::as_str)?;
         let location = match parameter.get("in").and_then(Node::as_str)? {
@@ -193,65 +190,9 @@ fn shared_name(context: &OperationContext<'_>, node: &Node) -> Option<String> {
     })
 }
 
-/// `undeclared-key-header` → an `x-idempotency` block for the key the
-/// operation already accepts (unsafe: the key format is a guess).
-pub fn contract_for_existing_key(
-    context: &OperationContext<'_>,
-    defaults: &FixDefaults,
-) -> Option<Fix> {
-    let input = key_input(context)?;
-    let mut editor = Editor::new(context.workspace);
-    contract_block(context, defaults, &input, &mut editor)?;
-    editor.finish(
-        format!("Add an `x-idempotency` block for the key `{}`", input.name),
-        Applicability::Unsafe,
-    )
-}
-
-/// `missing-idempotency` → an `Idempotency-Key` header and an
-/// `x-idempotency` block (unsafe: clients must start sending the key).
-pub fn contract_with_new_key(
-    context: &OperationContext<'_>,
-    defaults: &FixDefaults,
-) -> Option<Fix> {
-    if key_input(context).is_some() {
-        return None; // undeclared-key-header's fix uses the existing key
-    }
-    let input = KeyInput {
-        location: KeyLocation::Header,
-        name: "Idempotency-Key".into(),
-        required: true,
-        max_length: None,
-        shared_name: None,
-    };
-    let mut editor = Editor::new(context.workspace);
-    let (template, max_length) = contract_block(context, defaults, &input, &mut editor)?;
-    editor.append(
-        context.operation.node,
-        "parameters",
-        Emit::map([
-            ("name", Emit::str("Idempotency-Key")),
-            ("in", Emit::str("header")),
-            ("required", Emit::Bool(true)),
-            (
-                "description",
-                Emit::str(format!(
-                    "Idempotency key, `{}`: the same for every retry of one request, new for every new request.",
-                    template.source
-                )),
-            ),
-            ("schema", key_schema_value(&template, max_length)),
-        ]),
-    )?;
-    editor.finish(
-        "Add an `Idempotency-Key` header and an `x-idempotency` block",
-        Applicability::Unsafe,
-    )
-}
-
 /// Writes the operation's block (and the document's defaults when it has
 /// none); returns the key template and max-length chosen.
-fn contract_block(
+pub(crate) fn contract_block(
     context: &OperationContext<'_>,
     defaults: &FixDefaults,
     input: &KeyInput,

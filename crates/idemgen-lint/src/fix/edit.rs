@@ -7,7 +7,7 @@ use idemgen_spec::json_escapes::looks_like_json;
 use idemgen_spec::{Entry, FileId, Node, SourceFile, Span, Value, Workspace};
 
 use super::emit::{Emit, yaml_key};
-use super::{Applicability, Edit, Fix};
+use super::{Edit, Offer};
 
 /// Collects the edits of one fix.
 pub struct Editor<'a> {
@@ -23,11 +23,11 @@ impl<'a> Editor<'a> {
         }
     }
 
-    /// The fix, or `None` when nothing was edited.
-    pub fn finish(self, title: impl Into<String>, applicability: Applicability) -> Option<Fix> {
-        (!self.edits.is_empty()).then(|| Fix {
+    /// The fix, or `None` when nothing was edited. How safe it is is the
+    /// rule's to say (its `declare_rule!`), not the builder's.
+    pub fn finish(self, title: impl Into<String>) -> Option<Offer> {
+        (!self.edits.is_empty()).then(|| Offer {
             title: title.into(),
-            applicability,
             edits: self.edits,
         })
     }

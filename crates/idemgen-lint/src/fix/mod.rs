@@ -11,6 +11,29 @@ use idemgen_spec::contract::model::Dialect;
 
 pub use idemgen_diagnostics::{Applicability, Edit, Fix};
 
+/// A fix as a rule's builder makes it: what it does and its edits. How
+/// safe it is, the rule states once, in its `declare_rule!` (`fix = Safe`
+/// or `fix = Unsafe`); [`Rule::offered`](crate::rule::Rule::offered) takes
+/// it from there, so no builder can say otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Offer {
+    pub title: String,
+    pub edits: Vec<Edit>,
+}
+
+impl Offer {
+    /// The fix, for a fix no rule offers (an editor's "ignore this
+    /// finding" action); a rule's fix takes its rule's declaration through
+    /// [`Rule::offered`](crate::rule::Rule::offered).
+    pub fn into_fix(self, applicability: Applicability) -> Fix {
+        Fix {
+            title: self.title,
+            applicability,
+            edits: self.edits,
+        }
+    }
+}
+
 /// The values an unsafe fix writes into a new document-level
 /// `x-idempotency` block when the document has none
 /// (`--timeout`, `--retries`, `--max-processing`, `--dialect`).

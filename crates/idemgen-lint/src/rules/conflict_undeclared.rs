@@ -43,9 +43,9 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help(format!("declare `\"{status}\"`: the key was already used with a different request"))
-    .with_fix(crate::fix::builders::declare_response(
+    .with_fix(RULE.offered(crate::fix::builders::declare_response(
         context,
         status,
         crate::fix::builders::Answer::Conflict,
-    ));
+    )));
 }

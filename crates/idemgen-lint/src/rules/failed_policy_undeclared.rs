@@ -44,9 +44,9 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     .with_help(format!(
         "declare `\"{status}\"` and say that the client must use a new key, or use `failed: retry`"
     ))
-    .with_fix(crate::fix::builders::declare_response(
+    .with_fix(RULE.offered(crate::fix::builders::declare_response(
         context,
         status,
         crate::fix::builders::Answer::Conflict,
-    ));
+    )));
 }

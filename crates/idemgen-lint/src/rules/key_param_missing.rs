@@ -21,10 +21,10 @@
 //!     schema: {type: string, maxLength: 128}
 //! ```
 use super::prelude::*;
+use crate::fix::Offer;
 use crate::fix::builders::key_schema_value;
 use crate::fix::edit::Editor;
 use crate::fix::emit::Emit;
-use crate::fix::{Applicability, Fix};
 use idemgen_spec::Node;
 use idemgen_spec::contract::key_template::Segment;
 use idemgen_spec::contract::model::{KeyLocation, KeySpec};
@@ -61,7 +61,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     .with_help(format!(
                         "declare it: `- {{in: {location}, name: {name}, required: true, schema: {{type: string}}}}`"
                     ))
-                    .with_fix(key_parameter(context, key));
+                    .with_fix(RULE.offered(key_parameter(context, key)));
                 }
                 Some(parameter)
                     if key_required
@@ -77,7 +77,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     .with_help(
                         "mark the parameter `required: true`; requests without a key are refused",
                     )
-                    .with_fix(key_parameter(context, key));
+                    .with_fix(RULE.offered(key_parameter(context, key)));
                 }
                 Some(_) => {}
             }
@@ -114,7 +114,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
 }
 
 /// The key's header or query parameter → declared, and `required: true`.
-fn key_parameter(context: &OperationContext<'_>, key: &KeySpec) -> Option<Fix> {
+fn key_parameter(context: &OperationContext<'_>, key: &KeySpec) -> Option<Offer> {
     let location = match key.location.value {
         KeyLocation::Body => return None,
         location => location.name(),
@@ -140,7 +140,7 @@ fn key_parameter(context: &OperationContext<'_>, key: &KeySpec) -> Option<Fix> {
             format!("Declare the key {location} `{}`", key.name.value)
         }
     };
-    editor.finish(title, Applicability::Safe)
+    editor.finish(title)
 }
 
 fn key_parameter_value(location: &str, name: &str, key: &KeySpec) -> Emit {

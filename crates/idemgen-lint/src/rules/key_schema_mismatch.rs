@@ -22,9 +22,9 @@
 //!
 //! `idemgen lint --fix` writes both (a safe fix).
 use super::prelude::*;
+use crate::fix::Offer;
 use crate::fix::edit::Editor;
 use crate::fix::emit::Emit;
-use crate::fix::{Applicability, Fix};
 use idemgen_spec::contract::model::KeySpec;
 use idemgen_spec::{Node, Value};
 
@@ -87,11 +87,11 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         "set `pattern: \"{}\"` and `maxLength: {max_length}`, so tools that read only the schema send keys the server accepts",
         template.schema_pattern()
     ))
-    .with_fix(fix);
+    .with_fix(RULE.offered(fix));
 }
 
 /// The key's schema → `pattern` and `maxLength` from the contract.
-fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Fix> {
+fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Offer> {
     let mut editor = Editor::new(context.workspace);
     let template = &key.format.value;
     let pattern_ok = schema
@@ -112,8 +112,5 @@ fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> O
             Emit::Int(key.max_length.value as i64),
         )?;
     }
-    editor.finish(
-        "Set the key schema's `pattern` and `maxLength` from the contract",
-        Applicability::Safe,
-    )
+    editor.finish("Set the key schema's `pattern` and `maxLength` from the contract")
 }

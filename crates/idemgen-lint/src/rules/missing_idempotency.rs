@@ -36,6 +36,11 @@
 //! ```
 use super::prelude::*;
 use super::undeclared_key_header;
+use crate::fix::builders::{KeyInput, contract_block, key_input, key_schema_value};
+use crate::fix::edit::Editor;
+use crate::fix::emit::Emit;
+use crate::fix::{FixDefaults, Offer};
+use idemgen_spec::contract::model::KeyLocation;
 use idemgen_spec::operations::OperationKind;
 
 declare_rule!(
@@ -64,7 +69,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         Some(id) => format!("{id} ({} {})", operation.method, operation.path),
         None => format!("{} {}", operation.method, operation.path),
     };
-    let fix = crate::fix::builders::contract_with_new_key(context, sink.fix_defaults());
+    let fix = contract_with_new_key(context, sink.fix_defaults());
     sink.report(
         &context.operation_origin(),
         format!("{name} has no x-idempotency: a retried request can run the write twice"),
@@ -73,5 +78,40 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless",
     )
     .with_label("no idempotency contract")
-    .with_fix(fix);
+    .with_fix(RULE.offered(fix));
+}
+
+/// `missing-idempotency` → an `Idempotency-Key` header and an
+/// `x-idempotency` block (unsafe: clients must start sending the key).
+fn contract_with_new_key(context: &OperationContext<'_>, defaults: &FixDefaults) -> Option<Offer> {
+    if key_input(context).is_some() {
+        return None; // undeclared-key-header's fix uses the existing key
+    }
+    let input = KeyInput {
+        location: KeyLocation::Header,
+        name: "Idempotency-Key".into(),
+        required: true,
+        max_length: None,
+        shared_name: None,
+    };
+    let mut editor = Editor::new(context.workspace);
+    let (template, max_length) = contract_block(context, defaults, &input, &mut editor)?;
+    editor.append(
+        context.operation.node,
+        "parameters",
+        Emit::map([
+            ("name", Emit::str("Idempotency-Key")),
+            ("in", Emit::str("header")),
+            ("required", Emit::Bool(true)),
+            (
+                "description",
+                Emit::str(format!(
+                    "Idempotency key, `{}`: the same for every retry of one request, new for every new request.",
+                    template.source
+                )),
+            ),
+            ("schema", key_schema_value(&template, max_length)),
+        ]),
+    )?;
+    editor.finish("Add an `Idempotency-Key` header and an `x-idempotency` block")
 }

@@ -45,9 +45,9 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         "declare `\"{}\"`: the idempotency key is missing or malformed",
         status.value
     ))
-    .with_fix(crate::fix::builders::declare_response(
+    .with_fix(RULE.offered(crate::fix::builders::declare_response(
         context,
         status.value,
         crate::fix::builders::Answer::MissingKey,
-    ));
+    )));
 }

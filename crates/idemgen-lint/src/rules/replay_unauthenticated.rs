@@ -24,9 +24,9 @@
 //! security, declare a scheme first (`components.securitySchemes` and
 //! `security: [{apiKey: []}]`), then scope by `principal`.
 use super::prelude::*;
+use crate::fix::Offer;
 use crate::fix::edit::Editor;
 use crate::fix::emit::Emit;
-use crate::fix::{Applicability, Fix};
 use idemgen_spec::contract::model::ScopeSource;
 use idemgen_spec::{Entry, Node, Value, security};
 
@@ -76,7 +76,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help("add `principal` to `key.scope`: the verified caller's id, which no request can set")
-    .with_fix(principal_scope(context));
+    .with_fix(RULE.offered(principal_scope(context)));
 }
 
 /// Where the `key.scope` the operation uses is written (its own block's,
@@ -113,14 +113,14 @@ fn scope(block: &Node) -> Option<&Entry> {
 /// when every operation that inherits it has security; otherwise the
 /// operation gets its own copy with `principal` added. With no list
 /// anywhere, the operation's block gets `key.scope: [principal]`.
-fn principal_scope(context: &OperationContext<'_>) -> Option<Fix> {
+fn principal_scope(context: &OperationContext<'_>) -> Option<Offer> {
     let title = "Scope the key by the verified principal: add `principal` to `key.scope`";
     let principal = || Emit::str("principal");
     let block = context.operation.node.get("x-idempotency")?;
     let mut editor = Editor::new(context.workspace);
     if let Some(key) = block.get("key").filter(|key| key.get("scope").is_some()) {
         editor.append(key, "scope", principal())?;
-        return editor.finish(title, Applicability::Safe);
+        return editor.finish(title);
     }
     let document_key = context
         .workspace
@@ -144,7 +144,7 @@ fn principal_scope(context: &OperationContext<'_>) -> Option<Fix> {
         }
         None => editor.set(block, &["key", "scope"], Emit::Seq(vec![principal()]))?,
     }
-    editor.finish(title, Applicability::Safe)
+    editor.finish(title)
 }
 
 /// Whether every operation whose contract takes `key.scope` from the

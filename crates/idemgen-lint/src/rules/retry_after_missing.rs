@@ -49,7 +49,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             .with_help(format!(
                 "declare `\"{status}\"` with a `Retry-After` header so clients know to wait and retry"
             ))
-            .with_fix(declare_response(context, status, Answer::InProgress));
+            .with_fix(RULE.offered(declare_response(context, status, Answer::InProgress)));
         }
         Some(response) if context.response_header(response, "Retry-After").is_none() => {
             sink.report(
@@ -63,7 +63,11 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                 ),
             )
             .with_help("add `headers: {Retry-After: {schema: {type: integer}}}`")
-            .with_fix(declare_response(context, status, Answer::InProgress));
+            .with_fix(RULE.offered(declare_response(
+                context,
+                status,
+                Answer::InProgress,
+            )));
         }
         Some(_) => {}
     }

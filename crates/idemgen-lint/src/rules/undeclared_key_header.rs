@@ -25,6 +25,9 @@
 //!   window: 1d
 //! ```
 use super::prelude::*;
+use crate::fix::builders::{contract_block, key_input};
+use crate::fix::edit::Editor;
+use crate::fix::{FixDefaults, Offer};
 use idemgen_spec::Node;
 
 declare_rule!(
@@ -77,7 +80,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         span: node.span,
         pointer: context.workspace.pointer_at(node.span),
     };
-    let fix = crate::fix::builders::contract_for_existing_key(context, sink.fix_defaults());
+    let fix = contract_for_existing_key(context, sink.fix_defaults());
     sink.report(
         &origin,
         format!(
@@ -86,5 +89,20 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         ),
     )
     .with_help("add an `x-idempotency` block that names this key, its window and its answers")
-    .with_fix(fix);
+    .with_fix(RULE.offered(fix));
+}
+
+/// `undeclared-key-header` → an `x-idempotency` block for the key the
+/// operation already accepts (unsafe: the key format is a guess).
+fn contract_for_existing_key(
+    context: &OperationContext<'_>,
+    defaults: &FixDefaults,
+) -> Option<Offer> {
+    let input = key_input(context)?;
+    let mut editor = Editor::new(context.workspace);
+    contract_block(context, defaults, &input, &mut editor)?;
+    editor.finish(format!(
+        "Add an `x-idempotency` block for the key `{}`",
+        input.name
+    ))
 }

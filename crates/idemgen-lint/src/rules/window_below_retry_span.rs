@@ -60,5 +60,5 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     )
     .with_help(format!("set `window: {}` or longer, or retry fewer times", format_ms(span)))
     .with_label(format!("retries run for up to {}", format_ms(span)))
-    .with_fix(crate::fix::builders::window(context, contract));
+    .with_fix(RULE.offered(crate::fix::builders::window(context, contract)));
 }

@@ -67,5 +67,5 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     )
     .with_help(format!("set `window: {}` or longer", format_ms(required)))
     .with_label(format!("needs at least {}", format_ms(required)))
-    .with_fix(crate::fix::builders::window(context, contract));
+    .with_fix(RULE.offered(crate::fix::builders::window(context, contract)));
 }

@@ -1,6 +1,7 @@
 //! The lint crate's integration tests, one binary: each module drives the
 //! engine, rules and fixes through the crate's public API.
 
+mod applicability;
 mod openapi_3_2;
 mod robustness;
 mod security;

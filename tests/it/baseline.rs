@@ -1,0 +1,234 @@
+//! Pull-request mode: `--baseline OLD_SPEC` and `--since GITREF` report
+//! only findings the old version did not have, matched by rule, operation
+//! and JSON pointer, so a reordered spec brings no "new" findings.
+
+use crate::support::root;
+use crate::support::run::{Run, idemgen_in};
+use std::path::Path;
+use std::process::Command;
+
+use idemgen_lint::baseline::new_findings;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
+
+const OLD: &str = "tests/data/specs/payments.yaml";
+const NEW: &str = "tests/data/specs/payments-reordered.yaml";
+
+/// `idemgen lint` in `dir`, without a configuration.
+fn idemgen(dir: &Path, args: &[&str]) -> Run {
+    let lint = ["lint", "--no-config", "--color=never"];
+    idemgen_in(dir, &[&lint[..], args].concat())
+}
+
+/// `(rule, operation)` of each finding in a JSON report.
+fn findings(json: &str) -> Vec<(String, String)> {
+    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap().to_string(),
+                d["operation"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn pair(rule: &str, operation: &str) -> (String, String) {
+    (rule.to_string(), operation.to_string())
+}
+
+#[test]
+fn a_reordered_spec_has_only_its_really_new_finding() {
+    // Lines all moved: the old findings sit on other lines in the new file.
+    let all = idemgen(&root(), &["--format", "json", NEW]);
+    assert_eq!(all.code, 1);
+    assert_eq!(
+        findings(&all.stdout),
+        [
+            pair("missing-idempotency", "createPayout"),
+            pair("missing-idempotency", "createRefund"),
+            pair("window-too-short", "onPayCallback"),
+        ]
+    );
+    let new = idemgen(&root(), &["--format", "json", "--baseline", OLD, NEW]);
+    assert_eq!(
+        findings(&new.stdout),
+        [pair("missing-idempotency", "createPayout")]
+    );
+    assert_eq!(
+        new.code, 0,
+        "the old error is not new: exit follows new findings"
+    );
+
+    let pretty = idemgen(&root(), &["--baseline", OLD, NEW]);
+    assert!(
+        pretty.stdout.ends_with(
+            "0 errors, 1 warning in 1 file (3 operations); 2 findings already in the baseline not shown\n"
+        ),
+        "{}",
+        pretty.stdout
+    );
+    // Every format agrees.
+    let sarif = idemgen(&root(), &["--format", "sarif", "--baseline", OLD, NEW]);
+    let log: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), 1);
+    let github = idemgen(&root(), &["--format", "github", "--baseline", OLD, NEW]);
+    assert_eq!(
+        github
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("::"))
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_finding_the_old_version_did_not_have_fails_the_run() {
+    // Swap roles: against the reordered spec, the old one has nothing new...
+    let run = idemgen(&root(), &["--format", "json", "--baseline", NEW, OLD]);
+    assert!(findings(&run.stdout).is_empty());
+    assert_eq!(run.code, 0);
+    // ...and against a spec without the window error, that error is new.
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.yaml");
+    let text = std::fs::read_to_string(root().join(OLD)).unwrap();
+    std::fs::write(&fixed, text.replace("window: 16s", "window: 18s")).unwrap();
+    let run = idemgen(
+        &root(),
+        &[
+            "--format",
+            "json",
+            "--baseline",
+            fixed.to_str().unwrap(),
+            OLD,
+        ],
+    );
+    assert_eq!(
+        findings(&run.stdout),
+        [pair("window-too-short", "onPayCallback")]
+    );
+    assert_eq!(run.code, 1);
+}
+
+#[test]
+fn matching_uses_rule_operation_and_pointer_not_lines() {
+    let options = LintOptions::default();
+    let load = |path: &str| Workspace::load(&root().join(path)).unwrap();
+    let (old, new) = (load(OLD), load(NEW));
+    let old_findings = lint(&old, &options).diagnostics;
+    let new_findings_all = lint(&new, &options).diagnostics;
+    let old_lines: Vec<usize> = old_findings.iter().map(|d| d.location.line).collect();
+    let new_lines: Vec<usize> = new_findings_all.iter().map(|d| d.location.line).collect();
+    assert_ne!(old_lines, new_lines[1..], "the fixture moves lines");
+    let (fresh, matched) = new_findings(&old_findings, new_findings_all);
+    assert_eq!(matched, 2);
+    assert_eq!(fresh.len(), 1);
+    assert_eq!(fresh[0].pointer, "/paths/~1payouts/post");
+}
+
+#[test]
+fn baseline_takes_exactly_one_spec() {
+    let run = idemgen(&root(), &["--baseline", OLD, OLD, NEW]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("--since"), "{}", run.stderr);
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let status = Command::new("git")
+        .current_dir(dir)
+        .args([
+            "-c",
+            "user.name=idemgen",
+            "-c",
+            "user.email=idemgen@example.com",
+        ])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "init.defaultBranch=main",
+        ])
+        .args(args)
+        .output()
+        .expect("git runs");
+    assert!(status.status.success(), "git {args:?}: {status:?}");
+}
+
+#[test]
+fn since_reads_the_old_version_from_git() {
+    let repo = tempfile::tempdir().unwrap();
+    let dir = repo.path();
+    git(dir, &["init", "-q"]);
+    std::fs::create_dir(dir.join("api")).unwrap();
+    let spec = dir.join("api/openapi.yaml");
+    std::fs::copy(root().join(OLD), &spec).unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-q", "-m", "old"]);
+    std::fs::copy(root().join(NEW), &spec).unwrap();
+
+    // From the repository root, and from inside the spec's directory.
+    for (cwd, path) in [
+        (dir.to_path_buf(), "api/openapi.yaml"),
+        (dir.join("api"), "openapi.yaml"),
+    ] {
+        let run = idemgen(&cwd, &["--format", "json", "--since", "HEAD", path]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            findings(&run.stdout),
+            [pair("missing-idempotency", "createPayout")]
+        );
+    }
+
+    // A spec that did not exist at REF: everything is new.
+    std::fs::copy(root().join(OLD), dir.join("api/other.yaml")).unwrap();
+    let run = idemgen(
+        dir,
+        &["--format", "json", "--since", "HEAD", "api/other.yaml"],
+    );
+    assert_eq!(findings(&run.stdout).len(), 2);
+    assert_eq!(run.code, 1);
+
+    // Several specs at once, each against its own old version.
+    let run = idemgen(
+        dir,
+        &[
+            "--format",
+            "json",
+            "--since",
+            "HEAD",
+            "api/openapi.yaml",
+            "api/other.yaml",
+        ],
+    );
+    assert_eq!(findings(&run.stdout).len(), 3);
+
+    // An unknown revision is bad input, with a hint for shallow clones.
+    let run = idemgen(dir, &["--since", "no-such-branch", "api/openapi.yaml"]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("`no-such-branch` is not a git revision"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("fetch-depth: 0"), "{}", run.stderr);
+}
+
+#[test]
+fn since_outside_a_repository_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("spec.yaml");
+    std::fs::copy(root().join(OLD), &spec).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir.path())
+        .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+        .args(["lint", "--no-config", "--since", "HEAD", "spec.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("not inside a git repository"));
+}

@@ -1,0 +1,682 @@
+//! `idemgen gen` and `idemgen ddl` without building anything: what is
+//! written where, what is refused, and that the committed example is
+//! exactly what idemgen generates plus the user's business files.
+//! (`tests/it/generated.rs` builds and runs generated projects.)
+
+use crate::support::root;
+use crate::support::run::{Run, idemgen};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use idemgen_codegen::{self as codegen, Owner};
+use idemgen_spec::Workspace;
+use idemgen_spec::contract::model::Dialect;
+
+use crate::support::skip;
+
+const EXAMPLE: &str = "examples/payment-callback";
+
+fn gen_into(spec: &str, dir: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["gen", spec, "-o", dir.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    idemgen(&args)
+}
+
+#[test]
+fn ddl_defaults_to_the_spec_dialect_and_follows_db() {
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    let sqlite = idemgen(&["ddl", &spec]);
+    assert_eq!(sqlite.code, 0, "{}", sqlite.stderr);
+    assert!(sqlite.stdout.contains("CREATE TABLE idempotent_record ("));
+    assert!(sqlite.stdout.contains("UNIQUE (scope, idem_key)"));
+    assert!(sqlite.stdout.contains("ON idempotent_record (expires_at)"));
+
+    let mysql = idemgen(&["ddl", &spec, "--db", "mysql"]);
+    assert_eq!(mysql.code, 0);
+    assert!(mysql.stdout.contains("idem_key VARBINARY(128) NOT NULL"));
+    assert!(
+        mysql
+            .stdout
+            .contains("UNIQUE KEY uq_idempotent_record_scope_key (scope, idem_key)")
+    );
+    assert!(
+        mysql
+            .stdout
+            .contains("ENGINE = InnoDB DEFAULT CHARSET = utf8mb4")
+    );
+
+    let postgres = idemgen(&["ddl", &spec, "--db", "postgres"]);
+    assert_eq!(postgres.code, 0);
+    assert!(
+        postgres
+            .stdout
+            .contains("idem_key VARCHAR(128) COLLATE \"C\" NOT NULL")
+    );
+
+    let bad = idemgen(&["ddl", &spec, "--db", "oracle"]);
+    assert_eq!(bad.code, 2);
+}
+
+#[test]
+fn ddl_uses_the_spec_table_and_widest_key() {
+    let run = idemgen(&["ddl", "tests/codegen_fixtures/hostile.yaml"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("CREATE TABLE idem_records ("),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("idem_key VARCHAR(80)"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn ddl_applies_to_sqlite() {
+    if Command::new("sqlite3").arg("--version").output().is_err() {
+        skip::skipped("no sqlite3 command");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ddl = idemgen(&["ddl", &format!("{EXAMPLE}/openapi.yaml")]).stdout;
+    let sql = dir.path().join("ddl.sql");
+    std::fs::write(&sql, ddl).unwrap();
+    let output = Command::new("sqlite3")
+        .arg(dir.path().join("db.sqlite"))
+        .arg(format!(".read {}", sql.display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn gen_refuses_a_spec_with_error_findings() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let run = gen_into("examples/broken/window-too-short.yaml", &out, &[]);
+    assert_eq!(run.code, 1);
+    assert!(run.stderr.contains("window-too-short"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("fix it before generating code"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn regenerating_refreshes_generated_files_and_keeps_business_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    let first = gen_into(&spec, &out, &[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+
+    let manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
+    assert!(manifest.contains("  Cargo.toml\n"));
+    assert!(manifest.contains("  src/routes.rs\n"));
+    assert!(manifest.contains("  vendor/idemgen-runtime/src/engine.rs\n"));
+    assert!(!manifest.contains("src/business/on_pay_callback.rs"));
+
+    let business = out.join("src/business/on_pay_callback.rs");
+    std::fs::write(&business, "// mine\n").unwrap();
+    let again = gen_into(&spec, &out, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("0 created, 0 updated"),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.stdout.contains("kept your business files"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&business).unwrap(), "// mine\n");
+
+    // A generated file the user changed is not clobbered without --force.
+    let lib = out.join("src/lib.rs");
+    let original = std::fs::read_to_string(&lib).unwrap();
+    std::fs::write(&lib, "// changed by hand\n").unwrap();
+    let refused = gen_into(&spec, &out, &[]);
+    assert_eq!(refused.code, 2);
+    assert!(refused.stderr.contains("src/lib.rs"), "{}", refused.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&lib).unwrap(),
+        "// changed by hand\n"
+    );
+    let forced = gen_into(&spec, &out, &["--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert_eq!(std::fs::read_to_string(&lib).unwrap(), original);
+    assert_eq!(std::fs::read_to_string(&business).unwrap(), "// mine\n");
+}
+
+#[test]
+fn gen_refuses_to_overwrite_files_it_did_not_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("Cargo.toml"), "[package]\nname = \"mine\"\n").unwrap();
+    let run = gen_into(&format!("{EXAMPLE}/openapi.yaml"), &out, &[]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("refusing to overwrite"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("Cargo.toml"), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(out.join("Cargo.toml")).unwrap(),
+        "[package]\nname = \"mine\"\n"
+    );
+    assert!(
+        !out.join("src").exists(),
+        "nothing is written when anything is refused"
+    );
+}
+
+#[test]
+fn templates_can_be_overridden_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(templates.join("README.md.j2"), "# {{ package }}, our way\n").unwrap();
+    std::fs::write(templates.join("READNE.md.j2"), "typo").unwrap();
+    let out = dir.path().join("pay-svc");
+    let run = gen_into(
+        &format!("{EXAMPLE}/openapi.yaml"),
+        &out,
+        &["--templates", templates.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("READNE.md.j2: replaces no template"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("README.md")).unwrap(),
+        "# pay-svc, our way\n"
+    );
+    // The others are the embedded ones.
+    assert!(
+        std::fs::read_to_string(out.join("src/routes.rs"))
+            .unwrap()
+            .contains(".begin_read_decoded(&operations::ON_PAY_CALLBACK")
+    );
+}
+
+#[test]
+fn a_template_that_is_not_rust_stops_gen_with_rustfmt_s_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let templates = dir.path().join("templates");
+    std::fs::create_dir_all(templates.join("src")).unwrap();
+    std::fs::write(templates.join("src/main.rs.j2"), "fn main( {\n").unwrap();
+    let out = dir.path().join("svc");
+    let run = gen_into(
+        &format!("{EXAMPLE}/openapi.yaml"),
+        &out,
+        &["--templates", templates.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("rustfmt could not format the generated src/main.rs"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn hostile_names_become_unique_readable_identifiers() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("hostile");
+    let run = gen_into("tests/codegen_fixtures/hostile.yaml", &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let business: BTreeSet<String> = std::fs::read_dir(out.join("src/business"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let expected = [
+        "mod.rs",
+        "create_order.rs",
+        "create_order_2.rs",
+        "delete_orders_id.rs",
+        "type_.rs",
+        "op_3d_secure.rs",
+        "u652f_u4ed8.rs",
+        "creer_paiement.rs",
+        "router_.rs",
+        "self_.rs",
+    ];
+    assert_eq!(business, expected.iter().map(|s| s.to_string()).collect());
+
+    // Descriptions and titles stay inside comments and strings.
+    for file in [
+        "src/lib.rs",
+        "src/routes.rs",
+        "src/operations.rs",
+        "src/business/create_order.rs",
+    ] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        for line in text.lines() {
+            let code = line.trim_start();
+            assert!(
+                !code.starts_with("#![no_std]")
+                    && !code.starts_with("*/ fn main")
+                    && !code.starts_with("panic!"),
+                "{file}: `{line}` escaped its comment"
+            );
+            assert!(
+                !line.contains('\u{202e}'),
+                "{file}: bidirectional override kept"
+            );
+        }
+    }
+    let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+    // Each operation's name is its first argument, as written in the spec.
+    for name in ["create order!", "支付", "DELETE /orders/{id}"] {
+        assert!(
+            operations.contains(&format!("(\n    \"{name}\","))
+                || operations.contains(&format!("(\"{name}\", ")),
+            "{name}: {operations}"
+        );
+    }
+}
+
+/// The committed example is what idemgen generates from its spec: every
+/// generated file is identical, and only the business files (the user's)
+/// differ from what idemgen would create.
+#[test]
+fn the_example_is_idemgen_output_plus_business_files() {
+    let dir = root().join(EXAMPLE);
+    let workspace = Workspace::load(&dir.join("openapi.yaml")).unwrap();
+    let options = codegen::Options {
+        dialects: vec![Dialect::Sqlite, Dialect::Mysql, Dialect::Postgres],
+        templates: None,
+        package: "payment-callback".into(),
+        standalone: false,
+        runtime_path: Some("../../crates/idemgen-runtime".into()),
+        spec: "openapi.yaml".into(),
+        defaults: Default::default(),
+    };
+    let project = codegen::plan(&workspace, &options).unwrap();
+    assert_eq!(project.dialect, Dialect::Sqlite);
+    let mut differing = Vec::new();
+    for file in &project.files {
+        let committed = std::fs::read_to_string(dir.join(&file.path))
+            .unwrap_or_else(|_| panic!("{} is not committed; regenerate the example", file.path));
+        match file.owner {
+            Owner::Idemgen => assert!(
+                // Below the "Yours" line of Cargo.toml is the user's.
+                codegen::manifest::split_user_tail(committed.as_bytes()).0
+                    == file.contents.as_bytes(),
+                "{} differs from idemgen's output; run `idemgen gen {EXAMPLE}/openapi.yaml -o {EXAMPLE} --db sqlite,mysql,postgres --runtime-path ../../crates/idemgen-runtime`",
+                file.path
+            ),
+            Owner::User => {
+                if committed != file.contents {
+                    differing.push(file.path.clone());
+                }
+            }
+        }
+    }
+    differing.sort();
+    assert_eq!(
+        differing,
+        [
+            "src/auth.rs",
+            "src/business/get_order.rs",
+            "src/business/on_pay_callback.rs"
+        ]
+    );
+    let manifest = std::fs::read_to_string(dir.join(".idemgen-manifest")).unwrap();
+    for file in project
+        .files
+        .iter()
+        .filter(|file| file.owner == Owner::Idemgen)
+    {
+        assert!(
+            manifest.contains(&format!("  {}\n", file.path)),
+            "{} not in the manifest",
+            file.path
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn gen_never_writes_through_a_symbolic_link_out_of_the_output_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = dir.path().join("svc");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, out.join("src")).unwrap();
+    let run = gen_into(&format!("{EXAMPLE}/openapi.yaml"), &out, &["--force"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+}
+
+/// A spec with `count` read-only operations `GET /items{n}`.
+fn spec_with_operations(count: usize) -> String {
+    let mut spec = String::from("openapi: 3.1.0\ninfo: {title: many, version: 1.0.0}\npaths:\n");
+    for n in 1..=count {
+        spec.push_str(&format!(
+            "  /items{n}:\n    get:\n      operationId: getItem{n}\n      \
+             responses:\n        \"200\": {{description: ok}}\n"
+        ));
+    }
+    spec
+}
+
+#[test]
+fn the_next_hint_names_a_few_business_files_and_summarises_many() {
+    let dir = tempfile::tempdir().unwrap();
+    let redact = |text: &str| text.replace(dir.path().to_str().unwrap(), "[TMP]");
+
+    let small = dir.path().join("small.yaml");
+    std::fs::write(&small, spec_with_operations(2)).unwrap();
+    let run = gen_into(small.to_str().unwrap(), &dir.path().join("small-svc"), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("next_hint_small", redact(&run.stdout));
+
+    let big = dir.path().join("big.yaml");
+    std::fs::write(&big, spec_with_operations(40)).unwrap();
+    let out = dir.path().join("big-svc");
+    let run = gen_into(big.to_str().unwrap(), &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    insta::assert_snapshot!("next_hint_big", redact(&run.stdout));
+    assert!(
+        run.stdout.lines().all(|line| line.len() < 200),
+        "{}",
+        run.stdout
+    );
+
+    // The printed command lists exactly the files still answering 501.
+    std::fs::write(
+        out.join("src/business/get_item1.rs"),
+        "// written by hand\n",
+    )
+    .unwrap();
+    let command = run
+        .stdout
+        .lines()
+        .find_map(|line| {
+            line.trim()
+                .strip_prefix("list the ones still answering 501: ")
+        })
+        .expect("a command to list them");
+    let listed = Command::new("sh").arg("-c").arg(command).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert_eq!(listed.lines().count(), 39, "{listed}");
+    assert!(!listed.contains("get_item1.rs\n"), "{listed}");
+
+    let again = gen_into(big.to_str().unwrap(), &out, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    insta::assert_snapshot!("next_hint_again", redact(&again.stdout));
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                files.insert(path.strip_prefix(dir).unwrap().to_path_buf(), bytes);
+            }
+        }
+    }
+    files
+}
+
+/// `idemgen gen` of the example into `out` with `PATH` set to `path`.
+fn gen_with_path(out: &Path, path: &std::ffi::OsStr) -> Run {
+    let spec = root().join(EXAMPLE).join("openapi.yaml");
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .args(["gen", spec.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(["--name", "svc", "--force"])
+        .current_dir(root())
+        .env("PATH", path)
+        .output()
+        .expect("the binary runs");
+    Run {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).unwrap(),
+        stderr: String::from_utf8(output.stderr).unwrap(),
+    }
+}
+
+/// The layout rustfmt picks depends on the spec, so gen formats every
+/// Rust file with it; where rustfmt is missing, gen writes nothing at all
+/// rather than files that differ from what it writes elsewhere.
+#[test]
+fn gen_writes_the_same_bytes_or_nothing_whether_or_not_rustfmt_is_on_path() {
+    let full = std::env::var_os("PATH").unwrap_or_default();
+    let rustfmt_dir = std::env::split_paths(&full)
+        .find(|dir| dir.join("rustfmt").is_file() || dir.join("rustfmt.exe").is_file())
+        .expect("rustfmt is on PATH (`rustup component add rustfmt`)");
+    let scratch = tempfile::tempdir().unwrap();
+    let no_rustfmt = scratch.path().join("empty-bin");
+    std::fs::create_dir(&no_rustfmt).unwrap();
+
+    let with_full_path = scratch.path().join("full");
+    let run = gen_with_path(&with_full_path, &full);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let expected = tree(&with_full_path);
+    assert!(expected.keys().any(|path| path.ends_with("routes.rs")));
+
+    // Only rustfmt's own directory on PATH: the same bytes.
+    let with_rustfmt_only = scratch.path().join("rustfmt-only");
+    let run = gen_with_path(&with_rustfmt_only, rustfmt_dir.as_os_str());
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(tree(&with_rustfmt_only) == expected, "the trees differ");
+
+    // No rustfmt: exit 2 with the fix, and not one byte written, neither
+    // in a new directory nor over an existing project (even with --force).
+    let without = scratch.path().join("without");
+    let run = gen_with_path(&without, no_rustfmt.as_os_str());
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("rustfmt is not on PATH")
+            && run.stderr.contains("rustup component add rustfmt"),
+        "{}",
+        run.stderr
+    );
+    assert!(!without.exists(), "nothing is written without rustfmt");
+    let run = gen_with_path(&with_full_path, no_rustfmt.as_os_str());
+    assert_eq!(run.code, 2);
+    assert!(
+        tree(&with_full_path) == expected,
+        "the project is untouched"
+    );
+}
+
+/// The user's own module (`src/app.rs`) and what they add below the
+/// "Yours" line of `Cargo.toml` survive regeneration without `--templates`,
+/// also when idemgen's part of `Cargo.toml` changes.
+#[test]
+fn the_users_module_and_dependencies_survive_regeneration() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    assert_eq!(gen_into(&spec, &out, &[]).code, 0);
+
+    let app = out.join("src/app.rs");
+    std::fs::write(&app, "pub mod downstream;\n").unwrap();
+    let cargo_toml = out.join("Cargo.toml");
+    let mut manifest = std::fs::read_to_string(&cargo_toml).unwrap();
+    assert!(manifest.ends_with("(dependencies join [dependencies]).\n"));
+    manifest.push_str("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n");
+    std::fs::write(&cargo_toml, &manifest).unwrap();
+
+    let again = gen_into(&spec, &out, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(again.stdout.contains("0 updated"), "{}", again.stdout);
+
+    // Renaming the package changes idemgen's part; the user's part stays.
+    let renamed = gen_into(&spec, &out, &["--name", "payments"]);
+    assert_eq!(renamed.code, 0, "{}", renamed.stderr);
+    let now = std::fs::read_to_string(&cargo_toml).unwrap();
+    assert!(now.contains("name = \"payments\""), "{now}");
+    assert!(
+        now.ends_with("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n"),
+        "{now}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&app).unwrap(),
+        "pub mod downstream;\n"
+    );
+    // Only idemgen's part is hashed: a further run changes nothing.
+    let settled = gen_into(&spec, &out, &["--name", "payments"]);
+    assert!(
+        settled.stdout.contains("0 created, 0 updated"),
+        "{}",
+        settled.stdout
+    );
+
+    // A change above the line is still the user's to confirm.
+    std::fs::write(
+        &cargo_toml,
+        now.replace("edition = \"2024\"", "edition = \"2021\""),
+    )
+    .unwrap();
+    let refused = gen_into(&spec, &out, &["--name", "payments"]);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(refused.stderr.contains("Cargo.toml"), "{}", refused.stderr);
+}
+
+/// `--db mysql` builds for MySQL alone: one feature, one migration
+/// directory, no `per_dialect!`; several dialects keep them all.
+#[test]
+fn one_dialect_is_written_alone_and_several_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    let one = dir.path().join("one");
+    assert_eq!(gen_into(&spec, &one, &["--db", "mysql"]).code, 0);
+    let manifest = std::fs::read_to_string(one.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("default = [\"mysql\"]\nmysql = ["),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("sqlite ="), "{manifest}");
+    assert!(!manifest.contains("postgres ="), "{manifest}");
+    assert!(one.join("migrations/mysql").is_dir());
+    assert!(!one.join("migrations/sqlite").exists());
+    assert!(!one.join("migrations/postgres").exists());
+    let lib = std::fs::read_to_string(one.join("src/lib.rs")).unwrap();
+    assert!(!lib.contains("per_dialect"), "{lib}");
+
+    let several = dir.path().join("several");
+    let run = gen_into(&spec, &several, &["--db", "postgres,sqlite"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let manifest = std::fs::read_to_string(several.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("default = [\"postgres\"]"), "{manifest}");
+    assert!(manifest.contains("sqlite = ["), "{manifest}");
+    assert!(!manifest.contains("mysql ="), "{manifest}");
+    let lib = std::fs::read_to_string(several.join("src/lib.rs")).unwrap();
+    assert!(lib.contains("macro_rules! per_dialect"), "{lib}");
+    assert!(
+        lib.contains("(postgres: $postgres:expr, sqlite: $sqlite:expr $(,)?)"),
+        "{lib}"
+    );
+}
+
+/// A project generated by an earlier idemgen, whose engine files are now
+/// the runtime crate's: regenerating deletes those idemgen wrote and the
+/// user left alone, and keeps (naming) one the user changed.
+#[test]
+fn files_idemgen_no_longer_generates_are_removed_unless_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let spec = format!("{EXAMPLE}/openapi.yaml");
+    assert_eq!(gen_into(&spec, &out, &[]).code, 0);
+    let mut manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
+    for (path, text) in [
+        ("src/idempotency.rs", "// the old engine\n"),
+        ("src/store/mod.rs", "// the old store\n"),
+    ] {
+        std::fs::create_dir_all(out.join(path).parent().unwrap()).unwrap();
+        std::fs::write(out.join(path), text).unwrap();
+        manifest.push_str(&format!(
+            "{}  {path}\n",
+            codegen::manifest::sha256_hex(text.as_bytes())
+        ));
+    }
+    std::fs::write(out.join(".idemgen-manifest"), manifest).unwrap();
+    std::fs::write(out.join("src/store/mod.rs"), "// changed by hand\n").unwrap();
+
+    let run = gen_into(&spec, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains(", 1 removed;"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("note: idemgen no longer generates src/store/mod.rs, which you changed"),
+        "{}",
+        run.stdout
+    );
+    assert!(!out.join("src/idempotency.rs").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("src/store/mod.rs")).unwrap(),
+        "// changed by hand\n"
+    );
+    let manifest = std::fs::read_to_string(out.join(".idemgen-manifest")).unwrap();
+    assert!(!manifest.contains("src/idempotency.rs"));
+    assert!(!manifest.contains("src/store/mod.rs"));
+}
+
+/// Generated comments say what the code does: a GET that claims no key
+/// does not say its input is read "before the key is claimed", and the
+/// status a mismatched body gets is the one its reader answers (400 where
+/// the spec declares no 422).
+#[test]
+fn generated_comments_say_what_the_code_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = gen_into(&format!("{EXAMPLE}/openapi.yaml"), dir.path(), &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let routes = std::fs::read_to_string(dir.path().join("src/routes.rs")).unwrap();
+    let handler = |name: &str| {
+        let start = routes.find(&format!("async fn {name}(")).unwrap();
+        let end = routes[start + 1..]
+            .find("\nasync fn ")
+            .map_or(routes.len(), |end| start + 1 + end);
+        routes[start..end].to_string()
+    };
+    let get_order = handler("get_order");
+    assert!(!get_order.contains("key is claimed"), "{get_order}");
+    assert!(
+        get_order.contains("before the business function runs"),
+        "{get_order}"
+    );
+    let on_pay = handler("on_pay_callback");
+    assert!(
+        on_pay.contains("body_as_or::<models::PayCallback>(400)"),
+        "{on_pay}"
+    );
+    assert!(on_pay.contains("is answered 400 and leaves no"), "{on_pay}");
+    assert!(!on_pay.contains("422"), "{on_pay}");
+    let business =
+        std::fs::read_to_string(dir.path().join("src/business/on_pay_callback.rs")).unwrap();
+    assert!(
+        business.contains("was answered 400 before its key was claimed"),
+        "{business}"
+    );
+    let committed =
+        std::fs::read_to_string(root().join(EXAMPLE).join("src/business/on_pay_callback.rs"))
+            .unwrap();
+    assert!(committed.contains("answered 400 before its key is claimed"));
+}

@@ -1,0 +1,1685 @@
+//! `idemgen probe` against servers written here with std::net: one that
+//! keeps every promise, and others that each break one (check-then-write,
+//! an empty 200 while in progress, an ignored fingerprint, an ignored
+//! tenant or principal, an unauthenticated request processed). Then
+//! against the real payment-callback example when it is in the tree.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::skip;
+
+use crate::support::build;
+
+use build::{Binaries, Dialect, Profile};
+
+const SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe test, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [order_no, amount, date]
+              properties:
+                order_no: {type: string, maxLength: 32, example: ORD-1}
+                amount: {type: integer, minimum: 1}
+                date: {type: string, pattern: "^[0-9]{8}$"}
+      x-idempotency:
+        key: {in: header, name: Idempotency-Key, format: "pay:{date}:{uuid}"}
+        window: 18s
+        responses:
+          in-progress: {status: 429, retry-after: 1s}
+      responses:
+        "200": {description: paid}
+        "400": {description: bad key}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+  /refunds:
+    post:
+      operationId: refund
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [refund_id, refund_key, amount]
+              properties:
+                refund_id: {type: string, maxLength: 12}
+                refund_key: {type: string}
+                amount: {type: integer, minimum: 1}
+            examples:
+              small: {value: {refund_id: RF-7, refund_key: "", amount: 5}}
+      x-idempotency:
+        key: {in: body, name: /refund_key, format: "refund:{field:/refund_id}:{random:16}"}
+        window: 18s
+      responses:
+        "200": {description: refunded}
+        "400": {description: bad key}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+"#;
+
+/// What a test server gets wrong.
+#[derive(Clone, Copy, PartialEq)]
+enum Flaw {
+    None,
+    /// Looks for a finished record, works, then writes: no claim.
+    CheckThenWrite,
+    /// Answers an empty 200 while the first attempt runs.
+    EmptyWhileInProgress,
+    /// Replays for the same key whatever the body.
+    IgnoresFingerprint,
+    /// Answers 429 while in progress but without `Retry-After`.
+    NoRetryAfter,
+    /// Answers the first attempt but never marks its record done, so it
+    /// says "in progress, retry in 1 s" long past `server.max-processing`
+    /// (an attempt whose claim is never released).
+    StaysInProgress,
+    /// Keeps every promise, but every execution answers the same bytes
+    /// (no payment id), so a second execution does not show in the body.
+    SameAnswerEachTime,
+    /// Keys its store by the key alone, not by (tenant, key).
+    IgnoresTenant,
+    /// Processes a request that carries no tenant.
+    ProcessesWithoutTenant,
+    /// Authenticates, but keys its store by the key alone, not by
+    /// (principal, key).
+    IgnoresPrincipal,
+    /// Processes a request without credentials (as nobody).
+    ProcessesUnauthenticated,
+    /// Keys its store by the key alone and claims the key before it
+    /// authenticates: a request without credentials is refused, but its
+    /// claim is never released.
+    ClaimsBeforeAuthenticating,
+}
+
+/// The bearer tokens `/principal-pay` accepts, and whose they are.
+const TOKENS: [(&str, &str); 2] = [
+    ("Bearer alice-secret-1", "alice"),
+    ("Bearer bob-secret-2", "bob"),
+];
+
+/// `--as` for both principals of [`TOKENS`].
+const AS_ALICE_AND_BOB: [&str; 4] = [
+    "--as",
+    "alice=Authorization: Bearer alice-secret-1",
+    "--as",
+    "bob=Authorization: Bearer bob-secret-2",
+];
+
+enum Record {
+    InProgress { body: Vec<u8> },
+    Done { body: Vec<u8>, answer: Vec<u8> },
+}
+
+struct Request {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+struct Reply {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+fn reply(status: u16, body: &str) -> Reply {
+    Reply {
+        status,
+        headers: Vec::new(),
+        body: body.as_bytes().to_vec(),
+    }
+}
+
+fn valid_key(key: &str) -> bool {
+    let Some(rest) = key.strip_prefix("pay:") else {
+        return false;
+    };
+    let Some((date, uuid)) = rest.split_once(':') else {
+        return false;
+    };
+    key.len() <= 128
+        && date.len() == 8
+        && date.bytes().all(|b| b.is_ascii_digit())
+        && uuid.len() == 36
+        && uuid.bytes().enumerate().all(|(at, b)| {
+            matches!(at, 8 | 13 | 18 | 23) == (b == b'-') && (b == b'-' || b.is_ascii_hexdigit())
+        })
+}
+
+/// `refund:{field:/refund_id}:{random:16}`, the key inside the body.
+fn refund_key(body: &[u8]) -> Option<String> {
+    let body: Value = serde_json::from_slice(body).ok()?;
+    let key = body.get("refund_key")?.as_str()?;
+    let refund_id = body.get("refund_id")?.as_str()?;
+    let random = key.strip_prefix(&format!("refund:{refund_id}:"))?;
+    (random.len() == 22
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    .then(|| key.to_string())
+}
+
+/// The payment (and refund) handler, with one promise broken by `flaw`.
+fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request) -> Reply {
+    // `/principal-pay` declares `key.scope: [principal]` and a bearer
+    // token; it authenticates first, and its answers echo the token (as a
+    // careless service might), which the report must not show.
+    let authorization = request
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("authorization"))
+        .map(|(_, value)| value.clone());
+    let mut refuse_after_claim = false;
+    let principal = if request.path == "/principal-pay" {
+        let known = TOKENS
+            .iter()
+            .find(|(token, _)| Some(*token) == authorization.as_deref())
+            .map(|(_, principal)| *principal);
+        match (known, flaw) {
+            (None, Flaw::ProcessesUnauthenticated) => Some(""),
+            (None, Flaw::ClaimsBeforeAuthenticating) => {
+                refuse_after_claim = true;
+                Some("")
+            }
+            (None, _) => return reply(401, r#"{"title":"unauthenticated"}"#),
+            (Some(_), Flaw::IgnoresPrincipal | Flaw::ClaimsBeforeAuthenticating) => Some(""),
+            (Some(principal), _) => Some(principal),
+        }
+    } else {
+        None
+    };
+    let key = if request.path == "/refunds" {
+        refund_key(&request.body)
+    } else {
+        request
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+            .map(|(_, value)| value.clone())
+            .filter(|key| valid_key(key))
+    };
+    let Some(key) = key else {
+        return reply(400, r#"{"title":"missing or malformed key"}"#);
+    };
+    // `/tenant-pay` declares `key.scope: [header:X-Tenant]`.
+    let key = if request.path == "/tenant-pay" {
+        let tenant = request
+            .headers
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case("x-tenant"))
+            .map(|(_, value)| value.clone());
+        match (tenant, flaw) {
+            (None, Flaw::ProcessesWithoutTenant) => key,
+            (None, _) => return reply(400, r#"{"title":"missing tenant"}"#),
+            (Some(_), Flaw::IgnoresTenant) => key,
+            (Some(tenant), _) => format!("{tenant}\n{key}"),
+        }
+    } else {
+        key
+    };
+    let key = match principal {
+        Some(principal) => format!("{principal}\n{key}"),
+        None => key,
+    };
+    let echo = match principal {
+        Some(_) => format!(r#","by":"{}""#, authorization.unwrap_or_default()),
+        None => String::new(),
+    };
+    let work = || {
+        // Long enough that scheduling noise on a busy machine does not
+        // decide which request overlaps which.
+        std::thread::sleep(Duration::from_millis(150));
+        if flaw == Flaw::SameAnswerEachTime {
+            return br#"{"status":"paid"}"#.to_vec();
+        }
+        let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
+        format!(r#"{{"payment_id":{id},"status":"paid"{echo}}}"#).into_bytes()
+    };
+    if flaw == Flaw::CheckThenWrite {
+        if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
+            return replayed(answer.clone());
+        }
+        let answer = work();
+        records.lock().unwrap().insert(
+            key,
+            Record::Done {
+                body: request.body,
+                answer: answer.clone(),
+            },
+        );
+        return Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: answer,
+        };
+    }
+    {
+        let mut records = records.lock().unwrap();
+        match records.get(&key) {
+            Some(Record::InProgress { body } | Record::Done { body, .. })
+                if *body != request.body && flaw != Flaw::IgnoresFingerprint =>
+            {
+                return reply(409, r#"{"title":"key reused with another body"}"#);
+            }
+            Some(Record::InProgress { .. }) if flaw == Flaw::EmptyWhileInProgress => {
+                return reply(200, "");
+            }
+            Some(Record::InProgress { .. }) => {
+                let mut busy = reply(429, r#"{"title":"in progress"}"#);
+                if flaw != Flaw::NoRetryAfter {
+                    busy.headers.push(("Retry-After", "1".into()));
+                }
+                return busy;
+            }
+            Some(Record::Done { answer, .. }) => return replayed(answer.clone()),
+            None => {
+                records.insert(
+                    key.clone(),
+                    Record::InProgress {
+                        body: request.body.clone(),
+                    },
+                );
+            }
+        }
+    }
+    if refuse_after_claim {
+        return reply(401, r#"{"title":"unauthenticated"}"#);
+    }
+    let answer = work();
+    if flaw != Flaw::StaysInProgress {
+        records.lock().unwrap().insert(
+            key,
+            Record::Done {
+                body: request.body,
+                answer: answer.clone(),
+            },
+        );
+    }
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: answer,
+    }
+}
+
+fn replayed(answer: Vec<u8>) -> Reply {
+    Reply {
+        status: 200,
+        headers: vec![("Idempotent-Replayed", "true".into())],
+        body: answer,
+    }
+}
+
+/// Payment ids come from one business database, whichever instance and
+/// idempotency store served the request.
+static PAYMENT_IDS: AtomicU64 = AtomicU64::new(1000);
+
+/// An idempotency store: key → record.
+type Store = Arc<Mutex<HashMap<String, Record>>>;
+
+/// Serves `flaw`'s handler with a store of its own; returns the base URL.
+fn serve(flaw: Flaw) -> String {
+    serve_with(flaw, Store::default())
+}
+
+/// Serves `flaw`'s handler on `store` on a free loopback port, one thread
+/// per connection, one request per connection; returns the base URL.
+/// Instances given one store stand for a deployment that shares it.
+fn serve_with(flaw: Flaw, store: Store) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let _ = answer(stream, |request| handle(flaw, &store, request));
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// Minimal HTTP/1.1: request line, headers, a Content-Length body.
+fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let path = line.split(' ').nth(1).unwrap_or("/").to_string();
+    let mut headers = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line)?;
+        let trimmed = line.trim_end();
+        if trimmed.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = trimmed.split_once(':') {
+            headers.push((name.trim().to_string(), value.trim().to_string()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, value)| value.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let reply = handler(Request {
+        path,
+        headers,
+        body,
+    });
+    let mut out = format!(
+        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n",
+        reply.status,
+        reply.body.len()
+    );
+    for (name, value) in reply.headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut stream = stream;
+    stream.write_all(out.as_bytes())?;
+    stream.write_all(&reply.body)?;
+    stream.flush()
+}
+
+/// One operation whose keys are namespaced by the `X-Tenant` header.
+const SCOPED_SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe scope test, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+paths:
+  /tenant-pay:
+    post:
+      operationId: tenantPay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [order_no, amount, date]
+              properties:
+                order_no: {type: string, maxLength: 32, example: ORD-1}
+                amount: {type: integer, minimum: 1}
+                date: {type: string, pattern: "^[0-9]{8}$"}
+      x-idempotency:
+        key:
+          in: header
+          name: Idempotency-Key
+          format: "pay:{date}:{uuid}"
+          scope: ["header:X-Tenant"]
+        window: 18s
+        responses:
+          in-progress: {status: 429, retry-after: 1s}
+      responses:
+        "200": {description: paid}
+        "400": {description: bad key or no tenant}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+"#;
+
+fn scoped_spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, SCOPED_SPEC).unwrap();
+    (dir, path)
+}
+
+/// One operation behind a bearer token whose keys are namespaced by the
+/// verified principal.
+fn principal_spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    let spec = SCOPED_SPEC
+        .replace("/tenant-pay", "/principal-pay")
+        .replace("tenantPay", "principalPay")
+        .replace(r#"["header:X-Tenant"]"#, "[principal]")
+        .replace(
+            "      x-idempotency:\n        key:",
+            "      security: [{bearer: []}]\n      x-idempotency:\n        key:",
+        )
+        .replace(
+            r#""400": {description: bad key or no tenant}"#,
+            r#""400": {description: bad key}
+        "401": {description: no or unknown token}"#,
+        )
+        + "components:\n  securitySchemes:\n    bearer: {type: http, scheme: bearer}\n";
+    assert!(spec.contains("[principal]") && spec.contains("security: [{bearer"));
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
+fn spec_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, SPEC).unwrap();
+    (dir, path)
+}
+
+fn probe(spec: &Path, base_url: &str, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .arg("probe")
+        .arg(spec)
+        .args(["--base-url", base_url])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Runs the probe of `pay` with `--format json`: exit code, check id →
+/// check, and the whole report.
+fn probe_json(spec: &Path, base_url: &str) -> (i32, HashMap<String, Value>, Value) {
+    probe_op_json(spec, base_url, "pay")
+}
+
+fn probe_op_json(spec: &Path, base_url: &str, op: &str) -> (i32, HashMap<String, Value>, Value) {
+    probe_op_json_with(spec, base_url, op, &[])
+}
+
+/// As [`probe_op_json`] with more arguments; no `--as` credential may
+/// appear in its output.
+fn probe_op_json_with(
+    spec: &Path,
+    base_url: &str,
+    op: &str,
+    extra: &[&str],
+) -> (i32, HashMap<String, Value>, Value) {
+    let mut args = vec!["--format", "json", "--op", op];
+    args.extend(extra);
+    let output = probe(spec, base_url, &args);
+    for (token, _) in TOKENS {
+        let secret = token.trim_start_matches("Bearer ");
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(
+                !String::from_utf8_lossy(stream).contains(secret),
+                "a credential in the output: {}",
+                String::from_utf8_lossy(stream)
+            );
+        }
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let checks = report["operations"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| (check["check"].as_str().unwrap().to_string(), check.clone()))
+        .collect();
+    (output.status.code().unwrap(), checks, report)
+}
+
+fn outcome(checks: &HashMap<String, Value>, id: &str) -> String {
+    checks[id]["outcome"].as_str().unwrap().to_string()
+}
+
+fn evidence(checks: &HashMap<String, Value>, id: &str) -> String {
+    checks[id]["evidence"].to_string()
+}
+
+const ALL: [&str; 8] = [
+    "burst",
+    "replay",
+    "conflict",
+    "missing-key",
+    "malformed-key",
+    "long-key",
+    "in-progress",
+    "retry-after",
+];
+
+#[test]
+fn a_correct_server_keeps_every_promise() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::None);
+    let (code, checks, report) = probe_json(&spec, &base);
+    for id in ALL {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0);
+    assert_eq!(report["summary"]["failed"], 0);
+    assert!(
+        checks["burst"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("429 with Retry-After"),
+        "{report:#}"
+    );
+
+    let table = probe(&spec, &base, &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("PASS  burst"), "{text}");
+    assert!(text.contains("16 passed, 0 failed"), "{text}");
+    assert_eq!(table.status.code(), Some(0));
+}
+
+#[test]
+fn a_contract_without_scope_has_no_scope_check() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(outcome(&checks, "scope"), "not-applicable", "{report:#}");
+}
+
+#[test]
+fn a_server_that_keys_by_tenant_and_key_passes_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::None), "tenantPay");
+    for id in ALL.iter().chain(&["scope"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    let summary = checks["scope"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("`X-Tenant` header `probe-tenant-a`"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("`X-Tenant` header `probe-tenant-b`"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("without the scope value: 400"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn scope_values_come_from_the_command_line() {
+    let (_dir, spec) = scoped_spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::None),
+        &[
+            "--format",
+            "json",
+            "--scope",
+            "X-Tenant=acme",
+            "--scope",
+            "X-Tenant=globex",
+        ],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let scope = report["operations"][0]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|check| check["check"] == "scope")
+        .unwrap();
+    assert_eq!(scope["outcome"], "pass", "{report:#}");
+    let summary = scope["summary"].as_str().unwrap();
+    assert!(summary.contains("`X-Tenant` header `acme`"), "{summary}");
+    assert!(summary.contains("`X-Tenant` header `globex`"), "{summary}");
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+}
+
+#[test]
+fn a_server_that_ignores_the_tenant_fails_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::IgnoresTenant), "tenantPay");
+    assert_eq!(outcome(&checks, "scope"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "scope");
+    assert!(
+        evidence.contains(
+            "the second scope got the first scope's stored answer (Idempotent-Replayed: true)"
+        ),
+        "{evidence}"
+    );
+    assert!(evidence.contains("second scope: {"), "{evidence}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_processes_a_request_without_the_tenant_fails_the_scope_check() {
+    let (_dir, spec) = scoped_spec_file();
+    let (code, checks, report) =
+        probe_op_json(&spec, &serve(Flaw::ProcessesWithoutTenant), "tenantPay");
+    assert_eq!(outcome(&checks, "scope"), "fail", "{report:#}");
+    let evidence = evidence(&checks, "scope");
+    assert!(
+        evidence
+            .contains("without the scope value: the request was processed, expected a 4xx refusal"),
+        "{evidence}"
+    );
+    assert!(!evidence.contains("stored answer"), "{evidence}");
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_keys_by_principal_and_key_passes_the_principal_checks() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) =
+        probe_op_json_with(&spec, &serve(Flaw::None), "principalPay", &AS_ALICE_AND_BOB);
+    // Every other check runs as alice, so it meets the service itself,
+    // not its 401.
+    for id in ALL.iter().chain(&["principals", "unauthenticated"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(outcome(&checks, "scope"), "not-applicable", "{report:#}");
+    assert_eq!(
+        checks["scope"]["summary"],
+        "`key.scope` is `principal` only, which the `principals` check covers"
+    );
+    let summary = checks["principals"]["summary"].as_str().unwrap();
+    assert!(
+        summary
+            .starts_with("one key and body as `alice`: 200 OK; as `bob`: 200 OK, a fresh answer"),
+        "{summary}"
+    );
+    let summary = checks["unauthenticated"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("without `Authorization`: 401 Unauthorized; then as `alice` with the same key and body: 200 OK"),
+        "{summary}"
+    );
+    let request = report["operations"][0]["request"].to_string();
+    assert!(
+        request.contains("as `alice` (`Authorization` header, values not shown); the principals check also sends as `bob` (`Authorization` header)"),
+        "{request}"
+    );
+}
+
+#[test]
+fn a_server_that_ignores_the_principal_fails_the_principals_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::IgnoresPrincipal),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "principals"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    assert_eq!(outcome(&checks, "unauthenticated"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "principals");
+    assert!(
+        evidence.contains(
+            "`bob` got `alice`'s stored answer (Idempotent-Replayed: true): one principal sees another's response"
+        ),
+        "{evidence}"
+    );
+    // Bob's answer carries alice's token, echoed by the service: the
+    // report shows where, not what.
+    assert!(
+        evidence.contains(r#"`bob`: {\"payment_id\":"#) && evidence.contains("[redacted]"),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_processes_unauthenticated_requests_fails_the_unauthenticated_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::ProcessesUnauthenticated),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "unauthenticated"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "principals"), "pass", "{report:#}");
+    let evidence = evidence(&checks, "unauthenticated");
+    assert!(
+        evidence
+            .contains("200 OK without credentials: the request was processed, expected 401 or 403"),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_server_that_claims_the_key_before_authenticating_fails_the_unauthenticated_check() {
+    let (_dir, spec) = principal_spec_file();
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::ClaimsBeforeAuthenticating),
+        "principalPay",
+        &AS_ALICE_AND_BOB,
+    );
+    assert_eq!(outcome(&checks, "unauthenticated"), "fail", "{report:#}");
+    let evidence = evidence(&checks, "unauthenticated");
+    // The refusal itself is right; what it left behind is not.
+    assert!(!evidence.contains("expected 401 or 403"), "{evidence}");
+    assert!(
+        evidence.contains(
+            "`alice`'s request with the key got 429 Too Many Requests (Retry-After: 1): the request without credentials left a record under the key"
+        ),
+        "{evidence}"
+    );
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn a_key_scoped_by_principal_needs_two_principals() {
+    let (_dir, spec) = principal_spec_file();
+    let base = serve(Flaw::None);
+    let none = probe(&spec, &base, &[]);
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert_eq!(none.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: `principalPay` scopes its keys by `principal` (`key.scope`)")
+            && stderr.contains("none was given: pass --as NAME='Header: value' for each"),
+        "{stderr}"
+    );
+    let one = probe(
+        &spec,
+        &base,
+        &["--as", "alice=Authorization: Bearer alice-secret-1"],
+    );
+    let stderr = String::from_utf8_lossy(&one.stderr);
+    assert_eq!(one.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("only `alice` was given"), "{stderr}");
+    assert!(!stderr.contains("alice-secret-1"), "{stderr}");
+    assert!(one.stdout.is_empty());
+}
+
+#[test]
+fn without_as_the_principal_checks_do_not_apply() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(outcome(&checks, "principals"), "not-applicable");
+    assert_eq!(outcome(&checks, "unauthenticated"), "not-applicable");
+    assert!(
+        checks["principals"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("no --as principals given; pass two, e.g. --as alice="),
+        "{report:#}"
+    );
+    assert!(
+        checks["unauthenticated"]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("no --as credentials given"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn bad_as_values_are_refused_without_quoting_them() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::None);
+    for (given, expected) in [
+        (
+            "Authorization: Basic YWxpY2U6czNjcjN0=",
+            "error: --as (#1): the part before `=` is not a principal name",
+        ),
+        (
+            "alice=Bearer s3cr3t",
+            "error: --as alice: write the credential as a header",
+        ),
+    ] {
+        let output = probe(&spec, &base, &["--as", given]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}");
+        assert!(
+            !stderr.contains("s3cr3t") && !stderr.contains("YWxp"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_scope_name_the_contract_does_not_declare_is_an_error() {
+    let (_dir, spec) = scoped_spec_file();
+    let base = serve(Flaw::None);
+    let output = probe(&spec, &base, &["--scope", "X-Tenent=acme"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: --scope X-Tenent=…: no `key.scope` of the probed operations names `X-Tenent`; the declared names: `X-Tenant` (header)\n"
+    );
+    // A header name is case-insensitive, as the service reads it.
+    let output = probe(
+        &spec,
+        &base,
+        &["--scope", "x-tenant=acme", "--max-requests", "1"],
+    );
+    assert!(
+        !String::from_utf8_lossy(&output.stderr).contains("--scope"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+
+    let (_dir, spec) = spec_file();
+    let output = probe(&spec, &base, &["--scope", "principal=alice"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "names `principal`; the probed operations declare no `key.scope` value a request carries; `principal` is the verified principal"
+        ),
+        "{stderr}"
+    );
+}
+
+/// Runs the probe of `pay` in `dir` (where an `idemgen.toml` may be) with
+/// `--format json`: the profile the report names, and check id → outcome.
+fn probe_in(
+    dir: &Path,
+    spec: &Path,
+    base_url: &str,
+    extra: &[&str],
+) -> (String, HashMap<String, Value>) {
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir)
+        .arg("probe")
+        .arg(spec)
+        .args(["--base-url", base_url, "--format", "json", "--op", "pay"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|error| {
+        panic!(
+            "not JSON ({error}): {stdout}\nstderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    let operation = &report["operations"][0];
+    let checks = operation["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|check| (check["check"].as_str().unwrap().to_string(), check.clone()))
+        .collect();
+    (operation["profile"].as_str().unwrap().to_string(), checks)
+}
+
+#[test]
+fn the_profile_of_idemgen_toml_sets_what_the_probe_expects() {
+    // The server answers a reused key with another body 409, as the
+    // retry-after profile says; the IETF draft's profile, which lint then
+    // also applies, wants 422.
+    let (dir, spec) = spec_file();
+    std::fs::write(
+        dir.path().join("idemgen.toml"),
+        "profile = \"ietf-draft\"\n",
+    )
+    .unwrap();
+    let base = serve(Flaw::None);
+    let (profile, checks) = probe_in(dir.path(), &spec, &base, &[]);
+    assert_eq!(profile, "ietf-draft");
+    assert_eq!(outcome(&checks, "conflict"), "fail");
+    assert!(
+        evidence(&checks, "conflict").contains("expected 422"),
+        "{checks:#?}"
+    );
+    assert_eq!(outcome(&checks, "missing-key"), "pass");
+
+    // --profile wins over the file, and --no-config ignores it.
+    for flags in [&["--profile", "retry-after"][..], &["--no-config"]] {
+        let (profile, checks) = probe_in(dir.path(), &spec, &base, flags);
+        assert_eq!(profile, "retry-after", "{flags:?}");
+        for id in ALL {
+            assert_eq!(outcome(&checks, id), "pass", "{flags:?} {id}: {checks:#?}");
+        }
+    }
+
+    // lint demands of the spec what the probe expects of the service.
+    let lint = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .current_dir(dir.path())
+        .args(["lint", "--format", "json"])
+        .arg(&spec)
+        .output()
+        .unwrap();
+    let lint = String::from_utf8_lossy(&lint.stdout);
+    assert!(lint.contains("conflict-undeclared"), "{lint}");
+    assert!(lint.contains("422"), "{lint}");
+}
+
+#[test]
+fn keys_in_the_body_follow_their_field_segments() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_op_json(&spec, &serve(Flaw::None), "refund");
+    for id in ALL {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0);
+    // The named example's refund_id, made unique per event, is in the key.
+    let request = report["operations"][0]["request"].to_string();
+    assert!(request.contains("example `small`"), "{request}");
+    assert!(request.contains("refund:RF-7-"), "{request}");
+}
+
+#[test]
+fn check_then_write_runs_the_business_step_twice() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::CheckThenWrite));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("the business step ran more than once"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "missing-key"), "pass");
+
+    // The table names the broken promise (`--nocapture` shows it whole).
+    let table = probe(&spec, &serve(Flaw::CheckThenWrite), &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{text}");
+    assert_eq!(table.status.code(), Some(1));
+    assert!(text.contains("FAIL  burst"), "{text}");
+}
+
+#[test]
+fn an_empty_200_while_in_progress_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::EmptyWhileInProgress));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "in-progress")
+            .contains("empty body while the first attempt was still running"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert_eq!(outcome(&checks, "conflict"), "pass");
+}
+
+#[test]
+fn an_ignored_fingerprint_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::IgnoresFingerprint));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "conflict"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "conflict").contains("fingerprint is ignored"),
+        "{report:#}"
+    );
+    for id in ["burst", "replay", "missing-key", "in-progress"] {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+
+    let table = probe(&spec, &serve(Flaw::IgnoresFingerprint), &[]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("FAIL  conflict"), "{text}");
+}
+
+#[test]
+fn an_in_progress_answer_without_retry_after_is_caught() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::NoRetryAfter));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("without Retry-After"),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "conflict"), "pass");
+}
+
+#[test]
+fn in_progress_long_past_max_processing_is_caught() {
+    let (_dir, spec) = spec_file();
+    let started = Instant::now();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::StaysInProgress));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "retry-after"), "fail", "{report:#}");
+    // The spec: max-processing 3s, retry-after 1s.
+    assert!(
+        evidence(&checks, "retry-after")
+            .contains("no final answer within max-processing 3 s + 3 × Retry-After 1 s = 6.0 s"),
+        "{report:#}"
+    );
+    let summary = checks["retry-after"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("Retry-After: 1") && summary.contains("still 429"),
+        "{summary}"
+    );
+    // Within the budget the duplicates were honest; the burst passes.
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{report:#}");
+}
+
+#[test]
+fn a_retry_after_the_advertised_wait_gets_the_final_answer() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(outcome(&checks, "retry-after"), "pass", "{report:#}");
+    let summary = checks["retry-after"]["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("in progress (Retry-After: 1), then 200 OK after"),
+        "{summary}"
+    );
+    // Without server.max-processing there is no promise to hold it to.
+    let (dir, _) = spec_file();
+    let loose = dir.path().join("loose.yaml");
+    std::fs::write(&loose, SPEC.replace("  server: {max-processing: 3s}\n", "")).unwrap();
+    let (_, checks, report) = probe_json(&loose, &serve(Flaw::None));
+    assert_eq!(
+        outcome(&checks, "retry-after"),
+        "not-applicable",
+        "{report:#}"
+    );
+}
+
+#[test]
+fn junit_has_one_testcase_per_check() {
+    let (_dir, spec) = spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::IgnoresFingerprint),
+        &["--format", "junit", "--op", "pay"],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let xml = String::from_utf8(output.stdout).unwrap();
+    let document = roxmltree::Document::parse(&xml).unwrap();
+    let cases: Vec<_> = document
+        .descendants()
+        .filter(|node| node.has_tag_name("testcase"))
+        .collect();
+    // Every check of ALL, and `scope`, `principals` and
+    // `unauthenticated`, not applicable (skipped) here.
+    assert_eq!(cases.len(), 11, "{xml}");
+    let failed: Vec<_> = cases
+        .iter()
+        .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
+        .map(|case| case.attribute("name").unwrap())
+        .collect();
+    assert_eq!(failed, ["conflict"], "{xml}");
+}
+
+#[test]
+fn refuses_remote_hosts_and_reports_unreachable_services() {
+    let (_dir, spec) = spec_file();
+    let remote = probe(&spec, "http://192.0.2.10:8080", &[]);
+    assert_eq!(remote.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&remote.stderr);
+    assert!(stderr.contains("--allow-remote"), "{stderr}");
+
+    // A port that was free a moment ago.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down = probe(&spec, &format!("http://127.0.0.1:{port}"), &[]);
+    assert_eq!(down.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+
+    let unknown = probe(&spec, &serve(Flaw::None), &["--op", "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+}
+
+#[test]
+fn redirects_are_answers_never_followed() {
+    let (_dir, spec) = spec_file();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = answer(stream, |_| Reply {
+                    status: 307,
+                    // TEST-NET-1: following this would hang until the timeout.
+                    headers: vec![("Location", "http://192.0.2.1/pay".into())],
+                    body: Vec::new(),
+                });
+            });
+        }
+    });
+    let started = Instant::now();
+    let (code, checks, report) = probe_json(&spec, &base);
+    assert!(started.elapsed() < Duration::from_secs(8), "{report:#}");
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "burst"), "not-applicable", "{report:#}");
+    assert!(
+        checks["missing-key"]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("307"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn the_request_budget_bounds_the_probe() {
+    let (_dir, spec) = spec_file();
+    let output = probe(
+        &spec,
+        &serve(Flaw::None),
+        &["--max-requests", "3", "--format", "json"],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["summary"]["requests"], 3, "{report:#}");
+    assert!(
+        report.to_string().contains("--max-requests 3"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn instances_that_share_one_store_keep_every_promise() {
+    let (_dir, spec) = spec_file();
+    let store = Store::default();
+    let first = serve_with(Flaw::None, Arc::clone(&store));
+    let second = serve_with(Flaw::None, store);
+    let output = probe(
+        &spec,
+        &first,
+        &["--base-url", &second, "--format", "json", "--op", "pay"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    assert_eq!(report["base_urls"], serde_json::json!([first, second]));
+    let checks = report["operations"][0]["checks"].as_array().unwrap();
+    for check in checks {
+        let expected = if ["scope", "principals", "unauthenticated"]
+            .iter()
+            .any(|id| check["check"] == *id)
+        {
+            "not-applicable" // `pay` declares no key.scope; no --as
+        } else {
+            "pass"
+        };
+        assert_eq!(check["outcome"], expected, "{report:#}");
+    }
+    // The burst went to both, and the tally says which answered what.
+    let burst = checks[0]["summary"].as_str().unwrap();
+    assert!(
+        burst.contains(&format!("from {first}")) && burst.contains(&format!("from {second}")),
+        "{burst}"
+    );
+
+    let table = probe(&spec, &first, &["--base-url", &second, "--op", "pay"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{text}");
+    assert!(
+        text.starts_with(&format!(
+            "idemgen probe {} against 2 instances: {first}, {second}\n",
+            spec.display()
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn instances_with_a_store_each_fail_the_burst() {
+    let (_dir, spec) = spec_file();
+    let first = serve(Flaw::None);
+    let second = serve(Flaw::None);
+    let output = probe(
+        &spec,
+        &first,
+        &["--base-url", &second, "--format", "json", "--op", "pay"],
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(1), "{report:#}");
+    let burst = &report["operations"][0]["checks"][0];
+    assert_eq!(burst["check"], "burst");
+    assert_eq!(burst["outcome"], "fail", "{report:#}");
+    let evidence = burst["evidence"].to_string();
+    assert!(
+        evidence.contains("the business step ran more than once"),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains(&format!(
+            "each of {first} and {second} ran the step for the same key: the instances do not share one idempotency store"
+        )),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains(&format!("2xx body from {first}"))
+            && evidence.contains(&format!("2xx body from {second}")),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn instances_with_a_store_each_fail_even_with_identical_answers() {
+    let (_dir, spec) = spec_file();
+    let burst_of = |first: &str, second: &str| {
+        let output = probe(
+            &spec,
+            first,
+            &["--base-url", second, "--format", "json", "--op", "pay"],
+        );
+        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+        report["operations"][0]["checks"][0].clone()
+    };
+    let first = serve(Flaw::SameAnswerEachTime);
+    let second = serve(Flaw::SameAnswerEachTime);
+    let burst = burst_of(&first, &second);
+    assert_eq!(burst["outcome"], "fail", "{burst:#}");
+    let evidence = burst["evidence"].to_string();
+    assert!(
+        evidence.contains(&format!(
+            "from {first} and {second}: each ran the step for the same key"
+        )),
+        "{evidence}"
+    );
+
+    // Sharing a store, the same servers pass.
+    let store = Store::default();
+    let first = serve_with(Flaw::SameAnswerEachTime, Arc::clone(&store));
+    let second = serve_with(Flaw::SameAnswerEachTime, store);
+    let burst = burst_of(&first, &second);
+    assert_eq!(burst["outcome"], "pass", "{burst:#}");
+}
+
+#[test]
+fn every_instance_must_be_loopback_and_reachable() {
+    let (_dir, spec) = spec_file();
+    let up = serve(Flaw::None);
+    let remote = probe(&spec, &up, &["--base-url", "http://192.0.2.10:8080"]);
+    assert_eq!(remote.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&remote.stderr);
+    assert!(
+        stderr.contains("http://192.0.2.10:8080") && stderr.contains("--allow-remote"),
+        "{stderr}"
+    );
+
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let down_url = format!("http://127.0.0.1:{port}");
+    let down = probe(&spec, &up, &["--base-url", &down_url]);
+    assert_eq!(down.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&down.stderr);
+    assert!(
+        stderr.contains(&down_url) && stderr.contains("cannot connect"),
+        "{stderr}"
+    );
+    assert!(down.stdout.is_empty(), "nothing is probed");
+}
+
+// The payment-callback example: a real generated service on a database.
+
+/// The running example; killed when dropped.
+struct Service {
+    child: Child,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn example_dir() -> PathBuf {
+    build::root().join("examples/payment-callback")
+}
+
+/// Starts the example built for `dialect` (the build the exactly-once
+/// suite runs, in the shared target directory; a private copy of the
+/// binary, so another dialect's build cannot replace it while it runs) on
+/// a free port; `None` (with a note) when the example is not in the tree.
+fn start_example(dialect: Dialect, database_url: &str) -> Option<(Service, String)> {
+    if !example_dir().join("Cargo.toml").is_file() {
+        skip::skipped("examples/payment-callback is not in the tree");
+        return None;
+    }
+    if skip::generated_builds_skipped() {
+        return None;
+    }
+    let copy = Binaries::build(dialect, Profile::Debug).generated;
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(&copy)
+        .env("DATABASE_URL", database_url)
+        .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("DOWNSTREAM_DELAY_MS", "300")
+        // The probe sends unsigned callbacks.
+        .env("PAYMENT_CALLBACK_INSECURE", "1")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let service = Service { child };
+    let started = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the payment-callback example did not start listening"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some((service, format!("http://127.0.0.1:{port}")))
+}
+
+/// Probes the running example with a freshly seeded unpaid order.
+fn probe_example(base: &str, order_no: &str) {
+    let spec = example_dir().join("openapi.yaml");
+    let output = probe(
+        &spec,
+        base,
+        &[
+            "--set",
+            &format!("/order_no={order_no}"),
+            "--set",
+            "/amount=1999",
+        ],
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{text}{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{text}");
+    for id in ALL {
+        assert!(text.contains(&format!("PASS  {id}")), "{id}: {text}");
+    }
+}
+
+fn order_no() -> String {
+    format!(
+        "ORD-PROBE-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_micros()
+    )
+}
+
+fn seed_sql(order_no: &str) -> String {
+    format!("INSERT INTO orders (order_no, amount) VALUES ('{order_no}', 1999)")
+}
+
+/// Payments applied to the order: 1 however often the probe called.
+fn paid_count_sql(order_no: &str) -> String {
+    format!("SELECT count(*) FROM paid_log WHERE order_no = '{order_no}'")
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_sqlite() {
+    if Command::new("sqlite3").arg("-version").output().is_err() {
+        skip::skipped("the sqlite3 command is needed to seed an order");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("payments.db");
+    let Some((_service, base)) =
+        start_example(Dialect::Sqlite, &format!("sqlite://{}", db.display()))
+    else {
+        return;
+    };
+    let sqlite = |sql: &str| {
+        let output = Command::new("sqlite3").arg(&db).arg(sql).output().unwrap();
+        assert!(output.status.success(), "sqlite3: {sql}");
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    let order = order_no();
+    sqlite(&seed_sql(&order));
+    probe_example(&base, &order);
+    assert_eq!(sqlite(&paid_count_sql(&order)), "1");
+}
+
+/// A MariaDB/MySQL or PostgreSQL server from a URL
+/// (`scheme://user[:password]@host[:port]/database`), driven through its
+/// command-line client.
+struct Server {
+    postgres: bool,
+    user: String,
+    password: Option<String>,
+    host: String,
+    port: Option<String>,
+    database: String,
+}
+
+impl Server {
+    fn parse(url: &str) -> Server {
+        let (scheme, rest) = url.split_once("://").expect("a database URL");
+        let (credentials, location) = rest.rsplit_once('@').unwrap_or(("root", rest));
+        let (user, password) = match credentials.split_once(':') {
+            Some((user, password)) => (user, Some(password.to_string())),
+            None => (credentials, None),
+        };
+        let (host_port, database) = location.split_once('/').unwrap_or((location, ""));
+        let (host, port) = match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port.to_string())),
+            None => (host_port, None),
+        };
+        Server {
+            postgres: scheme.starts_with("postgres"),
+            user: user.into(),
+            password,
+            host: host.into(),
+            port,
+            database: database.split('?').next().unwrap_or("").into(),
+        }
+    }
+
+    fn url(&self, database: &str) -> String {
+        format!(
+            "{}://{}{}@{}{}/{database}",
+            if self.postgres { "postgres" } else { "mysql" },
+            self.user,
+            self.password
+                .as_ref()
+                .map_or(String::new(), |password| format!(":{password}")),
+            self.host,
+            self.port
+                .as_ref()
+                .map_or(String::new(), |port| format!(":{port}")),
+        )
+    }
+
+    /// Runs `sql` in `database` (the URL's when `None`); its output.
+    fn sql(&self, database: Option<&str>, sql: &str) -> String {
+        let database = database.unwrap_or(&self.database);
+        let mut command;
+        if self.postgres {
+            command = Command::new("psql");
+            command.args(["-v", "ON_ERROR_STOP=1", "-tA", "-h", &self.host]);
+            command.args(["-U", &self.user, "-d", database, "-c", sql]);
+            if let Some(port) = &self.port {
+                command.args(["-p", port]);
+            }
+            if let Some(password) = &self.password {
+                command.env("PGPASSWORD", password);
+            }
+        } else {
+            command = Command::new("mysql");
+            command.args(["--protocol=tcp", "-N", "-h", &self.host, "-u", &self.user]);
+            if let Some(port) = &self.port {
+                command.args(["-P", port]);
+            }
+            if let Some(password) = &self.password {
+                command.env("MYSQL_PWD", password);
+            }
+            command.args([database, "-e", sql]);
+        }
+        let output = command.output().expect("the mysql/psql client");
+        assert!(
+            output.status.success(),
+            "{sql}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    }
+}
+
+/// A database created for one test and dropped after it.
+struct FreshDatabase<'a> {
+    server: &'a Server,
+    name: String,
+}
+
+impl Drop for FreshDatabase<'_> {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.server
+                .sql(None, &format!("DROP DATABASE IF EXISTS {}", self.name))
+        }));
+    }
+}
+
+fn probe_example_on(dialect: Dialect) {
+    let Some(url) = skip::database_url(dialect.env_var()) else {
+        return;
+    };
+    let server = Server::parse(&url);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let database = FreshDatabase {
+        server: &server,
+        name: format!("idemgen_probe_{}_{nanos}", std::process::id()),
+    };
+    server.sql(None, &format!("CREATE DATABASE {}", database.name));
+    // Declared after the database, so the service stops before it goes.
+    let Some((_service, base)) = start_example(dialect, &server.url(&database.name)) else {
+        return;
+    };
+    let order = order_no();
+    server.sql(Some(&database.name), &seed_sql(&order));
+    probe_example(&base, &order);
+    assert_eq!(
+        server.sql(Some(&database.name), &paid_count_sql(&order)),
+        "1"
+    );
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_mariadb() {
+    probe_example_on(Dialect::Mysql);
+}
+
+#[test]
+fn the_payment_callback_example_keeps_its_promises_on_postgres() {
+    probe_example_on(Dialect::Postgres);
+}
+
+// The report formats, on a fixed report (live runs differ in keys and
+// timings).
+
+fn fixed_report() -> idemgen_probe::Report {
+    use idemgen_probe::{CheckResult, OperationReport, Outcome, Report};
+    let check = |id, outcome, summary: &str, evidence: &[&str], warnings: &[&str]| CheckResult {
+        id,
+        outcome,
+        summary: summary.into(),
+        evidence: evidence.iter().map(|line| line.to_string()).collect(),
+        warnings: warnings.iter().map(|line| line.to_string()).collect(),
+        stopped_early: false,
+    };
+    Report {
+        spec: "openapi.yaml".into(),
+        base_urls: vec!["http://127.0.0.1:8080".into()],
+        operations: vec![
+            OperationReport {
+                name: "onPayCallback".into(),
+                method: "POST".into(),
+                path: "/callbacks/pay".into(),
+                profile: "retry-after".into(),
+                request: vec![
+                    "POST /callbacks/pay".into(),
+                    "key `Idempotency-Key` header: `pay:20240615:0f8fad5b-d9cb-469f-a165-70867728950e` (format `pay:{date}:{uuid}`)".into(),
+                    "as `alice` (`Authorization` header, values not shown); the principals check also sends as `bob` (`Authorization` header)".into(),
+                ],
+                skipped: None,
+                checks: vec![
+                    check(
+                        "burst",
+                        Outcome::Fail,
+                        "8 identical requests at once: 8 × 200",
+                        &[
+                            "2 different 2xx bodies for one key: the business step ran more than once",
+                            "2xx body: {\"payment_id\":1}",
+                            "2xx body: {\"payment_id\":2}",
+                        ],
+                        &[],
+                    ),
+                    check(
+                        "replay",
+                        Outcome::Pass,
+                        "200 OK with the first answer's 16 bytes",
+                        &[],
+                        &["the replay has no `Idempotent-Replayed: true` header"],
+                    ),
+                    check(
+                        "in-progress",
+                        Outcome::NotApplicable,
+                        "the first attempt answered in 2 ms, before a duplicate could be sent",
+                        &[],
+                        &[],
+                    ),
+                    check(
+                        "principals",
+                        Outcome::Fail,
+                        "one key and body as `alice`: 200 OK; as `bob`: 200 OK, `alice`'s stored answer",
+                        &[
+                            "`bob` got `alice`'s stored answer (Idempotent-Replayed: true): one principal sees another's response; keys are not namespaced by the principal",
+                            "`alice`: {\"payment_id\":1}",
+                            "`bob`: {\"payment_id\":1}",
+                        ],
+                        &[],
+                    ),
+                    check(
+                        "unauthenticated",
+                        Outcome::Pass,
+                        "without `Authorization`: 401 Unauthorized; then as `alice` with the same key and body: 200 OK",
+                        &[],
+                        &[],
+                    ),
+                ],
+            },
+            OperationReport {
+                name: "upload".into(),
+                method: "POST".into(),
+                path: "/files".into(),
+                profile: "stripe".into(),
+                request: Vec::new(),
+                skipped: Some("its request body is `multipart/form-data`".into()),
+                checks: Vec::new(),
+            },
+        ],
+        requests: 21,
+        elapsed: Duration::from_millis(1234),
+    }
+}
+
+#[test]
+fn report_formats() {
+    use idemgen_probe::report;
+    let fixed = fixed_report();
+    insta::assert_snapshot!("table", report::table(&fixed));
+    insta::assert_json_snapshot!("json", report::json(&fixed));
+    insta::assert_snapshot!("junit", report::junit(&fixed));
+}

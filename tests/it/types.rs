@@ -1,0 +1,148 @@
+//! The models module generated from a spec's schemas: snapshots of the
+//! source, the names each operation gets, and (in `types_compile.rs`) that
+//! the source compiles and round-trips JSON.
+
+use crate::support::root;
+use std::path::Path;
+
+use idemgen_codegen::types::{SpecTypes, spec_types};
+use idemgen_spec::Workspace;
+use idemgen_spec::operations::operations;
+
+fn generate(path: &Path) -> (Workspace, SpecTypes) {
+    let workspace = Workspace::load(path).unwrap();
+    let types = spec_types(&workspace).unwrap();
+    (workspace, types)
+}
+
+/// The operations' type names, one line each, for a snapshot.
+fn summary(workspace: &Workspace, types: &SpecTypes) -> String {
+    let mut out = String::new();
+    for operation in operations(workspace) {
+        let Some(op) = types.operation(&operation) else {
+            continue;
+        };
+        out.push_str(&format!("{} {}\n", operation.method, operation.path));
+        if let Some(body) = &op.request_body {
+            out.push_str(&format!(
+                "  body: {} ({}, json: {}, required: {})\n",
+                body.type_name, body.media_type, body.is_json, body.required
+            ));
+        }
+        if let Some(params) = &op.params {
+            out.push_str(&format!("  params: {}\n", params.type_name));
+            for field in &params.fields {
+                out.push_str(&format!(
+                    "    {} = {:?} `{}`: {} {:?}{}\n",
+                    field.field,
+                    field.location,
+                    field.wire_name,
+                    field.rust_type,
+                    field.kind,
+                    if field.required { "" } else { " (optional)" }
+                ));
+            }
+        }
+        out.push_str(&format!("  response: {}\n", op.response.type_name));
+        for variant in &op.response.variants {
+            out.push_str(&format!(
+                "    {} {:?}: {} {}\n",
+                variant.variant,
+                variant.status,
+                variant.body.as_deref().unwrap_or("-"),
+                variant.media_type.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    for fallback in types.fallbacks() {
+        out.push_str(&format!(
+            "fallback {}: {}\n",
+            fallback.pointer, fallback.reason
+        ));
+    }
+    out
+}
+
+#[test]
+fn payment_callback_models() {
+    let (workspace, types) = generate(&root().join("examples/payment-callback/openapi.yaml"));
+    insta::assert_snapshot!("payment_callback_models", types.models());
+    insta::assert_snapshot!("payment_callback_operations", summary(&workspace, &types));
+}
+
+#[test]
+fn openapi_3_0_constructs() {
+    let (workspace, types) = generate(&root().join("tests/types/constructs-3.0.yaml"));
+    insta::assert_snapshot!("constructs_3_0_models", types.models());
+    insta::assert_snapshot!("constructs_3_0_operations", summary(&workspace, &types));
+}
+
+#[test]
+fn openapi_3_1_constructs() {
+    let (workspace, types) = generate(&root().join("tests/types/constructs-3.1.yaml"));
+    insta::assert_snapshot!("constructs_3_1_models", types.models());
+    insta::assert_snapshot!("constructs_3_1_operations", summary(&workspace, &types));
+}
+
+#[test]
+fn output_is_deterministic() {
+    let path = root().join("tests/types/constructs-3.0.yaml");
+    let (_, first) = generate(&path);
+    let (_, second) = generate(&path);
+    assert_eq!(first.models(), second.models());
+}
+
+#[test]
+fn hostile_names_still_make_rust() {
+    let spec = r#"
+openapi: 3.1.0
+info: {title: "Hostile\nnames */", version: "1"}
+paths:
+  "/x/{a b}":
+    post:
+      operationId: "do\nit */ now"
+      parameters:
+        - {name: "a b", in: path, required: true, schema: {type: string}}
+        - {name: "A B", in: query, schema: {type: string}}
+      responses:
+        "299": {description: "odd"}
+        "5XX": {description: "server"}
+components:
+  schemas:
+    Self: {type: object, properties: {self: {type: string}, Self: {type: string}}}
+    Box: {type: string}
+    "": {type: integer}
+    "123": {type: boolean}
+    支付: {type: object, properties: {"": {type: string}, "ü": {type: string}}}
+    Option: {type: string, enum: ["", " ", "Self", "a\"b", "1.0", "1-0"]}
+"#;
+    let workspace = Workspace::from_text(
+        Path::new("hostile.yaml"),
+        "hostile.yaml".into(),
+        spec.into(),
+    )
+    .unwrap();
+    let types = spec_types(&workspace).unwrap();
+    syn::parse_file(types.models()).unwrap();
+    insta::assert_snapshot!("hostile_models", types.models());
+}
+
+#[test]
+fn deeply_nested_schemas_do_not_overflow_the_stack() {
+    // As deep as the loader accepts: each level is `properties: {a: …}`.
+    let mut schema = String::from("{type: string}");
+    for _ in 0..120 {
+        schema = format!("{{type: object, properties: {{a: {schema}}}}}");
+    }
+    let spec = format!(
+        "openapi: 3.1.0\ninfo: {{title: deep, version: '1'}}\npaths: {{}}\n\
+         components: {{schemas: {{Deep: {schema}}}}}\n"
+    );
+    let Ok(workspace) = Workspace::from_text(Path::new("deep.yaml"), "deep.yaml".into(), spec)
+    else {
+        return; // refused by the loader's depth limit: nothing to generate
+    };
+    let types = spec_types(&workspace).unwrap();
+    let structs = types.models().matches("pub struct Deep").count();
+    assert_eq!(structs, 120, "one struct a level");
+}

@@ -1,0 +1,234 @@
+//! The generated models compile, pass clippy and round-trip JSON: the
+//! models of the example and of the fixture specs go into one small crate
+//! (serde and serde_json only) whose tests below feed sample JSON through
+//! the types. It builds in the shared `target/generated` directory
+//! (`support/build.rs`) and runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`
+//! (`.ci/run` sets it).
+
+use std::path::Path;
+
+use idemgen_codegen::types::spec_types;
+use idemgen_spec::Workspace;
+
+use crate::support::skip;
+
+use crate::support::build;
+
+use build::root;
+
+const MODELS: [(&str, &str); 3] = [
+    ("payment", "examples/payment-callback/openapi.yaml"),
+    ("constructs30", "tests/types/constructs-3.0.yaml"),
+    ("constructs31", "tests/types/constructs-3.1.yaml"),
+];
+
+const MANIFEST: &str = r#"[package]
+name = "models-check"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+
+[workspace]
+"#;
+
+/// Round trips through the generated types, run as the crate's tests.
+const ROUND_TRIPS: &str = r##"
+use serde_json::{json, Value};
+
+/// Deserialises `value` as `T` and serialises it back.
+fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(value: Value) -> (T, Value) {
+    let typed: T = serde_json::from_value(value).expect("the sample deserialises");
+    let back = serde_json::to_value(&typed).unwrap();
+    (typed, back)
+}
+
+fn rejects<T: serde::de::DeserializeOwned>(value: Value) -> bool {
+    serde_json::from_value::<T>(value).is_err()
+}
+
+#[test]
+fn payment_callback() {
+    use crate::payment::*;
+    let sample = json!({"txn_id": "TXN-1", "order_no": "ORD-1", "amount": 1999, "date": "20240615"});
+    let (body, back) = round_trip::<PayCallback>(sample.clone());
+    assert_eq!(back, sample);
+    assert_eq!(body.amount, 1999);
+    assert!(rejects::<PayCallback>(json!({"txn_id": "TXN-1", "order_no": "ORD-1", "date": "20240615"})));
+    assert!(rejects::<PayCallback>(json!({"txn_id": "TXN-1", "order_no": "ORD-1", "amount": "many", "date": "20240615"})));
+
+    let order = json!({"order_no": "ORD-1", "amount": 5, "status": "unpaid", "txn_id": null});
+    let (order, back) = round_trip::<Order>(order);
+    assert_eq!(order.status, OrderStatus::Unpaid);
+    assert_eq!(back, json!({"order_no": "ORD-1", "amount": 5, "status": "unpaid"}));
+    assert!(rejects::<Order>(json!({"order_no": "ORD-1", "amount": 5, "status": "lost"})));
+
+    let params: OnPayCallbackParams =
+        serde_json::from_value(json!({"Idempotency-Key": "pay:20240615:x"})).unwrap();
+    assert_eq!(params.idempotency_key, "pay:20240615:x");
+
+    let result = PaymentResult {
+        order_no: "ORD-1".into(),
+        txn_id: "TXN-1".into(),
+        amount: 1999,
+        status: PaymentResultStatus::Paid,
+        paid_at: "2024-06-15T10:00:00Z".into(),
+    };
+    let response = OnPayCallbackResponse::Ok(result.clone());
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.content_type(), Some("application/json"));
+    let bytes = response.into_body().unwrap();
+    assert_eq!(serde_json::from_slice::<PaymentResult>(&bytes).unwrap(), result);
+    let conflict = OnPayCallbackResponse::Conflict(Problem {
+        r#type: None,
+        title: Some("Conflict".into()),
+        status: Some(409),
+        detail: None,
+    });
+    assert_eq!(conflict.status(), 409);
+    assert_eq!(conflict.content_type(), Some("application/problem+json"));
+    assert_eq!(conflict.into_body().unwrap(), br#"{"title":"Conflict","status":409}"#);
+}
+
+#[test]
+fn openapi_3_0() {
+    use crate::constructs30::*;
+    let pet = json!({
+        "id": 7, "name": "Rex", "kind": "guinea-pig", "nickname": null,
+        "age": 3, "weight": 1.5, "owner": {"name": "Ann", "address": {"zip": "1000"}},
+        "tags": {"colour": "brown"}, "extra": [1, "two"]
+    });
+    let (typed, back) = round_trip::<Pet>(pet.clone());
+    assert_eq!(typed.kind, PetKind::GuineaPig);
+    assert_eq!(typed.nickname, None);
+    assert_eq!(back, pet);
+    assert!(rejects::<Owner>(json!({"name": "Ann", "unknown": 1})), "additionalProperties: false");
+    assert!(rejects::<Pet>(json!({"id": 7, "name": "Rex", "kind": "cat"})), "required, nullable");
+    assert!(rejects::<Pet>(json!({"id": 7, "name": "Rex", "kind": "cat", "nickname": null, "age": 2147483648_i64})), "int32");
+
+    let dog = json!({"id": 1, "name": "Rex", "kind": "dog", "nickname": "R", "barks": true});
+    assert!(matches!(round_trip::<AnyPet>(dog.clone()).0, AnyPet::Dog(_)));
+    assert_eq!(round_trip::<AnyPet>(dog.clone()).1, dog);
+    let cat = json!({"id": 2, "name": "Tom", "kind": "cat", "nickname": null, "indoor": true});
+    assert!(matches!(round_trip::<AnyPet>(cat).0, AnyPet::Cat(_)));
+    assert_eq!(round_trip::<IdOrName>(json!(5)).0, IdOrName::Integer(5));
+    assert_eq!(round_trip::<IdOrName>(json!("five")).0, IdOrName::String("five".into()));
+
+    let wire = json!({"type": "t", "self": "s", "@id": "i", "2fa": true, "kebab-case": "k"});
+    let (names, back) = round_trip::<WireNames>(wire.clone());
+    assert_eq!(names.r#type.as_deref(), Some("t"));
+    assert_eq!(names.field_2fa, Some(true));
+    assert_eq!(back, wire);
+    let camel = json!({"firstName": "Ann", "dateOfBirth": "1990-01-01"});
+    assert_eq!(round_trip::<CamelCase>(camel.clone()).1, camel);
+    let annotated = json!({"known": "k", "a": 1, "b": 2});
+    let (typed, back) = round_trip::<Annotated>(annotated.clone());
+    assert_eq!(typed.additional_properties.len(), 2);
+    assert_eq!(back, annotated);
+    let contact = json!({"firstName": "Ann", "company": "Acme", "avatar": null});
+    let (typed, back) = round_trip::<Contact>(contact);
+    assert_eq!(typed.company.as_deref(), Some("Acme"));
+    assert_eq!(back, json!({"firstName": "Ann", "company": "Acme"}));
+    let tree = json!({"value": "root", "children": [{"value": "leaf"}], "parent": {"value": "up"}});
+    assert_eq!(round_trip::<TreeNode>(tree.clone()).1, tree);
+    let ping = json!({"pong": {"ping": {"pong": {}}}});
+    assert_eq!(round_trip::<Ping>(ping.clone()).1, ping);
+    assert_eq!(round_trip::<Labels>(json!({"a": ["x"]})).1, json!({"a": ["x"]}));
+    assert_eq!(round_trip::<MaybeColour>(json!("green")).0, MaybeColour::Green);
+
+    let params: GetPetParams =
+        serde_json::from_value(json!({"petId": 4, "type": "cat", "X-Request-Id": "r-1"})).unwrap();
+    assert_eq!((params.pet_id, params.r#type), (4, PetKind::Cat));
+    assert_eq!(params.fields, None);
+
+    let error = Error { code: 7, message: None };
+    let range = GetPetResponse::ClientError { status: 404, body: error.clone() };
+    assert_eq!(range.status(), 404);
+    assert_eq!(range.into_body().unwrap(), br#"{"code":7}"#);
+    assert_eq!(GetPetResponse::NotModified.status(), 304);
+    assert_eq!(GetPetResponse::NotModified.content_type(), None);
+    assert!(GetPetResponse::NotModified.into_body().unwrap().is_empty());
+    let default = GetPetResponse::Default { status: 503, body: error };
+    assert_eq!(default.status(), 503);
+    let text = PostNotesResponse::Created(b"note".to_vec());
+    assert_eq!(text.content_type(), Some("text/plain"));
+    assert_eq!(text.into_body().unwrap(), b"note");
+    assert_eq!(PostNotesResponse::Success { status: 202 }.status(), 202);
+    let request: ReplacePetRequest =
+        serde_json::from_value(json!({"name": "Rex", "tags": [{"label": "good"}]})).unwrap();
+    assert_eq!(request.tags.unwrap()[0].label.as_deref(), Some("good"));
+}
+
+#[test]
+fn openapi_3_1() {
+    use crate::constructs31::*;
+    let order = json!({
+        "id": "o-1", "status": "in_progress", "note": null,
+        "lines": [{"sku": "A", "quantity": 2}], "total": "12.50",
+        "shipping": null, "kind": "order", "point": [1.0, 2.0], "meta": {"any": true}
+    });
+    let (typed, back) = round_trip::<Order>(order);
+    assert_eq!(typed.status, Some(Status::InProgress));
+    assert_eq!(typed.total, Some(OrderTotal::String("12.50".into())));
+    assert_eq!(typed.kind, Some(OrderKind::Order));
+    assert_eq!(back["lines"], json!([{"sku": "A", "quantity": 2}]));
+    assert!(back.get("shipping").is_none());
+    let null_status = json!({"id": "o-2", "status": null, "note": "n", "lines": []});
+    assert_eq!(round_trip::<Order>(null_status).0.status, None);
+    assert!(rejects::<Order>(json!({"id": "o-3", "status": "lost", "note": null, "lines": []})));
+    assert!(rejects::<Order>(json!({"id": "o-3", "status": "open", "note": null, "lines": [], "kind": "other"})));
+    assert!(rejects::<Order>(json!({"id": "o-4", "status": "open", "lines": []})), "note is required");
+    let forest = json!([[[]], []]);
+    assert_eq!(round_trip::<Forest>(forest.clone()).1, forest);
+    let problem = CreateOrderResponse::Conflict(Problem { title: Some("dup".into()), status: Some(409) });
+    assert_eq!(problem.status(), 409);
+}
+"##;
+
+fn write_crate(dir: &Path) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("Cargo.toml"), MANIFEST).unwrap();
+    // The workspace's lock file pins serde and serde_json: no resolution.
+    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let mut lib = String::from("//! Generated models, checked.\n\n");
+    for (module, spec) in MODELS {
+        let workspace = Workspace::load(&root().join(spec)).unwrap();
+        let types = spec_types(&workspace).unwrap();
+        std::fs::write(dir.join(format!("src/{module}.rs")), types.models()).unwrap();
+        lib.push_str(&format!("pub mod {module};\n"));
+    }
+    lib.push_str("\n#[cfg(test)]\nmod round_trips;\n");
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    std::fs::write(dir.join("src/round_trips.rs"), ROUND_TRIPS).unwrap();
+}
+
+fn cargo(dir: &Path, args: &[&str]) -> String {
+    let output = build::cargo(dir).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "cargo {}:\n{}\n{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn models_compile_pass_clippy_and_round_trip_json() {
+    if skip::generated_builds_skipped() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("models-check");
+    write_crate(&project);
+    cargo(
+        &project,
+        &["clippy", "--all-targets", "--quiet", "--", "-D", "warnings"],
+    );
+    let tests = cargo(&project, &["test", "--quiet"]);
+    assert!(tests.contains("3 passed"), "the round trips ran:\n{tests}");
+}

@@ -1,0 +1,136 @@
+//! The type generator over real specs (`IDEMGEN_CORPUS`, else the corpus
+//! beside the project, else the subset in `tests/corpus`): every OpenAPI 3.x document
+//! yields a models module that parses as Rust, without a panic.
+//! `IDEMGEN_TYPES_CORPUS_BUILD=1` also compiles the models of the largest
+//! specs (Stripe, GitHub, …) in one crate: about 11 minutes and 9 GB of
+//! memory for rustc on two cores.
+
+use std::path::{Path, PathBuf};
+
+use idemgen_codegen::types::spec_types;
+use idemgen_spec::Workspace;
+
+use crate::support::skip;
+
+use crate::support::build;
+
+use build::root;
+
+/// `IDEMGEN_CORPUS`, else the full corpus beside the project, else the
+/// small subset committed in `tests/corpus`.
+fn corpus() -> PathBuf {
+    [
+        std::env::var_os("IDEMGEN_CORPUS").map(PathBuf::from),
+        Some(root().join("../shared/corpus")),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|dir| dir.join("MANIFEST.tsv").is_file())
+    .unwrap_or_else(|| root().join("tests/corpus"))
+}
+
+fn is_full(dir: &Path) -> bool {
+    dir.join("specs/stripe-spec3.yaml").is_file()
+}
+
+/// The corpus files that are OpenAPI 3 documents, from its manifest.
+fn openapi_3_specs(dir: &Path) -> Vec<PathBuf> {
+    let text = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let file = header.iter().position(|h| *h == "file").unwrap();
+    let version = header.iter().position(|h| *h == "openapi_version").unwrap();
+    lines
+        .map(|line| line.split('\t').collect::<Vec<_>>())
+        .filter(|fields| fields[version].starts_with("openapi 3."))
+        .map(|fields| dir.join("specs").join(fields[file]))
+        .collect()
+}
+
+#[test]
+fn every_openapi_3_spec_yields_parsable_models() {
+    let dir = corpus();
+    let mut generated = 0;
+    for path in openapi_3_specs(&dir) {
+        // 3.2 documents are refused by the loader, with a message.
+        let Ok(workspace) = Workspace::load(&path) else {
+            continue;
+        };
+        let started = std::time::Instant::now();
+        let result = std::panic::catch_unwind(|| spec_types(&workspace));
+        let types = match result {
+            Ok(Ok(types)) => types,
+            Ok(Err(error)) => panic!("{}: {error}", path.display()),
+            Err(_) => panic!("{}: the type generator panicked", path.display()),
+        };
+        if let Err(error) = syn::parse_file(types.models()) {
+            panic!("{}: the models do not parse: {error}", path.display());
+        }
+        eprintln!(
+            "{}: {} KiB of models, {} fallbacks, {:?}",
+            path.display(),
+            types.models().len() / 1024,
+            types.fallbacks().len(),
+            started.elapsed()
+        );
+        generated += 1;
+    }
+    let expected = if is_full(&dir) { 60 } else { 3 };
+    assert!(
+        generated >= expected,
+        "only {generated} specs generated models"
+    );
+}
+
+/// The largest specs' models, compiled in one crate.
+#[test]
+fn largest_specs_models_compile() {
+    if std::env::var_os("IDEMGEN_TYPES_CORPUS_BUILD").is_none() {
+        skip::skipped("set IDEMGEN_TYPES_CORPUS_BUILD=1 to compile the largest specs' models");
+        return;
+    }
+    let dir = corpus();
+    if !is_full(&dir) {
+        skip::skipped("the full corpus is not at ../shared/corpus (set IDEMGEN_CORPUS)");
+        return;
+    }
+    let specs = [
+        ("stripe", "stripe-spec3.yaml"),
+        ("github", "github-api.github.com.json"),
+        ("openai", "openai-openapi.yaml"),
+        ("adyen_checkout", "adyen-CheckoutService-v71.yaml"),
+        ("twilio", "twilio-twilio_api_v2010.yaml"),
+        (
+            "digitalocean",
+            "digitalocean-multifile/specification/DigitalOcean-public.v2.yaml",
+        ),
+    ];
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("corpus-models");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        "[package]\nname = \"corpus-models\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
+         serde_json = \"1\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let mut lib = String::from("//! Models of the largest corpus specs.\n\n");
+    for (module, file) in specs {
+        let workspace = Workspace::load(&dir.join("specs").join(file)).unwrap();
+        let types = spec_types(&workspace).unwrap();
+        std::fs::write(project.join(format!("src/{module}.rs")), types.models()).unwrap();
+        lib.push_str(&format!("pub mod {module};\n"));
+    }
+    std::fs::write(project.join("src/lib.rs"), lib).unwrap();
+    let output = build::cargo(&project)
+        .args(["check", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo check of the corpus models:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
