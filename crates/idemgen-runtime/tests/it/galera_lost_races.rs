@@ -31,6 +31,8 @@ mod galera {
     use serde_json::json;
     use sqlx::{Connection, Executor};
 
+    use crate::support::{key, pay, skipped};
+
     /// A short lease, so a loser's retry can take over inside the test.
     static PAY: Operation = Operation::idempotent(
         "onPay",
@@ -39,7 +41,7 @@ mod galera {
     );
 
     const DDL: &str = include_str!(
-        "../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
+        "../../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
     );
 
     static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
@@ -47,26 +49,6 @@ mod galera {
     /// One case at a time: the conflict counters are the server's, shared
     /// by every session.
     static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-    fn skipped(why: &str) {
-        // Written past the test harness's capture, so the skip shows.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("SKIPPED: {why}\n").as_bytes(),
-        );
-    }
-
-    fn key() -> String {
-        format!("pay:{}", uuid::Uuid::new_v4())
-    }
-
-    fn pay(key: &str) -> axum::extract::Request {
-        Request::post("/pay")
-            .header("content-type", "application/json")
-            .header("Idempotency-Key", key)
-            .body(Body::from(r#"{"order":"A-1"}"#))
-            .unwrap()
-    }
 
     fn created() -> Result<Reply, sqlx::Error> {
         Ok(Reply::json(StatusCode::CREATED, &json!({"paid": true})))
@@ -480,9 +462,8 @@ mod galera {
 #[cfg(not(feature = "mysql"))]
 #[test]
 fn galera_lost_races() {
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        b"SKIPPED: the Galera cases run in the mysql build (cargo test -p idemgen-runtime \
-          --no-default-features --features mysql --test galera_lost_races)\n",
+    crate::support::skipped(
+        "the Galera cases run in the mysql build (cargo test -p idemgen-runtime \
+         --no-default-features --features mysql galera_lost_races)",
     );
 }
