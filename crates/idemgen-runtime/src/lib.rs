@@ -145,10 +145,10 @@ engine! {
     /// versions it was built with.
     pub use {axum, sqlx};
 
+    /// The record table for the examples in these docs (the same DDL
+    /// `idemgen ddl --db sqlite` prints), plus a business table.
     #[doc(hidden)]
     pub mod doc_support {
-        //! The record table for the examples in these docs (the same DDL
-        //! `idemgen ddl --db sqlite` prints), plus a business table.
         pub const SQLITE_DDL: &str = "
             CREATE TABLE idempotent_record (
                 id INTEGER PRIMARY KEY,
