@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use crate::support::{NO_MIGRATIONS, Table, body_text, key, pay};
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::StatusCode;
 use idemgen_runtime::{Contract, Idempotency, Operation, REPLAYED_HEADER, Reply};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -24,8 +24,7 @@
 mod galera {
     use std::sync::Arc;
 
-    use axum::body::Body;
-    use axum::http::{Request, StatusCode};
+    use axum::http::StatusCode;
     use axum::response::Response;
     use idemgen_runtime::{Call, Contract, Idempotency, Operation, Pool, Reply};
     use serde_json::json;
