@@ -76,6 +76,8 @@
 
 // Only what a service uses is public; the rest says `pub(crate)`.
 #![warn(unreachable_pub)]
+// Without a database feature the engine these docs link to is not built.
+#![cfg_attr(not(feature = "engine"), allow(rustdoc::broken_intra_doc_links))]
 
 /// Items of the engine, compiled with a database feature (each turns on
 /// `engine`); without one the crate is only [`sources`].

@@ -96,7 +96,7 @@ struct Statements {
     purge: Arc<str>,
 }
 
-/// Why a [`RecordStore`] could not be opened.
+/// Why [`crate::Idempotency::new`] could not open the record table.
 #[derive(Debug)]
 pub enum StoreError {
     /// The table name is not a plain SQL identifier.
