@@ -70,7 +70,8 @@ pub struct Operation {
     pub contract: Option<Contract>,
     /// Who may call it ([`Security::OPEN`] unless [`Operation::secured`]).
     pub security: Security,
-    pub(crate) counters: Counters,
+    /// What happened to its requests (`GET /metrics` serves them).
+    pub counters: Counters,
     key_regex: OnceLock<Regex>,
 }
 

@@ -115,6 +115,7 @@ engine! {
         Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
     };
     pub use input::{Param, Scalar};
+    pub use metrics::{Counter, Counters};
     pub use principal::Principal;
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{

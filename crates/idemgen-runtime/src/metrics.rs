@@ -7,8 +7,9 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A monotonically increasing count.
-pub(crate) struct Counter(AtomicU64);
+/// A monotonically increasing count: read by anyone, counted only by the
+/// engine.
+pub struct Counter(AtomicU64);
 
 impl Counter {
     pub(crate) const fn new() -> Counter {
@@ -19,7 +20,7 @@ impl Counter {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn get(&self) -> u64 {
+    pub fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
 }
@@ -30,8 +31,9 @@ impl Default for Counter {
     }
 }
 
-/// What happened to an operation's requests.
-pub(crate) struct Counters {
+/// What happened to an operation's requests ([`crate::Operation`]'s
+/// `counters`, served by [`crate::service::health_and_metrics`]).
+pub struct Counters {
     /// Requests that claimed their key and ran the business function.
     pub first_attempts: Counter,
     /// Requests answered with the stored response.

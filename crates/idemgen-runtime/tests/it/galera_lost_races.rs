@@ -30,7 +30,7 @@ mod galera {
     use serde_json::json;
     use sqlx::{Connection, Executor};
 
-    use crate::support::{key, pay, skipped};
+    use crate::support::{key, pay, run_detached, skipped};
 
     /// A short lease, so a loser's retry can take over inside the test.
     static PAY: Operation = Operation::idempotent(
@@ -191,30 +191,15 @@ mod galera {
 
     impl Drop for Cluster {
         fn drop(&mut self) {
-            let url = self.urls[0].clone();
-            let sql = self.sql("DROP TABLE IF EXISTS {t}, {t}_rows");
-            // The test's runtime is blocked here: drop the tables from a
-            // runtime and connection of their own.
-            let _ = std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap()
-                    .block_on(async move {
-                        if let Ok(mut connection) = sqlx::MySqlConnection::connect(&url).await {
-                            let _ = connection.execute(sqlx::AssertSqlSafe(sql)).await;
-                        }
-                    })
-            })
-            .join();
+            run_detached(
+                &self.urls[0],
+                self.sql("DROP TABLE IF EXISTS {t}, {t}_rows"),
+            );
         }
     }
 
     async fn claim(engine: &Idempotency, key: &str) -> Call {
-        match engine.begin(&PAY, pay(key)).await {
-            Ok(call) => call,
-            Err(answer) => panic!("expected to claim {key}, got {}", answer.status()),
-        }
+        crate::support::claim(&PAY, engine, pay(key)).await
     }
 
     /// Each node keeps its own clock: an engine on a Galera node starts

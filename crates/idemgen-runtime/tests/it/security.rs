@@ -154,20 +154,10 @@ impl Drop for Fixture {
         if crate::support::server_variable().is_none() {
             return;
         }
-        let url = self.table.url.clone();
-        let sql = format!("DROP TABLE IF EXISTS {}", self.writes);
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async move {
-                    if let Ok(pool) = idemgen_runtime::Pool::connect(&url).await {
-                        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
-                    }
-                })
-        })
-        .join();
+        crate::support::run_detached(
+            &self.table.url,
+            format!("DROP TABLE IF EXISTS {}", self.writes),
+        );
     }
 }
 

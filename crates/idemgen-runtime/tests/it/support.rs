@@ -86,6 +86,25 @@ pub async fn metric(engine: &Idempotency, operation: &'static Operation, family:
         .unwrap()
 }
 
+/// Runs `sql` on the server at `url` from a runtime and connection of its
+/// own, for a `Drop` while the test's runtime is blocked in it. Errors are
+/// ignored: this cleans up after a test that has already passed or failed.
+pub fn run_detached(url: &str, sql: String) {
+    let url = url.to_string();
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                if let Ok(pool) = Pool::connect(&url).await {
+                    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
+                }
+            })
+    })
+    .join();
+}
+
 /// The variable naming the server for this build, if it needs one.
 pub fn server_variable() -> Option<&'static str> {
     match Dialect::BUILT {
@@ -170,23 +189,7 @@ impl Drop for Table {
                 }
             }
             None => {
-                let url = self.url.clone();
-                let sql = format!("DROP TABLE IF EXISTS {}", self.name);
-                // The test's runtime is blocked here: drop the table from a
-                // runtime and connection of its own.
-                let _ = std::thread::spawn(move || {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .unwrap()
-                        .block_on(async move {
-                            if let Ok(pool) = Pool::connect(&url).await {
-                                let _ =
-                                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
-                            }
-                        })
-                })
-                .join();
+                run_detached(&self.url, format!("DROP TABLE IF EXISTS {}", self.name));
             }
         }
     }
