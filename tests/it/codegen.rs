@@ -209,7 +209,7 @@ fn templates_can_be_overridden_by_name() {
     assert!(
         std::fs::read_to_string(out.join("src/routes.rs"))
             .unwrap()
-            .contains(".begin_read_decoded(&operations::ON_PAY_CALLBACK")
+            .contains(".begin_typed(&operations::ON_PAY_CALLBACK")
     );
 }
 

@@ -50,10 +50,6 @@ fn no_merge_leftovers_are_committed() {
     );
 }
 
-/// Crates whose integration tests are still a binary per file; an entry
-/// goes when its tests move into `tests/it`.
-const SEVERAL_TEST_BINARIES: &[&str] = &["crates/idemgen-runtime"];
-
 /// Each crate's integration tests are one binary, `tests/it/main.rs` with a
 /// module per area: every file directly under `tests/` would be a binary of
 /// its own that links all the dependencies again.
@@ -76,12 +72,7 @@ fn each_crate_has_one_integration_test_binary() {
             .map(|path| path.file_name().unwrap().to_string_lossy().to_string())
             .collect();
         binaries.sort();
-        let excepted = SEVERAL_TEST_BINARIES.contains(&dir.as_str());
-        assert!(
-            !excepted || !binaries.is_empty(),
-            "{dir}: its tests are one binary now; take it out of SEVERAL_TEST_BINARIES"
-        );
-        if !excepted && !binaries.is_empty() {
+        if !binaries.is_empty() {
             let dir = if dir.is_empty() { "." } else { dir };
             offenders.push(format!(
                 "{dir}/tests: {binaries:?} (make each a module of tests/it/main.rs)"

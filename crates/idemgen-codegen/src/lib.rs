@@ -3,8 +3,8 @@
 //!
 //! [`plan`] turns the spec into the files of a project: templates
 //! ([`render`]) for the spec-dependent code, [`dialect`] for the SQL, and a
-//! copy of the `idemgen-runtime` crate ([`runtime`]), the engine the
-//! project builds on. [`manifest`] decides what may be written where,
+//! copy of the `idemgen-runtime` crate (its own [`idemgen_runtime::sources`]),
+//! the engine the project builds on. [`manifest`] decides what may be written where,
 //! [`mod@write`] writes it.
 
 mod context;
@@ -13,7 +13,6 @@ mod format;
 pub mod manifest;
 pub mod names;
 mod render;
-mod runtime;
 pub mod types;
 pub mod write;
 
@@ -599,13 +598,20 @@ fn models_file(types: &types::SpecTypes) -> Result<File, String> {
     })
 }
 
-/// The vendored copy of the `idemgen-runtime` crate.
+/// Where the copy of the `idemgen-runtime` crate goes, relative to the
+/// project.
+const VENDOR_DIR: &str = "vendor/idemgen-runtime";
+
+/// The vendored copy of the `idemgen-runtime` crate: the files the crate
+/// lists itself, so a file added there cannot be missing here.
 fn runtime_files() -> impl Iterator<Item = File> {
-    runtime::FILES.iter().map(|(path, contents)| File {
-        path: format!("{}/{path}", runtime::VENDOR_DIR),
-        contents: (*contents).to_string(),
-        owner: Owner::Idemgen,
-    })
+    idemgen_runtime::sources::FILES
+        .iter()
+        .map(|(path, contents)| File {
+            path: format!("{VENDOR_DIR}/{path}"),
+            contents: (*contents).to_string(),
+            owner: Owner::Idemgen,
+        })
 }
 
 /// Paths axum can route: `/`-separated, each segment literal or `{name}`.

@@ -21,7 +21,7 @@
 use std::fmt;
 
 /// Nesting deeper than this is refused (the parser recurses).
-pub const MAX_DEPTH: usize = 128;
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// Exponents beyond this are refused: such numbers are not payments, and
 /// the bound keeps the arithmetic exact.
@@ -29,14 +29,14 @@ const MAX_EXPONENT: i64 = 1_000_000_000;
 
 /// Why a body has no canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CanonicalJsonError {
+pub(crate) struct CanonicalJsonError {
     /// Byte offset into the body.
     pub offset: usize,
     pub reason: Reason,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reason {
+pub(crate) enum Reason {
     /// Not JSON at all: what was expected there.
     Syntax(&'static str),
     /// An object names the same member twice.
@@ -85,15 +85,9 @@ impl fmt::Display for CanonicalJsonError {
 
 impl std::error::Error for CanonicalJsonError {}
 
-/// The canonical form of the JSON text `body`.
-///
-/// ```
-/// # use idemgen_runtime::canonical_json::canonicalize;
-/// let a = canonicalize(br#"{ "b": 1.0, "a": [1e2, "\u00e9"] }"#).unwrap();
-/// assert_eq!(a, r#"{"a":[100,"é"],"b":1}"#.as_bytes());
-/// assert!(canonicalize(br#"{"a":1,"a":2}"#).is_err());
-/// ```
-pub fn canonicalize(body: &[u8]) -> Result<Vec<u8>, CanonicalJsonError> {
+/// The canonical form of the JSON text `body`: `{ "b": 1.0, "a": [1e2,
+/// "\u00e9"] }` is `{"a":[100,"é"],"b":1}`; `{"a":1,"a":2}` is refused.
+pub(crate) fn canonicalize(body: &[u8]) -> Result<Vec<u8>, CanonicalJsonError> {
     let mut parser = Parser {
         input: body,
         at: 0,
@@ -512,6 +506,31 @@ mod tests {
 
     fn reason(text: &[u8]) -> Reason {
         canonicalize(text).unwrap_err().reason
+    }
+
+    #[test]
+    fn members_are_sorted_numbers_exact_and_duplicates_refused() {
+        assert_eq!(
+            canon(r#"{ "b": 1.0, "a": [1e2, "\u00e9"] }"#),
+            r#"{"a":[100,"é"],"b":1}"#
+        );
+        assert!(canonicalize(br#"{"a":1,"a":2}"#).is_err());
+    }
+
+    /// Numbers against ECMAScript, the layout RFC 8785 (JCS) prescribes:
+    /// `tests/data/jcs-numbers.txt` holds doubles written by
+    /// `toExponential()` and by `JSON.stringify` in Node.js (made by
+    /// `scripts/jcs-numbers.js`).
+    #[test]
+    fn numbers_match_ecmascript() {
+        let vectors = include_str!("../tests/data/jcs-numbers.txt");
+        let mut checked = 0;
+        for line in vectors.lines() {
+            let (input, expected) = line.split_once(' ').expect("two columns");
+            assert_eq!(canon(input), expected, "{input}");
+            checked += 1;
+        }
+        assert!(checked > 1000, "only {checked} vectors");
     }
 
     #[test]

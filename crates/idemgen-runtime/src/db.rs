@@ -28,7 +28,7 @@ pub type Db = sqlx::Postgres;
 
 pub type Pool = sqlx::Pool<Db>;
 /// A connection taken from the [`Pool`].
-pub type PoolConnection = sqlx::pool::PoolConnection<Db>;
+pub(crate) type PoolConnection = sqlx::pool::PoolConnection<Db>;
 /// The transaction a business function writes in.
 pub type Tx = sqlx::Transaction<'static, Db>;
 
@@ -151,7 +151,7 @@ pub async fn connect(url: &str, migrations: &Migrator) -> Result<Pool, ConnectEr
 
 /// How long a pooled connection may sit idle before it is pinged (one round
 /// trip) when taken from the pool again.
-pub const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
+pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 
 /// [`connect`] with at most `max_connections` open connections (sqlx's
 /// default, 10, when `None`). A request that finds none free waits for one
@@ -263,7 +263,7 @@ pub(crate) async fn is_galera(pool: &Pool) -> bool {
 
 /// What a database error means for the request that met it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// Another transaction got there first (a unique violation, a
     /// serialization failure, a deadlock or certification conflict, a lock
     /// wait that timed out, a busy database): the answer comes from the
@@ -277,19 +277,8 @@ pub enum Failure {
     Other,
 }
 
-/// Whether `error` means another request got to the key first.
-pub fn is_lost_race(error: &sqlx::Error) -> bool {
-    classify(error) == Failure::LostRace
-}
-
 /// What `error` means, per dialect.
-///
-/// ```
-/// use idemgen_runtime::{Failure, classify};
-/// assert_eq!(classify(&sqlx::Error::PoolTimedOut), Failure::Unavailable);
-/// assert_eq!(classify(&sqlx::Error::RowNotFound), Failure::Other);
-/// ```
-pub fn classify(error: &sqlx::Error) -> Failure {
+pub(crate) fn classify(error: &sqlx::Error) -> Failure {
     match error {
         sqlx::Error::Database(error) if error.is_unique_violation() => Failure::LostRace,
         sqlx::Error::Database(error) => classify_code(error.as_ref()),
@@ -383,5 +372,17 @@ fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
             Failure::Unavailable
         }
         _ => Failure::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Failure, classify};
+
+    #[test]
+    fn errors_without_a_server_code_are_classified_by_kind() {
+        assert_eq!(classify(&sqlx::Error::PoolTimedOut), Failure::Unavailable);
+        assert_eq!(classify(&sqlx::Error::PoolClosed), Failure::Unavailable);
+        assert_eq!(classify(&sqlx::Error::RowNotFound), Failure::Other);
     }
 }

@@ -1,7 +1,7 @@
 //! The claim / finish / reclaim state machine. Every idempotent request
 //! runs as
 //!
-//! 1. [`Idempotency::begin`]: validate the key, fingerprint the request,
+//! 1. [`Idempotency::begin`] (or [`Idempotency::begin_typed`]): validate the key, fingerprint the request,
 //!    and claim the key with one atomic statement that commits on its own,
 //!    so that a duplicate sees the claim at once (in progress →
 //!    `Retry-After`);
@@ -43,7 +43,7 @@ use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::Counters;
 use crate::reachability::Reachability;
-use crate::reply::{MAX_BODY_BYTES, Reply, Request};
+use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
 use crate::security::Security;
 use crate::store::{
     COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
@@ -70,6 +70,7 @@ pub struct Operation {
     pub contract: Option<Contract>,
     /// Who may call it ([`Security::OPEN`] unless [`Operation::secured`]).
     pub security: Security,
+    /// What happened to its requests (`GET /metrics` serves them).
     pub counters: Counters,
     key_regex: OnceLock<Regex>,
 }
@@ -231,15 +232,23 @@ impl Idempotency {
         &self.pool
     }
 
-    /// Reads the request and, for an idempotent operation, claims its key.
-    /// `Err` is the answer to send instead of running the business function.
+    /// Admits the request and opens the business transaction: checks its
+    /// key and, for an idempotent operation, claims it. `Err` is the answer
+    /// to send instead of running the business function (a replay, "in
+    /// progress", a conflict, a refused key).
+    ///
+    /// `request` is either the axum request (read here, bounded by
+    /// [`crate::MAX_BODY_BYTES`] and [`crate::BODY_READ_TIMEOUT`]) or a
+    /// [`Request`] already read, e.g. to authenticate it first with
+    /// [`crate::authenticate`].
     pub async fn begin(
         &self,
         operation: &'static Operation,
-        request: axum::extract::Request,
+        request: impl IntoRequest,
     ) -> Result<Call, Response> {
-        let request = Request::read(request).await?;
-        self.begin_read(operation, request).await
+        let request = request.into_request().await?;
+        let admitted = admit(operation, &request)?;
+        self.begin_admitted(operation, request, admitted).await
     }
 
     /// [`Idempotency::begin`] for typed input: `decode` turns the request
@@ -248,40 +257,19 @@ impl Idempotency {
     /// key is claimed, so a request it refuses (its `Err` reply, typically
     /// 400 or 422) writes no record and leaves the key unused: the client
     /// may fix the request and send it again with the same key.
-    pub async fn begin_decoded<I>(
+    pub async fn begin_typed<I>(
         &self,
         operation: &'static Operation,
-        request: axum::extract::Request,
+        request: impl IntoRequest,
         decode: impl FnOnce(&Request) -> Result<I, Reply>,
     ) -> Result<(Call, I), Response> {
-        let request = Request::read(request).await?;
-        self.begin_read_decoded(operation, request, decode).await
-    }
-
-    /// [`Idempotency::begin_decoded`] for a request already read (and
-    /// authenticated: see [`crate::authenticate`]).
-    pub async fn begin_read_decoded<I>(
-        &self,
-        operation: &'static Operation,
-        request: Request,
-        decode: impl FnOnce(&Request) -> Result<I, Reply>,
-    ) -> Result<(Call, I), Response> {
+        let request = request.into_request().await?;
         // The key is checked first, so a request without one gets the
         // contract's answer for that, whatever else is wrong with it.
         let admitted = admit(operation, &request)?;
         let input = decode(&request).map_err(IntoResponse::into_response)?;
         let call = self.begin_admitted(operation, request, admitted).await?;
         Ok((call, input))
-    }
-
-    /// [`Idempotency::begin`] for a request already read.
-    pub async fn begin_read(
-        &self,
-        operation: &'static Operation,
-        request: Request,
-    ) -> Result<Call, Response> {
-        let admitted = admit(operation, &request)?;
-        self.begin_admitted(operation, request, admitted).await
     }
 
     /// Claims the key `admit` read from `request` (none: the operation has

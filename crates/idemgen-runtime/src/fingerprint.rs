@@ -16,13 +16,10 @@ use crate::reply::Request;
 /// sent. A JSON body that names one member twice, or holds half a
 /// surrogate pair, has no single meaning: it is refused (`Err`), since two
 /// parsers could read two different requests from it.
-pub fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
-    fingerprint_without(include, request, &[])
-}
-
-/// [`fingerprint`] leaving out the query parameters named in `secrets`
-/// (API keys sent in the query): a credential is never hashed into a
-/// record, and a rotated key does not turn a retry into a conflict.
+///
+/// The query parameters named in `secrets` (API keys sent in the query)
+/// are left out: a credential is never hashed into a record, and a
+/// rotated key does not turn a retry into a conflict.
 pub(crate) fn fingerprint_without(
     include: &Fingerprint,
     request: &Request,
@@ -94,6 +91,11 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Fingerprints with no secrets to leave out.
+    fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
+        fingerprint_without(include, request, &[])
+    }
+
     use super::*;
 
     #[test]

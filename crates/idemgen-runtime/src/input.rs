@@ -1,8 +1,8 @@
 //! Typed input: a request's body and its path, query and header
 //! parameters turned into the types a spec's schemas describe, checked
-//! before the key is claimed (see [`Idempotency::begin_decoded`]).
+//! before the key is claimed (see [`Idempotency::begin_typed`]).
 //!
-//! [`Idempotency::begin_decoded`]: crate::Idempotency::begin_decoded
+//! [`Idempotency::begin_typed`]: crate::Idempotency::begin_typed
 
 use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
@@ -12,7 +12,7 @@ use crate::{Reply, Request};
 
 /// Where a parameter is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ParamIn {
+pub(crate) enum ParamIn {
     Path,
     Query,
     /// Names compare case-insensitively.
@@ -33,12 +33,12 @@ pub enum Scalar {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Param {
     /// The name as sent, which is also the serde name of the field.
-    pub name: &'static str,
-    pub location: ParamIn,
-    pub value: Scalar,
+    pub(crate) name: &'static str,
+    pub(crate) location: ParamIn,
+    pub(crate) value: Scalar,
     /// An array of `value`s: repeated (`?id=1&id=2`) or comma-separated
     /// (`?id=1,2`, and always for headers and path segments).
-    pub many: bool,
+    pub(crate) many: bool,
 }
 
 impl Param {

@@ -12,14 +12,28 @@
 //! [`Idempotency`] is the engine; [`Operation`] and [`Contract`] describe an
 //! endpoint; a business function receives the open transaction ([`Tx`])
 //! and the [`Request`] and returns a [`Reply`]. The record table lives in
-//! the business database (its DDL is what `idemgen ddl` prints). For typed
-//! input, [`Idempotency::begin_decoded`] decodes and checks the request
-//! (e.g. with [`Request::body_as`]) before the key is claimed, so a request
-//! that fails its schema is answered `400`/`422` with no record written and
-//! the key still unused; [`Reply::from_parts`] stores exactly the bytes a
-//! typed response serialised to. One
-//! database per build, chosen by a Cargo feature: `sqlite` (default),
-//! `mysql` (MySQL and MariaDB) or `postgres`.
+//! the business database (its DDL is what `idemgen ddl` prints).
+//!
+//! A handler starts with one of two calls, which differ in what they check
+//! before the key is claimed:
+//!
+//! - [`Idempotency::begin`]: the key (and the caller, see
+//!   [`authenticate`]); the business function reads the request itself;
+//! - [`Idempotency::begin_typed`]: also the typed input, decoded by a
+//!   closure (e.g. with [`Request::body_as`]), so a request that fails its
+//!   schema is answered `400`/`422` with no record written and the key
+//!   still unused.
+//!
+//! Both take the request as axum hands it over or already read and
+//! authenticated ([`IntoRequest`]), and return a [`Call`] to run the
+//! business function in, or the answer to send instead (a replay, "in
+//! progress", a conflict). [`Reply::from_parts`] stores exactly the bytes
+//! a typed response serialised to.
+//!
+//! One database per build, chosen by a Cargo feature: `sqlite` (default),
+//! `mysql` (MySQL and MariaDB) or `postgres`; each turns on `engine`.
+//! Without one the crate is only its own [`sources`], which `idemgen gen`
+//! copies into a generated project.
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")]
@@ -60,86 +74,103 @@
 //! # }).unwrap();
 //! ```
 
-pub mod canonical_json;
-mod contract;
-mod db;
-mod engine;
-mod fingerprint;
-mod input;
-mod key;
-pub mod metrics;
-mod principal;
-mod reachability;
-mod reply;
-mod security;
-pub mod service;
-mod store;
-mod time;
+// Only what a service uses is public; the rest says `pub(crate)`.
+#![warn(unreachable_pub)]
+// Without a database feature the engine these docs link to is not built.
+#![cfg_attr(not(feature = "engine"), allow(rustdoc::broken_intra_doc_links))]
 
-pub use contract::{Contract, Fingerprint, Source};
-pub use db::{
-    ConnectError, Db, Dialect, Failure, Pool, Tx, classify, connect, connect_with_pool_size,
-    is_lost_race,
-};
-pub use engine::{
-    Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
-};
-pub use fingerprint::fingerprint;
-pub use input::{Param, ParamIn, Scalar};
-pub use principal::Principal;
-pub use reply::{BODY_READ_TIMEOUT, MAX_BODY_BYTES, Reply, Request};
-pub use security::{
-    ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
-};
-pub use store::{RecordStore, StoreError, is_plain_identifier};
-pub use time::{now_ms, rfc3339};
-
-/// An error a business function may return besides its answers: anything
-/// (a database error, a downstream client's). The transaction is rolled
-/// back and the claim released, so a retry with the same key runs again;
-/// the client gets `500`, or `503`/`429` with `Retry-After` when the
-/// database was unreachable or busy.
-pub type BusinessError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The error of a business function nobody has written yet: answered `501`
-/// naming the file to write, rolled back, and the claim released.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NotImplemented(pub &'static str);
-
-impl std::fmt::Display for NotImplemented {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "write this operation's business logic in {}", self.0)
-    }
+/// Items of the engine, compiled with a database feature (each turns on
+/// `engine`); without one the crate is only [`sources`].
+macro_rules! engine {
+    ($($item:item)*) => {
+        $(
+            #[cfg(feature = "engine")]
+            $item
+        )*
+    };
 }
 
-impl std::error::Error for NotImplemented {}
+pub mod sources;
 
-/// Re-exported so that code written against this crate names the same
-/// versions it was built with.
-pub use {axum, sqlx};
+engine! {
+    mod canonical_json;
+    mod contract;
+    mod db;
+    mod engine;
+    mod fingerprint;
+    mod input;
+    mod key;
+    mod metrics;
+    mod principal;
+    mod reachability;
+    mod reply;
+    mod security;
+    pub mod service;
+    mod store;
+    mod time;
 
-#[doc(hidden)]
-pub mod doc_support {
-    //! The record table for the examples in these docs (the same DDL
-    //! `idemgen ddl --db sqlite` prints), plus a business table.
-    pub const SQLITE_DDL: &str = "
-        CREATE TABLE idempotent_record (
-            id INTEGER PRIMARY KEY,
-            scope TEXT NOT NULL,
-            idem_key TEXT NOT NULL,
-            fingerprint TEXT NOT NULL,
-            status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),
-            claim_token TEXT NOT NULL,
-            lease_expires_at INTEGER NOT NULL,
-            expires_at INTEGER NOT NULL,
-            response_status INTEGER,
-            response_content_type TEXT,
-            response_body BLOB,
-            created_at INTEGER NOT NULL,
-            updated_at INTEGER NOT NULL,
-            CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
-        );
-        CREATE INDEX ix_idempotent_record_expires_at ON idempotent_record (expires_at);
-        CREATE TABLE payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL);
-    ";
+    pub use contract::{Contract, Fingerprint, Source};
+    pub use db::{ConnectError, Db, Dialect, Pool, Tx, connect, connect_with_pool_size};
+    pub use engine::{
+        Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
+    };
+    pub use input::{Param, Scalar};
+    pub use metrics::{Counter, Counters};
+    pub use principal::Principal;
+    pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
+    pub use security::{
+        ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
+    };
+    pub use store::StoreError;
+    pub use time::{now_ms, rfc3339};
+
+    /// An error a business function may return besides its answers: anything
+    /// (a database error, a downstream client's). The transaction is rolled
+    /// back and the claim released, so a retry with the same key runs again;
+    /// the client gets `500`, or `503`/`429` with `Retry-After` when the
+    /// database was unreachable or busy.
+    pub type BusinessError = Box<dyn std::error::Error + Send + Sync>;
+
+    /// The error of a business function nobody has written yet: answered `501`
+    /// naming the file to write, rolled back, and the claim released.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct NotImplemented(pub &'static str);
+
+    impl std::fmt::Display for NotImplemented {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "write this operation's business logic in {}", self.0)
+        }
+    }
+
+    impl std::error::Error for NotImplemented {}
+
+    /// Re-exported so that code written against this crate names the same
+    /// versions it was built with.
+    pub use {axum, sqlx};
+
+    /// The record table for the examples in these docs (the same DDL
+    /// `idemgen ddl --db sqlite` prints), plus a business table.
+    #[doc(hidden)]
+    pub mod doc_support {
+        pub const SQLITE_DDL: &str = "
+            CREATE TABLE idempotent_record (
+                id INTEGER PRIMARY KEY,
+                scope TEXT NOT NULL,
+                idem_key TEXT NOT NULL,
+                fingerprint TEXT NOT NULL,
+                status TEXT NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed')),
+                claim_token TEXT NOT NULL,
+                lease_expires_at INTEGER NOT NULL,
+                expires_at INTEGER NOT NULL,
+                response_status INTEGER,
+                response_content_type TEXT,
+                response_body BLOB,
+                created_at INTEGER NOT NULL,
+                updated_at INTEGER NOT NULL,
+                CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
+            );
+            CREATE INDEX ix_idempotent_record_expires_at ON idempotent_record (expires_at);
+            CREATE TABLE payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL);
+        ";
+    }
 }

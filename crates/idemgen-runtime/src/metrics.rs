@@ -7,15 +7,16 @@
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A monotonically increasing count.
+/// A monotonically increasing count: read by anyone, counted only by the
+/// engine.
 pub struct Counter(AtomicU64);
 
 impl Counter {
-    pub const fn new() -> Counter {
+    pub(crate) const fn new() -> Counter {
         Counter(AtomicU64::new(0))
     }
 
-    pub fn inc(&self) {
+    pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -30,7 +31,8 @@ impl Default for Counter {
     }
 }
 
-/// What happened to an operation's requests.
+/// What happened to an operation's requests ([`crate::Operation`]'s
+/// `counters`, served by [`crate::service::health_and_metrics`]).
 pub struct Counters {
     /// Requests that claimed their key and ran the business function.
     pub first_attempts: Counter,
@@ -47,7 +49,7 @@ pub struct Counters {
 }
 
 impl Counters {
-    pub const fn new() -> Counters {
+    pub(crate) const fn new() -> Counters {
         Counters {
             first_attempts: Counter::new(),
             replays: Counter::new(),
@@ -71,21 +73,7 @@ type Family = (&'static str, &'static str, fn(&Counters) -> &Counter);
 /// The Prometheus text exposition of the counters of each operation, by
 /// its `operation` label (`service::health_and_metrics` passes every
 /// idempotent operation's).
-///
-/// ```
-/// use idemgen_runtime::{Contract, Operation, metrics};
-///
-/// static PAY: Operation = Operation::idempotent(
-///     "onPayCallback",
-///     "on_pay_callback",
-///     Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 18_000, 3_000),
-/// );
-/// PAY.counters.replays.inc();
-/// let text = metrics::render(&[(PAY.label, &PAY.counters)]);
-/// assert!(text.contains("# TYPE idempotency_replays_total counter\n"));
-/// assert!(text.contains("idempotency_replays_total{operation=\"on_pay_callback\"} 1\n"));
-/// ```
-pub fn render(operations: &[(&str, &Counters)]) -> String {
+pub(crate) fn render(operations: &[(&str, &Counters)]) -> String {
     let families: [Family; 6] = [
         (
             "idempotency_first_attempts_total",
@@ -131,4 +119,19 @@ pub fn render(operations: &[(&str, &Counters)]) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Counters, render};
+
+    #[test]
+    fn each_family_is_typed_and_labelled_by_operation() {
+        let counters = Counters::new();
+        counters.replays.inc();
+        let text = render(&[("on_pay_callback", &counters)]);
+        assert!(text.contains("# TYPE idempotency_replays_total counter\n"));
+        assert!(text.contains("idempotency_replays_total{operation=\"on_pay_callback\"} 1\n"));
+        assert!(text.contains("idempotency_takeovers_total{operation=\"on_pay_callback\"} 0\n"));
+    }
 }

@@ -188,6 +188,41 @@ impl Request {
 }
 
 /// The answer of one request: what the client gets, and what an idempotent
+/// A request as [`crate::Idempotency::begin`] takes it: the axum request
+/// as a handler receives it (read there with [`Request::read`]), or a
+/// [`Request`] already read (e.g. authenticated first with
+/// [`crate::authenticate`]). Sealed: these two are the only ones.
+pub trait IntoRequest: sealed::Read {}
+
+impl IntoRequest for axum::extract::Request {}
+impl IntoRequest for Request {}
+
+mod sealed {
+    use std::future::Future;
+
+    use axum::response::Response;
+
+    use super::Request;
+
+    /// Outside this crate the trait can be named but neither implemented
+    /// nor called: which requests the engine takes is its own decision.
+    pub trait Read: Send {
+        fn into_request(self) -> impl Future<Output = Result<Request, Response>> + Send;
+    }
+
+    impl Read for axum::extract::Request {
+        fn into_request(self) -> impl Future<Output = Result<Request, Response>> + Send {
+            Request::read(self)
+        }
+    }
+
+    impl Read for Request {
+        async fn into_request(self) -> Result<Request, Response> {
+            Ok(self)
+        }
+    }
+}
+
 /// operation stores and replays (status, content type and body only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {

@@ -80,7 +80,7 @@ pub(crate) struct Finish<'a> {
 
 /// The record table of one service, with its statements.
 #[derive(Debug, Clone)]
-pub struct RecordStore {
+pub(crate) struct RecordStore {
     table: Arc<str>,
     sql: Arc<Statements>,
 }
@@ -96,7 +96,7 @@ struct Statements {
     purge: Arc<str>,
 }
 
-/// Why a [`RecordStore`] could not be opened.
+/// Why [`crate::Idempotency::new`] could not open the record table.
 #[derive(Debug)]
 pub enum StoreError {
     /// The table name is not a plain SQL identifier.
@@ -141,7 +141,7 @@ impl std::error::Error for StoreError {
 
 /// Whether `name` is a plain SQL identifier, safe to write unquoted in every
 /// dialect.
-pub fn is_plain_identifier(name: &str) -> bool {
+pub(crate) fn is_plain_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
     matches!(bytes.next(), Some(b'a'..=b'z' | b'A'..=b'Z' | b'_'))
         && bytes.all(|byte| byte.is_ascii_alphanumeric() || byte == b'_')
@@ -151,7 +151,7 @@ pub fn is_plain_identifier(name: &str) -> bool {
 impl RecordStore {
     /// The store for `table`, its statements prepared by the database once
     /// to prove the table fits them.
-    pub async fn new(pool: &Pool, table: &str) -> Result<RecordStore, StoreError> {
+    pub(crate) async fn new(pool: &Pool, table: &str) -> Result<RecordStore, StoreError> {
         let store = RecordStore::unchecked(table)?;
         for (statement, sql) in store.statements() {
             if let Err(error) = pool
@@ -286,7 +286,7 @@ impl RecordStore {
     }
 
     /// The table's name.
-    pub fn table(&self) -> &str {
+    pub(crate) fn table(&self) -> &str {
         &self.table
     }
 

@@ -33,7 +33,7 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
     // record.
     let begun = app
         .idempotency
-        .begin_read_decoded(&operations::ON_PAY_CALLBACK, request, |request| {
+        .begin_typed(&operations::ON_PAY_CALLBACK, request, |request| {
             let params = request.params_as::<models::OnPayCallbackParams>(&[Param::header(
                 "Idempotency-Key",
                 Scalar::String,
@@ -79,7 +79,7 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     // that does not match the spec's schemas is answered 400.
     let begun = app
         .idempotency
-        .begin_read_decoded(&operations::GET_ORDER, request, |request| {
+        .begin_typed(&operations::GET_ORDER, request, |request| {
             let params = request
                 .params_as::<models::GetOrderParams>(&[Param::path("order_no", Scalar::String)])?;
             Ok(params)

@@ -24,12 +24,13 @@
 mod galera {
     use std::sync::Arc;
 
-    use axum::body::Body;
-    use axum::http::{Request, StatusCode};
+    use axum::http::StatusCode;
     use axum::response::Response;
     use idemgen_runtime::{Call, Contract, Idempotency, Operation, Pool, Reply};
     use serde_json::json;
     use sqlx::{Connection, Executor};
+
+    use crate::support::{key, pay, run_detached, skipped};
 
     /// A short lease, so a loser's retry can take over inside the test.
     static PAY: Operation = Operation::idempotent(
@@ -39,7 +40,7 @@ mod galera {
     );
 
     const DDL: &str = include_str!(
-        "../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
+        "../../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
     );
 
     static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
@@ -47,26 +48,6 @@ mod galera {
     /// One case at a time: the conflict counters are the server's, shared
     /// by every session.
     static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-    fn skipped(why: &str) {
-        // Written past the test harness's capture, so the skip shows.
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("SKIPPED: {why}\n").as_bytes(),
-        );
-    }
-
-    fn key() -> String {
-        format!("pay:{}", uuid::Uuid::new_v4())
-    }
-
-    fn pay(key: &str) -> axum::extract::Request {
-        Request::post("/pay")
-            .header("content-type", "application/json")
-            .header("Idempotency-Key", key)
-            .body(Body::from(r#"{"order":"A-1"}"#))
-            .unwrap()
-    }
 
     fn created() -> Result<Reply, sqlx::Error> {
         Ok(Reply::json(StatusCode::CREATED, &json!({"paid": true})))
@@ -210,30 +191,15 @@ mod galera {
 
     impl Drop for Cluster {
         fn drop(&mut self) {
-            let url = self.urls[0].clone();
-            let sql = self.sql("DROP TABLE IF EXISTS {t}, {t}_rows");
-            // The test's runtime is blocked here: drop the tables from a
-            // runtime and connection of their own.
-            let _ = std::thread::spawn(move || {
-                tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .unwrap()
-                    .block_on(async move {
-                        if let Ok(mut connection) = sqlx::MySqlConnection::connect(&url).await {
-                            let _ = connection.execute(sqlx::AssertSqlSafe(sql)).await;
-                        }
-                    })
-            })
-            .join();
+            run_detached(
+                &self.urls[0],
+                self.sql("DROP TABLE IF EXISTS {t}, {t}_rows"),
+            );
         }
     }
 
     async fn claim(engine: &Idempotency, key: &str) -> Call {
-        match engine.begin(&PAY, pay(key)).await {
-            Ok(call) => call,
-            Err(answer) => panic!("expected to claim {key}, got {}", answer.status()),
-        }
+        crate::support::claim(&PAY, engine, pay(key)).await
     }
 
     /// Each node keeps its own clock: an engine on a Galera node starts
@@ -480,9 +446,8 @@ mod galera {
 #[cfg(not(feature = "mysql"))]
 #[test]
 fn galera_lost_races() {
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        b"SKIPPED: the Galera cases run in the mysql build (cargo test -p idemgen-runtime \
-          --no-default-features --features mysql --test galera_lost_races)\n",
+    crate::support::skipped(
+        "the Galera cases run in the mysql build (cargo test -p idemgen-runtime \
+         --no-default-features --features mysql galera_lost_races)",
     );
 }

@@ -4,7 +4,7 @@
 
 #![cfg(feature = "sqlite")]
 
-#[path = "../examples/hand_written.rs"]
+#[path = "../../examples/hand_written.rs"]
 #[allow(dead_code)]
 mod example;
 
@@ -13,6 +13,8 @@ use axum::http::{Request, StatusCode};
 use idemgen_runtime::Idempotency;
 use serde_json::{Value, json};
 use tower::ServiceExt;
+
+use crate::support::key;
 
 /// The example's database in a temporary SQLite file, removed afterwards.
 struct Service {
@@ -70,10 +72,6 @@ impl Drop for Service {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-fn key() -> String {
-    format!("pay:{}", uuid::Uuid::new_v4())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,17 +10,14 @@
 
 #![cfg(any(feature = "mysql", feature = "postgres"))]
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use crate::support::{NO_MIGRATIONS, Table, body_text, key, pay};
+use axum::http::StatusCode;
 use idemgen_runtime::{Contract, Idempotency, Operation, REPLAYED_HEADER, Reply};
 use serde_json::json;
-use support::{NO_MIGRATIONS, Table};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -101,14 +98,6 @@ fn through_proxy(url: &str, port: u16) -> (String, String) {
     (upstream, proxied)
 }
 
-fn pay(key: &str) -> axum::extract::Request {
-    Request::post("/pay")
-        .header("content-type", "application/json")
-        .header("Idempotency-Key", key)
-        .body(Body::from(r#"{"order":"A-1"}"#))
-        .unwrap()
-}
-
 async fn payments(table: &Table) -> i64 {
     sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT COUNT(*) FROM {}_payments",
@@ -137,7 +126,7 @@ async fn pay_through(
         .await
         .expect("connect through the proxy");
     let engine = Idempotency::new(pool, &table.name).await.unwrap();
-    let key = format!("pay:{}", uuid::Uuid::new_v4());
+    let key = key();
     let attempt = |id: i64| {
         let engine = engine.clone();
         let (key, table_name) = (key.clone(), table.name.clone());
@@ -173,17 +162,10 @@ async fn pay_through(
     Some((first, retry, paid))
 }
 
-async fn detail(response: axum::response::Response) -> String {
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 async fn the_outcome_is_unknown(first: axum::response::Response) {
     assert_eq!(first.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(first.headers().contains_key("retry-after"));
-    let text = detail(first).await;
+    let text = body_text(first).await;
     assert!(text.contains("outcome unknown"), "{text}");
     assert!(text.contains("same key"), "{text}");
     assert!(!text.contains("not processed"), "{text}");
@@ -208,7 +190,7 @@ async fn a_commit_whose_answer_is_lost_is_unknown_and_the_retry_is_a_replay() {
     the_outcome_is_unknown(first).await;
     let status = retry.status();
     let replayed = retry.headers().get(REPLAYED_HEADER).cloned();
-    assert_eq!(status, StatusCode::CREATED, "{}", detail(retry).await);
+    assert_eq!(status, StatusCode::CREATED, "{}", body_text(retry).await);
     assert_eq!(replayed.unwrap(), "true");
     assert_eq!(paid, 1, "one payment: the retry replayed the committed one");
 }
@@ -230,7 +212,7 @@ async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
         )
         .await;
     let engine = table.engine().await;
-    let key = format!("pay:{}", uuid::Uuid::new_v4());
+    let key = key();
     let Ok(mut call) = engine.begin(&PAY, pay(&key)).await else {
         panic!("a fresh key is claimed");
     };
@@ -249,7 +231,7 @@ async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
         )))
         .await;
     assert_eq!(answer.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    let text = detail(answer).await;
+    let text = body_text(answer).await;
     assert!(text.contains("nothing was committed"), "{text}");
     // Released: the retry claims the key at once.
     assert!(engine.begin(&PAY, pay(&key)).await.is_ok());

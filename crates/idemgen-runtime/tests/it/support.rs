@@ -4,11 +4,12 @@
 //! The DDL is the one idemgen generates (the payment-callback example's
 //! first migration), under the test's own table name.
 
-#![allow(dead_code)]
-
 use std::path::PathBuf;
 
-use idemgen_runtime::{Dialect, Idempotency, Pool};
+use axum::body::Body;
+use axum::http::Request;
+use axum::response::Response;
+use idemgen_runtime::{Call, Dialect, Idempotency, Operation, Pool};
 
 #[cfg(feature = "sqlite")]
 const DDL: &str = include_str!(
@@ -22,6 +23,87 @@ const DDL: &str = include_str!(
 const DDL: &str = include_str!(
     "../../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
 );
+
+/// Says why a test did not run. Written past the test harness's capture,
+/// so the skip shows.
+pub fn skipped(why: &str) {
+    let _ = std::io::Write::write_all(
+        &mut std::io::stderr(),
+        format!("SKIPPED: {why}\n").as_bytes(),
+    );
+}
+
+/// A fresh key in the `pay:{uuid}` form the tests' contracts declare.
+pub fn key() -> String {
+    format!("pay:{}", uuid::Uuid::new_v4())
+}
+
+/// `POST /pay` with `key` and one order as its JSON body.
+pub fn pay(key: &str) -> axum::extract::Request {
+    Request::post("/pay")
+        .header("content-type", "application/json")
+        .header("Idempotency-Key", key)
+        .body(Body::from(r#"{"order":"A-1"}"#))
+        .unwrap()
+}
+
+/// Claims the key of `request` for `operation`, or fails the test.
+pub async fn claim(
+    operation: &'static Operation,
+    engine: &Idempotency,
+    request: axum::extract::Request,
+) -> Call {
+    match engine.begin(operation, request).await {
+        Ok(call) => call,
+        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
+    }
+}
+
+/// The body of an answer, as text.
+pub async fn body_text(response: Response) -> String {
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The counter `family` of `operation` as `GET /metrics` serves it.
+pub async fn metric(engine: &Idempotency, operation: &'static Operation, family: &str) -> u64 {
+    use tower::ServiceExt;
+
+    let operations: &'static [&'static Operation] = Box::leak(Box::new([operation]));
+    let router = idemgen_runtime::service::health_and_metrics(engine.clone(), operations);
+    let response = router
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let text = body_text(response).await;
+    let sample = format!("{family}{{operation=\"{}\"}} ", operation.label);
+    text.lines()
+        .find_map(|line| line.strip_prefix(&sample))
+        .unwrap_or_else(|| panic!("no {sample}in\n{text}"))
+        .parse()
+        .unwrap()
+}
+
+/// Runs `sql` on the server at `url` from a runtime and connection of its
+/// own, for a `Drop` while the test's runtime is blocked in it. Errors are
+/// ignored: this cleans up after a test that has already passed or failed.
+pub fn run_detached(url: &str, sql: String) {
+    let url = url.to_string();
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async move {
+                if let Ok(pool) = Pool::connect(&url).await {
+                    let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
+                }
+            })
+    })
+    .join();
+}
 
 /// The variable naming the server for this build, if it needs one.
 pub fn server_variable() -> Option<&'static str> {
@@ -56,11 +138,7 @@ impl Table {
             Some(variable) => match std::env::var(variable) {
                 Ok(url) => (url, None),
                 Err(_) => {
-                    // Written past the test harness's capture, so the skip shows.
-                    let _ = std::io::Write::write_all(
-                        &mut std::io::stderr(),
-                        format!("SKIPPED: set {variable} to run\n").as_bytes(),
-                    );
+                    skipped(&format!("set {variable} to run"));
                     return None;
                 }
             },
@@ -111,23 +189,7 @@ impl Drop for Table {
                 }
             }
             None => {
-                let url = self.url.clone();
-                let sql = format!("DROP TABLE IF EXISTS {}", self.name);
-                // The test's runtime is blocked here: drop the table from a
-                // runtime and connection of its own.
-                let _ = std::thread::spawn(move || {
-                    tokio::runtime::Builder::new_current_thread()
-                        .enable_all()
-                        .build()
-                        .unwrap()
-                        .block_on(async move {
-                            if let Ok(pool) = Pool::connect(&url).await {
-                                let _ =
-                                    sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
-                            }
-                        })
-                })
-                .join();
+                run_detached(&self.url, format!("DROP TABLE IF EXISTS {}", self.name));
             }
         }
     }

@@ -5,12 +5,10 @@
 //! re-checked against a row updated meanwhile, so a test kept in a
 //! subquery alone deleted live records.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::Table;
 use idemgen_runtime::Idempotency;
-use support::Table;
 
 /// Far past any test's clock: a record with this expiry is live.
 const YEAR_2100_MS: i64 = 4_102_444_800_000;

@@ -5,10 +5,9 @@
 //! business write and its key unused; keys scoped by `principal` are one
 //! caller's; credentials stay out of records and logs.
 
-mod support;
-
 use std::sync::{Arc, Mutex};
 
+use crate::support::{Table, body_text, key};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +16,6 @@ use idemgen_runtime::{
     Scheme, SchemeKind, Security, Source, Verify, authenticate,
 };
 use serde_json::json;
-use support::Table;
 
 const BEARER: Scheme = Scheme {
     name: "bearerAuth",
@@ -89,7 +87,7 @@ async fn handle(engine: &Idempotency, writes: &str, request: axum::extract::Requ
         Ok(principal) => request.principal = principal,
         Err(answer) => return answer,
     }
-    let mut call = match engine.begin_read(&PAY, request).await {
+    let mut call = match engine.begin(&PAY, request).await {
         Ok(call) => call,
         Err(answer) => return answer,
     };
@@ -153,23 +151,13 @@ impl Fixture {
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        if support::server_variable().is_none() {
+        if crate::support::server_variable().is_none() {
             return;
         }
-        let url = self.table.url.clone();
-        let sql = format!("DROP TABLE IF EXISTS {}", self.writes);
-        let _ = std::thread::spawn(move || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap()
-                .block_on(async move {
-                    if let Ok(pool) = idemgen_runtime::Pool::connect(&url).await {
-                        let _ = sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await;
-                    }
-                })
-        })
-        .join();
+        crate::support::run_detached(
+            &self.table.url,
+            format!("DROP TABLE IF EXISTS {}", self.writes),
+        );
     }
 }
 
@@ -182,17 +170,6 @@ fn pay(key: &str, authorization: Option<&str>) -> axum::extract::Request {
         None => builder,
     };
     builder.body(Body::from(r#"{"amount": 100}"#)).unwrap()
-}
-
-fn key() -> String {
-    format!("pay:{}", uuid::Uuid::new_v4())
-}
-
-async fn body_text(response: Response) -> String {
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[tokio::test]

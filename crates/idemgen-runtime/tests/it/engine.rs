@@ -3,8 +3,7 @@
 //! `--features mysql|postgres` and `IDEMGEN_TEST_MYSQL_URL` /
 //! `IDEMGEN_TEST_PG_URL` is set.
 
-mod support;
-
+use crate::support::{self, Table, body_text, key};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
@@ -12,7 +11,6 @@ use idemgen_runtime::{
     Call, Contract, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source, StoreError,
 };
 use serde_json::{Value, json};
-use support::Table;
 
 const KEY_PATTERN: &str =
     "^pay:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$";
@@ -55,10 +53,6 @@ static STRICT: Operation = Operation::idempotent(
 
 static PLAIN: Operation = Operation::plain("plain", "plain");
 
-fn key() -> String {
-    format!("pay:{}", uuid::Uuid::new_v4())
-}
-
 fn pay(key: Option<&str>, body: &Value) -> axum::extract::Request {
     let builder = Request::post("/pay").header("content-type", "application/json");
     let builder = match key {
@@ -71,21 +65,7 @@ fn pay(key: Option<&str>, body: &Value) -> axum::extract::Request {
 }
 
 async fn claim(engine: &Idempotency, request: axum::extract::Request) -> Call {
-    match engine.begin(&PAY, request).await {
-        Ok(call) => call,
-        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
-    }
-}
-
-async fn claim_as(
-    op: &'static Operation,
-    engine: &Idempotency,
-    request: axum::extract::Request,
-) -> Call {
-    match engine.begin(op, request).await {
-        Ok(call) => call,
-        Err(answer) => panic!("expected to claim the key, got {}", answer.status()),
-    }
+    support::claim(&PAY, engine, request).await
 }
 
 async fn answer(
@@ -104,13 +84,6 @@ fn created(marker: &str) -> Result<Reply, sqlx::Error> {
         StatusCode::CREATED,
         &json!({ "marker": marker }),
     ))
-}
-
-async fn body_text(response: Response) -> String {
-    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Moves a time column of `key`'s record to the past.
@@ -151,7 +124,7 @@ async fn success_is_stored_and_replayed_byte_for_byte() {
     assert_eq!(replay.headers()["content-type"], "application/json");
     assert_eq!(replay.headers().len(), 2, "{:?}", replay.headers());
     assert_eq!(body_text(replay).await, first_body);
-    assert!(PAY.counters.replays.get() >= 1);
+    assert!(support::metric(&engine, &PAY, "idempotency_replays_total").await >= 1);
 }
 
 #[tokio::test]
@@ -387,7 +360,7 @@ async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
         drop(stale);
         age(&table, &key, "lease_expires_at").await;
         let fresh = claim(&engine, pay(Some(&key), &json!({}))).await;
-        assert!(PAY.counters.takeovers.get() >= 1);
+        assert!(support::metric(&engine, &PAY, "idempotency_takeovers_total").await >= 1);
         assert_eq!(
             fresh.finish(created("fresh")).await.status(),
             StatusCode::CREATED
@@ -396,7 +369,7 @@ async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
     }
     age(&table, &key, "lease_expires_at").await;
     let fresh = claim(&engine, pay(Some(&key), &json!({}))).await;
-    assert!(PAY.counters.takeovers.get() >= 1);
+    assert!(support::metric(&engine, &PAY, "idempotency_takeovers_total").await >= 1);
 
     let late = stale.finish(created("stale")).await;
     assert_eq!(late.status(), StatusCode::TOO_MANY_REQUESTS);
@@ -621,7 +594,7 @@ async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
         .await;
     let engine = table.engine().await;
     let key = key();
-    let call = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
+    let call = support::claim(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
     assert!(call.claim_token().is_some_and(|token| token.len() == 36));
     // What a downstream charge made by this attempt is keyed with.
     let charged_with = call.downstream_key().expect("a keyed call").to_string();
@@ -649,7 +622,7 @@ async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
     assert!(slow.headers().contains_key("retry-after"));
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_slow").await, 0);
     // Another key's downstream key is another.
-    let other = claim_as(
+    let other = support::claim(
         &QUICK,
         &engine,
         pay(
@@ -664,7 +637,7 @@ async fn a_business_step_past_its_lease_is_cut_off_and_the_key_retried() {
         StatusCode::CREATED
     );
     // Released at once: the retry runs now, not after another lease.
-    let mut retry = claim_as(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
+    let mut retry = support::claim(&QUICK, &engine, pay(Some(&key), &json!({"order": "S"}))).await;
     // The retry has a claim token of its own (fencing), and the same
     // downstream key: a provider charged by the cut-off attempt recognises
     // the retry's charge instead of making a second one.
@@ -700,19 +673,19 @@ async fn errors_that_are_not_business_answers_leave_the_key_retryable_under_reje
     };
     // An error from the business function (here a database error of the
     // infrastructure kind) is not an answer: nothing is recorded.
-    let call = claim_as(&STRICT, &engine, request()).await;
+    let call = support::claim(&STRICT, &engine, request()).await;
     let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
     let down = call.finish(Err::<Reply, _>(sqlx::Error::Io(reset))).await;
     assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert!(down.headers().contains_key("retry-after"));
     // Nor is any other error: a 500 the client may retry.
-    let call = claim_as(&STRICT, &engine, request()).await;
+    let call = support::claim(&STRICT, &engine, request()).await;
     let raced = call
         .finish(Err::<Reply, _>(sqlx::Error::Protocol("not a race".into())))
         .await;
     assert_eq!(raced.status(), StatusCode::INTERNAL_SERVER_ERROR);
     // Still retryable, although the contract rejects recorded failures.
-    let call = claim_as(&STRICT, &engine, request()).await;
+    let call = support::claim(&STRICT, &engine, request()).await;
     assert_eq!(
         call.finish(created("paid")).await.status(),
         StatusCode::CREATED
@@ -746,7 +719,7 @@ async fn scope_values_that_cannot_be_read_exactly_are_refused_before_any_record(
         "Malmö".as_bytes(),
         b"Z\xfcrich".as_slice(),
     ] {
-        let call = claim_as(&STRICT, &engine, with_tenant(Some(tenant))).await;
+        let call = support::claim(&STRICT, &engine, with_tenant(Some(tenant))).await;
         assert_eq!(
             call.finish(created("ok")).await.status(),
             StatusCode::CREATED
@@ -799,7 +772,7 @@ async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unuse
         (json!({}), StatusCode::UNPROCESSABLE_ENTITY),
     ] {
         let refused = match engine
-            .begin_decoded(&PAY, pay(Some(&key), &body), |request| {
+            .begin_typed(&PAY, pay(Some(&key), &body), |request| {
                 request.body_as::<Payment>()
             })
             .await
@@ -817,7 +790,7 @@ async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unuse
     let mut malformed = pay(Some(&key), &json!({}));
     *malformed.body_mut() = Body::from("{\"amount\": 1");
     let refused = engine
-        .begin_decoded(&PAY, malformed, |request| request.body_as::<Payment>())
+        .begin_typed(&PAY, malformed, |request| request.body_as::<Payment>())
         .await
         .err()
         .unwrap();
@@ -827,7 +800,7 @@ async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unuse
     // The fixed request is processed with the same key, and its typed
     // answer is stored and replayed as serialised.
     let (call, payment) = engine
-        .begin_decoded(&PAY, pay(Some(&key), &json!({"amount": 10})), |request| {
+        .begin_typed(&PAY, pay(Some(&key), &json!({"amount": 10})), |request| {
             request.body_as::<Payment>()
         })
         .await
@@ -872,7 +845,7 @@ async fn a_missing_key_is_answered_before_the_input_is_decoded() {
     // The body is also wrong, but the key's absence is what the contract
     // answers, with its own status.
     let refused = engine
-        .begin_decoded(&STRICT, strict("acme", &json!({"order": 5})), |_| {
+        .begin_typed(&STRICT, strict("acme", &json!({"order": 5})), |_| {
             Err::<(), _>(Reply::problem(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "decode ran",
@@ -967,7 +940,7 @@ async fn an_optional_key_that_is_present_but_unreadable_is_refused() {
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}").await, 0);
     // Absent (or null) is no key: the request runs, and records nothing.
     for body in [json!({}), json!({"key": null})] {
-        let call = claim_as(&OPTIONAL_BODY, &engine, pay(None, &body)).await;
+        let call = support::claim(&OPTIONAL_BODY, &engine, pay(None, &body)).await;
         assert_eq!(call.downstream_key(), None);
         assert_eq!(
             call.finish(created("unkeyed")).await.status(),

@@ -1,0 +1,67 @@
+//! This crate's own sources, for a generated project to build against
+//! on a machine that has no idemgen checkout and reaches only crates.io:
+//! `idemgen gen` writes them to the project's `vendor/idemgen-runtime/`.
+//! Always compiled, and all the crate is without a database feature, so
+//! the CLI that embeds them builds none of the engine's dependencies.
+
+/// Every file of the crate a build needs: its path inside the crate and
+/// its contents, byte for byte.
+pub const FILES: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../Cargo.toml")),
+    ("README.md", include_str!("../README.md")),
+    (
+        "src/canonical_json.rs",
+        include_str!("../src/canonical_json.rs"),
+    ),
+    ("src/contract.rs", include_str!("../src/contract.rs")),
+    ("src/db.rs", include_str!("../src/db.rs")),
+    ("src/engine.rs", include_str!("../src/engine.rs")),
+    ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
+    ("src/input.rs", include_str!("../src/input.rs")),
+    ("src/key.rs", include_str!("../src/key.rs")),
+    ("src/lib.rs", include_str!("../src/lib.rs")),
+    ("src/metrics.rs", include_str!("../src/metrics.rs")),
+    ("src/principal.rs", include_str!("../src/principal.rs")),
+    (
+        "src/reachability.rs",
+        include_str!("../src/reachability.rs"),
+    ),
+    ("src/reply.rs", include_str!("../src/reply.rs")),
+    ("src/security.rs", include_str!("../src/security.rs")),
+    ("src/service.rs", include_str!("../src/service.rs")),
+    ("src/sources.rs", include_str!("../src/sources.rs")),
+    ("src/store.rs", include_str!("../src/store.rs")),
+    ("src/time.rs", include_str!("../src/time.rs")),
+];
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::path::Path;
+
+    /// A source file added to the crate but not listed would leave
+    /// vendored copies that do not build.
+    #[test]
+    fn every_file_a_build_needs_is_listed_once() {
+        let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut expected: BTreeSet<String> = ["Cargo.toml", "README.md"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        for entry in std::fs::read_dir(crate_dir.join("src")).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            expected.insert(format!("src/{name}"));
+        }
+        let listed: Vec<&str> = super::FILES.iter().map(|(path, _)| *path).collect();
+        let unique: BTreeSet<String> = listed.iter().map(|path| path.to_string()).collect();
+        assert_eq!(
+            unique.len(),
+            listed.len(),
+            "a file is listed twice: {listed:?}"
+        );
+        assert_eq!(
+            unique, expected,
+            "sources::FILES and the crate's files differ"
+        );
+    }
+}
