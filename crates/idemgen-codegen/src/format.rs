@@ -30,7 +30,7 @@ enum Verbatim {
 
 fn print(path: &str, source: &str, verbatim: Verbatim) -> Result<String, String> {
     let (rest, macros) = set_aside_macros(source);
-    let carried = carry_comments(path, &rest)?;
+    let carried = carry_blank_lines(&carry_comments(path, &rest)?);
     let file = syn::parse_file(&carried).map_err(|error| {
         let start = error.span().start();
         let line = rest.lines().nth(start.line.saturating_sub(1)).unwrap_or("");
@@ -47,7 +47,7 @@ fn print(path: &str, source: &str, verbatim: Verbatim) -> Result<String, String>
             line.trim_end()
         )
     })?;
-    let mut printed = blank_lines(&prettyplease::unparse(&file));
+    let mut printed = blank_lines(&prettyplease::unparse(&file).replace(BLANK, ""));
     for (index, text) in macros.iter().enumerate() {
         let text = match verbatim {
             Verbatim::AsWritten => text.clone(),
@@ -72,6 +72,35 @@ fn print(path: &str, source: &str, verbatim: Verbatim) -> Result<String, String>
         ));
     }
     Ok(printed)
+}
+
+/// A blank line the template chose, as prettyplease prints it (see
+/// [`carry_blank_lines`]).
+const BLANK: &str = "//\u{1}";
+
+/// `source` with the blank lines that carry meaning carried as [`BLANK`]
+/// comments: one between two groups of `use`s, and one after a comment,
+/// which then stands apart from the item below it.
+fn carry_blank_lines(source: &str) -> String {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut out = String::with_capacity(source.len());
+    let is_use = |line: &str| {
+        let line = line.trim_start();
+        line.starts_with("use ") || line.starts_with("pub use ")
+    };
+    for (index, line) in lines.iter().enumerate() {
+        let previous = index.checked_sub(1).map_or("", |index| lines[index].trim());
+        let next = lines.get(index + 1).copied().unwrap_or("");
+        let between_uses = is_use(previous) && previous.ends_with(';') && is_use(next);
+        let after_comment = previous.starts_with("#[comment = ") && !next.trim().is_empty();
+        if line.trim().is_empty() && (between_uses || after_comment) {
+            out.push_str("#[comment = \"\u{1}\"]");
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The item that holds a `macro_rules!` definition's place while the rest
@@ -99,6 +128,8 @@ fn set_aside_macros(source: &str) -> (String, Vec<String>) {
         };
         rest.push_str(&source[copied..start]);
         rest.push_str(&placeholder(macros.len()));
+        // Lines keep their numbers for parse errors.
+        rest.push_str(&"\n".repeat(source[start..end].matches('\n').count()));
         macros.push(source[start..end].to_string());
         copied = end;
     }
@@ -345,8 +376,9 @@ fn plain_comments(source: &str) -> Vec<String> {
 }
 
 /// A blank line after the module's inner doc and attributes, between
-/// items and methods (not between one-line declarations of one kind),
-/// between groups of `use`s (std, other crates, this crate), and before a
+/// items and methods (not between one-line declarations of one kind or
+/// `use`s: their groups are the template's, see [`carry_blank_lines`]),
+/// and before a
 /// comment that follows a finished statement, as a person would leave them
 /// (prettyplease prints none).
 fn blank_lines(source: &str) -> String {
@@ -361,13 +393,15 @@ fn blank_lines(source: &str) -> String {
             let ends_item = !a.starts_with("//")
                 && (a.ends_with('}') || a.ends_with(';') || a.starts_with("#!["));
             let starts_item = STARTS.iter().any(|start| b.starts_with(start));
-            let blank = if inner(a) {
+            let blank = if a.is_empty() || b.is_empty() {
+                false
+            } else if inner(a) {
                 !inner(b)
             } else if a.ends_with(';') && a.starts_with("use ") && b.starts_with("use ") {
-                use_group(a) != use_group(b)
+                false
             } else if a.ends_with(';') && item_kind(a).is_some() {
                 item_kind(a) != item_kind(b) && starts_item
-            } else if b.starts_with("//") && a.ends_with(';') {
+            } else if b.starts_with("//") && a.ends_with(';') && !a.starts_with("//") {
                 // After a statement that ends on a continuation line.
                 indent(before) >= indent(line)
             } else {
@@ -387,7 +421,7 @@ fn blank_lines(source: &str) -> String {
 /// The words that name a one-line declaration's kind (`pub mod`, `pub
 /// const`), for a line that is one.
 fn item_kind(line: &str) -> Option<&str> {
-    const KINDS: [&str; 8] = [
+    const KINDS: [&str; 7] = [
         "pub mod ",
         "mod ",
         "pub use ",
@@ -395,28 +429,8 @@ fn item_kind(line: &str) -> Option<&str> {
         "const ",
         "pub static ",
         "static ",
-        "pub type ",
     ];
     KINDS.into_iter().find(|kind| line.starts_with(kind))
-}
-
-/// Which group of `use`s a line belongs to: the standard library, other
-/// crates, or this crate.
-fn use_group(line: &str) -> u8 {
-    let path = line.trim_start_matches("use ").trim_start_matches("::");
-    if ["std::", "core::", "alloc::"]
-        .iter()
-        .any(|p| path.starts_with(p))
-    {
-        0
-    } else if ["crate::", "crate;", "super::", "self::"]
-        .iter()
-        .any(|p| path.starts_with(p))
-    {
-        2
-    } else {
-        1
-    }
 }
 
 #[cfg(test)]
@@ -541,7 +555,7 @@ mod tests {
     fn a_macro_definition_keeps_its_layout_and_comments() {
         let source = "//! M.\n\n/// Picks one.\n#[macro_export]\nmacro_rules! pick {\n    \
                       (a: $a:expr $(,)?) => {{\n        // The only one.\n        $a\n    }};\n}\n\n\
-                      fn f() -> u8 {\n    2\n}\n";
+                      fn f() -> u8 {\n    2\n}\n\n/// Docs; with a `;`.\n/// More.\nfn g() {}\n";
         let printed = rust("m.rs", source).unwrap();
         assert_eq!(printed, source);
         let relaid = source.replace("    (a: $a:expr $(,)?) => {{", "  (a: $a:expr $(,)?) => {{");
@@ -553,14 +567,20 @@ mod tests {
     }
 
     #[test]
+    fn a_comment_the_template_set_apart_stays_apart() {
+        let source = "//! M.\n\n// Apart.\n\n// Attached.\nuse a::b;\n";
+        assert_eq!(rust("m.rs", source).unwrap(), source);
+    }
+
+    #[test]
     fn blank_lines_group_uses_and_one_line_declarations() {
-        let source = "pub mod a;\npub mod b;\nuse std::fmt;\nuse serde::Serialize;\n\
+        let source = "pub mod a;\npub mod b;\nuse std::fmt;\n\nuse serde::Serialize;\n\
                       use crate::a::A;\npub const X: u8 = 1;\npub const Y: u8 = 2;\n\
                       #[cfg(test)]\nconst Z: u8 = 3;\nfn f() {\n    let x = g()\n        \
                       .h();\n    // Why.\n    x.i();\n}\n";
         assert_eq!(
             rust("a.rs", source).unwrap(),
-            "pub mod a;\npub mod b;\n\nuse std::fmt;\n\nuse serde::Serialize;\n\n\
+            "pub mod a;\npub mod b;\n\nuse std::fmt;\n\nuse serde::Serialize;\n\
              use crate::a::A;\n\npub const X: u8 = 1;\npub const Y: u8 = 2;\n\n\
              #[cfg(test)]\nconst Z: u8 = 3;\n\nfn f() {\n    let x = g().h();\n\n    \
              // Why.\n    x.i();\n}\n"
