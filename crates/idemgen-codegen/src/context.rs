@@ -43,7 +43,7 @@ pub struct Project {
     pub replay_rate_alert: f64,
     /// The dialects the project is built for.
     pub dialects: Vec<DialectContext>,
-    /// The runtime crate's path as a TOML string, when not vendored.
+    /// The runtime crate's path, when not vendored.
     pub runtime_path: Option<String>,
     /// Every security scheme an operation requires, each once.
     pub schemes: Vec<SchemeContext>,

@@ -461,11 +461,7 @@ fn project_context(
             .iter()
             .any(|scheme| matches!(scheme.kind, context::SchemeKindContext::ApiKey { .. })),
         schemes,
-        // A JSON string is a TOML basic string.
-        runtime_path: options
-            .runtime_path
-            .as_ref()
-            .map(|path| serde_json::to_string(path).expect("strings serialise")),
+        runtime_path: options.runtime_path.clone(),
     }
 }
 
