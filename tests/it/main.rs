@@ -20,6 +20,7 @@ mod fix;
 mod formats;
 mod formats_ci;
 mod galera;
+mod gen_layout;
 mod generated;
 mod lsp;
 mod lsp_neovim;

@@ -5,7 +5,6 @@
 
 use serde::Serialize;
 
-use super::names;
 use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar, StatusPattern};
 use super::{Store, dialect};
 use idemgen_spec::contract::key_template::{Part, Segment};
@@ -44,7 +43,7 @@ pub struct Project {
     pub replay_rate_alert: f64,
     /// The dialects the project is built for.
     pub dialects: Vec<DialectContext>,
-    /// The runtime crate's path as a TOML string, when not vendored.
+    /// The runtime crate's path, when not vendored.
     pub runtime_path: Option<String>,
     /// Every security scheme an operation requires, each once.
     pub schemes: Vec<SchemeContext>,
@@ -389,10 +388,10 @@ pub struct TestTarget {
     pub key_in: &'static str,
     pub key_name: String,
     pub key_format: String,
-    /// Rust statements that build a valid key in `key`.
-    pub key_lines: Vec<String>,
-    /// Rust statements that add the scope's sources to the request.
-    pub scope_lines: Vec<String>,
+    /// What a valid key is made of, in order.
+    pub key_parts: Vec<TestKeyPart>,
+    /// What each request carries for the key's scope, in order.
+    pub scope: Vec<TestScope>,
     pub key_required: bool,
     pub missing_key_status: u16,
     pub max_key_len: u64,
@@ -407,6 +406,50 @@ pub struct TestTarget {
     /// Whether the operation requires credentials: the tests check that a
     /// request without them is refused and leaves no record.
     pub secured: bool,
+}
+
+/// How the tests make one part of a valid key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "variant")]
+pub enum TestKeyPart {
+    /// Fixed text; `one_char` when it is a single character.
+    Text { text: String, one_char: bool },
+    /// A fresh UUID v4.
+    Uuid,
+    /// `len` characters drawn from `alphabet`.
+    Random { alphabet: &'static str, len: usize },
+    /// A random value set at `pointer` in the body and appended to the key.
+    Field { pointer: String },
+}
+
+impl TestKeyPart {
+    fn text(text: &str) -> TestKeyPart {
+        TestKeyPart::Text {
+            text: text.to_string(),
+            one_char: text.chars().count() == 1,
+        }
+    }
+
+    fn random(alphabet: &'static str, len: usize) -> TestKeyPart {
+        TestKeyPart::Random { alphabet, len }
+    }
+}
+
+/// A source of the key's scope, as the tests fill it in (`tenant-a`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "variant")]
+pub enum TestScope {
+    /// The verified caller, as the security check would add it.
+    Principal,
+    Header {
+        name: String,
+    },
+    Query {
+        name: String,
+    },
+    Body {
+        pointer: String,
+    },
 }
 
 /// One SQL dialect: its migration and its build settings.
@@ -543,44 +586,29 @@ fn key_parts(parts: &[Part]) -> Vec<KeyPart> {
 impl TestTarget {
     /// The tests' view of `op`, which has a contract.
     pub fn new(op: &Operation, contract: &ContractContext, table: &str) -> TestTarget {
-        let key_lines: Vec<String> = contract.key_parts.iter().map(key_line).collect();
-        let scope_lines = contract
+        let key_parts: Vec<TestKeyPart> =
+            contract.key_parts.iter().flat_map(test_key_parts).collect();
+        let has_principal = contract
             .scope_sources
             .iter()
-            .map(|source| {
-                let name = names::rust_string(&source.name);
-                match source.location {
-                    "principal" => {
-                        "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
-                            .to_string()
-                    }
-                    "header" => format!("let builder = builder.header({name}, \"tenant-a\");"),
-                    "query" => format!(
-                        "uri.push(if uri.contains('?') {{ '&' }} else {{ '?' }});\n        uri.push_str(&format!(\"{{}}=tenant-a\", encode({name})));"
-                    ),
-                    _ => format!("set(&mut body, {name}, json!(\"tenant-a\"));"),
-                }
-            })
-            .collect::<Vec<String>>();
+            .any(|s| s.location == "principal");
         let secured = op.security.is_some();
-        let needs_principal = secured
-            || contract
-                .scope_sources
-                .iter()
-                .any(|s| s.location == "principal");
-        let mut scope_lines = scope_lines;
-        if needs_principal
-            && !contract
-                .scope_sources
-                .iter()
-                .any(|s| s.location == "principal")
-        {
-            scope_lines.insert(
-                0,
-                "let builder = builder.extension(Principal::new(\"tenant-a\", \"test\"));"
-                    .to_string(),
-            );
-        }
+        let needs_principal = secured || has_principal;
+        // A secured operation's requests carry a principal even when the
+        // scope does not name it.
+        let scope = (needs_principal && !has_principal)
+            .then_some(TestScope::Principal)
+            .into_iter()
+            .chain(contract.scope_sources.iter().map(|source| {
+                let name = source.name.clone();
+                match source.location {
+                    "principal" => TestScope::Principal,
+                    "header" => TestScope::Header { name },
+                    "query" => TestScope::Query { name },
+                    _ => TestScope::Body { pointer: name },
+                }
+            }))
+            .collect();
         let in_sources = |location: &str| {
             contract
                 .scope_sources
@@ -597,7 +625,9 @@ impl TestTarget {
                 }
             )
         });
-        let needs_random = key_lines.iter().any(|line| line.contains("random_text("));
+        let needs_random = key_parts
+            .iter()
+            .any(|part| matches!(part, TestKeyPart::Random { .. } | TestKeyPart::Field { .. }));
         TestTarget {
             needs_set: has_field || key_in == "body" || in_sources("body"),
             needs_encode: key_in == "query" || in_sources("query"),
@@ -613,8 +643,8 @@ impl TestTarget {
             key_in,
             key_name: contract.key_name.clone(),
             key_format: contract.key_format.clone(),
-            key_lines,
-            scope_lines,
+            key_parts,
+            scope,
             key_required: contract.key_required,
             missing_key_status: contract.missing_key_status,
             max_key_len: contract.max_key_len,
@@ -629,37 +659,32 @@ impl TestTarget {
     }
 }
 
-/// The Rust statement that appends a valid value of `part` to `key`.
-fn key_line(part: &KeyPart) -> String {
+/// How the tests make a valid value of `part`.
+fn test_key_parts(part: &KeyPart) -> Vec<TestKeyPart> {
+    const DIGITS: &str = "0123456789";
     match part {
-        KeyPart::Literal { literal } => {
-            let mut chars = literal.chars();
-            match (chars.next(), chars.next()) {
-                (Some(c), None) => format!("key.push({c:?});"),
-                _ => format!("key.push_str({});", names::rust_string(literal)),
-            }
-        }
+        KeyPart::Literal { literal } => vec![TestKeyPart::text(literal)],
         KeyPart::Segment {
             segment,
             len,
             pointer,
         } => match *segment {
-            "uuid" => "key.push_str(&uuid::Uuid::new_v4().to_string());".to_string(),
-            "ulid" => "key.push('0');\n        key.push_str(&random_text(\"0123456789ABCDEFGHJKMNPQRSTVWXYZ\", 25));".to_string(),
-            "random" => format!(
-                "key.push_str(&random_text(\"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_\", {}));",
-                len.unwrap_or_default()
-            ),
-            "date" => "key.push_str(\"20240615\");".to_string(),
-            "timestamp" => "key.push_str(&random_text(\"0123456789\", 13));".to_string(),
-            "seq" => "key.push_str(&random_text(\"0123456789\", 12));".to_string(),
-            _ => {
-                let pointer = pointer.as_deref().unwrap_or("/field");
-                format!(
-                    "let field = random_text(\"abcdefghijklmnopqrstuvwxyz\", 12);\n        set(&mut body, {}, json!(field));\n        key.push_str(&field);",
-                    names::rust_string(pointer)
-                )
-            }
+            "uuid" => vec![TestKeyPart::Uuid],
+            // A ULID's first character is at most 7; 0 keeps it in range.
+            "ulid" => vec![
+                TestKeyPart::text("0"),
+                TestKeyPart::random("0123456789ABCDEFGHJKMNPQRSTVWXYZ", 25),
+            ],
+            "random" => vec![TestKeyPart::random(
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+                len.unwrap_or_default(),
+            )],
+            "date" => vec![TestKeyPart::text("20240615")],
+            "timestamp" => vec![TestKeyPart::random(DIGITS, 13)],
+            "seq" => vec![TestKeyPart::random(DIGITS, 12)],
+            _ => vec![TestKeyPart::Field {
+                pointer: pointer.clone().unwrap_or_else(|| "/field".to_string()),
+            }],
         },
     }
 }

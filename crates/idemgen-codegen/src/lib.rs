@@ -9,7 +9,7 @@
 
 mod context;
 pub mod dialect;
-mod format;
+pub mod format;
 pub mod manifest;
 pub mod names;
 mod render;
@@ -129,7 +129,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let project = project_context(workspace, options, &analysis, &store, served);
     let env = template_environment(options, &mut warnings)?;
     let mut files = render_templates(&env, &project)?;
-    files.push(models_file(&types)?);
+    files.push(models_file(&types));
     if options.runtime_path.is_none() {
         files.extend(runtime_files());
     }
@@ -460,11 +460,7 @@ fn project_context(
             .iter()
             .any(|scheme| matches!(scheme.kind, context::SchemeKindContext::ApiKey { .. })),
         schemes,
-        // A JSON string is a TOML basic string.
-        runtime_path: options
-            .runtime_path
-            .as_ref()
-            .map(|path| serde_json::to_string(path).expect("strings serialise")),
+        runtime_path: options.runtime_path.clone(),
     }
 }
 
@@ -568,7 +564,7 @@ fn render_templates(
     Ok(files)
 }
 
-/// One rendered file, formatted when it is Rust.
+/// One rendered file, laid out by [`format::rust`] when it is Rust.
 fn render_file(
     env: &minijinja::Environment<'_>,
     path: String,
@@ -578,7 +574,7 @@ fn render_file(
 ) -> Result<File, String> {
     let mut contents = render::render(env, template, &context)?;
     if path.ends_with(".rs") {
-        contents = format::rustfmt(&path, &contents)?;
+        contents = format::rust(&path, &contents)?;
     }
     Ok(File {
         path,
@@ -588,14 +584,13 @@ fn render_file(
 }
 
 /// `src/models.rs`, the spec's schemas as Rust types.
-fn models_file(types: &types::SpecTypes) -> Result<File, String> {
-    Ok(File {
+fn models_file(types: &types::SpecTypes) -> File {
+    File {
         path: "src/models.rs".to_string(),
-        // Through rustfmt like every other file, so that `cargo fmt
-        // --check` in the project passes.
-        contents: format::rustfmt("src/models.rs", types.models())?,
+        // Already laid out by `format::rust`.
+        contents: types.models().to_string(),
         owner: Owner::Idemgen,
-    })
+    }
 }
 
 /// Where the copy of the `idemgen-runtime` crate goes, relative to the

@@ -198,6 +198,12 @@ pub fn rust_string(text: &str) -> String {
     out
 }
 
+/// A Rust character literal holding `text`, one character.
+pub fn rust_char(text: &str) -> String {
+    let string = rust_string(text);
+    format!("'{}'", string[1..string.len() - 1].replace('\'', "\\'"))
+}
+
 /// A Cargo package name from the directory name: lower-case letters,
 /// digits, `-` and `_`, starting with a letter.
 pub fn package_name(dir: &Path) -> String {
@@ -226,6 +232,15 @@ pub fn package_name(dir: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn character_literals_parse_back_to_their_character() {
+        for c in ['-', '\'', '"', '\\', '\n', '支', '\u{202e}'] {
+            let literal = rust_char(&c.to_string());
+            let parsed: syn::LitChar = syn::parse_str(&literal).unwrap();
+            assert_eq!(parsed.value(), c, "{literal}");
+        }
+    }
 
     #[test]
     fn hostile_names() {

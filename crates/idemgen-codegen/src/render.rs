@@ -80,6 +80,11 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>, Str
             .expect("the default delimiters are valid"),
     );
     env.add_filter("rust_string", |text: &str| names::rust_string(text));
+    env.add_filter("rust_char", |text: &str| names::rust_char(text));
+    // A JSON string is a TOML basic string.
+    env.add_filter("toml_string", |text: &str| {
+        serde_json::to_string(text).expect("strings serialise")
+    });
     // One line for a doc comment: no line breaks, and no backticks, which
     // could open a Markdown code block that rustdoc would run as a test.
     env.add_filter("comment_text", |text: &str| {

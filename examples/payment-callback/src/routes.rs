@@ -28,16 +28,15 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
         Ok(request) => request,
         Err(answer) => return answer,
     };
+
     // The typed input is read before the key is claimed: a request that
     // does not match the spec's schemas is answered 400 and leaves no
     // record.
     let begun = app
         .idempotency
         .begin_typed(&operations::ON_PAY_CALLBACK, request, |request| {
-            let params = request.params_as::<models::OnPayCallbackParams>(&[Param::header(
-                "Idempotency-Key",
-                Scalar::String,
-            )])?;
+            let params: models::OnPayCallbackParams =
+                request.params_as(&[Param::header("Idempotency-Key", Scalar::String)])?;
             let body = request.body_as_or::<models::PayCallback>(400)?;
             Ok((body, params))
         })
@@ -46,6 +45,7 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
         Ok(begun) => begun,
         Err(answer) => return answer,
     };
+
     // The business function runs under the lease (`server.max-processing`):
     // past it, it is stopped and rolled back, and the key can be retried.
     let deadline = call.deadline();
@@ -75,13 +75,14 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
         Ok(request) => request,
         Err(answer) => return answer,
     };
+
     // The typed input is read before the business function runs: a request
     // that does not match the spec's schemas is answered 400.
     let begun = app
         .idempotency
         .begin_typed(&operations::GET_ORDER, request, |request| {
-            let params = request
-                .params_as::<models::GetOrderParams>(&[Param::path("order_no", Scalar::String)])?;
+            let params: models::GetOrderParams =
+                request.params_as(&[Param::path("order_no", Scalar::String)])?;
             Ok(params)
         })
         .await;
@@ -89,6 +90,7 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
         Ok(begun) => begun,
         Err(answer) => return answer,
     };
+
     // The business function runs under the lease (`server.max-processing`):
     // past it, it is stopped and rolled back, and the key can be retried.
     let deadline = call.deadline();

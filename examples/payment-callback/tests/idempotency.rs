@@ -5,15 +5,15 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use axum::response::Response;
 use idemgen_runtime::Dialect;
+use idemgen_runtime::{Call, Principal, REPLAYED_HEADER};
+use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use axum::response::Response;
-use idemgen_runtime::{Call, Principal, REPLAYED_HEADER};
 use payment_callback::App;
 use payment_callback::Reply;
 use payment_callback::operations::ON_PAY_CALLBACK as OPERATION;
-use serde_json::{Value, json};
 
 /// The app under test, and the SQLite file it removes when dropped.
 struct TestApp {
@@ -23,6 +23,7 @@ struct TestApp {
 
 impl std::ops::Deref for TestApp {
     type Target = App;
+
     fn deref(&self) -> &App {
         &self.app
     }
@@ -177,6 +178,7 @@ async fn a_request_without_credentials_is_refused_before_its_key_is_read() {
         "application/problem+json"
     );
     assert_eq!(records(&app, &case).await, 0);
+
     // The key was not consumed.
     let call = claim(&app, case.request()).await;
     assert_eq!(
@@ -200,7 +202,7 @@ async fn answer(app: &App, request: axum::extract::Request) -> Response {
 }
 
 fn created(marker: &str) -> Reply {
-    Reply::json(StatusCode::CREATED, &json!({ "marker": marker }))
+    Reply::json(StatusCode::CREATED, &json!({ "marker" : marker }))
 }
 
 /// Sets a time column of the case's record, as if time had passed.
@@ -210,6 +212,7 @@ async fn age(app: &App, case: &Case, column: &str) {
     } else {
         "?"
     };
+
     // Only test-chosen column names are formatted in; the key is bound.
     let sql = format!("UPDATE idempotent_record SET {column} = 0 WHERE idem_key = {placeholder}");
     sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -228,7 +231,6 @@ async fn success_is_stored_and_replayed_faithfully() {
     assert_eq!(first.status(), StatusCode::CREATED);
     assert!(first.headers().get(REPLAYED_HEADER).is_none());
     let first_body = body_text(first.into_body()).await;
-
     let replay = answer(&app, case.request()).await;
     assert_eq!(replay.status(), StatusCode::CREATED);
     assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
@@ -358,12 +360,10 @@ async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
     age(&app, &case, "lease_expires_at").await;
     let fresh = claim(&app, case.request()).await;
     assert!(OPERATION.counters.takeovers.get() >= 1);
-
     let late = stale.answer(created("stale")).await;
     assert_eq!(late.status().as_u16(), 429);
     let done = fresh.answer(created("fresh")).await;
     assert_eq!(done.status(), StatusCode::CREATED);
-
     let replay = answer(&app, case.request()).await;
     assert!(body_text(replay.into_body()).await.contains("fresh"));
 }
@@ -395,6 +395,7 @@ async fn the_purge_deletes_expired_records_only() {
     age(&app, &expired, "expires_at").await;
     age(&app, &expired, "lease_expires_at").await;
     assert!(app.idempotency.purge_expired(500).await.unwrap() >= 1);
+
     // The expired key is new again; the live one still replays.
     claim(&app, expired.request()).await;
     let replay = answer(&app, live.request()).await;

@@ -1,9 +1,8 @@
 //! [`TypeDef`]s → the formatted source of the models module.
 //!
-//! The source is written as plain text, then parsed with `syn` and printed
-//! with `prettyplease`: the result is the same on every machine, whether
-//! or not `rustfmt` is installed, and a mistake here is a parse error
-//! reported as [`TypesError`], never broken output.
+//! The source is written as plain text, then laid out by the one
+//! formatter of generated Rust ([`crate::format`]): a mistake here is a
+//! parse error reported as [`TypesError`], never broken output.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -69,35 +68,8 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
         out.push('\n');
         definition(&mut out, def);
     }
-    let file = syn::parse_file(&out)
-        .map_err(|error| TypesError(format!("{error} in the generated source:\n{out}")))?;
-    Ok(space_items(&prettyplease::unparse(&file)))
-}
-
-/// A blank line between items and between methods, as a person would
-/// leave them (prettyplease prints none).
-fn space_items(source: &str) -> String {
-    const STARTS: [&str; 6] = ["///", "#[", "pub ", "impl ", "fn ", "use "];
-    let mut out = String::with_capacity(source.len() + source.len() / 16);
-    let mut previous: Option<&str> = None;
-    for line in source.lines() {
-        if let Some(before) = previous {
-            let indent = |text: &str| text.len() - text.trim_start().len();
-            let (a, b) = (before.trim(), line.trim());
-            let comment = a.starts_with("//");
-            let ends_item =
-                !comment && (a.ends_with('}') || a.ends_with(';') || a.starts_with("#!["));
-            let starts_item = STARTS.iter().any(|start| b.starts_with(start));
-            let two_uses = a.starts_with("use ") && b.starts_with("use ");
-            if indent(before) == indent(line) && ends_item && starts_item && !two_uses {
-                out.push('\n');
-            }
-        }
-        out.push_str(line);
-        out.push('\n');
-        previous = Some(line);
-    }
-    out
+    crate::format::rust("src/models.rs", &out)
+        .map_err(|error| TypesError(format!("{error}\nin the generated source:\n{out}")))
 }
 
 fn uses_map(def: &TypeDef) -> bool {
