@@ -6,6 +6,7 @@
 pub mod builders;
 pub mod edit;
 pub mod emit;
+pub mod overlay;
 
 use idemgen_spec::contract::model::Dialect;
 
