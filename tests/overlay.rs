@@ -106,9 +106,16 @@ fn overlay_tool() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("overlay-tool");
     std::fs::create_dir_all(&dir).unwrap();
     for file in ["package.json", "apply.js"] {
-        std::fs::copy(root().join("scripts/overlay-tool").join(file), dir.join(file)).unwrap();
+        std::fs::copy(
+            root().join("scripts/overlay-tool").join(file),
+            dir.join(file),
+        )
+        .unwrap();
     }
-    if !dir.join("node_modules/openapi-format/package.json").is_file() {
+    if !dir
+        .join("node_modules/openapi-format/package.json")
+        .is_file()
+    {
         let installed = Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--silent"])
             .current_dir(&dir)
@@ -176,7 +183,9 @@ fn round_trip(source: &Path, tool: Option<&Path>) -> usize {
         s(&spec),
     ]);
     assert_eq!(
-        std::fs::read_to_string(&again).unwrap().replace("again.yaml", ""),
+        std::fs::read_to_string(&again)
+            .unwrap()
+            .replace("again.yaml", ""),
         text.replace(&format!("{name}.overlay.yaml"), ""),
         "{name}"
     );
@@ -214,7 +223,9 @@ fn fix_overlays_round_trip_through_openapi_format_on_real_apis() {
     let specs: Vec<PathBuf> = if CORPUS.iter().all(|file| full.join(file).is_file()) {
         CORPUS.iter().map(|file| full.join(file)).collect()
     } else {
-        println!("SKIPPED: the full corpus is not at ../shared/corpus (set IDEMGEN_CORPUS); the committed subset is tested");
+        println!(
+            "SKIPPED: the full corpus is not at ../shared/corpus (set IDEMGEN_CORPUS); the committed subset is tested"
+        );
         COMMITTED
             .iter()
             .map(|file| root().join("tests/corpus/specs").join(file))
@@ -240,20 +251,39 @@ fn every_fixable_rule_round_trips() {
     entries.sort();
     for source in entries {
         let before = findings(&[s(&source)]);
-        let (code, out, _) = idemgen(&["lint", "--no-config", "--unsafe-fixes", "--diff", s(&source)]);
+        let (code, out, _) = idemgen(&[
+            "lint",
+            "--no-config",
+            "--unsafe-fixes",
+            "--diff",
+            s(&source),
+        ]);
         if code != 1 || out.is_empty() {
             continue; // nothing to fix in this example
         }
         round_trip(&source, tool.as_deref());
-        rules.extend(before.iter().map(|f| f.split(' ').next().unwrap().to_string()));
+        rules.extend(
+            before
+                .iter()
+                .map(|f| f.split(' ').next().unwrap().to_string()),
+        );
     }
-    // The rules with fixes (README "Fixes") all appear among the examples'.
+    // Every rule that has a fix is among the examples' findings.
     for rule in [
-        "\"missing-idempotency\"",
-        "\"undeclared-key-header\"",
-        "\"missing-conflict-response\"",
+        "conflict-undeclared",
+        "failed-policy-undeclared",
+        "key-param-missing",
+        "missing-idempotency",
+        "missing-key-undeclared",
+        "retry-after-missing",
+        "undeclared-key-header",
+        "window-below-retry-span",
+        "window-too-short",
     ] {
-        assert!(rules.contains(rule), "{rule} not exercised: {rules:?}");
+        assert!(
+            rules.contains(&format!("{rule:?}")),
+            "{rule} not exercised: {rules:?}"
+        );
     }
 }
 
@@ -266,9 +296,8 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 const SPEC: &str = "openapi: 3.1.0
 info: {title: Shop, version: '1'}
 x-idempotency:
-  window: 24h
   client: {timeout: 10s, retries: [1s, 2s]}
-  max-processing: 5s
+  server: {max-processing: 5s}
 paths:
   /orders:
     post:
@@ -302,6 +331,8 @@ actions:
         key: {in: header, name: Idempotency-Key}
         window: 1s
   - target: $.paths['/refunds'].post
+    update: {x-idempotency: {}}
+  - target: $.paths['/refunds'].post['x-idempotency']
     copy: $.paths['/orders'].post['x-idempotency']
   - target: $.paths['/refunds'].post.responses['201']
     remove: true
@@ -321,8 +352,8 @@ actions:
     assert_eq!(code, 1, "{err}");
     // The target that selects nothing is a warning naming the action.
     assert!(
-        err.contains("shop.overlay.yaml:14:")
-            && err.contains("action 4")
+        err.contains("shop.overlay.yaml:16:13")
+            && err.contains("action 5")
             && err.contains("selects nothing"),
         "{err}"
     );
@@ -334,16 +365,23 @@ actions:
         .find(|d| d["rule"] == "window-too-short" && d["operation"] == "createOrder")
         .unwrap_or_else(|| panic!("{out}"));
     assert_eq!(short["file"], s(&overlay));
-    assert_eq!((short["line"].as_u64(), short["column"].as_u64()), (Some(9), Some(17)));
-    assert_eq!(short["pointer"], "/paths/~1orders/post/x-idempotency/window");
-    // The copied block makes createRefund idempotent, and its key header
-    // is undeclared there.
-    assert!(
+    assert_eq!(
+        (short["line"].as_u64(), short["column"].as_u64()),
+        (Some(9), Some(17))
+    );
+    assert_eq!(
+        short["pointer"],
+        "/paths/~1orders/post/x-idempotency/window"
+    );
+    // The copied block makes createRefund idempotent, with the overlay's
+    // window: its finding points at the overlay too.
+    let refund = |rule: &str| {
         diagnostics
             .iter()
-            .any(|d| d["rule"] == "undeclared-key-header" && d["operation"] == "createRefund"),
-        "{out}"
-    );
+            .find(|d| d["rule"] == rule && d["operation"] == "createRefund")
+    };
+    assert!(refund("missing-idempotency").is_none(), "{out}");
+    assert_eq!(refund("window-too-short").unwrap()["line"], 9, "{out}");
     let (_, window, _) = idemgen(&[
         "window",
         "--no-config",
@@ -386,10 +424,14 @@ fn a_malformed_overlay_is_exit_2_with_file_line_and_fix() {
     for (text, message, place) in cases {
         let overlay = write(dir.path(), "bad.overlay.yaml", text);
         for command in ["lint", "window"] {
-            let (code, _, err) = idemgen(&[command, "--no-config", "--overlay", s(&overlay), s(&spec)]);
+            let (code, _, err) =
+                idemgen(&[command, "--no-config", "--overlay", s(&overlay), s(&spec)]);
             assert_eq!(code, 2, "{command} {text}: {err}");
             assert!(err.contains(message), "{text}: {err}");
-            assert!(err.contains(&format!("bad.overlay.yaml{place}")), "{text}: {err}");
+            assert!(
+                err.contains(&format!("bad.overlay.yaml{place}")),
+                "{text}: {err}"
+            );
             assert!(err.contains("help"), "{text}: {err}");
         }
     }
@@ -409,9 +451,12 @@ fn idemgen_toml_lists_the_overlays_of_each_spec() {
         "idemgen.toml",
         "[overlays]\n\"openapi.yaml\" = [\"idem.overlay.yaml\"]\n",
     );
-    let (_, out, err) = idemgen(&["window", "--config", s(&config), "--format", "json", s(&spec)]);
-    assert!(!out.contains("createRefund") && out.contains("createOrder"), "{out}{err}");
-    let (_, out, _) = idemgen(&["window", "--no-config", "--format", "json", s(&spec)]);
+    let (_, out, err) = idemgen(&["lint", "--config", s(&config), "--format", "json", s(&spec)]);
+    assert!(
+        !out.contains("createRefund") && out.contains("createOrder"),
+        "{out}{err}"
+    );
+    let (_, out, _) = idemgen(&["lint", "--no-config", "--format", "json", s(&spec)]);
     assert!(out.contains("createRefund"), "{out}");
 }
 
@@ -422,7 +467,13 @@ fn json_specs_get_json_overlays_and_multi_file_fixes_are_named_not_written() {
     std::fs::copy(root().join("tests/fixtures/fix/pretty.json"), &json).unwrap();
     let out = dir.path().join("fix.overlay.json");
     let (_, _, err) = idemgen(&[
-        "lint", "--no-config", "--fix", "--unsafe-fixes", "--overlay", s(&out), s(&json),
+        "lint",
+        "--no-config",
+        "--fix",
+        "--unsafe-fixes",
+        "--overlay",
+        s(&out),
+        s(&json),
     ]);
     let overlay: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap())
         .unwrap_or_else(|e| panic!("{e}: {err}"));
@@ -438,11 +489,22 @@ fn json_specs_get_json_overlays_and_multi_file_fixes_are_named_not_written() {
     let before = std::fs::read_to_string(multi.join("paths/pay.yaml")).unwrap();
     let out = dir.path().join("multi.overlay.yaml");
     let (code, _, err) = idemgen(&[
-        "lint", "--no-config", "--fix", "--overlay", s(&out), s(&spec),
+        "lint",
+        "--no-config",
+        "--fix",
+        "--overlay",
+        s(&out),
+        s(&spec),
     ]);
     assert!(code == 0 || code == 1, "{err}");
-    assert!(err.contains("paths/pay.yaml") && err.contains("root document only"), "{err}");
-    assert_eq!(std::fs::read_to_string(multi.join("paths/pay.yaml")).unwrap(), before);
+    assert!(
+        err.contains("paths/pay.yaml") && err.contains("root document only"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(multi.join("paths/pay.yaml")).unwrap(),
+        before
+    );
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -468,6 +530,9 @@ fn fix_with_diff_prints_and_writes_nothing_with_one_slash_in_the_header() {
     let (code, out, err) = idemgen(&["lint", "--no-config", "--fix", "--diff", s(&absolute)]);
     assert_eq!(code, 1, "{err}");
     let name = s(&absolute).trim_start_matches('/');
-    assert!(out.starts_with(&format!("--- a/{name}\n+++ b/{name}\n")), "{out}");
+    assert!(
+        out.starts_with(&format!("--- a/{name}\n+++ b/{name}\n")),
+        "{out}"
+    );
     assert_eq!(std::fs::read_to_string(&spec).unwrap(), before);
 }

@@ -67,8 +67,8 @@ impl ConfigArgs {
 /// The spec and the files it references, with `overlays` applied; a load
 /// error is printed, and so is every overlay action that changed nothing.
 pub fn load_spec(spec: &Path, overlays: &[PathBuf]) -> Result<Workspace, ExitCode> {
-    let workspace = Workspace::load_with_overlays(spec, &Default::default(), overlays)
-        .map_err(|error| {
+    let workspace =
+        Workspace::load_with_overlays(spec, &Default::default(), overlays).map_err(|error| {
             print_load_error(&error);
             ExitCode::from(EXIT_BAD_INPUT)
         })?;

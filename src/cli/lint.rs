@@ -255,7 +255,10 @@ fn write_overlay(
         if args.diff {
             return Ok(Some(ExitCode::SUCCESS));
         }
-        eprintln!("nothing to fix in {}; {display} is not written", spec.display());
+        eprintln!(
+            "nothing to fix in {}; {display} is not written",
+            spec.display()
+        );
         return Ok(None);
     }
     if args.diff {
@@ -263,7 +266,11 @@ fn write_overlay(
         if before == overlay.text {
             return Ok(Some(ExitCode::SUCCESS));
         }
-        print(&idemgen_lint::diff::unified_text(&display, &before, &overlay.text));
+        print(&idemgen_lint::diff::unified_text(
+            &display,
+            &before,
+            &overlay.text,
+        ));
         return Ok(Some(ExitCode::from(EXIT_FINDINGS)));
     }
     if let Err(error) = std::fs::write(out, &overlay.text) {

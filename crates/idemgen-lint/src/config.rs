@@ -101,8 +101,12 @@ impl Config {
 }
 
 /// The Overlay documents an `[overlays]` table lists for `spec`.
-pub fn overlays_for<'o>(overlays: &'o HashMap<PathBuf, Vec<PathBuf>>, spec: &Path) -> &'o [PathBuf] {
-    let key = idemgen_spec::normalize(&std::path::absolute(spec).unwrap_or_else(|_| spec.to_path_buf()));
+pub fn overlays_for<'o>(
+    overlays: &'o HashMap<PathBuf, Vec<PathBuf>>,
+    spec: &Path,
+) -> &'o [PathBuf] {
+    let key =
+        idemgen_spec::normalize(&std::path::absolute(spec).unwrap_or_else(|_| spec.to_path_buf()));
     overlays.get(&key).map_or(&[], Vec::as_slice)
 }
 
@@ -222,7 +226,12 @@ pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
     config.overlays = file
         .overlays
         .into_iter()
-        .map(|(spec, overlays)| (PathBuf::from(spec), overlays.into_iter().map(PathBuf::from).collect()))
+        .map(|(spec, overlays)| {
+            (
+                PathBuf::from(spec),
+                overlays.into_iter().map(PathBuf::from).collect(),
+            )
+        })
         .collect();
     Ok(config)
 }

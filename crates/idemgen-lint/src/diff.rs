@@ -24,6 +24,9 @@ mod tests {
     #[test]
     fn an_absolute_path_gets_one_slash_after_a_and_b() {
         let diff = super::unified_text("/tmp/api/openapi.yaml", "a\n", "b\n");
-        assert!(diff.starts_with("--- a/tmp/api/openapi.yaml\n+++ b/tmp/api/openapi.yaml\n"), "{diff}");
+        assert!(
+            diff.starts_with("--- a/tmp/api/openapi.yaml\n+++ b/tmp/api/openapi.yaml\n"),
+            "{diff}"
+        );
     }
 }

@@ -29,8 +29,8 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 pub use node::{Entry, Mapping, Node, Span, Value};
-pub use source::{FileId, SourceFile};
 pub use overlay::OverlayWarning;
+pub use source::{FileId, SourceFile};
 pub use version::OpenApiVersion;
 
 use refs::{RefProblem, split_ref};
@@ -494,9 +494,11 @@ impl Workspace {
     /// Reports `$ref`s whose pointer names nothing, or that only loop.
     fn check_ref_targets(&mut self) {
         let mut problems = Vec::new();
-        for loaded in self.files.iter().filter(|loaded| {
-            !self.overlays.contains(&loaded.root.span.file)
-        }) {
+        for loaded in self
+            .files
+            .iter()
+            .filter(|loaded| !self.overlays.contains(&loaded.root.span.file))
+        {
             collect_refs(&loaded.root, &mut |reference, span| {
                 if problems.len() >= MAX_REF_PROBLEMS {
                     return;
@@ -553,7 +555,12 @@ impl LoadError {
     }
 }
 
-pub(crate) fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize) -> LoadError {
+pub(crate) fn located_error(
+    source: &SourceFile,
+    char_index: usize,
+    line: usize,
+    col: usize,
+) -> LoadError {
     LoadError {
         file: source.display.clone(),
         message: String::new(),
@@ -577,7 +584,11 @@ pub fn parse_tree(display: &str, text: &str) -> Result<Node, Box<LoadError>> {
         .unwrap_or_else(|| parse::parse(FileId(0), text))
         .map(|parsed| parsed.root)
         .map_err(|error| {
-            let source = SourceFile::new(PathBuf::from(display), display.to_string(), text.to_string());
+            let source = SourceFile::new(
+                PathBuf::from(display),
+                display.to_string(),
+                text.to_string(),
+            );
             let mut located = located_error(&source, error.index, error.line, error.col);
             located.message = error.message;
             located.help = error.help;

@@ -95,7 +95,10 @@ pub(crate) fn apply(
                     return Err(error_at(
                         source,
                         action.target_node,
-                        format!("action {}: `remove` cannot remove the whole document", action.number),
+                        format!(
+                            "action {}: `remove` cannot remove the whole document",
+                            action.number
+                        ),
                         "target a node inside the document, e.g. `$.paths['/orders']`",
                     ));
                 }
@@ -125,7 +128,9 @@ pub(crate) fn apply(
                         "make the `copy` query name a single node, e.g. `$.components.schemas.Order`",
                     ));
                 };
-                node_at(root, path).cloned().unwrap_or_else(|| (*copy_node).clone())
+                node_at(root, path)
+                    .cloned()
+                    .unwrap_or_else(|| (*copy_node).clone())
             }
         };
         for path in &paths {
@@ -140,11 +145,7 @@ pub(crate) fn apply(
                 return Err(error_at(
                     source,
                     place,
-                    format!(
-                        "action {}: {why} at {}",
-                        action.number,
-                        normalized(path)
-                    ),
+                    format!("action {}: {why} at {}", action.number, normalized(path)),
                     "an update merges a mapping into a mapping, appends to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
                 ));
             }
@@ -303,7 +304,10 @@ fn read_action<'a>(
                 return Err(error_at(
                     source,
                     node,
-                    format!("action {number}: `remove` must be true or false, not {}", node.kind()),
+                    format!(
+                        "action {number}: `remove` must be true or false, not {}",
+                        node.kind()
+                    ),
                     "write `remove: true`",
                 ));
             }
@@ -319,7 +323,9 @@ fn read_action<'a>(
             return Err(error_at(
                 source,
                 copy,
-                format!("action {number}: `copy` is an Overlay 1.1 action, but the document says 1.0"),
+                format!(
+                    "action {number}: `copy` is an Overlay 1.1 action, but the document says 1.0"
+                ),
                 "write `overlay: 1.1.0` at the top",
             ));
         }
@@ -353,7 +359,10 @@ fn query<'a>(
         return Err(error_at(
             source,
             node,
-            format!("action {number}: `{field}` must be a JSONPath string, not {}", node.kind()),
+            format!(
+                "action {number}: `{field}` must be a JSONPath string, not {}",
+                node.kind()
+            ),
             "write a query such as `$.paths['/orders'].post`, quoted in YAML",
         ));
     };

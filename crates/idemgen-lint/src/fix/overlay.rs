@@ -65,9 +65,10 @@ pub fn overlay_fixes(
         diff(&before, &after, &mut Vec::new(), &mut actions);
     }
     let count = actions.len();
-    let spec_name = spec
-        .file_name()
-        .map_or_else(|| spec.display().to_string(), |name| name.to_string_lossy().into_owned());
+    let spec_name = spec.file_name().map_or_else(
+        || spec.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
     let document = Emit::map([
         ("overlay", Emit::str("1.1.0")),
         (
@@ -121,7 +122,10 @@ fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Act
     };
     for entry in old {
         if after.get(&entry.key).is_none() {
-            actions.push(Action::Remove(child(path, Step::Key(entry.key.to_string()))));
+            actions.push(Action::Remove(child(
+                path,
+                Step::Key(entry.key.to_string()),
+            )));
         }
     }
     let mut added = Vec::new();
@@ -138,7 +142,10 @@ fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Act
         let in_place = changed_in_place(was, now, path, actions);
         path.pop();
         if !in_place {
-            actions.push(Action::Remove(child(path, Step::Key(entry.key.to_string()))));
+            actions.push(Action::Remove(child(
+                path,
+                Step::Key(entry.key.to_string()),
+            )));
             added.push((entry.key.to_string(), emit(now)));
         }
     }
@@ -150,7 +157,12 @@ fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Act
 /// Appends the actions for a value that changed at `path` and stays where
 /// it is (a mapping changed key by key, a list changed item by item or
 /// grown at its end); `false` when it must be replaced instead.
-fn changed_in_place(was: &Node, now: &Node, path: &mut Vec<Step>, actions: &mut Vec<Action>) -> bool {
+fn changed_in_place(
+    was: &Node,
+    now: &Node,
+    path: &mut Vec<Step>,
+    actions: &mut Vec<Action>,
+) -> bool {
     match (&was.value, &now.value) {
         (Value::Map(_), Value::Map(_)) => {
             diff(was, now, path, actions);
@@ -252,7 +264,9 @@ fn absolute(path: &Path) -> PathBuf {
 /// `spec` as a relative reference from the overlay file at `out`
 /// (`extends` is resolved against the overlay's location).
 fn relative_to(spec: &Path, out: &Path) -> String {
-    let from: Vec<Component> = out.parent().map_or_else(Vec::new, |dir| dir.components().collect());
+    let from: Vec<Component> = out
+        .parent()
+        .map_or_else(Vec::new, |dir| dir.components().collect());
     let to: Vec<Component> = spec.components().collect();
     let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
     if common == 0 {
@@ -290,7 +304,10 @@ mod tests {
     #[test]
     fn extends_is_relative_to_the_overlay() {
         assert_eq!(
-            relative_to(Path::new("/a/api/openapi.yaml"), Path::new("/a/overlays/fix.yaml")),
+            relative_to(
+                Path::new("/a/api/openapi.yaml"),
+                Path::new("/a/overlays/fix.yaml")
+            ),
             "../api/openapi.yaml"
         );
         assert_eq!(
@@ -321,7 +338,10 @@ mod tests {
                 ),
                 Action::Update(
                     vec![a()],
-                    Emit::map([("b", Emit::Int(2)), ("new", Emit::map([("c", Emit::str("d"))]))])
+                    Emit::map([
+                        ("b", Emit::Int(2)),
+                        ("new", Emit::map([("c", Emit::str("d"))]))
+                    ])
                 ),
             ]
         );
