@@ -69,6 +69,11 @@ impl Mapping {
         }
     }
 
+    #[cfg(test)]
+    pub(crate) fn entries_mut(&mut self) -> &mut [Entry] {
+        &mut self.entries
+    }
+
     /// Removes the entry `get` finds.
     pub(crate) fn remove(&mut self, key: &str) -> Option<Entry> {
         let at = self.position(key)?;

@@ -540,3 +540,94 @@ fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn run(spec: &str, overlay: &str) -> Result<(Json, Vec<OverlayWarning>), Box<LoadError>> {
+        let mut root = crate::parse_tree("openapi.yaml", spec).unwrap();
+        let source = SourceFile::new("o.yaml".into(), "o.yaml".into(), overlay.into());
+        let mut tree = crate::parse_tree("o.yaml", overlay).unwrap();
+        retag(&mut tree, FileId(1));
+        let warnings = apply(&mut root, &tree, &source)?;
+        Ok((root.to_json(), warnings))
+    }
+
+    fn retag(node: &mut Node, file: FileId) {
+        node.span.file = file;
+        match &mut node.value {
+            Value::Map(mapping) => {
+                for entry in mapping.entries_mut() {
+                    entry.key_span.file = file;
+                    retag(&mut entry.value, file);
+                }
+            }
+            Value::Seq(items) => items.iter_mut().for_each(|item| retag(item, file)),
+            _ => {}
+        }
+    }
+
+    const HEAD: &str = "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n";
+
+    #[test]
+    fn update_merges_mappings_recursively_appends_to_lists_and_replaces_scalars() {
+        let (json, warnings) = run(
+            "info: {title: a, contact: {name: n}}\ntags: [x]\n",
+            &format!(
+                "{HEAD}  - target: $\n    update: {{info: {{contact: {{email: e}}, title: b}}}}\n  - target: $.tags\n    update: y\n  - target: $.tags\n    update: [z, w]\n  - target: $.info.title\n    update: c\n"
+            ),
+        )
+        .unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "info": {"title": "c", "contact": {"name": "n", "email": "e"}},
+                "tags": ["x", "y", "z", "w"]
+            })
+        );
+    }
+
+    #[test]
+    fn remove_takes_every_selected_node_and_later_items_first() {
+        let (json, _) = run(
+            "tags: [{name: a}, {name: b}, {name: c}]\nx: 1\n",
+            &format!(
+                "{HEAD}  - target: \"$.tags[?@.name == 'a' || @.name == 'c']\"\n    remove: true\n  - target: $.x\n    remove: true\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"tags": [{"name": "b"}]}));
+    }
+
+    #[test]
+    fn copy_merges_the_one_node_it_selects() {
+        let (json, _) = run(
+            "a: {k: 1}\nb: {j: 2}\n",
+            &format!("{HEAD}  - target: $.b\n    copy: $.a\n"),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"a": {"k": 1}, "b": {"j": 2, "k": 1}}));
+        let error = run(
+            "a: {k: 1}\nb: {j: 2}\n",
+            &format!("{HEAD}  - target: $.b\n    copy: $.*\n"),
+        )
+        .unwrap_err();
+        assert!(error.message.contains("exactly one node"), "{}", error.message);
+        assert_eq!(error.location.map(|(_, line, col)| (line, col)), Some((5, 11)));
+    }
+
+    #[test]
+    fn a_target_that_selects_nothing_is_a_warning_at_its_line() {
+        let (json, warnings) = run(
+            "a: 1\n",
+            &format!("{HEAD}  - target: $.missing\n    update: {{b: 2}}\n"),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"a": 1}));
+        assert_eq!((warnings[0].line, warnings[0].col), (4, 13));
+        assert!(warnings[0].message.contains("selects nothing"));
+    }
+}
