@@ -609,14 +609,24 @@ mod tests {
             &format!("{HEAD}  - target: $.b\n    copy: $.a\n"),
         )
         .unwrap();
-        assert_eq!(json, serde_json::json!({"a": {"k": 1}, "b": {"j": 2, "k": 1}}));
+        assert_eq!(
+            json,
+            serde_json::json!({"a": {"k": 1}, "b": {"j": 2, "k": 1}})
+        );
         let error = run(
             "a: {k: 1}\nb: {j: 2}\n",
             &format!("{HEAD}  - target: $.b\n    copy: $.*\n"),
         )
         .unwrap_err();
-        assert!(error.message.contains("exactly one node"), "{}", error.message);
-        assert_eq!(error.location.map(|(_, line, col)| (line, col)), Some((5, 11)));
+        assert!(
+            error.message.contains("exactly one node"),
+            "{}",
+            error.message
+        );
+        assert_eq!(
+            error.location.map(|(_, line, col)| (line, col)),
+            Some((5, 11))
+        );
     }
 
     #[test]
