@@ -11,8 +11,8 @@ use super::{
     print_load_error,
 };
 use idemgen_diagnostics::{Diagnostic, LintedFile, Report};
-use idemgen_lint::fix::overlay::overlay_fixes;
 use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::fix_overlay::overlay_fixes;
 use idemgen_lint::{LintOptions, RULES, baseline};
 use idemgen_spec::Workspace;
 

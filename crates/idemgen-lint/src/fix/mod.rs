@@ -6,7 +6,6 @@
 pub mod builders;
 pub mod edit;
 pub mod emit;
-pub mod overlay;
 
 use idemgen_spec::contract::model::Dialect;
 

@@ -20,7 +20,7 @@ use std::path::{Component, Path, PathBuf};
 
 use idemgen_spec::{LoadError, Node, Value};
 
-use super::emit::{Emit, yaml_block_entries};
+use crate::fix::emit::{Emit, yaml_block_entries};
 use crate::fix_loop::FixOutcome;
 
 /// The overlay `--fix --overlay` writes.
