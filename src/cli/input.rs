@@ -18,6 +18,12 @@ pub struct ConfigArgs {
     /// Ignore every idemgen.toml.
     #[arg(long)]
     pub no_config: bool,
+    /// Apply this OpenAPI Overlay document (1.0 or 1.1) to the spec before
+    /// reading it; repeat to apply several, in order. Replaces what
+    /// idemgen.toml's [overlays] lists. With `lint --fix`: write the fixes
+    /// to this file, as an overlay, instead of editing the spec.
+    #[arg(long = "overlay", value_name = "FILE")]
+    pub overlays: Vec<PathBuf>,
 }
 
 impl ConfigArgs {
@@ -41,16 +47,33 @@ impl ConfigArgs {
 
 /// The configuration, then the spec; either failing is reported and ends
 /// the command with exit code 2.
-pub fn open(spec: &Path, config: &ConfigArgs) -> Result<(Workspace, Config), ExitCode> {
-    let config = config.load()?;
-    let workspace = load_spec(spec)?;
+pub fn open(spec: &Path, args: &ConfigArgs) -> Result<(Workspace, Config), ExitCode> {
+    let config = args.load()?;
+    let workspace = load_spec(spec, args.overlays_for(&config, spec))?;
     Ok((workspace, config))
 }
 
-/// The spec and the files it references; a load error is printed.
-pub fn load_spec(spec: &Path) -> Result<Workspace, ExitCode> {
-    Workspace::load(spec).map_err(|error| {
-        print_load_error(&error);
-        ExitCode::from(EXIT_BAD_INPUT)
-    })
+impl ConfigArgs {
+    /// The Overlay documents for `spec`: `--overlay`, else idemgen.toml's.
+    pub fn overlays_for<'a>(&'a self, config: &'a Config, spec: &Path) -> &'a [PathBuf] {
+        if self.overlays.is_empty() {
+            config.overlays_for(spec)
+        } else {
+            &self.overlays
+        }
+    }
+}
+
+/// The spec and the files it references, with `overlays` applied; a load
+/// error is printed, and so is every overlay action that changed nothing.
+pub fn load_spec(spec: &Path, overlays: &[PathBuf]) -> Result<Workspace, ExitCode> {
+    let workspace =
+        Workspace::load_with_overlays(spec, &Default::default(), overlays).map_err(|error| {
+            print_load_error(&error);
+            ExitCode::from(EXIT_BAD_INPUT)
+        })?;
+    for warning in &workspace.overlay_warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(workspace)
 }

@@ -12,13 +12,35 @@ use super::{
 };
 use idemgen_diagnostics::{Diagnostic, LintedFile, Report};
 use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::fix_overlay::overlay_fixes;
 use idemgen_lint::{LintOptions, RULES, baseline};
 use idemgen_spec::Workspace;
 
 pub fn run(args: &LintArgs) -> ExitCode {
-    let options = match args.config.load() {
-        Ok(config) => options(args, config.lint_options()),
+    let config = match args.config.load() {
+        Ok(config) => config,
         Err(code) => return code,
+    };
+    let options = options(args, config.lint_options());
+    // With a fix flag, `--overlay` names where the fixes go, not an input.
+    let fixing = args.fix || args.unsafe_fixes || args.diff;
+    let overlay_out = match (fixing, args.config.overlays.as_slice()) {
+        (true, [out]) if args.specs.len() == 1 => Some(out.as_path()),
+        (true, [_]) => {
+            eprintln!(
+                "error: --fix --overlay writes the fixes of one spec, but {} specs were given\n  help: run it once per spec, each with its own overlay file",
+                args.specs.len()
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        (true, [_, _, ..]) => {
+            eprintln!(
+                "error: with --fix, --overlay names the one file the fixes are written to, but it was given {} times\n  help: give --overlay once; overlays to lint through go in idemgen.toml's [overlays] or on a run without --fix",
+                args.config.overlays.len()
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        _ => None,
     };
     if args.statistics && !matches!(args.format, LintFormat::Pretty | LintFormat::Json) {
         eprintln!(
@@ -44,7 +66,13 @@ pub fn run(args: &LintArgs) -> ExitCode {
         ..Report::default()
     };
     let mut failed_to_load = false;
-    if args.fix || args.unsafe_fixes || args.diff {
+    if let Some(out) = overlay_out {
+        match write_overlay(args, &options, out) {
+            Ok(Some(code)) => return code,
+            Ok(None) => {}
+            Err(code) => return code,
+        }
+    } else if fixing {
         match apply_fixes(args, &options) {
             Ok(Some(code)) => return code,
             Ok(None) => {}
@@ -55,7 +83,13 @@ pub fn run(args: &LintArgs) -> ExitCode {
         }
     }
     for path in &args.specs {
-        let Ok(workspace) = input::load_spec(path) else {
+        let overlays = match overlay_out {
+            // What is left once the overlay just written is applied.
+            Some(out) if out.is_file() => vec![out.to_path_buf()],
+            Some(_) => Vec::new(),
+            None => args.config.overlays_for(&config, path).to_vec(),
+        };
+        let Ok(workspace) = input::load_spec(path, &overlays) else {
             failed_to_load = true;
             continue;
         };
@@ -189,6 +223,70 @@ fn apply_fixes(args: &LintArgs, options: &LintOptions) -> Result<Option<ExitCode
     } else {
         ExitCode::SUCCESS
     }))
+}
+
+/// `--fix --overlay OUT`: the fixes of the one spec written to OUT as an
+/// Overlay document, the spec untouched; with `--diff`, what would change
+/// in OUT, and nothing written (`Some` exit code then).
+fn write_overlay(
+    args: &LintArgs,
+    options: &LintOptions,
+    out: &Path,
+) -> Result<Option<ExitCode>, ExitCode> {
+    let spec = &args.specs[0];
+    let bad_input = |error: Box<idemgen_spec::LoadError>| {
+        print_load_error(&error);
+        ExitCode::from(EXIT_BAD_INPUT)
+    };
+    let outcome = fix_document(spec, options, args.unsafe_fixes).map_err(bad_input)?;
+    if outcome.unfinished {
+        eprintln!(
+            "warning: {}: fixes were still left after 10 rounds; some undo others",
+            spec.display()
+        );
+    }
+    let overlay = overlay_fixes(spec, &outcome, out).map_err(bad_input)?;
+    for file in &overlay.left_out {
+        eprintln!(
+            "warning: the fixes to {file}, which the spec references, are not in the overlay: an overlay changes the root document only\n  help: bundle the spec into one file first, or fix {file} with --fix without --overlay"
+        );
+    }
+    let display = out.display().to_string();
+    if overlay.actions == 0 {
+        if args.diff {
+            return Ok(Some(ExitCode::SUCCESS));
+        }
+        eprintln!(
+            "nothing to fix in {}; {display} is not written",
+            spec.display()
+        );
+        return Ok(None);
+    }
+    if args.diff {
+        let before = std::fs::read_to_string(out).unwrap_or_default();
+        if before == overlay.text {
+            return Ok(Some(ExitCode::SUCCESS));
+        }
+        print(&idemgen_lint::diff::unified_text(
+            &display,
+            &before,
+            &overlay.text,
+        ));
+        return Ok(Some(ExitCode::from(EXIT_FINDINGS)));
+    }
+    if let Err(error) = std::fs::write(out, &overlay.text) {
+        eprintln!("error: cannot write {display}: {error}");
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    eprintln!(
+        "wrote {} fix{} as {} overlay action{} to {display}; {} is unchanged",
+        outcome.applied,
+        if outcome.applied == 1 { "" } else { "es" },
+        overlay.actions,
+        plural(overlay.actions),
+        spec.display()
+    );
+    Ok(None)
 }
 
 fn plural(count: usize) -> &'static str {

@@ -84,7 +84,9 @@ pub struct LintArgs {
     /// OpenAPI 3.0/3.1/3.2 documents (YAML or JSON); referenced files are read too.
     #[arg(required = true)]
     pub specs: Vec<PathBuf>,
-    /// Apply the safe fixes in place (then report what is left).
+    /// Apply the safe fixes in place (then report what is left); with
+    /// --overlay FILE, write them to FILE as an OpenAPI Overlay 1.1
+    /// document and leave the spec as it is.
     #[arg(long)]
     pub fix: bool,
     /// Also apply the unsafe fixes, which guess at the API (a key format,
@@ -92,8 +94,8 @@ pub struct LintArgs {
     #[arg(long)]
     pub unsafe_fixes: bool,
     /// Print what the fixes would change as a unified diff and write
-    /// nothing; exit 1 when there is something to change.
-    #[arg(long, conflicts_with = "fix")]
+    /// nothing, even with --fix; exit 1 when there is something to change.
+    #[arg(long)]
     pub diff: bool,
     /// Client timeout an unsafe fix writes into a new document-level block
     /// [default: 30s].

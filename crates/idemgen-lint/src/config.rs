@@ -9,7 +9,12 @@
 //! [rules]
 //! missing-idempotency = "error"    # error | warning | info | off
 //! replay-alert-too-high = "off"
+//!
+//! [overlays]                       # spec = its Overlay documents, in order
+//! "api/openapi.yaml" = ["api/idempotency.overlay.yaml"]
 //! ```
+//!
+//! Paths in `[overlays]` are relative to the configuration file.
 //!
 //! The file is the one given with `--config`, else the first `idemgen.toml`
 //! in the working directory or one of its parents. Command-line flags win
@@ -41,6 +46,16 @@ pub struct Config {
     pub defaults: Defaults,
     /// Rule id → severity; `None` turns the rule off.
     pub severities: HashMap<String, Option<Severity>>,
+    /// Spec (absolute, normalised path) → the Overlay documents applied to
+    /// it before it is read, in order.
+    pub overlays: HashMap<PathBuf, Vec<PathBuf>>,
+}
+
+impl Config {
+    /// The Overlay documents `[overlays]` lists for `spec`.
+    pub fn overlays_for(&self, spec: &Path) -> &[PathBuf] {
+        overlays_for(&self.overlays, spec)
+    }
 }
 
 /// A configuration that cannot be used; the message names the file, the
@@ -63,6 +78,8 @@ struct ConfigFile {
     store: Option<StoreSection>,
     #[serde(default)]
     rules: BTreeMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    overlays: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -77,9 +94,20 @@ impl Config {
         LintOptions {
             defaults: self.defaults,
             severities: self.severities.clone(),
+            overlays: self.overlays.clone(),
             ..LintOptions::default()
         }
     }
+}
+
+/// The Overlay documents an `[overlays]` table lists for `spec`.
+pub fn overlays_for<'o>(
+    overlays: &'o HashMap<PathBuf, Vec<PathBuf>>,
+    spec: &Path,
+) -> &'o [PathBuf] {
+    let key =
+        idemgen_spec::normalize(&std::path::absolute(spec).unwrap_or_else(|_| spec.to_path_buf()));
+    overlays.get(&key).map_or(&[], Vec::as_slice)
 }
 
 /// The first `idemgen.toml` in `start` or one of its parents.
@@ -131,6 +159,18 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         ConfigError(format!("{display}: cannot read the configuration: {error}"))
     })?;
     let mut config = parse(&text, &display)?;
+    let dir = std::path::absolute(path)
+        .ok()
+        .and_then(|absolute| absolute.parent().map(Path::to_path_buf))
+        .unwrap_or_default();
+    config.overlays = config
+        .overlays
+        .into_iter()
+        .map(|(spec, overlays)| {
+            let within = |relative: PathBuf| idemgen_spec::normalize(&dir.join(relative));
+            (within(spec), overlays.into_iter().map(within).collect())
+        })
+        .collect();
     config.path = Some(path.to_path_buf());
     Ok(config)
 }
@@ -139,7 +179,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
     let file: ConfigFile = toml::from_str(text).map_err(|error| {
         ConfigError(format!(
-            "{display}: invalid configuration: {}\n  help: the keys are `profile`, `[store] dialect` and `[rules] <rule-id> = \"error\" | \"warning\" | \"info\" | \"off\"`",
+            "{display}: invalid configuration: {}\n  help: the keys are `profile`, `[store] dialect`, `[rules] <rule-id> = \"error\" | \"warning\" | \"info\" | \"off\"` and `[overlays] \"spec.yaml\" = [\"overlay.yaml\"]`",
             error.to_string().trim_end()
         ))
     })?;
@@ -182,6 +222,17 @@ pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
         })?;
         config.severities.insert(id.get_ref().clone(), severity);
     }
+    // Made absolute by `load`, which knows the file's directory.
+    config.overlays = file
+        .overlays
+        .into_iter()
+        .map(|(spec, overlays)| {
+            (
+                PathBuf::from(spec),
+                overlays.into_iter().map(PathBuf::from).collect(),
+            )
+        })
+        .collect();
     Ok(config)
 }
 

@@ -24,6 +24,10 @@ pub struct LintOptions {
     pub severities: HashMap<String, Option<Severity>>,
     /// What unsafe fixes write into a new document-level block.
     pub fix_defaults: crate::fix::FixDefaults,
+    /// Spec (absolute, normalised path) → the Overlay documents applied to
+    /// it before it is read (idemgen.toml's `[overlays]`): how the editor
+    /// loads a spec.
+    pub overlays: HashMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
 }
 
 /// The rule with this id.

@@ -12,6 +12,7 @@ pub mod diff;
 mod engine;
 pub mod fix;
 pub mod fix_loop;
+pub mod fix_overlay;
 pub mod rule;
 mod rules;
 pub mod sink;

@@ -28,7 +28,7 @@ pub fn check(
 ) -> Checked {
     let mut out = BTreeMap::new();
     out.insert(uri.as_str().to_string(), (uri.clone(), Vec::new()));
-    match load(path, overlay) {
+    match load(path, overlay, options) {
         Loaded::NotOpenApi => return None,
         Loaded::Failed(error) => {
             let text = overlay

@@ -16,8 +16,13 @@ pub enum Loaded {
     Failed(Box<LoadError>),
 }
 
-/// Loads `path`, whose text (and that of other open files) is in `overlay`.
-pub fn load(path: &Path, overlay: &HashMap<PathBuf, String>) -> Loaded {
+/// Loads `path`, whose text (and that of other open files) is in `overlay`,
+/// with the Overlay documents idemgen.toml lists for it applied.
+pub fn load(
+    path: &Path,
+    overlay: &HashMap<PathBuf, String>,
+    options: &idemgen_lint::LintOptions,
+) -> Loaded {
     let key = idemgen_spec::normalize(path);
     let Some(text) = overlay.get(&key) else {
         return Loaded::NotOpenApi;
@@ -35,7 +40,8 @@ pub fn load(path: &Path, overlay: &HashMap<PathBuf, String>) -> Loaded {
             "split the API description into several files",
         ));
     }
-    match Workspace::load_with(&key, overlay) {
+    let overlays = idemgen_lint::config::overlays_for(&options.overlays, &key);
+    match Workspace::load_with_overlays(&key, overlay, overlays) {
         Ok(workspace) => Loaded::Spec(Box::new(workspace)),
         Err(error) => Loaded::Failed(error),
     }
@@ -72,7 +78,7 @@ mod tests {
             "x: y\n".repeat(MAX_FILE_BYTES as usize / 4)
         );
         let overlay = HashMap::from([(path.to_path_buf(), text)]);
-        let Loaded::Failed(error) = load(path, &overlay) else {
+        let Loaded::Failed(error) = load(path, &overlay, &Default::default()) else {
             panic!("a huge spec must not load")
         };
         assert!(error.message.contains("larger than"), "{}", error.message);

@@ -356,7 +356,11 @@ impl Server {
         answer: impl FnOnce(&idemgen_spec::Workspace, &Document) -> Option<T>,
     ) -> Option<T> {
         let document = self.documents.get(uri)?;
-        match load(document.path.as_ref()?, &self.documents.overlay()) {
+        match load(
+            document.path.as_ref()?,
+            &self.documents.overlay(),
+            &self.options,
+        ) {
             Loaded::Spec(workspace) => answer(&workspace, document),
             Loaded::NotOpenApi | Loaded::Failed(_) => None,
         }

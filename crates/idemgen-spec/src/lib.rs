@@ -16,6 +16,7 @@ pub mod json_parse;
 pub mod key_names;
 pub mod node;
 pub mod operations;
+pub mod overlay;
 pub mod parse;
 pub mod refs;
 pub mod security;
@@ -28,6 +29,7 @@ use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 pub use node::{Entry, Mapping, Node, Span, Value};
+pub use overlay::OverlayWarning;
 pub use source::{FileId, SourceFile};
 pub use version::OpenApiVersion;
 
@@ -84,6 +86,12 @@ pub struct Workspace {
     ref_files: HashMap<(FileId, Box<str>), FileId>,
     /// Each file's OpenAPI 3.2 `$self`, the base of its relative `$ref`s.
     bases: Vec<Option<Box<str>>>,
+    /// Overlay documents applied to the root, in order. Their files are
+    /// loaded (so findings can point into them), but what their actions
+    /// wrote now lives in the root's tree: a `$ref` there is the root's.
+    pub overlays: Vec<FileId>,
+    /// Overlay actions that changed nothing.
+    pub overlay_warnings: Vec<OverlayWarning>,
 }
 
 impl Workspace {
@@ -99,6 +107,16 @@ impl Workspace {
         path: &Path,
         overlay: &HashMap<PathBuf, String>,
     ) -> Result<Workspace, Box<LoadError>> {
+        Workspace::load_with_overlays(path, overlay, &[])
+    }
+
+    /// Like [`Workspace::load_with`], with the Overlay documents `overlays`
+    /// applied to the root document, in order, before anything reads it.
+    pub fn load_with_overlays(
+        path: &Path,
+        overlay: &HashMap<PathBuf, String>,
+        overlays: &[PathBuf],
+    ) -> Result<Workspace, Box<LoadError>> {
         let display = path.display().to_string();
         let real_path =
             normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
@@ -106,7 +124,7 @@ impl Workspace {
             Some(text) => text.clone(),
             None => read_text(path, &display)?,
         };
-        Workspace::from_text_with(path, display, text, overlay)
+        Workspace::from_text_with(path, display, text, overlay, overlays)
     }
 
     /// Loads a root document from text already in memory (its relative
@@ -116,7 +134,7 @@ impl Workspace {
         display: String,
         text: String,
     ) -> Result<Workspace, Box<LoadError>> {
-        Workspace::from_text_with(path, display, text, &HashMap::new())
+        Workspace::from_text_with(path, display, text, &HashMap::new(), &[])
     }
 
     fn from_text_with(
@@ -124,6 +142,7 @@ impl Workspace {
         display: String,
         text: String,
         overlay: &HashMap<PathBuf, String>,
+        overlays: &[PathBuf],
     ) -> Result<Workspace, Box<LoadError>> {
         let real_path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let root_dir = normalize(real_path.parent().unwrap_or(Path::new("/")));
@@ -133,8 +152,13 @@ impl Workspace {
             problems: Vec::new(),
             ref_files: HashMap::new(),
             bases: Vec::new(),
+            overlays: Vec::new(),
+            overlay_warnings: Vec::new(),
         };
         workspace.add_file(normalize(&real_path), display, text)?;
+        for overlay_path in overlays {
+            workspace.apply_overlay(overlay_path, overlay)?;
+        }
         let root = &workspace.files[0];
         workspace.version = version::detect(&root.root).map_err(|unsupported| {
             let span = unsupported.node.span;
@@ -154,6 +178,42 @@ impl Workspace {
         Ok(workspace)
     }
 
+    /// Reads one Overlay document and applies it to the root's tree.
+    fn apply_overlay(
+        &mut self,
+        path: &Path,
+        texts: &HashMap<PathBuf, String>,
+    ) -> Result<(), Box<LoadError>> {
+        let display = path.display().to_string();
+        let real = normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+        let text = match texts.get(&real) {
+            Some(text) => text.clone(),
+            None => read_text(path, &display)?,
+        };
+        let id = self.add_file(real, display, text)?;
+        self.overlays.push(id);
+        let (root, rest) = self.files.split_at_mut(1);
+        let overlay = &rest[rest.len() - 1];
+        let warnings = overlay::apply(&mut root[0].root, &overlay.root, &overlay.source)?;
+        self.overlay_warnings.extend(warnings);
+        Ok(())
+    }
+
+    /// The file whose `$ref`s a node written in `file` follows: the root
+    /// for what an overlay wrote into it.
+    fn home(&self, file: FileId) -> FileId {
+        if self.overlays.contains(&file) {
+            FileId(0)
+        } else {
+            file
+        }
+    }
+
+    /// Whether `file` is an Overlay document rather than part of the API.
+    pub fn is_overlay(&self, file: FileId) -> bool {
+        self.overlays.contains(&file)
+    }
+
     pub fn root(&self) -> &Node {
         &self.files[0].root
     }
@@ -166,6 +226,10 @@ impl Workspace {
     /// descending through the nodes whose spans contain it. Pointers into
     /// referenced files are prefixed with the file's name and `#`.
     pub fn pointer_at(&self, span: Span) -> String {
+        if self.is_overlay(span.file) {
+            // Written by an overlay: where it landed in the root's tree.
+            return pointer_of_span(&self.files[0].root, span).unwrap_or_default();
+        }
         let loaded = &self.files[span.file.0 as usize];
         let mut pointer = String::new();
         let mut node = &loaded.root;
@@ -265,6 +329,7 @@ impl Workspace {
 
     /// The node a `$ref` string written in `file` names.
     pub fn ref_target(&self, file: FileId, reference: &str) -> Option<&Node> {
+        let file = self.home(file);
         let reference = self.rebased(file, reference);
         let target = split_ref(&reference).ok()?;
         let target_file = if target.file.is_empty() {
@@ -429,19 +494,23 @@ impl Workspace {
     /// Reports `$ref`s whose pointer names nothing, or that only loop.
     fn check_ref_targets(&mut self) {
         let mut problems = Vec::new();
-        for loaded in &self.files {
+        for loaded in self
+            .files
+            .iter()
+            .filter(|loaded| !self.overlays.contains(&loaded.root.span.file))
+        {
             collect_refs(&loaded.root, &mut |reference, span| {
                 if problems.len() >= MAX_REF_PROBLEMS {
                     return;
                 }
-                let rebased = self.rebased(span.file, reference);
+                let rebased = self.rebased(self.home(span.file), reference);
                 let Ok(target) = split_ref(&rebased) else {
                     return;
                 };
                 if !target.file.is_empty()
                     && !self
                         .ref_files
-                        .contains_key(&(span.file, target.file.into()))
+                        .contains_key(&(self.home(span.file), target.file.into()))
                 {
                     return; // already reported: missing or refused file
                 }
@@ -486,7 +555,12 @@ impl LoadError {
     }
 }
 
-fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize) -> LoadError {
+pub(crate) fn located_error(
+    source: &SourceFile,
+    char_index: usize,
+    line: usize,
+    col: usize,
+) -> LoadError {
     LoadError {
         file: source.display.clone(),
         message: String::new(),
@@ -494,6 +568,32 @@ fn located_error(source: &SourceFile, char_index: usize, line: usize, col: usize
         location: Some((source.byte_offset(char_index), line.max(1), col + 1)),
         text: Some(source.text.clone()),
     }
+}
+
+/// One document's text as a positioned tree (file 0), without following
+/// `$ref`s or checking the OpenAPI version: what a fix changed compares
+/// tree to tree.
+pub fn parse_tree(display: &str, text: &str) -> Result<Node, Box<LoadError>> {
+    let rewritten = json_escapes::looks_like_json(text)
+        .then(|| json_escapes::rewrite_surrogates(text))
+        .flatten();
+    let text = rewritten.as_deref().unwrap_or(text);
+    json_escapes::looks_like_json(text)
+        .then(|| json_parse::parse(FileId(0), text))
+        .flatten()
+        .unwrap_or_else(|| parse::parse(FileId(0), text))
+        .map(|parsed| parsed.root)
+        .map_err(|error| {
+            let source = SourceFile::new(
+                PathBuf::from(display),
+                display.to_string(),
+                text.to_string(),
+            );
+            let mut located = located_error(&source, error.index, error.line, error.col);
+            located.message = error.message;
+            located.help = error.help;
+            Box::new(located)
+        })
 }
 
 /// Reads a file as UTF-8 text within the size limit.
@@ -604,6 +704,35 @@ fn collect_refs(node: &Node, visit: &mut impl FnMut(&str, Span)) {
             _ => {}
         }
     }
+}
+
+/// JSON pointer of the node or key that starts at `span`, found by a
+/// full walk: nodes an overlay wrote are not in source order.
+fn pointer_of_span(root: &Node, span: Span) -> Option<String> {
+    let mut stack = vec![(root, String::new())];
+    while let Some((node, pointer)) = stack.pop() {
+        if node.span == span {
+            return Some(pointer);
+        }
+        match &node.value {
+            Value::Map(entries) => {
+                for entry in entries.iter() {
+                    let child = node::pointer_join(&pointer, &entry.key);
+                    if entry.key_span == span {
+                        return Some(child);
+                    }
+                    stack.push((&entry.value, child));
+                }
+            }
+            Value::Seq(items) => {
+                for (at, item) in items.iter().enumerate() {
+                    stack.push((item, node::pointer_join(&pointer, &at.to_string())));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Resolves `.` and `..` without touching the file system, keeping leading

@@ -42,12 +42,59 @@ impl Mapping {
     }
 
     pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.position(key).map(|at| &self.entries[at])
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
         match &self.index {
-            Some(index) => index.get(key).map(|&at| &self.entries[at]),
-            None => self.entries.iter().find(|entry| &*entry.key == key),
+            Some(index) => index.get(key).copied(),
+            None => self.entries.iter().position(|entry| &*entry.key == key),
         }
     }
+
+    /// The entry `get` finds, to change in place (overlays).
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
+        self.position(key).map(|at| &mut self.entries[at])
+    }
+
+    /// Adds an entry after the others and keeps the key index true.
+    pub(crate) fn push(&mut self, entry: Entry) {
+        let at = self.entries.len();
+        if let Some(index) = &mut self.index {
+            index.entry(entry.key.clone()).or_insert(at);
+        }
+        self.entries.push(entry);
+        if self.index.is_none() && self.entries.len() >= INDEX_FROM {
+            self.reindex();
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn entries_mut(&mut self) -> &mut [Entry] {
+        &mut self.entries
+    }
+
+    /// Removes the entry `get` finds.
+    pub(crate) fn remove(&mut self, key: &str) -> Option<Entry> {
+        let at = self.position(key)?;
+        let entry = self.entries.remove(at);
+        if self.index.is_some() {
+            self.reindex();
+        }
+        Some(entry)
+    }
+
+    fn reindex(&mut self) {
+        let mut index = HashMap::with_capacity(self.entries.len());
+        for (at, entry) in self.entries.iter().enumerate() {
+            index.entry(entry.key.clone()).or_insert(at);
+        }
+        self.index = Some(index);
+    }
 }
+
+/// Mappings this large get a key index when an overlay grows them.
+const INDEX_FROM: usize = 16;
 
 impl<'a> IntoIterator for &'a Mapping {
     type Item = &'a Entry;

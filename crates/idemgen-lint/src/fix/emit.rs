@@ -6,6 +6,8 @@ pub enum Emit {
     Str(String),
     Int(i64),
     Bool(bool),
+    Float(f64),
+    Null,
     Map(Vec<(String, Emit)>),
     Seq(Vec<Emit>),
 }
@@ -91,6 +93,9 @@ impl Emit {
             Emit::Str(text) => json_string(text),
             Emit::Int(number) => number.to_string(),
             Emit::Bool(flag) => flag.to_string(),
+            Emit::Float(number) => serde_json::Number::from_f64(*number)
+                .map_or_else(|| "null".to_string(), |number| number.to_string()),
+            Emit::Null => "null".to_string(),
             Emit::Map(_) | Emit::Seq(_) => self.json_compact(),
         }
     }

@@ -1,0 +1,349 @@
+//! `lint --fix --overlay OUT`: the fixes as an OpenAPI Overlay 1.1
+//! document instead of edits to the spec.
+//!
+//! The fixes are applied in memory as `--fix` applies them; the overlay is
+//! then the difference between the root document before and after, tree
+//! against tree, so every fixable rule is covered by one mechanism and the
+//! overlay means exactly what the in-place fix means. A key that is new is
+//! added by an `update` of its parent mapping; a changed mapping is
+//! compared key by key; items added at the end of a list are appended one
+//! action each; any other changed value is removed, then added again to its
+//! parent (an `update` merges rather than replaces). Targets are RFC 9535
+//! JSONPath: `.name` where the name is letters, digits and `_`, else
+//! `['name']` with `'` and `\` escaped.
+//!
+//! Overlays target the root document only (JSONPath does not follow
+//! `$ref`), so fixes to a file the root references are not in the overlay:
+//! [`OverlayFixes::left_out`] names those files.
+
+use std::path::{Component, Path, PathBuf};
+
+use idemgen_spec::{LoadError, Node, Value};
+
+use crate::fix::emit::{Emit, yaml_block_entries};
+use crate::fix_loop::FixOutcome;
+
+/// The overlay `--fix --overlay` writes.
+#[derive(Debug, Clone)]
+pub struct OverlayFixes {
+    pub text: String,
+    pub actions: usize,
+    /// Referenced files the fixes changed, which the overlay cannot reach.
+    pub left_out: Vec<String>,
+}
+
+/// One step into the document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Action {
+    Update(Vec<Step>, Emit),
+    Remove(Vec<Step>),
+}
+
+/// The overlay for `outcome` (the result of fixing the spec at `spec`), to
+/// be written to `out`: YAML, or JSON when `out` ends in `.json`.
+pub fn overlay_fixes(
+    spec: &Path,
+    outcome: &FixOutcome,
+    out: &Path,
+) -> Result<OverlayFixes, Box<LoadError>> {
+    let root = absolute(spec);
+    let mut actions = Vec::new();
+    let mut left_out = Vec::new();
+    for file in &outcome.files {
+        if file.path != root {
+            left_out.push(file.display.clone());
+            continue;
+        }
+        let before = idemgen_spec::parse_tree(&file.display, &file.before)?;
+        let after = idemgen_spec::parse_tree(&file.display, &file.after)?;
+        diff(&before, &after, &mut Vec::new(), &mut actions);
+    }
+    let count = actions.len();
+    let spec_name = spec.file_name().map_or_else(
+        || spec.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    let document = Emit::map([
+        ("overlay", Emit::str("1.1.0")),
+        (
+            "info",
+            Emit::map([
+                ("title", Emit::str(format!("idemgen fixes for {spec_name}"))),
+                ("version", Emit::str("1.0.0")),
+            ]),
+        ),
+        ("extends", Emit::str(relative_to(&root, &absolute(out)))),
+        (
+            "actions",
+            Emit::Seq(actions.into_iter().map(action_emit).collect()),
+        ),
+    ]);
+    let json = out
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
+    let text = if json {
+        format!("{}\n", document.json_pretty("", "  "))
+    } else {
+        let Emit::Map(entries) = &document else {
+            unreachable!("the document is a mapping")
+        };
+        format!("{}\n", yaml_block_entries(entries, 0, 2))
+    };
+    Ok(OverlayFixes {
+        text,
+        actions: count,
+        left_out,
+    })
+}
+
+fn action_emit(action: Action) -> Emit {
+    match action {
+        Action::Update(path, value) => Emit::Map(vec![
+            ("target".into(), Emit::str(target(&path))),
+            ("update".into(), value),
+        ]),
+        Action::Remove(path) => Emit::Map(vec![
+            ("target".into(), Emit::str(target(&path))),
+            ("remove".into(), Emit::Bool(true)),
+        ]),
+    }
+}
+
+/// Appends the actions that turn `before` into `after` (both mappings).
+fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Action>) {
+    let (Some(old), Some(new)) = (before.as_map(), after.as_map()) else {
+        return;
+    };
+    for entry in old {
+        if after.get(&entry.key).is_none() {
+            actions.push(Action::Remove(child(
+                path,
+                Step::Key(entry.key.to_string()),
+            )));
+        }
+    }
+    let mut added = Vec::new();
+    for entry in new {
+        let Some(was) = before.get(&entry.key) else {
+            added.push((entry.key.to_string(), emit(&entry.value)));
+            continue;
+        };
+        let now = &entry.value;
+        if was.to_json() == now.to_json() {
+            continue;
+        }
+        path.push(Step::Key(entry.key.to_string()));
+        let in_place = changed_in_place(was, now, path, actions);
+        path.pop();
+        if !in_place {
+            actions.push(Action::Remove(child(
+                path,
+                Step::Key(entry.key.to_string()),
+            )));
+            added.push((entry.key.to_string(), emit(now)));
+        }
+    }
+    if !added.is_empty() {
+        actions.push(Action::Update(path.clone(), Emit::Map(added)));
+    }
+}
+
+/// Appends the actions for a value that changed at `path` and stays where
+/// it is (a mapping changed key by key, a list changed item by item or
+/// grown at its end); `false` when it must be replaced instead.
+fn changed_in_place(
+    was: &Node,
+    now: &Node,
+    path: &mut Vec<Step>,
+    actions: &mut Vec<Action>,
+) -> bool {
+    match (&was.value, &now.value) {
+        (Value::Map(_), Value::Map(_)) => {
+            diff(was, now, path, actions);
+            true
+        }
+        (Value::Seq(old), Value::Seq(new)) if new.len() >= old.len() => {
+            let items_fit = old.iter().zip(new).all(|(a, b)| {
+                a.to_json() == b.to_json() || (a.as_map().is_some() && b.as_map().is_some())
+            });
+            // An appended list would be spread into items by the tools
+            // that apply overlays: replace the whole list then.
+            if !items_fit || new[old.len()..].iter().any(|item| item.as_seq().is_some()) {
+                return false;
+            }
+            for (at, (a, b)) in old.iter().zip(new).enumerate() {
+                if a.to_json() != b.to_json() {
+                    path.push(Step::Index(at));
+                    diff(a, b, path, actions);
+                    path.pop();
+                }
+            }
+            for item in &new[old.len()..] {
+                actions.push(Action::Update(path.clone(), emit(item)));
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+fn child(path: &[Step], step: Step) -> Vec<Step> {
+    let mut path = path.to_vec();
+    path.push(step);
+    path
+}
+
+fn emit(node: &Node) -> Emit {
+    match &node.value {
+        Value::Null => Emit::Null,
+        Value::Bool(flag) => Emit::Bool(*flag),
+        Value::Int(number) => Emit::Int(*number),
+        Value::Float(number) => Emit::Float(*number),
+        Value::Str(text) => Emit::str(text.to_string()),
+        Value::Seq(items) => Emit::Seq(items.iter().map(emit).collect()),
+        Value::Map(entries) => Emit::Map(
+            entries
+                .iter()
+                .map(|entry| (entry.key.to_string(), emit(&entry.value)))
+                .collect(),
+        ),
+    }
+}
+
+/// An RFC 9535 query for `path`: `$.paths['/orders'].post['x-idempotency']`.
+fn target(path: &[Step]) -> String {
+    let mut text = String::from("$");
+    for step in path {
+        match step {
+            Step::Index(index) => text.push_str(&format!("[{index}]")),
+            Step::Key(key) if is_shorthand(key) => {
+                text.push('.');
+                text.push_str(key);
+            }
+            Step::Key(key) => {
+                text.push_str("['");
+                for c in key.chars() {
+                    match c {
+                        '\'' => text.push_str("\\'"),
+                        '\\' => text.push_str("\\\\"),
+                        '\u{8}' => text.push_str("\\b"),
+                        '\u{c}' => text.push_str("\\f"),
+                        '\n' => text.push_str("\\n"),
+                        '\r' => text.push_str("\\r"),
+                        '\t' => text.push_str("\\t"),
+                        c if (c as u32) < 0x20 => text.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => text.push(c),
+                    }
+                }
+                text.push_str("']");
+            }
+        }
+    }
+    text
+}
+
+/// Whether RFC 9535's `.name` shorthand can spell `key` (ASCII subset).
+fn is_shorthand(key: &str) -> bool {
+    let mut chars = key.chars();
+    chars
+        .next()
+        .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    idemgen_spec::normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// `spec` as a relative reference from the overlay file at `out`
+/// (`extends` is resolved against the overlay's location).
+fn relative_to(spec: &Path, out: &Path) -> String {
+    let from: Vec<Component> = out
+        .parent()
+        .map_or_else(Vec::new, |dir| dir.components().collect());
+    let to: Vec<Component> = spec.components().collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    if common == 0 {
+        return spec.display().to_string();
+    }
+    let mut parts: Vec<String> = vec!["..".to_string(); from.len() - common];
+    parts.extend(
+        to[common..]
+            .iter()
+            .map(|part| part.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_quote_the_names_shorthand_cannot_spell() {
+        let path = [
+            Step::Key("paths".into()),
+            Step::Key("/orders/{id}".into()),
+            Step::Key("post".into()),
+            Step::Key("x-idempotency".into()),
+            Step::Key("it's ~ \\".into()),
+            Step::Index(2),
+        ];
+        assert_eq!(
+            target(&path),
+            "$.paths['/orders/{id}'].post['x-idempotency']['it\\'s ~ \\\\'][2]"
+        );
+    }
+
+    #[test]
+    fn extends_is_relative_to_the_overlay() {
+        assert_eq!(
+            relative_to(
+                Path::new("/a/api/openapi.yaml"),
+                Path::new("/a/overlays/fix.yaml")
+            ),
+            "../api/openapi.yaml"
+        );
+        assert_eq!(
+            relative_to(Path::new("/a/openapi.yaml"), Path::new("/a/fix.yaml")),
+            "openapi.yaml"
+        );
+    }
+
+    fn tree(text: &str) -> Node {
+        idemgen_spec::parse_tree("t.yaml", text).unwrap()
+    }
+
+    #[test]
+    fn new_keys_update_the_parent_and_changed_scalars_are_replaced() {
+        let before = tree("a:\n  b: 1\n  list: [1]\n  gone: x\n");
+        let after = tree("a:\n  b: 2\n  list: [1, {k: v}]\n  new: {c: d}\n");
+        let mut actions = Vec::new();
+        diff(&before, &after, &mut Vec::new(), &mut actions);
+        let a = || Step::Key("a".into());
+        assert_eq!(
+            actions,
+            vec![
+                Action::Remove(vec![a(), Step::Key("gone".into())]),
+                Action::Remove(vec![a(), Step::Key("b".into())]),
+                Action::Update(
+                    vec![a(), Step::Key("list".into())],
+                    Emit::map([("k", Emit::str("v"))])
+                ),
+                Action::Update(
+                    vec![a()],
+                    Emit::map([
+                        ("b", Emit::Int(2)),
+                        ("new", Emit::map([("c", Emit::str("d"))]))
+                    ])
+                ),
+            ]
+        );
+    }
+}

@@ -1,0 +1,643 @@
+//! OpenAPI Overlay documents (1.0 and 1.1) applied to the root document's
+//! positioned tree before anything reads the contract.
+//!
+//! Targets are RFC 9535 JSONPath queries (`serde_json_path`), evaluated on
+//! a JSON copy of the tree; the normalized paths they return lead back to
+//! the positioned nodes, which are changed in place. A value an action
+//! writes keeps the span it has in the overlay file, so a finding about it
+//! points at the overlay's line and column; a value `copy` takes from the
+//! spec keeps the spec's span.
+//!
+//! Semantics (Overlay 1.1): actions apply in order, each to every node its
+//! target selects. `remove: true` takes the node out of its mapping or
+//! list. `update` merges a mapping into a mapping (recursively: a key whose
+//! value is a mapping on both sides is merged, any other value replaces),
+//! appends to a list (the items of a list, or the value itself), and
+//! replaces a scalar with a scalar. `copy` is `update` with the value of
+//! the one node its own JSONPath selects. A target that selects nothing is
+//! a warning. Only the root document is targeted: `$ref`s are not
+//! followed, exactly as other overlay tools see the document.
+
+use serde_json::Value as Json;
+use serde_json_path::JsonPath;
+
+use crate::node::{Node, Value};
+use crate::source::SourceFile;
+use crate::{LoadError, located_error};
+
+/// An overlay action that did nothing, with where it is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OverlayWarning {
+    pub file: String,
+    /// 1-based line and column of the action's `target`.
+    pub line: usize,
+    pub col: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for OverlayWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.col, self.message
+        )
+    }
+}
+
+/// One step of a normalized path.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Index(usize),
+    Key(String),
+}
+
+enum Change<'a> {
+    Remove,
+    Update(&'a Node),
+    Copy(JsonPath, &'a Node),
+}
+
+struct Action<'a> {
+    number: usize,
+    target_text: &'a str,
+    target_node: &'a Node,
+    target: JsonPath,
+    change: Change<'a>,
+}
+
+/// Applies the overlay document `overlay` (parsed from `source`) to `root`.
+pub(crate) fn apply(
+    root: &mut Node,
+    overlay: &Node,
+    source: &SourceFile,
+) -> Result<Vec<OverlayWarning>, Box<LoadError>> {
+    let actions = read_actions(overlay, source)?;
+    let mut warnings = Vec::new();
+    let mut mirror = root.to_json();
+    for action in &actions {
+        let paths = select(&action.target, &mirror);
+        if paths.is_empty() {
+            warnings.push(OverlayWarning {
+                file: source.display.clone(),
+                line: action.target_node.span.line as usize,
+                col: action.target_node.span.col as usize + 1,
+                message: format!(
+                    "action {}: target `{}` selects nothing in the spec, so the action changes nothing",
+                    action.number, action.target_text
+                ),
+            });
+            continue;
+        }
+        let value = match &action.change {
+            Change::Remove => {
+                if paths.iter().any(Vec::is_empty) {
+                    return Err(error_at(
+                        source,
+                        action.target_node,
+                        format!(
+                            "action {}: `remove` cannot remove the whole document",
+                            action.number
+                        ),
+                        "target a node inside the document, e.g. `$.paths['/orders']`",
+                    ));
+                }
+                let mut paths = paths;
+                // Later list items first, so earlier indices stay valid.
+                paths.sort_by(|a, b| b.cmp(a));
+                paths.dedup();
+                for path in &paths {
+                    remove_node(root, path);
+                    remove_json(&mut mirror, path);
+                }
+                continue;
+            }
+            Change::Update(value) => (*value).clone(),
+            Change::Copy(from, copy_node) => {
+                let sources = select(from, &mirror);
+                let [path] = sources.as_slice() else {
+                    return Err(error_at(
+                        source,
+                        copy_node,
+                        format!(
+                            "action {}: `copy` must select exactly one node, and `{}` selects {}",
+                            action.number,
+                            copy_node.as_str().unwrap_or_default(),
+                            sources.len()
+                        ),
+                        "make the `copy` query name a single node, e.g. `$.components.schemas.Order`",
+                    ));
+                };
+                node_at(root, path)
+                    .cloned()
+                    .unwrap_or_else(|| (*copy_node).clone())
+            }
+        };
+        for path in &paths {
+            let Some(target) = node_at_mut(root, path) else {
+                continue;
+            };
+            if let Err(why) = merge(target, &value) {
+                let place = match &action.change {
+                    Change::Copy(_, node) => *node,
+                    _ => action.target_node,
+                };
+                return Err(error_at(
+                    source,
+                    place,
+                    format!("action {}: {why} at {}", action.number, normalized(path)),
+                    "an update merges a mapping into a mapping, appends to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
+                ));
+            }
+            let json = target.to_json();
+            if let Some(slot) = json_at_mut(&mut mirror, path) {
+                *slot = json;
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// Checks the document's shape and parses every action's JSONPath.
+fn read_actions<'a>(
+    overlay: &'a Node,
+    source: &SourceFile,
+) -> Result<Vec<Action<'a>>, Box<LoadError>> {
+    const DOCUMENT_HELP: &str = "an Overlay document is a mapping with `overlay: 1.1.0`, `info` (title, version) and a list of `actions`; give the OpenAPI document itself as the command's spec argument";
+    if overlay.as_map().is_none() {
+        return Err(error_at(
+            source,
+            overlay,
+            format!("not an Overlay document: it is {}", overlay.kind()),
+            DOCUMENT_HELP,
+        ));
+    }
+    let version = match overlay.get("overlay") {
+        None => {
+            return Err(error_at(
+                source,
+                overlay,
+                "not an Overlay document: it has no `overlay` field".into(),
+                DOCUMENT_HELP,
+            ));
+        }
+        Some(node) => match overlay_version(node) {
+            Some(minor) => minor,
+            None => {
+                return Err(error_at(
+                    source,
+                    node,
+                    "this Overlay version is not supported".into(),
+                    "idemgen applies Overlay 1.0.x and 1.1.x documents: write `overlay: 1.1.0`",
+                ));
+            }
+        },
+    };
+    match overlay.get("info") {
+        Some(info) if info.as_map().is_some() => {}
+        Some(info) => {
+            return Err(error_at(
+                source,
+                info,
+                format!("`info` must be a mapping, not {}", info.kind()),
+                "write `info: {title: My overlay, version: 1.0.0}`",
+            ));
+        }
+        None => {
+            return Err(error_at(
+                source,
+                overlay,
+                "the Overlay document has no `info`".into(),
+                "add `info: {title: My overlay, version: 1.0.0}`",
+            ));
+        }
+    }
+    let items = match overlay.get("actions") {
+        Some(actions) => match actions.as_seq() {
+            Some(items) if !items.is_empty() => items,
+            _ => {
+                return Err(error_at(
+                    source,
+                    actions,
+                    "`actions` must be a non-empty list".into(),
+                    "list the actions, each with a `target` and an `update`, `remove` or `copy`",
+                ));
+            }
+        },
+        None => {
+            return Err(error_at(
+                source,
+                overlay,
+                "the Overlay document has no `actions`".into(),
+                "add `actions:`, a list of actions each with a `target` and an `update`, `remove` or `copy`",
+            ));
+        }
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(at, item)| read_action(at + 1, item, version, source))
+        .collect()
+}
+
+/// The minor version of a supported `overlay: 1.x.y`.
+fn overlay_version(node: &Node) -> Option<u8> {
+    let text = node.as_str()?;
+    let rest = text.strip_prefix("1.")?;
+    let (minor, patch) = rest.split_once('.')?;
+    let minor = match minor {
+        "0" => 0,
+        "1" => 1,
+        _ => return None,
+    };
+    (!patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())).then_some(minor)
+}
+
+fn read_action<'a>(
+    number: usize,
+    item: &'a Node,
+    version: u8,
+    source: &SourceFile,
+) -> Result<Action<'a>, Box<LoadError>> {
+    const ACTION_HELP: &str = "an action is a mapping with `target` (a JSONPath such as `$.paths['/orders'].post`) and one of `update`, `remove: true` or `copy`";
+    let Some(entries) = item.as_map() else {
+        return Err(error_at(
+            source,
+            item,
+            format!("action {number} is {}, not a mapping", item.kind()),
+            ACTION_HELP,
+        ));
+    };
+    for entry in entries {
+        let key = &*entry.key;
+        if !matches!(key, "target" | "description" | "update" | "remove" | "copy")
+            && !key.starts_with("x-")
+        {
+            let mut error = error_at(
+                source,
+                &entry.value,
+                format!("action {number} has an unknown field `{key}`"),
+                ACTION_HELP,
+            );
+            error.location = Some((
+                source.byte_offset(entry.key_span.start as usize),
+                entry.key_span.line as usize,
+                entry.key_span.col as usize + 1,
+            ));
+            return Err(error);
+        }
+    }
+    let Some(target_node) = item.get("target") else {
+        return Err(error_at(
+            source,
+            item,
+            format!("action {number} has no `target`"),
+            ACTION_HELP,
+        ));
+    };
+    let (target_text, target) = query(number, "target", target_node, source)?;
+    let remove = match item.get("remove") {
+        None => false,
+        Some(node) => match node.as_bool() {
+            Some(flag) => flag,
+            None => {
+                return Err(error_at(
+                    source,
+                    node,
+                    format!(
+                        "action {number}: `remove` must be true or false, not {}",
+                        node.kind()
+                    ),
+                    "write `remove: true`",
+                ));
+            }
+        },
+    };
+    // Overlay 1.1: remove wins over update, update over copy.
+    let change = if remove {
+        Change::Remove
+    } else if let Some(update) = item.get("update") {
+        Change::Update(update)
+    } else if let Some(copy) = item.get("copy") {
+        if version == 0 {
+            return Err(error_at(
+                source,
+                copy,
+                format!(
+                    "action {number}: `copy` is an Overlay 1.1 action, but the document says 1.0"
+                ),
+                "write `overlay: 1.1.0` at the top",
+            ));
+        }
+        let (_, from) = query(number, "copy", copy, source)?;
+        Change::Copy(from, copy)
+    } else {
+        return Err(error_at(
+            source,
+            item,
+            format!("action {number} neither updates, removes nor copies anything"),
+            ACTION_HELP,
+        ));
+    };
+    Ok(Action {
+        number,
+        target_text,
+        target_node,
+        target,
+        change,
+    })
+}
+
+/// Parses a JSONPath field; an error points at the offending character.
+fn query<'a>(
+    number: usize,
+    field: &str,
+    node: &'a Node,
+    source: &SourceFile,
+) -> Result<(&'a str, JsonPath), Box<LoadError>> {
+    let Some(text) = node.as_str() else {
+        return Err(error_at(
+            source,
+            node,
+            format!(
+                "action {number}: `{field}` must be a JSONPath string, not {}",
+                node.kind()
+            ),
+            "write a query such as `$.paths['/orders'].post`, quoted in YAML",
+        ));
+    };
+    JsonPath::parse(text).map(|path| (text, path)).map_err(|error| {
+        let mut located = error_at(
+            source,
+            node,
+            format!(
+                "action {number}: `{field}` is not an RFC 9535 JSONPath: {} (at character {})",
+                error.message(),
+                error.position() + 1
+            ),
+            "names with characters other than letters, digits and _ go in brackets and quotes: `$.paths['/orders/{id}']['x-idempotency']`",
+        );
+        // Point into the string when it is written on one line.
+        let quoted = source
+            .text
+            .get(source.byte_offset(node.span.start as usize)..)
+            .is_some_and(|rest| rest.starts_with(['"', '\'']));
+        let shift = error.position() + usize::from(quoted);
+        if let Some((_, line, col)) = located.location {
+            located.location = Some((
+                source.byte_offset(node.span.start as usize + shift),
+                line,
+                col + shift,
+            ));
+        }
+        located
+    })
+}
+
+fn error_at(source: &SourceFile, node: &Node, message: String, help: &str) -> Box<LoadError> {
+    let mut error = located_error(
+        source,
+        node.span.start as usize,
+        node.span.line as usize,
+        node.span.col as usize,
+    );
+    error.message = message;
+    error.help = help.to_string();
+    Box::new(error)
+}
+
+/// The normalized paths `path` selects, in the query's order.
+fn select(path: &JsonPath, mirror: &Json) -> Vec<Vec<Step>> {
+    path.query_located(mirror)
+        .locations()
+        .map(|location| {
+            location
+                .iter()
+                .map(|element| match element.as_index() {
+                    Some(index) => Step::Index(index),
+                    None => Step::Key(element.as_name().unwrap_or_default().to_string()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A normalized path as RFC 9535 writes it, for messages.
+fn normalized(path: &[Step]) -> String {
+    let mut text = String::from("$");
+    for step in path {
+        match step {
+            Step::Index(index) => text.push_str(&format!("[{index}]")),
+            Step::Key(key) => text.push_str(&format!(
+                "['{}']",
+                key.replace('\\', "\\\\").replace('\'', "\\'")
+            )),
+        }
+    }
+    text
+}
+
+fn node_at<'n>(root: &'n Node, path: &[Step]) -> Option<&'n Node> {
+    path.iter().try_fold(root, |node, step| match step {
+        Step::Key(key) => node.get(key),
+        Step::Index(index) => node.as_seq()?.get(*index),
+    })
+}
+
+fn node_at_mut<'n>(root: &'n mut Node, path: &[Step]) -> Option<&'n mut Node> {
+    let mut node = root;
+    for step in path {
+        node = match (&mut node.value, step) {
+            (Value::Map(mapping), Step::Key(key)) => &mut mapping.get_mut(key)?.value,
+            (Value::Seq(items), Step::Index(index)) => items.get_mut(*index)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
+fn json_at_mut<'j>(root: &'j mut Json, path: &[Step]) -> Option<&'j mut Json> {
+    let mut json = root;
+    for step in path {
+        json = match step {
+            Step::Key(key) => json.get_mut(key.as_str())?,
+            Step::Index(index) => json.get_mut(*index)?,
+        };
+    }
+    Some(json)
+}
+
+fn remove_node(root: &mut Node, path: &[Step]) {
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
+    let Some(parent) = node_at_mut(root, parent) else {
+        return;
+    };
+    match (&mut parent.value, last) {
+        (Value::Map(mapping), Step::Key(key)) => {
+            mapping.remove(key);
+        }
+        (Value::Seq(items), Step::Index(index)) if *index < items.len() => {
+            items.remove(*index);
+        }
+        _ => {}
+    }
+}
+
+fn remove_json(root: &mut Json, path: &[Step]) {
+    let Some((last, parent)) = path.split_last() else {
+        return;
+    };
+    match (json_at_mut(root, parent), last) {
+        (Some(Json::Object(map)), Step::Key(key)) => {
+            map.remove(key);
+        }
+        (Some(Json::Array(items)), Step::Index(index)) if *index < items.len() => {
+            items.remove(*index);
+        }
+        _ => {}
+    }
+}
+
+/// Merges `value` into `target` (see the module comment).
+fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
+    match (&mut target.value, &value.value) {
+        (Value::Map(mapping), Value::Map(entries)) => {
+            for entry in entries {
+                match mapping.get_mut(&entry.key) {
+                    Some(existing)
+                        if existing.value.as_map().is_some() && entry.value.as_map().is_some() =>
+                    {
+                        merge(&mut existing.value, &entry.value)?;
+                    }
+                    Some(existing) => existing.value = entry.value.clone(),
+                    None => mapping.push(entry.clone()),
+                }
+            }
+            Ok(())
+        }
+        (Value::Seq(items), Value::Seq(more)) => {
+            items.extend(more.iter().cloned());
+            Ok(())
+        }
+        (Value::Seq(items), _) => {
+            items.push(value.clone());
+            Ok(())
+        }
+        (Value::Map(_), _) => Err(format!(
+            "the target is a mapping, and an update must be a mapping, not {}",
+            value.kind()
+        )),
+        (_, Value::Map(_) | Value::Seq(_)) => Err(format!(
+            "the target is {}, which only a scalar can replace, not {}",
+            target.kind(),
+            value.kind()
+        )),
+        _ => {
+            *target = value.clone();
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::FileId;
+
+    fn run(spec: &str, overlay: &str) -> Result<(Json, Vec<OverlayWarning>), Box<LoadError>> {
+        let mut root = crate::parse_tree("openapi.yaml", spec).unwrap();
+        let source = SourceFile::new("o.yaml".into(), "o.yaml".into(), overlay.into());
+        let mut tree = crate::parse_tree("o.yaml", overlay).unwrap();
+        retag(&mut tree, FileId(1));
+        let warnings = apply(&mut root, &tree, &source)?;
+        Ok((root.to_json(), warnings))
+    }
+
+    fn retag(node: &mut Node, file: FileId) {
+        node.span.file = file;
+        match &mut node.value {
+            Value::Map(mapping) => {
+                for entry in mapping.entries_mut() {
+                    entry.key_span.file = file;
+                    retag(&mut entry.value, file);
+                }
+            }
+            Value::Seq(items) => items.iter_mut().for_each(|item| retag(item, file)),
+            _ => {}
+        }
+    }
+
+    const HEAD: &str = "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n";
+
+    #[test]
+    fn update_merges_mappings_recursively_appends_to_lists_and_replaces_scalars() {
+        let (json, warnings) = run(
+            "info: {title: a, contact: {name: n}}\ntags: [x]\n",
+            &format!(
+                "{HEAD}  - target: $\n    update: {{info: {{contact: {{email: e}}, title: b}}}}\n  - target: $.tags\n    update: y\n  - target: $.tags\n    update: [z, w]\n  - target: $.info.title\n    update: c\n"
+            ),
+        )
+        .unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "info": {"title": "c", "contact": {"name": "n", "email": "e"}},
+                "tags": ["x", "y", "z", "w"]
+            })
+        );
+    }
+
+    #[test]
+    fn remove_takes_every_selected_node_and_later_items_first() {
+        let (json, _) = run(
+            "tags: [{name: a}, {name: b}, {name: c}]\nx: 1\n",
+            &format!(
+                "{HEAD}  - target: \"$.tags[?@.name == 'a' || @.name == 'c']\"\n    remove: true\n  - target: $.x\n    remove: true\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"tags": [{"name": "b"}]}));
+    }
+
+    #[test]
+    fn copy_merges_the_one_node_it_selects() {
+        let (json, _) = run(
+            "a: {k: 1}\nb: {j: 2}\n",
+            &format!("{HEAD}  - target: $.b\n    copy: $.a\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"a": {"k": 1}, "b": {"j": 2, "k": 1}})
+        );
+        let error = run(
+            "a: {k: 1}\nb: {j: 2}\n",
+            &format!("{HEAD}  - target: $.b\n    copy: $.*\n"),
+        )
+        .unwrap_err();
+        assert!(
+            error.message.contains("exactly one node"),
+            "{}",
+            error.message
+        );
+        assert_eq!(
+            error.location.map(|(_, line, col)| (line, col)),
+            Some((5, 11))
+        );
+    }
+
+    #[test]
+    fn a_target_that_selects_nothing_is_a_warning_at_its_line() {
+        let (json, warnings) = run(
+            "a: 1\n",
+            &format!("{HEAD}  - target: $.missing\n    update: {{b: 2}}\n"),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"a": 1}));
+        assert_eq!((warnings[0].line, warnings[0].col), (4, 13));
+        assert!(warnings[0].message.contains("selects nothing"));
+    }
+}
