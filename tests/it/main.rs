@@ -25,6 +25,7 @@ mod generated;
 mod lsp;
 mod lsp_neovim;
 mod nemesis;
+mod overlay;
 mod pg_crash;
 mod probe;
 mod suppress;

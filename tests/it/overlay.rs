@@ -12,6 +12,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::support::corpus::full_corpus_dir;
+use crate::support::root;
+
 const CORPUS: [&str; 4] = [
     "adyen-CheckoutService-v71.yaml",
     "square-api.json",
@@ -24,20 +27,10 @@ const COMMITTED: [&str; 2] = [
     "paypal-checkout_orders_v1.json",
 ];
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
+/// `idemgen ARGS` as (exit code, stdout, stderr).
 fn idemgen(args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
-        .args(args)
-        .output()
-        .expect("running idemgen");
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = crate::support::run::idemgen(args);
+    (run.code, run.stdout, run.stderr)
 }
 
 fn s(path: &Path) -> &str {
@@ -216,15 +209,14 @@ fn round_trip(source: &Path, tool: Option<&Path>) -> usize {
 #[test]
 fn fix_overlays_round_trip_through_openapi_format_on_real_apis() {
     let tool = overlay_tool();
-    let full = std::env::var_os("IDEMGEN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/corpus"))
-        .join("specs");
-    let specs: Vec<PathBuf> = if CORPUS.iter().all(|file| full.join(file).is_file()) {
+    let full = full_corpus_dir().map(|dir| dir.join("specs"));
+    let specs: Vec<PathBuf> = if let Some(full) =
+        full.filter(|full| CORPUS.iter().all(|file| full.join(file).is_file()))
+    {
         CORPUS.iter().map(|file| full.join(file)).collect()
     } else {
         println!(
-            "SKIPPED: the full corpus is not at ../shared/corpus (set IDEMGEN_CORPUS); the committed subset is tested"
+            "SKIPPED: the full corpus is not beside the project (set IDEMGEN_CORPUS); the committed subset is tested"
         );
         COMMITTED
             .iter()
