@@ -314,7 +314,7 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
     }
     let stuck = db.count(
         "SELECT COUNT(*) FROM idempotent_record WHERE status = 'in_progress' \
-         AND lease_expires_at < now()",
+         AND lease_expires_at < CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
     );
     if stuck > 0 {
         violations.push(format!("{stuck} keys still in progress past their lease"));
