@@ -27,6 +27,7 @@ mod lsp_neovim;
 mod nemesis;
 mod overlay;
 mod pg_crash;
+mod pg_failover;
 mod probe;
 mod suppress;
 mod tidy;

@@ -7,6 +7,10 @@ use std::time::Duration;
 use sqlx::migrate::Migrator;
 use sqlx::pool::PoolOptions;
 
+// Parsed (and unit-tested) in every build; followed in PostgreSQL builds.
+#[cfg(any(feature = "postgres", test))]
+mod primary;
+
 #[cfg(not(any(feature = "sqlite", feature = "mysql", feature = "postgres")))]
 compile_error!("enable one database feature: sqlite, mysql or postgres");
 
@@ -174,18 +178,27 @@ pub async fn connect_with_pool_size(
         // answered 503 with `Retry-After` (and the broken connection is
         // dropped), as for any request caught by an outage.
         .test_before_acquire(false)
-        .before_acquire(|connection, meta| {
-            Box::pin(async move {
-                if meta.idle_for >= PING_AFTER_IDLE {
-                    sqlx::Connection::ping(connection).await?;
-                }
-                Ok(true)
-            })
-        });
+        .before_acquire(|connection, meta| Box::pin(ping_if_idle(connection, meta)));
     if let Some(max) = max_connections {
         options = options.max_connections(max.max(1));
     }
     let pool = open(url, options).await?;
+    migrate(pool, migrations).await
+}
+
+/// The check a connection taken from the pool gets: a ping after
+/// [`PING_AFTER_IDLE`] idle.
+async fn ping_if_idle(
+    connection: &mut <Db as sqlx::Database>::Connection,
+    meta: sqlx::pool::PoolConnectionMetadata,
+) -> Result<bool, sqlx::Error> {
+    if meta.idle_for >= PING_AFTER_IDLE {
+        sqlx::Connection::ping(connection).await?;
+    }
+    Ok(true)
+}
+
+async fn migrate(pool: Pool, migrations: &Migrator) -> Result<Pool, ConnectError> {
     let mut attempt = 0;
     loop {
         match migrations.run(&pool).await {
@@ -228,9 +241,15 @@ async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
     .await
 }
 
+/// A libpq multi-host URL (`postgres://h1:5432,h2:5432/db?target_session_attrs=read-write`)
+/// gets a pool that follows the writable host (see `primary.rs`); any other
+/// URL goes to sqlx as it is.
 #[cfg(feature = "postgres")]
 async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
-    pool.connect(url).await
+    match primary::parse(url).map_err(|error| sqlx::Error::Configuration(error.into()))? {
+        Some(hosts) => primary::open(hosts, pool).await,
+        None => pool.connect(url).await,
+    }
 }
 
 /// Whether the database accepts a new connection (outside the pool) within
