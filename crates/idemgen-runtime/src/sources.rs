@@ -15,6 +15,7 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("src/contract.rs", include_str!("../src/contract.rs")),
     ("src/db.rs", include_str!("../src/db.rs")),
+    ("src/db/primary.rs", include_str!("../src/db/primary.rs")),
     ("src/engine.rs", include_str!("../src/engine.rs")),
     ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
     ("src/input.rs", include_str!("../src/input.rs")),
@@ -48,9 +49,17 @@ mod tests {
             .into_iter()
             .map(String::from)
             .collect();
-        for entry in std::fs::read_dir(crate_dir.join("src")).unwrap() {
-            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-            expected.insert(format!("src/{name}"));
+        let mut pending = vec![crate_dir.join("src")];
+        while let Some(dir) = pending.pop() {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    let relative = path.strip_prefix(crate_dir).unwrap();
+                    expected.insert(relative.to_string_lossy().into_owned());
+                }
+            }
         }
         let listed: Vec<&str> = super::FILES.iter().map(|(path, _)| *path).collect();
         let unique: BTreeSet<String> = listed.iter().map(|path| path.to_string()).collect();

@@ -10,10 +10,12 @@
 //!
 //! Semantics (Overlay 1.1): actions apply in order, each to every node its
 //! target selects. `remove: true` takes the node out of its mapping or
-//! list. `update` merges a mapping into a mapping (recursively: a key whose
-//! value is a mapping on both sides is merged, any other value replaces),
-//! appends to a list (the items of a list, or the value itself), and
-//! replaces a scalar with a scalar. `copy` is `update` with the value of
+//! list. `update` merges a mapping into a mapping (recursively, as 1.1
+//! says: a key only the update has is added; on a key both have, a mapping
+//! is merged into a mapping, a list is concatenated to a list and a scalar
+//! replaces a scalar, and any other pair is an error), appends to a list
+//! it targets (the items of a list, or the value itself), and replaces a
+//! scalar with a scalar. `copy` is `update` with the value of
 //! the one node its own JSONPath selects. A target that selects nothing is
 //! a warning. Only the root document is targeted: `$ref`s are not
 //! followed, exactly as other overlay tools see the document.
@@ -146,7 +148,7 @@ pub(crate) fn apply(
                     source,
                     place,
                     format!("action {}: {why} at {}", action.number, normalized(path)),
-                    "an update merges a mapping into a mapping, appends to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
+                    "an update merges a mapping into a mapping, concatenates a list to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
                 ));
             }
             let json = target.to_json();
@@ -505,14 +507,23 @@ fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
     match (&mut target.value, &value.value) {
         (Value::Map(mapping), Value::Map(entries)) => {
             for entry in entries {
-                match mapping.get_mut(&entry.key) {
-                    Some(existing)
-                        if existing.value.as_map().is_some() && entry.value.as_map().is_some() =>
-                    {
+                let Some(existing) = mapping.get_mut(&entry.key) else {
+                    mapping.push(entry.clone());
+                    continue;
+                };
+                match (&existing.value.value, &entry.value.value) {
+                    (Value::Map(_), Value::Map(_)) | (Value::Seq(_), Value::Seq(_)) => {
                         merge(&mut existing.value, &entry.value)?;
                     }
-                    Some(existing) => existing.value = entry.value.clone(),
-                    None => mapping.push(entry.clone()),
+                    (Value::Map(_) | Value::Seq(_), _) | (_, Value::Map(_) | Value::Seq(_)) => {
+                        return Err(format!(
+                            "`{}` is {} in the target and {} in the update, which cannot be merged",
+                            entry.key,
+                            existing.value.kind(),
+                            entry.value.kind()
+                        ));
+                    }
+                    _ => existing.value = entry.value.clone(),
                 }
             }
             Ok(())
@@ -587,6 +598,35 @@ mod tests {
                 "info": {"title": "c", "contact": {"name": "n", "email": "e"}},
                 "tags": ["x", "y", "z", "w"]
             })
+        );
+    }
+
+    #[test]
+    fn a_list_inside_an_update_is_concatenated_and_other_pairs_are_refused() {
+        // Overlay 1.1: on a key both sides have, a list is concatenated to
+        // a list; a list against a scalar (or a mapping) cannot be merged.
+        let (json, _) = run(
+            "paths: {/a: {get: {tags: [x], summary: s}}}\n",
+            &format!(
+                "{HEAD}  - target: $.paths['/a'].get\n    update: {{tags: [y], summary: t}}\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            json["paths"]["/a"]["get"],
+            serde_json::json!({"tags": ["x", "y"], "summary": "t"})
+        );
+        let refused = run(
+            "paths: {/a: {get: {tags: [x]}}}\n",
+            &format!("{HEAD}  - target: $.paths['/a'].get\n    update: {{tags: y}}\n"),
+        )
+        .unwrap_err();
+        assert!(
+            refused
+                .message
+                .contains("`tags` is a list in the target and a string in the update"),
+            "{}",
+            refused.message
         );
     }
 
