@@ -59,4 +59,19 @@ impl ServerUrl {
             self.scheme, self.user, self.host, self.options
         )
     }
+
+    /// The `mysql` client for this (MariaDB) server, outside any database,
+    /// printing bare tab-separated rows.
+    pub fn mysql_command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("mysql");
+        command.args(["--protocol=TCP", "-N", "-B", "-h", &self.host, "-u"]);
+        command.arg(&self.user);
+        if let Some(port) = &self.port {
+            command.args(["-P", port]);
+        }
+        if let Some(password) = &self.password {
+            command.env("MYSQL_PWD", password);
+        }
+        command
+    }
 }
