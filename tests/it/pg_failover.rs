@@ -139,13 +139,7 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
     let started = Instant::now();
     thread::scope(|scope| {
         scope.spawn(|| {
-            while answered.load(Ordering::Relaxed) < PAYMENTS / 3 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(120),
-                    "the burst stalled"
-                );
-                thread::sleep(Duration::from_millis(5));
-            }
+            wait_for_answers(&answered, PAYMENTS / 3, started);
             let port: u16 = pair(&["primary"]).trim().parse().expect("a primary's port");
             let node = (port - port_base()) as u8;
             pair(&["kill", &node.to_string()]);

@@ -429,11 +429,17 @@ impl std::fmt::Debug for Answer {
 }
 
 pub fn agent() -> ureq::Agent {
+    agent_within(Duration::from_secs(30))
+}
+
+/// A client that takes any status as an answer, follows no redirect and
+/// gives up on a request after `timeout`.
+pub fn agent_within(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .proxy(None)
-        .timeout_global(Some(Duration::from_secs(30)))
+        .timeout_global(Some(timeout))
         .build()
         .into()
 }
@@ -452,6 +458,12 @@ pub fn send(
         request = request.header("Idempotency-Key", key);
     }
     let response = request.send(body).map_err(|error| error.to_string())?;
+    answer_of(response)
+}
+
+/// What the tests look at in `response`: status, `Retry-After`,
+/// `Idempotent-Replayed` and the body.
+pub fn answer_of(response: ureq::http::Response<ureq::Body>) -> Result<Answer, String> {
     let header = |name: &str| {
         response
             .headers()
@@ -564,6 +576,18 @@ pub fn seed_pg_payments(db: &Database, prefix: &str, count: usize) -> (Vec<Strin
         .map(|payment| callback_body(&format!("{prefix}-{payment}"), 100))
         .collect();
     (keys, bodies)
+}
+
+/// Waits until `answered` reaches `count`: a third of a burst in, when the
+/// fault lands. Two minutes after `started` the burst counts as stalled.
+pub fn wait_for_answers(answered: &std::sync::atomic::AtomicUsize, count: usize, started: Instant) {
+    while answered.load(Ordering::Relaxed) < count {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the burst stalled"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 /// `order_no|count` rows (psql's unaligned output) by order.

@@ -5,7 +5,9 @@
 
 pub use crate::support::build::Dialect;
 use crate::support::build::copy_aside;
-use crate::support::exactly_once::{output_if_ok, run_client, start_healthy};
+use crate::support::exactly_once::{
+    Answer, agent_within, answer_of, output_if_ok, run_client, start_healthy,
+};
 pub use crate::support::root;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -563,33 +565,18 @@ pub enum Outcome {
 
 /// `POST /transfers` with `key` and `body`, given up after `timeout`.
 pub fn send(base: &str, key: &str, body: &str, timeout: Duration) -> Result<Outcome, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .proxy(None)
-        .timeout_global(Some(timeout))
-        .build()
-        .into();
-    let response = agent
+    let response = agent_within(timeout)
         .post(format!("{base}/transfers"))
         .header("content-type", "application/json")
         .header("Idempotency-Key", key)
         .send(body)
         .map_err(|error| error.to_string())?;
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_string)
-    };
-    let status = response.status().as_u16();
-    let retry_after = header("retry-after");
-    let replayed = header("idempotent-replayed").as_deref() == Some("true");
-    let body = response
-        .into_body()
-        .read_to_vec()
-        .map_err(|error| error.to_string())?;
+    let Answer {
+        status,
+        retry_after,
+        replayed,
+        body,
+    } = answer_of(response)?;
     Ok(Outcome::Answer {
         status,
         retry_after,
