@@ -66,11 +66,7 @@ impl Database {
             .unwrap();
         let name = format!("idem_{}_{:x}", std::process::id(), now_nanos() % (1 << 40));
         let sqlite_file = dir.path().join("payments.db");
-        let server = server_url.map(ServerUrl::parse);
-        let url = match &server {
-            None => format!("sqlite://{}", sqlite_file.display()),
-            Some(server) => server.with_database(&name),
-        };
+        let (server, url) = server_url::locate(server_url, &name, &sqlite_file);
         let database = Database {
             dialect,
             url,

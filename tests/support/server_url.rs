@@ -75,3 +75,18 @@ impl ServerUrl {
         command
     }
 }
+
+/// The server at `server_url` (`None`: SQLite, no server) and the
+/// `DATABASE_URL` of database `name` on it, or of `sqlite_file`.
+pub fn locate(
+    server_url: Option<&str>,
+    name: &str,
+    sqlite_file: &std::path::Path,
+) -> (Option<ServerUrl>, String) {
+    let server = server_url.map(ServerUrl::parse);
+    let url = match &server {
+        None => format!("sqlite://{}", sqlite_file.display()),
+        Some(server) => server.with_database(name),
+    };
+    (server, url)
+}

@@ -131,11 +131,7 @@ impl Database {
             .unwrap();
         let name = format!("nemesis_{}_{seed}", std::process::id());
         let sqlite_file = dir.path().join("ledger.db");
-        let server = server_url.map(ServerUrl::parse);
-        let url = match &server {
-            None => format!("sqlite://{}", sqlite_file.display()),
-            Some(server) => server.with_database(&name),
-        };
+        let (server, url) = server_url::locate(server_url, &name, &sqlite_file);
         let database = Database {
             dialect,
             url,
