@@ -3,7 +3,7 @@
 //! and JSON pointer, so a reordered spec brings no "new" findings.
 
 use crate::support::root;
-use crate::support::run::{Run, idemgen_in};
+use crate::support::run::{Run, idemgen_in, rules_with};
 use std::path::Path;
 use std::process::Command;
 
@@ -22,18 +22,7 @@ fn idemgen(dir: &Path, args: &[&str]) -> Run {
 
 /// `(rule, operation)` of each finding in a JSON report.
 fn findings(json: &str) -> Vec<(String, String)> {
-    let json: serde_json::Value = serde_json::from_str(json).unwrap();
-    json["diagnostics"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            (
-                d["rule"].as_str().unwrap().to_string(),
-                d["operation"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect()
+    rules_with(json, "operation")
 }
 
 fn pair(rule: &str, operation: &str) -> (String, String) {

@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::support::run::rules_with;
+
 const SPEC: &str = include_str!("../data/specs/payments.yaml");
 
 struct Run {
@@ -26,18 +28,7 @@ fn lint_in(dir: &Path, spec: &Path, args: &[&str]) -> Run {
     let rules = if stdout.is_empty() {
         Vec::new()
     } else {
-        let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        json["diagnostics"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| {
-                (
-                    d["rule"].as_str().unwrap().to_string(),
-                    d["severity"].as_str().unwrap().to_string(),
-                )
-            })
-            .collect()
+        rules_with(&stdout, "severity")
     };
     Run {
         rules,

@@ -14,6 +14,7 @@ use idemgen_lint::fix_loop::fix_document;
 use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 
+use crate::support::corpus::full_corpus_dir;
 use crate::support::tree;
 
 const FULL: [&str; 4] = [
@@ -31,16 +32,14 @@ const SUBSET: [&str; 3] = [
 
 /// The spec at `index` of the list in use; `None` past its end.
 fn spec(index: usize) -> Option<PathBuf> {
-    let root = root();
-    let full = std::env::var_os("IDEMGEN_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared/corpus"))
-        .join("specs");
-    if FULL.iter().all(|file| full.join(file).is_file()) {
+    let full = full_corpus_dir()
+        .map(|dir| dir.join("specs"))
+        .filter(|full| FULL.iter().all(|file| full.join(file).is_file()));
+    if let Some(full) = full {
         FULL.get(index).map(|file| full.join(file))
     } else {
         eprintln!("the full corpus is not there: fixing the committed subset");
-        let subset = root.join("tests/corpus/specs");
+        let subset = root().join("tests/corpus/specs");
         SUBSET.get(index).map(|file| subset.join(file))
     }
 }

@@ -39,10 +39,10 @@
 //! busy timeout (`crates/idemgen-runtime/tests/lost_races.rs`).
 
 use crate::support::exactly_once as support;
+use crate::support::restart::restart_database_server;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -663,104 +663,5 @@ fn retry_until_ok(servers: &[Server; 2], first: usize, key: &str, body: &str) ->
         );
         let wait = answer.ok().and_then(|answer| answer.retry_after_delay());
         thread::sleep(wait.unwrap_or(Duration::from_millis(250)));
-    }
-}
-
-/// Restarts the local server of `dialect` (the commands the machine's
-/// README gives) and waits until it answers again.
-fn restart_database_server(dialect: Dialect) {
-    let run = |program: &str, args: &[&str]| {
-        let status = Command::new(program).args(args).status();
-        assert!(
-            status.is_ok_and(|status| status.success()),
-            "{program} {args:?} failed"
-        );
-    };
-    let ready = |program: &str, args: &[&str]| {
-        Command::new(program)
-            .args(args)
-            .output()
-            .is_ok_and(|output| output.status.success())
-    };
-    let mysql_ping = ["--protocol=tcp", "-h", "127.0.0.1", "-u", "root", "ping"];
-    match dialect {
-        Dialect::Mysql => {
-            // The server on 3306 by its own pid: the nodes of a Galera
-            // cluster beside it are `mariadbd` processes too.
-            let pid_file = Command::new("mysql")
-                .args([
-                    "--protocol=tcp",
-                    "-h",
-                    "127.0.0.1",
-                    "-u",
-                    "root",
-                    "-N",
-                    "-B",
-                ])
-                .args(["-e", "SELECT @@pid_file"])
-                .output()
-                .ok()
-                .and_then(|output| String::from_utf8(output.stdout).ok())
-                .map(|pid_file| pid_file.trim().to_string())
-                .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
-            let pid = std::fs::read_to_string(&pid_file)
-                .ok()
-                .map(|pid| pid.trim().to_string())
-                .filter(|pid| !pid.is_empty())
-                .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
-            let alive = Path::new("/proc").join(&pid);
-            run(
-                "mysqladmin",
-                &[
-                    "--protocol=tcp",
-                    "-h",
-                    "127.0.0.1",
-                    "-u",
-                    "root",
-                    "shutdown",
-                ],
-            );
-            let deadline = Instant::now() + Duration::from_secs(60);
-            // mysqladmin returns once the server has begun shutting down.
-            while alive.exists() {
-                assert!(Instant::now() < deadline, "MariaDB did not stop");
-                thread::sleep(Duration::from_millis(100));
-            }
-            run(
-                "start-stop-daemon",
-                &[
-                    "--start",
-                    "--oknodo",
-                    "--background",
-                    // By its pid file: without it, a running Galera node
-                    // (also /usr/sbin/mariadbd) counts as "already running".
-                    "--pidfile",
-                    &pid_file,
-                    "--exec",
-                    "/usr/sbin/mariadbd",
-                ],
-            );
-            while !ready("mysqladmin", &mysql_ping) {
-                assert!(Instant::now() < deadline, "MariaDB did not come back");
-                thread::sleep(Duration::from_millis(100));
-            }
-        }
-        _ => {
-            let version = std::fs::read_dir("/etc/postgresql")
-                .expect("/etc/postgresql")
-                .filter_map(|entry| entry.ok())
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                .next()
-                .expect("a PostgreSQL cluster");
-            run(
-                "pg_ctlcluster",
-                &["--skip-systemctl-redirect", &version, "main", "restart"],
-            );
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while !ready("pg_isready", &["-h", "127.0.0.1", "-p", "5432"]) {
-                assert!(Instant::now() < deadline, "PostgreSQL did not come back");
-                thread::sleep(Duration::from_millis(100));
-            }
-        }
     }
 }

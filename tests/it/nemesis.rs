@@ -113,7 +113,7 @@ fn run(dialect: Dialect, test: &str) {
             }
         },
     };
-    let server_url = match dialect.env_var() {
+    let server_url = match dialect.server_env_var() {
         _ if galera => Some(nodes[0].clone()),
         None => None,
         Some(variable) => match std::env::var(variable) {
@@ -489,7 +489,7 @@ fn an_instance_let_back_to_its_database_answers_no_503() {
         [Dialect::Postgres, Dialect::Mysql]
             .into_iter()
             .find_map(|dialect| {
-                let url = std::env::var(dialect.env_var()?).ok()?;
+                let url = std::env::var(dialect.server_env_var()?).ok()?;
                 (!url.is_empty()).then_some((dialect, url))
             })
     else {

@@ -64,14 +64,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
     let servers: Vec<Server> = (0..2)
         .map(|_| Server::start_with(&binaries.generated, &db, 0, &env))
         .collect();
-    db.exec(&format!(
-        "INSERT INTO orders (order_no, amount) SELECT 'C-' || n, 100 FROM generate_series(0, {}) AS n",
-        PAYMENTS - 1
-    ));
-    let keys = new_keys(PAYMENTS);
-    let bodies: Vec<String> = (0..PAYMENTS)
-        .map(|payment| callback_body(&format!("C-{payment}"), 100))
-        .collect();
+    let (keys, bodies) = seed_pg_payments(&db, "C", PAYMENTS);
     let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
 
     // The burst: every payment once (every tenth as three concurrent
@@ -84,13 +77,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
     let started = Instant::now();
     thread::scope(|scope| {
         scope.spawn(|| {
-            while answered.load(Ordering::Relaxed) < PAYMENTS / 3 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(120),
-                    "the burst stalled"
-                );
-                thread::sleep(Duration::from_millis(5));
-            }
+            wait_for_answers(&answered, PAYMENTS / 3, started);
             cluster.stop_immediate();
             crashed.store(true, Ordering::SeqCst);
             eprintln!(
@@ -179,14 +166,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
 
     // No acknowledged payment lost: each has its row after the restart,
     // checked before any retry could pay it again.
-    let paid: BTreeMap<String, i64> = db
-        .query("SELECT order_no, COUNT(*) FROM paid_log GROUP BY order_no")
-        .lines()
-        .filter_map(|line| {
-            let (order, count) = line.split_once('|')?;
-            Some((order.to_string(), count.parse().ok()?))
-        })
-        .collect();
+    let paid = paid_counts(&db.query("SELECT order_no, COUNT(*) FROM paid_log GROUP BY order_no"));
     let lost: Vec<usize> = acknowledged
         .iter()
         .copied()

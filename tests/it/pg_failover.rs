@@ -129,14 +129,7 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
              FOR EACH ROW EXECUTE FUNCTION claim_commits_synchronously()",
         );
     }
-    db.exec(&format!(
-        "INSERT INTO orders (order_no, amount) SELECT 'F-' || n, 100 FROM generate_series(0, {}) AS n",
-        PAYMENTS - 1
-    ));
-    let keys = new_keys(PAYMENTS);
-    let bodies: Vec<String> = (0..PAYMENTS)
-        .map(|payment| callback_body(&format!("F-{payment}"), 100))
-        .collect();
+    let (keys, bodies) = seed_pg_payments(&db, "F", PAYMENTS);
     let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
 
     let next = AtomicUsize::new(0);
@@ -146,13 +139,7 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
     let started = Instant::now();
     thread::scope(|scope| {
         scope.spawn(|| {
-            while answered.load(Ordering::Relaxed) < PAYMENTS / 3 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(120),
-                    "the burst stalled"
-                );
-                thread::sleep(Duration::from_millis(5));
-            }
+            wait_for_answers(&answered, PAYMENTS / 3, started);
             let port: u16 = pair(&["primary"]).trim().parse().expect("a primary's port");
             let node = (port - port_base()) as u8;
             pair(&["kill", &node.to_string()]);
@@ -433,25 +420,9 @@ fn pay_until_final(
     seen
 }
 
-fn paid_counts(rows: &str) -> BTreeMap<String, i64> {
-    rows.lines()
-        .filter_map(|line| {
-            let (order, count) = line.split_once('|')?;
-            Some((order.to_string(), count.parse().ok()?))
-        })
-        .collect()
-}
-
 /// `sql` through psql at `url`; `None` when it fails (a node still starting).
 fn psql(url: &str, sql: &str) -> Option<String> {
-    let output = Command::new("psql")
-        .args([url, "-X", "-A", "-t", "-q", "-c", sql])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    output_if_ok(Command::new("psql").args([url, "-X", "-A", "-t", "-q", "-c", sql]))
 }
 
 /// `scripts/pg-ha.sh` with `args`; its output.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use idemgen_codegen::types::spec_types;
 use idemgen_spec::Workspace;
 
+use crate::support::corpus::full_corpus_dir;
 use crate::support::skip;
 
 use crate::support::build;
@@ -19,14 +20,7 @@ use build::root;
 /// `IDEMGEN_CORPUS`, else the full corpus beside the project, else the
 /// small subset committed in `tests/corpus`.
 fn corpus() -> PathBuf {
-    [
-        std::env::var_os("IDEMGEN_CORPUS").map(PathBuf::from),
-        Some(root().join("../shared/corpus")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|dir| dir.join("MANIFEST.tsv").is_file())
-    .unwrap_or_else(|| root().join("tests/corpus"))
+    full_corpus_dir().unwrap_or_else(|| root().join("tests/corpus"))
 }
 
 fn is_full(dir: &Path) -> bool {

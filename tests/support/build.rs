@@ -98,6 +98,17 @@ impl Dialect {
             Dialect::Postgres => "IDEMGEN_TEST_PG_URL",
         }
     }
+
+    /// [`Dialect::env_var`] for the dialects with a server.
+    pub fn server_env_var(self) -> Option<&'static str> {
+        self.has_server().then(|| self.env_var())
+    }
+
+    /// A server of its own: connections to kill, a clock apart from the
+    /// service's, isolation levels to choose.
+    pub fn has_server(self) -> bool {
+        self != Dialect::Sqlite
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,16 +190,7 @@ impl Binaries {
             "built the examples for {dialect:?} ({profile_dir}) in {:.0?}",
             started.elapsed()
         );
-        let copy = |name: &str| {
-            let from = target.join(profile_dir).join(name);
-            let to = out.join(name);
-            // Copy, then rename: a process still running the old binary
-            // keeps its file.
-            let partial = out.join(format!(".{name}.partial"));
-            std::fs::copy(&from, &partial).unwrap();
-            std::fs::rename(&partial, &to).unwrap();
-            to
-        };
+        let copy = |name: &str| copy_aside(&target.join(profile_dir).join(name), &out, name);
         let binaries = Binaries {
             generated: copy("payment-callback"),
             naive: copy("naive-callback"),
@@ -196,6 +198,18 @@ impl Binaries {
         built.push((dialect, profile, binaries.clone()));
         binaries
     }
+}
+
+/// Copies the built binary `from` to `out/name`, where the next build
+/// (another dialect, writing the same path) cannot swap it under a running
+/// test. Copy, then rename: a process still running the old binary keeps
+/// its file.
+pub fn copy_aside(from: &Path, out: &Path, name: &str) -> PathBuf {
+    let to = out.join(name);
+    let partial = out.join(format!(".{name}.partial"));
+    std::fs::copy(from, &partial).unwrap();
+    std::fs::rename(&partial, &to).unwrap();
+    to
 }
 
 /// A lock between processes: a directory only one can create (`File::lock`

@@ -66,11 +66,7 @@ impl Database {
             .unwrap();
         let name = format!("idem_{}_{:x}", std::process::id(), now_nanos() % (1 << 40));
         let sqlite_file = dir.path().join("payments.db");
-        let server = server_url.map(ServerUrl::parse);
-        let url = match &server {
-            None => format!("sqlite://{}", sqlite_file.display()),
-            Some(server) => server.with_database(&name),
-        };
+        let (server, url) = server_url::locate(server_url, &name, &sqlite_file);
         let database = Database {
             dialect,
             url,
@@ -155,11 +151,7 @@ impl Database {
             Dialect::Mysql => command.args(["-e", sql]),
             Dialect::Postgres => command.args(["-c", sql]),
         };
-        let output = command.output().ok()?;
-        output
-            .status
-            .success()
-            .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+        output_if_ok(&mut command)
     }
 
     /// The run's database name.
@@ -187,15 +179,7 @@ impl Database {
     fn client(&self, database: Option<&str>) -> Command {
         match (self.dialect, &self.server) {
             (Dialect::Mysql, Some(server)) => {
-                let mut command = Command::new("mysql");
-                command.args(["--protocol=TCP", "-N", "-B", "-h", &server.host, "-u"]);
-                command.arg(&server.user);
-                if let Some(port) = &server.port {
-                    command.args(["-P", port]);
-                }
-                if let Some(password) = &server.password {
-                    command.env("MYSQL_PWD", password);
-                }
+                let mut command = server.mysql_command();
                 if let Some(database) = database {
                     command.arg(database);
                 }
@@ -286,7 +270,9 @@ impl Drop for Database {
     }
 }
 
-fn run_client(mut command: Command, sql: &str) -> String {
+/// Runs a database client's `command` for `sql`, which must succeed; its
+/// output, trimmed.
+pub fn run_client(mut command: Command, sql: &str) -> String {
     let output = command.output().expect("the database client runs");
     assert!(
         output.status.success(),
@@ -321,49 +307,22 @@ impl Server {
         delay_ms: u64,
         env: &[(&str, &str)],
     ) -> Server {
-        let mut last_log = String::new();
-        // The port is free when picked, but another process may take it
-        // before the server binds it: try a few.
-        for _ in 0..3 {
-            let port = free_port();
-            let name = binary.file_name().unwrap().to_string_lossy();
-            let log = log_dir.join(format!("{name}-{port}.log"));
-            let log_file = File::create(&log).unwrap();
-            let mut command = Command::new(binary);
+        let name = binary.file_name().unwrap().to_string_lossy();
+        let (child, base, log) = start_healthy(binary, log_dir, &name, |command| {
             command
                 .env("DATABASE_URL", database_url)
-                .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
                 .env("DOWNSTREAM_DELAY_MS", delay_ms.to_string())
                 // These tests send unsigned callbacks (signatures are
                 // tested in the example's own tests/signatures.rs).
                 .env("PAYMENT_CALLBACK_INSECURE", "1")
                 // Purging is tested on its own, on a server started for it.
                 .env("PURGE_INTERVAL_SECS", "3600")
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(log_file.try_clone().unwrap())
-                .stderr(log_file);
+                .env("RUST_LOG", "warn");
             for (name, value) in env {
                 command.env(name, value);
             }
-            let mut server = Server {
-                child: command.spawn().unwrap(),
-                base: format!("http://127.0.0.1:{port}"),
-                log,
-            };
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                if server.child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                if get(&server.base, "/healthz").is_ok_and(|(status, _)| status == 200) {
-                    return server;
-                }
-                thread::sleep(Duration::from_millis(50));
-            }
-            last_log = server.log_text();
-        }
-        panic!("{} did not start:\n{last_log}", binary.display());
+        });
+        Server { child, base, log }
     }
 
     /// The server's process id.
@@ -382,6 +341,49 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Starts `binary`, set up by `configure`, on a free loopback port
+/// (`LISTEN_ADDR`), its output in `log_dir/{name}-{port}.log`, and waits
+/// (at most 60 s) until it answers `/healthz`: the process, its base URL
+/// and its log.
+pub fn start_healthy(
+    binary: &Path,
+    log_dir: &Path,
+    name: &str,
+    configure: impl Fn(&mut Command),
+) -> (Child, String, PathBuf) {
+    let mut last_log = String::new();
+    // The port is free when picked, but another process may take it
+    // before the server binds it: try a few.
+    for _ in 0..3 {
+        let port = free_port();
+        let log = log_dir.join(format!("{name}-{port}.log"));
+        let log_file = File::create(&log).unwrap();
+        let mut command = Command::new(binary);
+        configure(&mut command);
+        command
+            .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().unwrap())
+            .stderr(log_file);
+        let mut child = command.spawn().unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if get(&base, "/healthz").is_ok_and(|(status, _)| status == 200) {
+                return (child, base, log);
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        last_log = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    panic!("{} did not start:\n{last_log}", binary.display());
 }
 
 fn free_port() -> u16 {
@@ -423,11 +425,17 @@ impl std::fmt::Debug for Answer {
 }
 
 pub fn agent() -> ureq::Agent {
+    agent_within(Duration::from_secs(30))
+}
+
+/// A client that takes any status as an answer, follows no redirect and
+/// gives up on a request after `timeout`.
+pub fn agent_within(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .max_redirects(0)
         .proxy(None)
-        .timeout_global(Some(Duration::from_secs(30)))
+        .timeout_global(Some(timeout))
         .build()
         .into()
 }
@@ -446,6 +454,12 @@ pub fn send(
         request = request.header("Idempotency-Key", key);
     }
     let response = request.send(body).map_err(|error| error.to_string())?;
+    answer_of(response)
+}
+
+/// What the tests look at in `response`: status, `Retry-After`,
+/// `Idempotent-Replayed` and the body.
+pub fn answer_of(response: ureq::http::Response<ureq::Body>) -> Result<Answer, String> {
     let header = |name: &str| {
         response
             .headers()
@@ -544,6 +558,52 @@ pub fn first_attempts(servers: &[Server]) -> i64 {
                 .sum::<i64>()
         })
         .sum()
+}
+
+/// `count` unpaid orders of 100, `{prefix}-0` to `{prefix}-{count - 1}`, in
+/// one PostgreSQL statement; for each a fresh key and its callback body.
+pub fn seed_pg_payments(db: &Database, prefix: &str, count: usize) -> (Vec<String>, Vec<String>) {
+    db.exec(&format!(
+        "INSERT INTO orders (order_no, amount) SELECT '{prefix}-' || n, 100 FROM generate_series(0, {}) AS n",
+        count - 1
+    ));
+    let keys = new_keys(count);
+    let bodies = (0..count)
+        .map(|payment| callback_body(&format!("{prefix}-{payment}"), 100))
+        .collect();
+    (keys, bodies)
+}
+
+/// Waits until `answered` reaches `count`: a third of a burst in, when the
+/// fault lands. Two minutes after `started` the burst counts as stalled.
+pub fn wait_for_answers(answered: &std::sync::atomic::AtomicUsize, count: usize, started: Instant) {
+    while answered.load(Ordering::Relaxed) < count {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "the burst stalled"
+        );
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `order_no|count` rows (psql's unaligned output) by order.
+pub fn paid_counts(rows: &str) -> std::collections::BTreeMap<String, i64> {
+    rows.lines()
+        .filter_map(|line| {
+            let (order, count) = line.split_once('|')?;
+            Some((order.to_string(), count.parse().ok()?))
+        })
+        .collect()
+}
+
+/// What `command` printed, trimmed; `None` when it could not run or
+/// failed.
+pub fn output_if_ok(command: &mut Command) -> Option<String> {
+    let output = command.output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
 /// A callback for `order` and a fresh key for it.

@@ -6,6 +6,7 @@
 pub mod corpus;
 pub mod exactly_once;
 pub mod lsp_client;
+pub mod restart;
 pub mod run;
 pub mod tree;
 

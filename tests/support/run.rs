@@ -31,3 +31,20 @@ pub fn idemgen_in(dir: &Path, args: &[&str]) -> Run {
         stderr: String::from_utf8(output.stderr).expect("UTF-8 stderr"),
     }
 }
+
+/// `(rule, field)` of each diagnostic in a `--format json` report; the
+/// field is empty where a diagnostic has none (an operation).
+pub fn rules_with(json: &str, field: &str) -> Vec<(String, String)> {
+    let json: serde_json::Value = serde_json::from_str(json).unwrap();
+    json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["rule"].as_str().unwrap().to_string(),
+                d[field].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}

@@ -59,4 +59,34 @@ impl ServerUrl {
             self.scheme, self.user, self.host, self.options
         )
     }
+
+    /// The `mysql` client for this (MariaDB) server, outside any database,
+    /// printing bare tab-separated rows.
+    pub fn mysql_command(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("mysql");
+        command.args(["--protocol=TCP", "-N", "-B", "-h", &self.host, "-u"]);
+        command.arg(&self.user);
+        if let Some(port) = &self.port {
+            command.args(["-P", port]);
+        }
+        if let Some(password) = &self.password {
+            command.env("MYSQL_PWD", password);
+        }
+        command
+    }
+}
+
+/// The server at `server_url` (`None`: SQLite, no server) and the
+/// `DATABASE_URL` of database `name` on it, or of `sqlite_file`.
+pub fn locate(
+    server_url: Option<&str>,
+    name: &str,
+    sqlite_file: &std::path::Path,
+) -> (Option<ServerUrl>, String) {
+    let server = server_url.map(ServerUrl::parse);
+    let url = match &server {
+        None => format!("sqlite://{}", sqlite_file.display()),
+        Some(server) => server.with_database(name),
+    };
+    (server, url)
 }

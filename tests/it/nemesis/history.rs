@@ -14,6 +14,7 @@ use super::rng::Rng;
 use super::system::{
     Database, Dialect, Instance, LIBFAKETIME, Outcome, Proxy, Sink, SinkCall, mysql_on, root, send,
 };
+use crate::support::restart::restart_database_server;
 
 /// The service's contract and timings in every history.
 pub const WINDOW_MS: u64 = 3_500;
@@ -683,7 +684,7 @@ fn nemesis(
                 });
             }
             FaultKind::RestartServer => {
-                restart_server(db.dialect);
+                restart_database_server(db.dialect);
                 injected.push(Fault {
                     kind: fault.kind,
                     start,
@@ -828,88 +829,6 @@ fn resolve(
         .collect();
     for thread in threads {
         thread.join().expect("a resolving client");
-    }
-}
-
-/// Restarts the local server of `dialect` (only with
-/// `IDEMGEN_TEST_RESTART_DATABASES=1`: it is shared) and waits until it
-/// answers again. The MariaDB server on 3306 is found by its own pid file:
-/// Galera nodes beside it are `mariadbd` processes too.
-fn restart_server(dialect: Dialect) {
-    use std::process::Command;
-    let run = |program: &str, args: &[&str]| {
-        let status = Command::new(program).args(args).status();
-        assert!(
-            status.is_ok_and(|status| status.success()),
-            "{program} {args:?} failed"
-        );
-    };
-    let ready = |program: &str, args: &[&str]| {
-        Command::new(program)
-            .args(args)
-            .output()
-            .is_ok_and(|output| output.status.success())
-    };
-    let mysql = ["--protocol=tcp", "-h", "127.0.0.1", "-u", "root"];
-    let deadline = Instant::now() + Duration::from_secs(60);
-    match dialect {
-        Dialect::Mysql => {
-            let pid_file = Command::new("mysql")
-                .args(mysql)
-                .args(["-N", "-B", "-e", "SELECT @@pid_file"])
-                .output()
-                .ok()
-                .and_then(|output| String::from_utf8(output.stdout).ok())
-                .map(|pid_file| pid_file.trim().to_string())
-                .expect("the pid file of the MariaDB server on 127.0.0.1:3306");
-            let pid = std::fs::read_to_string(&pid_file)
-                .expect("the MariaDB pid file")
-                .trim()
-                .to_string();
-            let alive = Path::new("/proc").join(&pid);
-            let mut shutdown = mysql.to_vec();
-            shutdown.push("shutdown");
-            run("mysqladmin", &shutdown);
-            while alive.exists() {
-                assert!(Instant::now() < deadline, "MariaDB did not stop");
-                thread::sleep(Duration::from_millis(100));
-            }
-            run(
-                "start-stop-daemon",
-                &[
-                    "--start",
-                    "--oknodo",
-                    "--background",
-                    "--pidfile",
-                    &pid_file,
-                    "--exec",
-                    "/usr/sbin/mariadbd",
-                ],
-            );
-            let mut ping = mysql.to_vec();
-            ping.push("ping");
-            while !ready("mysqladmin", &ping) {
-                assert!(Instant::now() < deadline, "MariaDB did not come back");
-                thread::sleep(Duration::from_millis(100));
-            }
-        }
-        Dialect::Postgres => {
-            let version = std::fs::read_dir("/etc/postgresql")
-                .expect("/etc/postgresql")
-                .filter_map(|entry| entry.ok())
-                .map(|entry| entry.file_name().to_string_lossy().into_owned())
-                .next()
-                .expect("a PostgreSQL cluster");
-            run(
-                "pg_ctlcluster",
-                &["--skip-systemctl-redirect", &version, "main", "restart"],
-            );
-            while !ready("pg_isready", &["-h", "127.0.0.1", "-p", "5432"]) {
-                assert!(Instant::now() < deadline, "PostgreSQL did not come back");
-                thread::sleep(Duration::from_millis(100));
-            }
-        }
-        Dialect::Sqlite => {}
     }
 }
 

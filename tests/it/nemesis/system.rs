@@ -3,8 +3,12 @@
 //! command-line client), service processes, the downstream sink, and the
 //! HTTP client the workload uses.
 
+pub use crate::support::build::Dialect;
+use crate::support::build::copy_aside;
+use crate::support::exactly_once::{
+    Answer, agent_within, answer_of, output_if_ok, run_client, start_healthy,
+};
 pub use crate::support::root;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -16,37 +20,6 @@ use std::time::{Duration, Instant};
 
 /// Where Debian's `faketime` package puts the library.
 pub const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Dialect {
-    Sqlite,
-    Mysql,
-    Postgres,
-}
-
-impl Dialect {
-    pub fn feature(self) -> &'static str {
-        match self {
-            Dialect::Sqlite => "sqlite",
-            Dialect::Mysql => "mysql",
-            Dialect::Postgres => "postgres",
-        }
-    }
-
-    pub fn env_var(self) -> Option<&'static str> {
-        match self {
-            Dialect::Sqlite => None,
-            Dialect::Mysql => Some("IDEMGEN_TEST_MYSQL_URL"),
-            Dialect::Postgres => Some("IDEMGEN_TEST_PG_URL"),
-        }
-    }
-
-    /// A server of its own: connections to kill, a clock apart from the
-    /// service's, isolation levels to choose.
-    pub fn has_server(self) -> bool {
-        self != Dialect::Sqlite
-    }
-}
 
 /// Builds the ledger example for `dialect` into `target/nemesis` (one
 /// target directory for every dialect, so their common dependencies are
@@ -76,11 +49,11 @@ pub fn ledger_binary(dialect: Dialect) -> PathBuf {
         "nemesis: ledger service for {dialect:?} built in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    let to = out.join(format!("ledger-{}", dialect.feature()));
-    let partial = out.join(format!(".ledger-{}.partial", dialect.feature()));
-    std::fs::copy(target.join("debug/examples/ledger"), &partial).unwrap();
-    std::fs::rename(&partial, &to).unwrap();
-    to
+    copy_aside(
+        &target.join("debug/examples/ledger"),
+        &out,
+        &format!("ledger-{}", dialect.feature()),
+    )
 }
 
 use crate::support::server_url;
@@ -158,11 +131,7 @@ impl Database {
             .unwrap();
         let name = format!("nemesis_{}_{seed}", std::process::id());
         let sqlite_file = dir.path().join("ledger.db");
-        let server = server_url.map(ServerUrl::parse);
-        let url = match &server {
-            None => format!("sqlite://{}", sqlite_file.display()),
-            Some(server) => server.with_database(&name),
-        };
+        let (server, url) = server_url::locate(server_url, &name, &sqlite_file);
         let database = Database {
             dialect,
             url,
@@ -247,15 +216,7 @@ impl Database {
     fn client(&self, in_database: bool) -> Command {
         match (self.dialect, &self.server) {
             (Dialect::Mysql, Some(server)) => {
-                let mut command = Command::new("mysql");
-                command.args(["--protocol=TCP", "-N", "-B", "-h", &server.host, "-u"]);
-                command.arg(&server.user);
-                if let Some(port) = &server.port {
-                    command.args(["-P", port]);
-                }
-                if let Some(password) = &server.password {
-                    command.env("MYSQL_PWD", password);
-                }
+                let mut command = server.mysql_command();
                 if in_database {
                     command.arg(&self.name);
                 }
@@ -374,31 +335,17 @@ impl Database {
 /// The `mysql` client for `server`, outside any database.
 fn mysql_client(server: &ServerUrl) -> impl Fn() -> Command + use<> {
     let server = server.clone();
-    move || {
-        let mut command = Command::new("mysql");
-        command.args(["--protocol=TCP", "-N", "-B", "-h", &server.host, "-u"]);
-        command.arg(&server.user);
-        if let Some(port) = &server.port {
-            command.args(["-P", port]);
-        }
-        if let Some(password) = &server.password {
-            command.env("MYSQL_PWD", password);
-        }
-        command
-    }
+    move || server.mysql_command()
 }
 
 /// Runs `sql` on the MariaDB server at `server_url` (a Galera node);
 /// its output, or `None` if the node refused or is down.
 pub fn mysql_on(server_url: &str, sql: &str) -> Option<String> {
-    let output = mysql_client(&ServerUrl::parse(server_url))()
-        .args(["-e", sql])
-        .output()
-        .ok()?;
-    output
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+    output_if_ok(
+        ServerUrl::parse(server_url)
+            .mysql_command()
+            .args(["-e", sql]),
+    )
 }
 
 impl Drop for Database {
@@ -421,16 +368,6 @@ impl Drop for Database {
     }
 }
 
-fn run_client(mut command: Command, sql: &str) -> String {
-    let output = command.output().expect("the database client runs");
-    assert!(
-        output.status.success(),
-        "`{sql}` failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout).trim().to_string()
-}
-
 /// One instance of the service: a process on a free loopback port,
 /// SIGKILLed when dropped.
 pub struct Instance {
@@ -442,44 +379,21 @@ pub struct Instance {
 
 impl Instance {
     pub fn start(binary: &Path, db: &Database, name: &str, env: &[(String, String)]) -> Instance {
-        let mut last_log = String::new();
-        // A port free when picked may be taken before the service binds
-        // it: try a few.
-        for _ in 0..3 {
-            let port = free_port();
-            let log = db.dir.path().join(format!("{name}-{port}.log"));
-            let log_file = File::create(&log).unwrap();
-            let mut command = Command::new(binary);
+        let (child, base, log) = start_healthy(binary, db.dir.path(), name, |command| {
             command
                 .env("DATABASE_URL", &db.url)
-                .env("LISTEN_ADDR", format!("127.0.0.1:{port}"))
                 .env("INSTANCE", name)
-                .env("RUST_LOG", "warn")
-                .stdin(Stdio::null())
-                .stdout(log_file.try_clone().unwrap())
-                .stderr(log_file);
+                .env("RUST_LOG", "warn");
             for (variable, value) in env {
                 command.env(variable, value);
             }
-            let mut instance = Instance {
-                child: command.spawn().unwrap(),
-                base: format!("http://127.0.0.1:{port}"),
-                name: name.to_string(),
-                log,
-            };
-            let deadline = Instant::now() + Duration::from_secs(60);
-            while Instant::now() < deadline {
-                if instance.child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                if healthy(&instance.base) {
-                    return instance;
-                }
-                thread::sleep(Duration::from_millis(50));
-            }
-            last_log = instance.log_text();
+        });
+        Instance {
+            child,
+            base,
+            name: name.to_string(),
+            log,
         }
-        panic!("{} did not start:\n{last_log}", binary.display());
     }
 
     pub fn log_text(&self) -> String {
@@ -510,14 +424,6 @@ pub fn healthy(base: &str) -> bool {
         .get(format!("{base}/healthz"))
         .call()
         .is_ok_and(|response| response.status().as_u16() == 200)
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One call the sink received.
@@ -655,33 +561,18 @@ pub enum Outcome {
 
 /// `POST /transfers` with `key` and `body`, given up after `timeout`.
 pub fn send(base: &str, key: &str, body: &str, timeout: Duration) -> Result<Outcome, String> {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .max_redirects(0)
-        .proxy(None)
-        .timeout_global(Some(timeout))
-        .build()
-        .into();
-    let response = agent
+    let response = agent_within(timeout)
         .post(format!("{base}/transfers"))
         .header("content-type", "application/json")
         .header("Idempotency-Key", key)
         .send(body)
         .map_err(|error| error.to_string())?;
-    let header = |name: &str| {
-        response
-            .headers()
-            .get(name)
-            .and_then(|value| value.to_str().ok())
-            .map(str::to_string)
-    };
-    let status = response.status().as_u16();
-    let retry_after = header("retry-after");
-    let replayed = header("idempotent-replayed").as_deref() == Some("true");
-    let body = response
-        .into_body()
-        .read_to_vec()
-        .map_err(|error| error.to_string())?;
+    let Answer {
+        status,
+        retry_after,
+        replayed,
+        body,
+    } = answer_of(response)?;
     Ok(Outcome::Answer {
         status,
         retry_after,
