@@ -101,9 +101,11 @@ engine! {
     mod input;
     mod key;
     mod metrics;
+    pub mod outcome;
     mod principal;
     mod reachability;
     mod reply;
+    mod request_span;
     mod security;
     pub mod service;
     mod store;
@@ -115,7 +117,8 @@ engine! {
         Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
     };
     pub use input::{Param, Scalar};
-    pub use metrics::{Counter, Counters};
+    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason};
+    pub use request_span::observe;
     pub use principal::Principal;
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{

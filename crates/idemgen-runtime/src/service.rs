@@ -24,7 +24,8 @@ struct Probes {
 }
 
 /// `GET /healthz` (200 `ok` while the database answers, else 503) and
-/// `GET /metrics` (the Prometheus counters of `operations`), to merge into
+/// `GET /metrics` (the Prometheus text of `operations`' measures and the
+/// record table's size), to merge into
 /// a service's router.
 pub fn health_and_metrics(
     idempotency: Idempotency,
@@ -54,23 +55,13 @@ async fn healthz(State(probes): State<Probes>) -> impl IntoResponse {
 
 async fn metrics_text(State(probes): State<Probes>) -> impl IntoResponse {
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        metrics::render(
-            &probes
-                .operations
-                .iter()
-                .filter(|operation| operation.contract.is_some())
-                .map(|operation| (operation.label, &operation.counters))
-                .collect::<Vec<_>>(),
-        ),
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics::render(probes.idempotency.collector(probes.operations)),
     )
 }
 
 /// Purges expired records every `every` (at least a second) in the
-/// background.
+/// background, then samples the record table's size for `GET /metrics`.
 pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every.max(Duration::from_secs(1)));
@@ -80,6 +71,9 @@ pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::Jo
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "purged expired idempotency records"),
                 Err(error) => tracing::warn!(%error, "purging expired idempotency records failed"),
+            }
+            if let Err(error) = idempotency.sample_census().await {
+                tracing::warn!(%error, "counting idempotency records failed");
             }
         }
     })

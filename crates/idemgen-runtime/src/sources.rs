@@ -22,12 +22,17 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/key.rs", include_str!("../src/key.rs")),
     ("src/lib.rs", include_str!("../src/lib.rs")),
     ("src/metrics.rs", include_str!("../src/metrics.rs")),
+    ("src/outcome.rs", include_str!("../src/outcome.rs")),
     ("src/principal.rs", include_str!("../src/principal.rs")),
     (
         "src/reachability.rs",
         include_str!("../src/reachability.rs"),
     ),
     ("src/reply.rs", include_str!("../src/reply.rs")),
+    (
+        "src/request_span.rs",
+        include_str!("../src/request_span.rs"),
+    ),
     ("src/security.rs", include_str!("../src/security.rs")),
     ("src/service.rs", include_str!("../src/service.rs")),
     ("src/sources.rs", include_str!("../src/sources.rs")),

@@ -10,6 +10,7 @@ mod engine;
 mod galera_lost_races;
 mod hand_written;
 mod lost_races;
+mod metrics;
 mod purge_races;
 mod security;
 mod slow_clients;
