@@ -92,6 +92,9 @@ macro_rules! engine {
 
 pub mod sources;
 
+#[cfg(all(feature = "engine", feature = "otel"))]
+pub mod otel;
+
 engine! {
     mod canonical_json;
     mod contract;

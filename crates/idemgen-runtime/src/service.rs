@@ -80,15 +80,20 @@ pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::Jo
 }
 
 /// Logs to standard output with `RUST_LOG` as the filter (default `info`),
-/// in colour on a terminal.
+/// in colour on a terminal. Built with the `otel` feature, also exports
+/// each request's span over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
+/// (see [`crate::otel`]).
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt::layer().with_ansi(std::io::stdout().is_terminal());
+    let subscriber = tracing_subscriber::registry().with(filter).with(logs);
+    #[cfg(feature = "otel")]
+    let subscriber = subscriber.with(crate::otel::layer_from_env());
+    subscriber.init();
 }
 
 /// How long a client may take to send a request's headers, and how long
@@ -161,6 +166,8 @@ pub async fn serve_with_header_timeout(
     {
         tracing::warn!("requests still in flight after {DRAIN_TIMEOUT:?}; stopping anyway");
     }
+    #[cfg(feature = "otel")]
+    let _ = tokio::task::spawn_blocking(crate::otel::flush_traces).await;
     Ok(())
 }
 

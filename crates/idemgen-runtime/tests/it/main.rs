@@ -11,6 +11,8 @@ mod galera_lost_races;
 mod hand_written;
 mod lost_races;
 mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
 mod purge_races;
 mod security;
 mod slow_clients;
