@@ -4,6 +4,7 @@
 //! outcome and timings, never its key, credential or body.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -110,11 +111,18 @@ async fn send(router: &Router, request: Request) -> StatusCode {
     router.clone().oneshot(request).await.unwrap().status()
 }
 
-/// The spans closed so far: each one's fields, by name.
+/// The spans closed so far: each one's fields, by name, and when it was
+/// opened (a span closes when its last handle goes, which may be a
+/// database task's: the order of closing is not the requests').
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<BTreeMap<String, String>>>>);
+struct Spans(
+    Arc<Mutex<Vec<(usize, BTreeMap<String, String>)>>>,
+    Arc<AtomicUsize>,
+);
 
 struct Fields(BTreeMap<String, String>);
+
+struct Opened(usize);
 
 impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
@@ -132,7 +140,11 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Sp
         fields
             .0
             .insert("name".into(), attributes.metadata().name().into());
-        context.span(id).unwrap().extensions_mut().insert(fields);
+        let opened = self.1.fetch_add(1, Ordering::SeqCst);
+        let span = context.span(id).unwrap();
+        let mut extensions = span.extensions_mut();
+        extensions.insert(fields);
+        extensions.insert(Opened(opened));
     }
 
     fn on_record(&self, id: &Id, values: &Record<'_>, context: Context<'_, S>) {
@@ -143,8 +155,10 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<S> for Sp
 
     fn on_close(&self, id: Id, context: Context<'_, S>) {
         let span = context.span(&id).unwrap();
-        let fields = span.extensions().get::<Fields>().unwrap().0.clone();
-        self.0.lock().unwrap().push(fields);
+        let extensions = span.extensions();
+        let fields = extensions.get::<Fields>().unwrap().0.clone();
+        let opened = extensions.get::<Opened>().unwrap().0;
+        self.0.lock().unwrap().push((opened, fields));
     }
 }
 
@@ -334,7 +348,10 @@ async fn every_kind_of_request_is_counted_timed_and_traced_without_its_secrets()
     );
 
     // One span per request through the router, with what came of it.
-    let spans = spans.0.lock().unwrap().clone();
+    let mut spans = spans.0.lock().unwrap().clone();
+    spans.sort_by_key(|(opened, _)| *opened);
+    let spans: Vec<BTreeMap<String, String>> =
+        spans.into_iter().map(|(_, fields)| fields).collect();
     let requests: Vec<_> = spans
         .iter()
         .filter(|span| span["name"] == "request")
