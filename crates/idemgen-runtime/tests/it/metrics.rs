@@ -115,10 +115,9 @@ async fn send(router: &Router, request: Request) -> StatusCode {
 /// opened (a span closes when its last handle goes, which may be a
 /// database task's: the order of closing is not the requests').
 #[derive(Clone, Default)]
-struct Spans(
-    Arc<Mutex<Vec<(usize, BTreeMap<String, String>)>>>,
-    Arc<AtomicUsize>,
-);
+struct Spans(Arc<Mutex<Vec<(usize, SpanFields)>>>, Arc<AtomicUsize>);
+
+type SpanFields = BTreeMap<String, String>;
 
 struct Fields(BTreeMap<String, String>);
 
