@@ -299,7 +299,7 @@ fn responses<'w>(
 }
 
 /// `application/json` and every `+json` type (`application/problem+json`).
-fn is_json(media_type: &str) -> bool {
+pub(crate) fn is_json(media_type: &str) -> bool {
     let essence = media_type
         .split(';')
         .next()
