@@ -7,6 +7,7 @@
 //! the engine the project builds on. [`manifest`] decides what may be written where,
 //! [`mod@write`] writes it.
 
+pub mod client;
 mod context;
 pub mod dialect;
 pub mod format;

@@ -78,6 +78,7 @@ use std::collections::BTreeMap;
 use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
+pub(crate) use operation::is_json;
 pub use status::StatusPattern;
 
 /// The types of a whole spec.

@@ -415,7 +415,7 @@ fn response_headers<'w>(
 }
 
 /// `application/json` and every `+json` type (`application/problem+json`).
-fn is_json(media_type: &str) -> bool {
+pub(crate) fn is_json(media_type: &str) -> bool {
     let essence = media_type
         .split(';')
         .next()
