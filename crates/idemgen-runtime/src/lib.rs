@@ -104,6 +104,7 @@ engine! {
     mod principal;
     mod reachability;
     mod reply;
+    mod response_headers;
     mod security;
     pub mod service;
     mod store;
@@ -165,6 +166,7 @@ engine! {
                 response_status INTEGER,
                 response_content_type TEXT,
                 response_body BLOB,
+                response_headers BLOB,
                 created_at INTEGER NOT NULL,
                 updated_at INTEGER NOT NULL,
                 CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)
