@@ -370,8 +370,8 @@ impl<R: fmt::Debug> fmt::Display for Error<R> {
 
 impl<R: fmt::Debug> std::error::Error for Error<R> {}
 
-/// Turns a status and body into the operation's response enum.
-pub type Decode<R> = fn(u16, &[u8]) -> Result<R, String>;
+/// Turns a status, headers and body into the operation's response enum.
+pub type Decode<R> = fn(u16, &HeaderMap, &[u8]) -> Result<R, String>;
 
 /// Headers made for each attempt from what it sends (method, URL, body):
 /// a request signature with a fresh timestamp, such as an HMAC of the body.
@@ -546,7 +546,7 @@ fn finish<R>(
     contract: Option<&Contract>,
     decode: Decode<R>,
 ) -> Result<Answer<R>, Error<R>> {
-    let response = match decode(raw.status, &raw.body) {
+    let response = match decode(raw.status, &raw.headers, &raw.body) {
         Ok(response) => response,
         Err(why) => {
             return Err(Error::Undeclared {

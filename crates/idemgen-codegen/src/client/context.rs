@@ -23,6 +23,8 @@ pub struct Client {
     pub any_idempotent: bool,
     /// Whether any response body is JSON (the decoder's `json` is used).
     pub any_json_response: bool,
+    /// Whether any response declares headers (the decoder's `header` is used).
+    pub any_response_header: bool,
     /// The first idempotent operation, for the README's example.
     pub example: Option<Operation>,
 }
@@ -87,6 +89,8 @@ pub struct Response {
     pub has_default: bool,
     /// Whether any response has a body.
     pub any_body: bool,
+    /// Whether any response declares headers the decoder reads.
+    pub any_header: bool,
 }
 
 /// One declared response, as the decoder matches it.
@@ -101,6 +105,19 @@ pub struct Variant {
     pub class: Option<u8>,
     pub has_body: bool,
     pub is_json: bool,
+    /// The headers the response declares, read into the variant's fields.
+    pub headers: Vec<VariantHeader>,
+}
+
+/// A declared response header: its field and the expression that reads
+/// it from the answer's headers.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantHeader {
+    pub field: String,
+    /// `required(headers, "Location")?`: a required header's absence
+    /// makes the answer undeclared; an optional one is `None` (or `null`
+    /// for a field of any JSON value) when absent.
+    pub read: String,
 }
 
 /// An operation's contract, as the client follows it.
@@ -345,6 +362,23 @@ pub fn typed(
                     .media_type
                     .as_deref()
                     .is_some_and(crate::types::is_json),
+                headers: variant
+                    .headers
+                    .iter()
+                    .map(|header| {
+                        let name = crate::names::rust_string(&header.wire_name);
+                        VariantHeader {
+                            field: header.field.clone(),
+                            read: if header.required {
+                                format!("required(headers, {name})?")
+                            } else if header.rust_type.starts_with("Option<") {
+                                format!("header(headers, {name})?")
+                            } else {
+                                format!("header(headers, {name})?.unwrap_or_default()")
+                            },
+                        }
+                    })
+                    .collect(),
             }
         })
         .collect();
@@ -352,6 +386,7 @@ pub fn typed(
         type_name: types.response.type_name.clone(),
         has_default: variants.iter().any(|variant| variant.kind == "default"),
         any_body: variants.iter().any(|variant| variant.has_body),
+        any_header: variants.iter().any(|variant| !variant.headers.is_empty()),
         variants,
     };
     (params, body, response)

@@ -109,6 +109,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
                 .iter()
                 .any(|variant| variant.has_body && variant.is_json)
         }),
+        any_response_header: operations.iter().any(|op| op.response.any_header),
         example: operations.iter().find(|op| op.contract.is_some()).cloned(),
         operations,
     };
