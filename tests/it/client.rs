@@ -260,6 +260,16 @@ fn exchange(db: &Database, server: &Server, fault: Fault, driver: &std::path::Pa
         );
     }
     assert!(started.elapsed() < Duration::from_secs(30));
+    let attempts: Vec<String> = call
+        .attempts
+        .iter()
+        .map(|attempt| format!("{} ms {}", attempt.at_ms, attempt.outcome))
+        .collect();
+    eprintln!(
+        "{fault:?}: {} (replayed: {})",
+        attempts.join(", "),
+        call.replayed
+    );
     call
 }
 
