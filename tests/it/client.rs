@@ -111,6 +111,14 @@ fn generated_client_carries_the_schedule_and_keeps_what_is_yours() {
     );
 }
 
+/// Specs under `tests/codegen_fixtures/` whose clients are linted too.
+const FIXTURES: [&str; 4] = [
+    "created-headers",
+    "typed-input",
+    "optional-body-key",
+    "hostile",
+];
+
 #[test]
 fn generated_client_is_clippy_clean_and_its_tests_pass() {
     if generated_builds_skipped() {
@@ -125,6 +133,44 @@ fn generated_client_is_clippy_clean_and_its_tests_pass() {
             crate_dir.join("Cargo.lock"),
         )
         .unwrap();
+    }
+    // The fixtures take the template's other branches: declared response
+    // headers, keys in the query and the body, optional and raw bodies,
+    // status ranges, hostile names.
+    let mut crates = vec![crate_dir.clone()];
+    for fixture in FIXTURES {
+        let out = client::client_dir().join("fixtures").join(fixture);
+        let spec = build::root().join(format!("tests/codegen_fixtures/{fixture}.yaml"));
+        idemgen(&[
+            "gen",
+            spec.to_str().unwrap(),
+            "--client",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        if !out.join("Cargo.lock").exists() {
+            std::fs::copy(crate_dir.join("Cargo.lock"), out.join("Cargo.lock")).unwrap();
+        }
+        crates.push(out);
+    }
+    for dir in &crates {
+        let output = build::cargo(dir)
+            .args([
+                "clippy",
+                "--all-targets",
+                "--no-default-features",
+                "--",
+                "-D",
+                "warnings",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "cargo clippy in {}:\n{}",
+            dir.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
     for args in [
         &[
@@ -260,6 +306,16 @@ fn exchange(db: &Database, server: &Server, fault: Fault, driver: &std::path::Pa
         );
     }
     assert!(started.elapsed() < Duration::from_secs(30));
+    let attempts: Vec<String> = call
+        .attempts
+        .iter()
+        .map(|attempt| format!("{} ms {}", attempt.at_ms, attempt.outcome))
+        .collect();
+    eprintln!(
+        "{fault:?}: {} (replayed: {})",
+        attempts.join(", "),
+        call.replayed
+    );
     call
 }
 

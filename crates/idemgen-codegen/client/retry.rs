@@ -905,7 +905,7 @@ mod tests {
         .unwrap()
     }
 
-    fn no_body(_: u16, _: &[u8]) -> Result<(), String> {
+    fn no_body(_: u16, _: &HeaderMap, _: &[u8]) -> Result<(), String> {
         Ok(())
     }
 
