@@ -5,6 +5,7 @@
 //! example over HTTP, and the races, faults and slow clients around it.
 //! A module whose server is not configured prints `SKIPPED: why`.
 
+mod canonical_json;
 mod commit_outcome;
 mod engine;
 mod galera_lost_races;
