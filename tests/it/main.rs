@@ -11,6 +11,7 @@ mod alerts;
 mod baseline;
 mod book;
 mod cli;
+mod client;
 mod codegen;
 mod config;
 mod corpus;

@@ -48,13 +48,13 @@ use crate::metrics::{
 use crate::outcome::{self, Outcome};
 use crate::reachability::Reachability;
 use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
+use crate::response_headers;
 use crate::security::Security;
 use crate::store::{
     COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
 };
 
-/// Marks an answer replayed from the record.
-pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+pub use crate::response_headers::REPLAYED_HEADER;
 
 /// How often one request tries to claim before answering "in progress".
 const CLAIM_ATTEMPTS: usize = 3;
@@ -1285,7 +1285,8 @@ fn decide(
     }
 }
 
-/// The stored answer: status, content type and body, marked as a replay.
+/// The stored answer: status, content type, body and stored headers,
+/// marked as a replay.
 fn replay(record: &Record) -> Response {
     let status = record
         .response_status
@@ -1305,6 +1306,9 @@ fn replay(record: &Record) -> Response {
         None => {
             headers.remove(header::CONTENT_TYPE);
         }
+    }
+    if let Some(block) = &record.response_headers {
+        response_headers::send(&response_headers::decode(block), headers);
     }
     headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
     outcome::mark(response, Outcome::Replay)

@@ -34,6 +34,10 @@ pub const FILES: &[(&str, &str)] = &[
         "src/request_span.rs",
         include_str!("../src/request_span.rs"),
     ),
+    (
+        "src/response_headers.rs",
+        include_str!("../src/response_headers.rs"),
+    ),
     ("src/security.rs", include_str!("../src/security.rs")),
     ("src/service.rs", include_str!("../src/service.rs")),
     ("src/sources.rs", include_str!("../src/sources.rs")),
