@@ -107,6 +107,9 @@ fn pipe(client: TcpStream, server: TcpStream, seen: &Requests) {
     let _ = upstream.join();
 }
 
+/// How a request line ends.
+const REQUEST_LINE_END: &[u8] = b" HTTP/1.1\r\n";
+
 /// Copies the client's bytes to the service, noting the time of each
 /// request line (` HTTP/1.1` and its line end; the bodies here are JSON,
 /// which holds no line end), then half-closes the service's side.
@@ -118,8 +121,8 @@ fn forward_requests(mut from: TcpStream, mut to: TcpStream, seen: &Requests) {
             Ok(read) => read,
         };
         let lines = chunk[..read]
-            .windows(10)
-            .filter(|window| *window == b" HTTP/1.1\r\n")
+            .windows(REQUEST_LINE_END.len())
+            .filter(|window| *window == REQUEST_LINE_END)
             .count();
         seen.lock()
             .unwrap()

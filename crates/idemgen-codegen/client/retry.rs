@@ -373,9 +373,30 @@ impl<R: fmt::Debug> std::error::Error for Error<R> {}
 /// Turns a status, headers and body into the operation's response enum.
 pub type Decode<R> = fn(u16, &HeaderMap, &[u8]) -> Result<R, String>;
 
+/// Headers made for each attempt from what it sends (method, URL, body):
+/// a request signature with a fresh timestamp, such as an HMAC of the body.
+pub type Sign =
+    std::sync::Arc<dyn Fn(&reqwest::Method, &reqwest::Url, &[u8]) -> HeaderMap + Send + Sync>;
+
+/// What requests go through: the HTTP client, and what signs each attempt.
+#[derive(Clone, Default)]
+pub struct Transport {
+    pub http: reqwest::Client,
+    pub sign: Option<Sign>,
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transport")
+            .field("http", &self.http)
+            .field("sign", &self.sign.as_ref().map(|_| "…"))
+            .finish()
+    }
+}
+
 /// Sends `request`: under `contract` with its key and retries, else once.
 pub async fn send<R>(
-    http: &reqwest::Client,
+    transport: &Transport,
     mut request: Request,
     contract: Option<&Contract>,
     key: Key,
@@ -432,7 +453,7 @@ pub async fn send<R>(
             let left = Duration::from_millis(planned.deadline_ms).saturating_sub(started.elapsed());
             Duration::from_millis(contract.timeout_ms).min(left)
         });
-        let result = attempt(http, &request, content_type, body.as_deref(), time).await;
+        let result = attempt(transport, &request, content_type, body.as_deref(), time).await;
         let (outcome, answer) = classify(result, contract);
         attempts.push(Tried { at, outcome });
         if let Some(raw) = answer {
@@ -452,15 +473,23 @@ struct Raw {
 /// One attempt, given `time` (none without a contract) for the whole
 /// answer, body included.
 async fn attempt(
-    http: &reqwest::Client,
+    transport: &Transport,
     request: &Request,
     content_type: Option<&'static str>,
     body: Option<&[u8]>,
     time: Option<Duration>,
 ) -> Result<Raw, Outcome> {
-    let mut builder = http
+    let mut builder = transport
+        .http
         .request(request.method.clone(), request.url.clone())
         .headers(request.headers.clone());
+    if let Some(sign) = &transport.sign {
+        builder = builder.headers(sign(
+            &request.method,
+            &request.url,
+            body.unwrap_or_default(),
+        ));
+    }
     if let (Some(content_type), Some(body)) = (content_type, body) {
         builder = builder
             .header(reqwest::header::CONTENT_TYPE, content_type)
@@ -838,5 +867,160 @@ mod tests {
         assert!(key.starts_with("pay:A-1:7:"), "{key}");
         assert_eq!(key.len(), "pay:A-1:7:".len() + 22);
         assert!(mint(&[KeyPart::Field("/missing")], Some(&body)).is_err());
+    }
+
+    /// A server that answers every request 503 and closes; the request
+    /// heads it got, lower-cased.
+    fn unavailable_server() -> (String, std::sync::mpsc::Receiver<String>) {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let (heads, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = heads.send(String::from_utf8_lossy(&head).to_ascii_lowercase());
+                let _ = stream.write_all(
+                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
+            }
+        });
+        (base, received)
+    }
+
+    fn get(base: &str) -> Request {
+        Request::new(
+            &reqwest::Url::parse(base).unwrap(),
+            reqwest::Method::GET,
+            &[PathPart::Literal("/pay")],
+            &[],
+            None,
+            None,
+        )
+        .unwrap()
+    }
+
+    fn no_body(_: u16, _: &HeaderMap, _: &[u8]) -> Result<(), String> {
+        Ok(())
+    }
+
+    static RETRIED: Contract = Contract {
+        key_in: KeyIn::Header,
+        key_name: "Idempotency-Key",
+        key_format: &[KeyPart::Literal("t:"), KeyPart::Uuid],
+        max_key_len: 64,
+        scope: &[],
+        timeout_ms: 1_000,
+        jitter_ms: 20,
+        attempts: &[
+            Attempt {
+                start_ms: 0,
+                deadline_ms: 1_000,
+                backoff_ms: Some(30),
+            },
+            Attempt {
+                start_ms: 1_050,
+                deadline_ms: 2_050,
+                backoff_ms: Some(60),
+            },
+            Attempt {
+                start_ms: 2_130,
+                deadline_ms: 3_000,
+                backoff_ms: None,
+            },
+        ],
+        in_progress_status: 409,
+        conflict_status: 422,
+    };
+
+    #[tokio::test]
+    async fn every_attempt_carries_the_same_key_and_waits_its_backoff() {
+        let (base, heads) = unavailable_server();
+        let error = send(
+            &Transport::default(),
+            get(&base),
+            Some(&RETRIED),
+            Key::New,
+            no_body,
+        )
+        .await
+        .unwrap_err();
+        let Error::GaveUp {
+            key: Some(key),
+            attempts,
+        } = error
+        else {
+            panic!("{error:?}");
+        };
+        assert!(key.starts_with("t:"), "{key}");
+        let heads: Vec<String> = heads.try_iter().collect();
+        assert_eq!(heads.len(), 3, "{heads:?}");
+        for head in &heads {
+            assert!(
+                head.contains(&format!(
+                    "idempotency-key: {}\r\n",
+                    key.to_ascii_lowercase()
+                )),
+                "{head}"
+            );
+        }
+        assert_eq!(attempts.len(), 3);
+        for (index, pair) in attempts.windows(2).enumerate() {
+            let backoff = Duration::from_millis(RETRIED.attempts[index].backoff_ms.unwrap());
+            let gap = pair[1].at - pair[0].at;
+            assert!(gap >= backoff, "{gap:?} < {backoff:?}");
+            assert!(
+                gap < backoff + Duration::from_millis(RETRIED.jitter_ms + 500),
+                "{gap:?}"
+            );
+            assert_eq!(pair[0].outcome, Outcome::ServerError { status: 503 });
+        }
+    }
+
+    #[tokio::test]
+    async fn without_a_contract_a_request_is_sent_once() {
+        let (base, heads) = unavailable_server();
+        let error = send(&Transport::default(), get(&base), None, Key::New, no_body)
+            .await
+            .unwrap_err();
+        let Error::GaveUp {
+            key: None,
+            attempts,
+        } = error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(attempts.len(), 1);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(heads.try_iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_given_key_is_sent_as_given() {
+        let (base, heads) = unavailable_server();
+        let given = Key::Given("t:resumed".to_string());
+        let error = send(
+            &Transport::default(),
+            get(&base),
+            Some(&RETRIED),
+            given,
+            no_body,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(error.key(), Some("t:resumed"));
+        let heads: Vec<String> = heads.try_iter().collect();
+        assert_eq!(heads.len(), 3, "{heads:?}");
+        assert!(
+            heads
+                .iter()
+                .all(|head| head.contains("idempotency-key: t:resumed\r\n")),
+            "{heads:?}"
+        );
     }
 }

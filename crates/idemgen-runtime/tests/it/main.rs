@@ -5,6 +5,7 @@
 //! example over HTTP, and the races, faults and slow clients around it.
 //! A module whose server is not configured prints `SKIPPED: why`.
 
+mod canonical_json;
 mod commit_outcome;
 // idemgen's models for `tests/codegen_fixtures/created-headers.yaml`, as a
 // generated service has them; the tests use only its response.
@@ -13,6 +14,7 @@ mod created_headers_models;
 mod engine;
 mod galera_lost_races;
 mod hand_written;
+mod keys;
 mod lost_races;
 mod purge_races;
 mod response_headers;
