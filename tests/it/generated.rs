@@ -166,10 +166,11 @@ fn server(variable: &str) -> Option<ServerUrl> {
 /// key in the body (`stripe` profile) with a raw fingerprint that leaves
 /// the body out; and every kind of typed input (parameters of each place
 /// and type, optional and non-JSON bodies, responses by code, class and
-/// `default`). All on SQLite, as the members of one workspace: the first
+/// `default`); and the IETF draft's client-chosen `{opaque}` keys. All on
+/// SQLite, as the members of one workspace: the first
 /// carries the runtime copy `gen` writes, the others depend on that copy
 /// (two copies of one crate cannot share a lock file).
-const SQLITE_PROJECTS: [(&str, &str); 5] = [
+const SQLITE_PROJECTS: [(&str, &str); 6] = [
     ("pay-sqlite", EXAMPLE_SPEC),
     ("hostile", HOSTILE_SPEC),
     ("empty", "tests/codegen_fixtures/empty.yaml"),
@@ -178,10 +179,17 @@ const SQLITE_PROJECTS: [(&str, &str); 5] = [
         "tests/codegen_fixtures/optional-body-key.yaml",
     ),
     ("typed-input", "tests/codegen_fixtures/typed-input.yaml"),
+    ("opaque-key", "tests/codegen_fixtures/opaque-key.yaml"),
 ];
 
 /// The members that must be clippy-clean (all but the hostile names).
-const LINTED: [&str; 4] = ["pay-sqlite", "empty", "optional-body-key", "typed-input"];
+const LINTED: [&str; 5] = [
+    "pay-sqlite",
+    "empty",
+    "optional-body-key",
+    "typed-input",
+    "opaque-key",
+];
 
 #[test]
 fn sqlite_projects_build_offline_are_clean_and_pass_their_tests() {

@@ -42,6 +42,7 @@ use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::Counters;
+use crate::problem::ProblemKind;
 use crate::reachability::Reachability;
 use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
 use crate::security::Security;
@@ -395,7 +396,7 @@ impl Idempotency {
                         operation.counters.in_progress.inc();
                         in_progress(contract)
                     }
-                    None => retry_later(503, "conflict with another request", retry_after),
+                    None => retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
                 }
             }
             Stop::Unavailable => {
@@ -407,13 +408,13 @@ impl Idempotency {
                         operation = operation.name,
                         "no database connection or answer in time"
                     );
-                    retry_later(429, "server busy", retry_after)
+                    retry_later(ProblemKind::ServerBusy, 429, retry_after)
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
                         self.probe_in_background();
                     }
-                    retry_later(503, "database unavailable", retry_after)
+                    retry_later(ProblemKind::DatabaseUnavailable, 503, retry_after)
                 }
             }
             Stop::DeadlineExceeded => {
@@ -421,13 +422,12 @@ impl Idempotency {
                     operation = operation.name,
                     "the attempt ran past server.max-processing; rolled back"
                 );
-                retry_later(503, "processing took too long", retry_after)
+                retry_later(ProblemKind::ProcessingTooLong, 503, retry_after)
             }
             Stop::Error => {
                 tracing::error!(operation = operation.name, ?error, "database error");
-                problem(
+                refuse(ProblemKind::InternalError, 
                     500,
-                    "internal error",
                     "the request failed and nothing was committed; it may be retried with the same key",
                 )
             }
@@ -876,9 +876,8 @@ impl Call {
                      DDL that commits implicitly, or a deadlock it did not propagate); nothing \
                      was recorded"
                 );
-                return problem(
+                return refuse(ProblemKind::InternalError, 
                     500,
-                    "internal error",
                     "the request's transaction ended before its answer could be stored; its \
                      effect is unknown. A retry with the same key runs again once the \
                      request's lease has ended",
@@ -986,9 +985,8 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             operation = operation.name,
             "refused a request that reached the engine unauthenticated"
         );
-        return Err(problem(
+        return Err(refuse(ProblemKind::Unauthenticated, 
             401,
-            "unauthenticated",
             "this operation requires credentials",
         ));
     }
@@ -999,35 +997,26 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         key::KeyValue::Present(key) => key,
         key::KeyValue::Absent if !contract.key_required => return Ok(None),
         key::KeyValue::Absent => {
-            return Err(problem(
+            return Err(refuse(ProblemKind::MissingKey, 
                 contract.missing_key_status,
-                "missing idempotency key",
                 &format!("send a key of the form `{}`", contract.key_format),
             ));
         }
         key::KeyValue::Unreadable(why) => {
-            return Err(problem(
-                contract.missing_key_status,
-                "invalid idempotency key",
-                &why,
-            ));
+            return Err(refuse(ProblemKind::InvalidKey, contract.missing_key_status, &why));
         }
     };
     let regex = operation.key_regex.get_or_init(|| {
         Regex::new(contract.key_pattern).expect("a contract's key pattern is a valid regex")
     });
     if let Err(why) = key::validate(contract, regex, &key, request) {
-        return Err(problem(
-            contract.missing_key_status,
-            "invalid idempotency key",
-            &why,
-        ));
+        return Err(refuse(ProblemKind::InvalidKey, contract.missing_key_status, &why));
     }
     let scope = key::scope_of(operation.name, contract, request)
-        .map_err(|why| problem(400, "invalid scope", &why))?;
+        .map_err(|why| refuse(ProblemKind::InvalidScope, 400, &why))?;
     let secrets: Vec<&str> = operation.security.query_credentials().collect();
     let fingerprint = fingerprint_without(&contract.fingerprint, request, &secrets)
-        .map_err(|error| problem(400, "ambiguous request body", &error.to_string()))?;
+        .map_err(|error| refuse(ProblemKind::AmbiguousBody, 400, &error.to_string()))?;
     Ok(Some(Admitted {
         key,
         scope,
@@ -1087,9 +1076,8 @@ fn decide(
     }
     if record.fingerprint != fingerprint {
         counters.conflicts.inc();
-        return Decision::Answer(problem(
+        return Decision::Answer(refuse(ProblemKind::KeyReused, 
             contract.conflict_status,
-            "idempotency key reused",
             "this key was used with a different request; the first request's result stands",
         ));
     }
@@ -1101,9 +1089,8 @@ fn decide(
         FAILED if contract.retry_failed => Decision::Reclaim(Reason::RetryAfterFailure),
         FAILED => {
             counters.conflicts.inc();
-            Decision::Answer(problem(
+            Decision::Answer(refuse(ProblemKind::EarlierAttemptFailed, 
                 contract.conflict_status,
-                "earlier attempt failed",
                 "the first request with this key failed; send a new key to try again",
             ))
         }
@@ -1143,9 +1130,8 @@ fn replay(record: &Record) -> Response {
 }
 
 fn in_progress(contract: &Contract) -> Response {
-    let mut response = problem(
+    let mut response = refuse(ProblemKind::InProgress, 
         contract.in_progress_status,
-        "request in progress",
         "a request with this key is still being processed; retry after the Retry-After delay",
     );
     response.headers_mut().insert(
@@ -1155,16 +1141,17 @@ fn in_progress(contract: &Contract) -> Response {
     response
 }
 
-fn problem(status: u16, title: &str, detail: &str) -> Response {
+/// The problem `kind` as the answer, with a contract's status (one that
+/// is not an HTTP status answers 400).
+fn refuse(kind: ProblemKind, status: u16, detail: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    Reply::problem(status, title, detail).into_response()
+    Reply::refusal(kind, status, detail).into_response()
 }
 
 /// A problem with `Retry-After`: nothing was processed, try again.
-fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
-    let mut response = problem(
+fn retry_later(kind: ProblemKind, status: u16, retry_after_secs: u64) -> Response {
+    let mut response = refuse(kind, 
         status,
-        title,
         "the request was not processed; retry it with the same key after the Retry-After delay",
     );
     response
@@ -1176,9 +1163,8 @@ fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
 /// A `503` for a commit that may or may not have happened: retry with the
 /// same key, never a new one.
 fn outcome_unknown(retry_after_secs: u64) -> Response {
-    let mut response = problem(
+    let mut response = refuse(ProblemKind::OutcomeUnknown, 
         503,
-        "outcome unknown",
         "the database connection broke while the request was committing: it may have been \
          processed. Retry it with the same key after the Retry-After delay (never with a new \
          key): the retry gets the stored answer if it was processed, and runs it if not",

@@ -102,6 +102,7 @@ engine! {
     mod key;
     mod metrics;
     mod principal;
+    mod problem;
     mod reachability;
     mod reply;
     mod security;
@@ -117,6 +118,7 @@ engine! {
     pub use input::{Param, Scalar};
     pub use metrics::{Counter, Counters};
     pub use principal::Principal;
+    pub use problem::ProblemKind;
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{
         ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,

@@ -23,6 +23,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../src/lib.rs")),
     ("src/metrics.rs", include_str!("../src/metrics.rs")),
     ("src/principal.rs", include_str!("../src/principal.rs")),
+    ("src/problem.rs", include_str!("../src/problem.rs")),
     (
         "src/reachability.rs",
         include_str!("../src/reachability.rs"),

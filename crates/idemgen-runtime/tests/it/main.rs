@@ -9,6 +9,7 @@ mod commit_outcome;
 mod engine;
 mod galera_lost_races;
 mod hand_written;
+mod ietf_draft;
 mod lost_races;
 mod purge_races;
 mod security;
