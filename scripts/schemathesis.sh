@@ -1,32 +1,60 @@
 #!/usr/bin/env bash
 # Runs schemathesis (a property-based API tester that knows only the
-# OpenAPI document) against the payment-callback example service on
-# SQLite, on loopback. Every check must pass: in particular a request the
-# schema calls valid must not be refused, which holds only while the key
-# parameter's schema carries the contract's `pattern` and `maxLength`
-# (rule key-schema-mismatch).
+# OpenAPI document) against a generated service on SQLite, on loopback,
+# with every check on (`--checks all`: status codes, content types,
+# response headers — `response_headers_conformance`, which wants every
+# header a response declares `required` — and schemas). Every check must
+# pass: in particular a request the schema calls valid must not be
+# refused, which holds only while the key parameter's schema carries the
+# contract's `pattern` and `maxLength` (rule key-schema-mismatch).
 #
-#   scripts/schemathesis.sh            # installs schemathesis into target/ on first use
+#   scripts/schemathesis.sh                   # the payment-callback example
+#   scripts/schemathesis.sh created-headers   # a 201 with Location and ETag
 #
-# PAYMENT_CALLBACK_BIN runs an already built service instead of building it.
+# `created-headers` generates tests/codegen_fixtures/created-headers.yaml
+# into target/schemathesis/, with the business file next to that spec,
+# and builds it in target/generated (where the tests build generated
+# projects). Schemathesis is installed into target/ on first use.
+# PAYMENT_CALLBACK_BIN runs an already built example service instead of
+# building it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+target=${1:-payment-callback}
 venv=target/schemathesis-venv
 if [ ! -x "$venv/bin/st" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet "schemathesis>=4,<5"
 fi
-bin=${PAYMENT_CALLBACK_BIN:-}
-if [ -z "$bin" ]; then
-    cargo build --quiet --bin payment-callback
-    bin=target/debug/payment-callback
-fi
+
+case "$target" in
+payment-callback)
+    spec=$PWD/examples/payment-callback/openapi.yaml
+    bin=${PAYMENT_CALLBACK_BIN:-}
+    if [ -z "$bin" ]; then
+        cargo build --quiet --bin payment-callback
+        bin=target/debug/payment-callback
+    fi
+    ;;
+created-headers)
+    spec=$PWD/tests/codegen_fixtures/created-headers.yaml
+    project=$PWD/target/schemathesis/created-headers
+    cargo run --quiet --bin idemgen -- gen "$spec" -o "$project" --db sqlite --force >/dev/null
+    cp tests/codegen_fixtures/created-headers/create_order.rs "$project/src/business/create_order.rs"
+    cp Cargo.lock "$project/Cargo.lock"
+    (cd "$project" && CARGO_TARGET_DIR="$PWD/../../generated" cargo build --quiet)
+    bin=$PWD/target/generated/debug/created-headers
+    ;;
+*)
+    echo "usage: scripts/schemathesis.sh [payment-callback|created-headers]" >&2
+    exit 2
+    ;;
+esac
 
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # Schemathesis sends unsigned callbacks: run without signature checks.
-PAYMENT_CALLBACK_INSECURE=1 DATABASE_URL="sqlite://$work/payments.db?mode=rwc" LISTEN_ADDR="127.0.0.1:$port" \
+PAYMENT_CALLBACK_INSECURE=1 DATABASE_URL="sqlite://$work/service.db?mode=rwc" LISTEN_ADDR="127.0.0.1:$port" \
     "$bin" >"$work/server.log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
@@ -36,7 +64,6 @@ for _ in $(seq 1 50); do
 done
 
 # From the scratch directory, so its example database stays out of the tree.
-spec=$PWD/examples/payment-callback/openapi.yaml
 st=$PWD/$venv/bin/st
 cd "$work"
 "$st" run "$spec" \

@@ -38,6 +38,11 @@ pub struct GenArgs {
     /// output directory) instead of writing a copy to vendor/idemgen-runtime.
     #[arg(long, value_name = "DIR")]
     pub runtime_path: Option<String>,
+    /// Write a Rust client crate (reqwest, tokio) instead of the service:
+    /// one async method per operation, idempotent ones retried with one key
+    /// on the schedule their contract's window was checked against.
+    #[arg(long, conflicts_with_all = ["db", "runtime_path"])]
+    pub client: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }
@@ -94,6 +99,9 @@ pub fn run(args: &GenArgs) -> ExitCode {
             .map(|name| name.to_string_lossy().into_owned())
             .unwrap_or_else(|| args.spec.display().to_string()),
     };
+    if args.client {
+        return write_client(args, &workspace, &options);
+    }
     let project = match idemgen_codegen::plan(&workspace, &options) {
         Ok(project) => project,
         Err(error) => {
@@ -113,6 +121,34 @@ pub fn run(args: &GenArgs) -> ExitCode {
                      requirement answer 401 until you do)\n",
                 );
             }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        }
+    }
+}
+
+/// `gen --client`: the client crate, written like the service.
+fn write_client(
+    args: &GenArgs,
+    workspace: &idemgen_spec::Workspace,
+    options: &idemgen_codegen::Options,
+) -> ExitCode {
+    let planned = match idemgen_codegen::client::plan(workspace, options) {
+        Ok(planned) => planned,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    for warning in &planned.warnings {
+        eprintln!("warning: {warning}");
+    }
+    match write(&args.output, &planned.files, args.force) {
+        Ok(written) => {
+            print(&summary(&args.output, &written));
             ExitCode::SUCCESS
         }
         Err(error) => {

@@ -10,6 +10,7 @@ mod support;
 mod baseline;
 mod book;
 mod cli;
+mod client;
 mod codegen;
 mod config;
 mod corpus;

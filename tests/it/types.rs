@@ -52,6 +52,12 @@ fn summary(workspace: &Workspace, types: &SpecTypes) -> String {
                 variant.body.as_deref().unwrap_or("-"),
                 variant.media_type.as_deref().unwrap_or("")
             ));
+            for header in &variant.headers {
+                out.push_str(&format!(
+                    "      header `{}` = {}: {}\n",
+                    header.wire_name, header.field, header.rust_type
+                ));
+            }
         }
     }
     for fallback in types.fallbacks() {
@@ -82,6 +88,53 @@ fn openapi_3_1_constructs() {
     let (workspace, types) = generate(&root().join("tests/types/constructs-3.1.yaml"));
     insta::assert_snapshot!("constructs_3_1_models", types.models());
     insta::assert_snapshot!("constructs_3_1_operations", summary(&workspace, &types));
+}
+
+/// The copy of the fixture's models the runtime's tests compile, so that
+/// they drive the typed response a generated service returns.
+const RUNTIME_COPY: &str = "crates/idemgen-runtime/tests/it/created_headers_models.rs";
+
+/// Declared response headers become fields of their variant, as `gen`
+/// writes them (the engine's `Retry-After` on the in-progress answer and
+/// `Content-Type` are not fields); the runtime's tests compile this very
+/// output (`IDEMGEN_BLESS=1` rewrites their copy, which `cargo fmt` may
+/// lay out its own way).
+#[test]
+fn response_headers_are_fields_of_their_variant() {
+    let spec = root().join("tests/codegen_fixtures/created-headers.yaml");
+    let workspace = Workspace::load(&spec).unwrap();
+    let options = idemgen_codegen::Options {
+        dialects: vec![],
+        templates: None,
+        package: "created-headers".into(),
+        standalone: false,
+        runtime_path: None,
+        spec: "openapi.yaml".into(),
+        defaults: Default::default(),
+    };
+    let project = idemgen_codegen::plan(&workspace, &options).unwrap();
+    let models = &project
+        .files
+        .iter()
+        .find(|file| file.path == "src/models.rs")
+        .unwrap()
+        .contents;
+    insta::assert_snapshot!("created_headers_models", models);
+    let (workspace, types) = generate(&spec);
+    insta::assert_snapshot!("created_headers_operations", summary(&workspace, &types));
+
+    let copy = root().join(RUNTIME_COPY);
+    if std::env::var_os("IDEMGEN_BLESS").is_some_and(|value| value != "0" && !value.is_empty()) {
+        std::fs::write(&copy, models).unwrap();
+    }
+    // The workspace's `cargo fmt` lays the copy out its own way, which
+    // changes no code.
+    let committed = std::fs::read_to_string(&copy).unwrap_or_default();
+    assert!(
+        committed == *models || idemgen_codegen::format::same_but_layout(&committed, models),
+        "{RUNTIME_COPY} is not idemgen's output for the fixture; \
+         IDEMGEN_BLESS=1 cargo test -p idemgen --test it types:: rewrites it"
+    );
 }
 
 #[test]

@@ -215,10 +215,10 @@ pub fn copy_aside(from: &Path, out: &Path, name: &str) -> PathBuf {
 /// A lock between processes: a directory only one can create (`File::lock`
 /// is newer than the crate's MSRV). One left behind by a killed run is taken
 /// over after ten minutes, longer than any build.
-struct DirLock(PathBuf);
+pub struct DirLock(PathBuf);
 
 impl DirLock {
-    fn acquire(path: &Path) -> DirLock {
+    pub fn acquire(path: &Path) -> DirLock {
         let started = Instant::now();
         loop {
             match std::fs::create_dir(path) {

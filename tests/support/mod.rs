@@ -3,8 +3,10 @@
 //! `exactly_once.rs` brings `build.rs` (with `root.rs`), `skip.rs` and
 //! `server_url.rs`, and this module re-exports them from there.
 
+pub mod client;
 pub mod corpus;
 pub mod exactly_once;
+pub mod fault_proxy;
 pub mod lsp_client;
 pub mod restart;
 pub mod run;

@@ -3,6 +3,8 @@
 //! operation the generated tests exercise, a SQL dialect). A field a
 //! template names that is not here fails the render with its line.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar, StatusPattern};
@@ -189,6 +191,8 @@ pub struct TypedInput {
     pub params: Option<ParamsInput>,
     /// The response enum.
     pub response: String,
+    /// Whether a response declares headers (the enum has `headers()`).
+    pub response_headers: bool,
     /// The statuses a request whose input does not fit the spec is
     /// answered with, for comments: `400`, or `400 or 422` when a JSON body
     /// that parses but does not fit its schema gets a declared 422.
@@ -249,6 +253,11 @@ impl TypedInput {
                 table: params.fields.iter().map(param_context).collect(),
             }),
             response: types.response.type_name.clone(),
+            response_headers: types
+                .response
+                .variants
+                .iter()
+                .any(|variant| !variant.headers.is_empty()),
         }
     }
 }
@@ -464,7 +473,11 @@ pub struct DialectContext {
     pub default_url: String,
     /// The first bind placeholder (`?1`, `?`, `$1`), for examples.
     pub placeholder: &'static str,
+    /// The record table as first created (migration `0001`, never edited).
     pub ddl: String,
+    /// The record table's later changes (`0002_record_response_headers`),
+    /// by their migration's file stem.
+    pub alterations: BTreeMap<&'static str, String>,
 }
 
 impl ContractContext {
@@ -755,7 +768,11 @@ impl DialectContext {
             title,
             default_url,
             placeholder,
-            ddl: dialect::ddl(d, &store.table, store.key_width),
+            ddl: dialect::create_table(d, &store.table, store.key_width),
+            alterations: dialect::alterations(d, &store.table)
+                .into_iter()
+                .map(|alteration| (alteration.stem, alteration.sql))
+                .collect(),
         }
     }
 }

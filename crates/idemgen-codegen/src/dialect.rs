@@ -1,10 +1,58 @@
 //! The SQL of a generated service, per dialect: the record table's DDL.
 //! The statements that use the table are the `idemgen-runtime` crate's.
+//!
+//! The table is its first `CREATE TABLE` followed by the changes made to
+//! it since, in order. A generated service applies them as migrations
+//! (`0001_…`, `0002_…`) and refuses to start when one it already applied
+//! has changed, so the first is never edited: a change is a new one, which
+//! is also what brings a table created before it up to date.
 
 use idemgen_spec::contract::model::Dialect;
 
-/// The record table and its purge index, ready to run.
+/// One change to the record table after its creation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alteration {
+    /// The migration's file name without `.sql`: `0002_record_response_headers`.
+    pub stem: &'static str,
+    /// Comment lines and the statement, ready to run.
+    pub sql: String,
+}
+
+/// The whole record table as a new one gets it: [`create_table`], then
+/// every [`alterations`] statement.
 pub fn ddl(dialect: Dialect, table: &str, key_width: u64) -> String {
+    let mut sql = create_table(dialect, table, key_width);
+    for alteration in alterations(dialect, table) {
+        sql.push('\n');
+        sql.push_str(&alteration.sql);
+    }
+    sql
+}
+
+/// The changes since the first `CREATE TABLE`, oldest first; each one,
+/// run alone, brings a table created before it up to date.
+pub fn alterations(dialect: Dialect, table: &str) -> Vec<Alteration> {
+    let headers_type = match dialect {
+        Dialect::Mysql => "MEDIUMBLOB NULL",
+        Dialect::Postgres => "BYTEA",
+        Dialect::Sqlite => "BLOB",
+    };
+    vec![Alteration {
+        stem: "0002_record_response_headers",
+        sql: format!(
+            "-- The headers a stored answer is replayed with besides its content type (the
+-- ones the spec declares on that response; never Set-Cookie, Date or the
+-- server's own): an HTTP/1.1 field block, `name: value` lines ending in CRLF,
+-- names in lower case; NULL for none. Run alone on a table created before.
+ALTER TABLE {table} ADD COLUMN response_headers {headers_type};
+"
+        ),
+    }]
+}
+
+/// The record table and its purge index as first created: migration
+/// `0001`, never edited.
+pub fn create_table(dialect: Dialect, table: &str, key_width: u64) -> String {
     let check = "CHECK (status IN ('in_progress', 'completed', 'failed'))";
     match dialect {
         Dialect::Mysql => format!(

@@ -7,6 +7,7 @@
 //! the engine the project builds on. [`manifest`] decides what may be written where,
 //! [`mod@write`] writes it.
 
+pub mod client;
 mod context;
 pub mod dialect;
 pub mod format;
@@ -122,7 +123,10 @@ pub fn store(contracts: &[&Contract], dialect: Option<Dialect>) -> Result<Store,
 /// Every file of the project for `workspace`.
 pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String> {
     let analysis = idemgen_spec::analysis::analyse(workspace, options.defaults);
-    let types = types::spec_types(workspace).map_err(|error| error.to_string())?;
+    // The engine answers "in progress" itself, `Retry-After` included.
+    let in_progress = types::engine_statuses(&analysis);
+    let types =
+        types::spec_types_with(workspace, &in_progress).map_err(|error| error.to_string())?;
     let store = store(&analysis.contracts(), options.dialects.first().copied())?;
     let mut warnings = Vec::new();
     let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;

@@ -60,9 +60,29 @@ pub const TEMPLATES: &[Template] = {
             "migrations/dialect.sql.j2",
             PerDialect("migrations/{dialect}/0001_idempotency_records.sql")
         ),
+        template!(
+            "migrations/0002_record_response_headers.sql.j2",
+            PerDialect("migrations/{dialect}/0002_record_response_headers.sql")
+        ),
         template!("tests/idempotency.rs.j2", File("tests/idempotency.rs")),
     ]
 };
+
+/// The templates of `idemgen gen --client`, each written to one file.
+pub const CLIENT_TEMPLATES: &[Template] = {
+    use Output::File;
+    &[
+        template!("client/Cargo.toml.j2", File("Cargo.toml")),
+        template!("client/README.md.j2", File("README.md")),
+        template!("client/gitignore.j2", File(".gitignore")),
+        template!("client/src/lib.rs.j2", File("src/lib.rs")),
+    ]
+};
+
+/// Every template, the service's and the client's.
+fn all_templates() -> impl Iterator<Item = &'static Template> {
+    TEMPLATES.iter().chain(CLIENT_TEMPLATES)
+}
 
 /// The environment with every template loaded: the embedded one, or the
 /// file of the same name under `overrides` when it exists.
@@ -99,7 +119,7 @@ pub fn environment(overrides: Option<&Path>) -> Result<Environment<'static>, Str
             names::comment_lines(text).join(" ").replace('`', "'")
         )
     });
-    for template in TEMPLATES {
+    for template in all_templates() {
         let name = template.name;
         let source = match overrides.map(|dir| dir.join(name)) {
             Some(path) if path.is_file() => std::fs::read_to_string(&path)
@@ -127,7 +147,7 @@ pub fn unknown_overrides(overrides: &Path) -> Vec<String> {
                 pending.push(path);
             } else if let Ok(relative) = path.strip_prefix(overrides) {
                 let name = relative.to_string_lossy().replace('\\', "/");
-                if !TEMPLATES.iter().any(|template| template.name == name) {
+                if !all_templates().any(|template| template.name == name) {
                     found.push(name);
                 }
             }

@@ -35,7 +35,11 @@ use super::{code_actions, completion, definition, diagnostics, hover};
 
 /// Runs until `exit`; `true` when the client asked for `shutdown` first.
 pub fn serve() -> bool {
-    let transport = Transport::stdio();
+    serve_over(Transport::stdio())
+}
+
+/// Serves on `transport` until `exit` or the end of its input.
+pub fn serve_over(transport: Transport) -> bool {
     let clean = match handshake(&transport) {
         Some(server) => server.run(&transport),
         None => false,

@@ -49,16 +49,23 @@ impl Transport {
     /// Starts the reader and writer threads on stdin and stdout. The
     /// reader's channel is unbounded so queued edits can be coalesced.
     pub fn stdio() -> Transport {
+        Transport::over(io::BufReader::new(io::stdin()), io::stdout())
+    }
+
+    /// The same threads on any byte stream pair: stdio for editors, memory
+    /// for the fuzz targets.
+    pub fn over(
+        mut input: impl BufRead + Send + 'static,
+        mut output: impl Write + Send + 'static,
+    ) -> Transport {
         let (outgoing, to_write) = unbounded::<Outgoing>();
         let writer = thread::Builder::new()
             .name("lsp-writer".into())
             .spawn(move || {
-                let stdout = io::stdout();
-                let mut stdout = stdout.lock();
                 for message in to_write {
                     let written = match message {
-                        Outgoing::Message(message) => message.write(&mut stdout),
-                        Outgoing::Raw(value) => write_frame(&mut stdout, &value.to_string()),
+                        Outgoing::Message(message) => message.write(&mut output),
+                        Outgoing::Raw(value) => write_frame(&mut output, &value.to_string()),
                     };
                     if written.is_err() {
                         break; // the client is gone
@@ -70,10 +77,7 @@ impl Transport {
         let replies = outgoing.clone();
         thread::Builder::new()
             .name("lsp-reader".into())
-            .spawn(move || {
-                let stdin = io::stdin();
-                read_loop(&mut stdin.lock(), &to_server, &replies);
-            })
+            .spawn(move || read_loop(&mut input, &to_server, &replies))
             .expect("spawning the reader thread");
         Transport {
             incoming,

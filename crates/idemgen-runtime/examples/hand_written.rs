@@ -39,8 +39,8 @@ pub static PAY: Operation = Operation::idempotent(
     ),
 );
 
-/// The record table (as `idemgen ddl --db sqlite` prints it) and the
-/// business tables.
+/// The record table (as `idemgen ddl --db sqlite` prints it, its
+/// `ALTER TABLE` folded into the `CREATE TABLE`) and the business tables.
 pub const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS idempotent_record (
     id INTEGER PRIMARY KEY,
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS idempotent_record (
     response_status INTEGER,
     response_content_type TEXT,
     response_body BLOB,
+    response_headers BLOB,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
     CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)

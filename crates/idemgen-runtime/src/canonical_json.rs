@@ -23,9 +23,16 @@ use std::fmt;
 /// Nesting deeper than this is refused (the parser recurses).
 pub(crate) const MAX_DEPTH: usize = 128;
 
-/// Exponents beyond this are refused: such numbers are not payments, and
-/// the bound keeps the arithmetic exact.
+/// Numbers whose exponent (in scientific notation, `1.5e+9` → 9) is beyond
+/// this are refused: such numbers are not payments. The bound is on the
+/// value, not on the exponent as written, so every spelling of one value
+/// is refused or accepted alike and a canonical form reads back as itself.
 const MAX_EXPONENT: i64 = 1_000_000_000;
+
+/// Exponents as written beyond this are refused while reading, which keeps
+/// the arithmetic exact; a body is too short for digits to bring such an
+/// exponent back within [`MAX_EXPONENT`].
+const MAX_WRITTEN_EXPONENT: i64 = 2 * MAX_EXPONENT;
 
 /// Why a body has no canonical form.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -373,6 +380,7 @@ impl Parser<'_> {
 
     /// A number, written by its exact decimal value.
     fn number(&mut self, out: &mut Vec<u8>) -> Result<(), CanonicalJsonError> {
+        let start = self.at;
         let negative = self.peek() == Some(b'-');
         if negative {
             self.at += 1;
@@ -410,7 +418,7 @@ impl Parser<'_> {
             }
             for &digit in digits {
                 exponent = exponent * 10 + i64::from(digit - b'0');
-                if exponent > MAX_EXPONENT {
+                if exponent > MAX_WRITTEN_EXPONENT {
                     return Err(CanonicalJsonError {
                         offset: digits_at,
                         reason: Reason::ExponentTooLarge,
@@ -434,6 +442,13 @@ impl Parser<'_> {
             .expect("a non-zero digit");
         exponent += (digits.len() - 1 - last) as i64;
         let significant = &digits[first..=last];
+        let scientific = exponent + significant.len() as i64 - 1;
+        if scientific.abs() > MAX_EXPONENT {
+            return Err(CanonicalJsonError {
+                offset: start,
+                reason: Reason::ExponentTooLarge,
+            });
+        }
         if negative {
             out.push(b'-');
         }

@@ -45,13 +45,13 @@ use crate::metrics::Counters;
 use crate::problem::ProblemKind;
 use crate::reachability::Reachability;
 use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
+use crate::response_headers;
 use crate::security::Security;
 use crate::store::{
     COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
 };
 
-/// Marks an answer replayed from the record.
-pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+pub use crate::response_headers::REPLAYED_HEADER;
 
 /// How often one request tries to claim before answering "in progress".
 const CLAIM_ATTEMPTS: usize = 3;
@@ -1104,7 +1104,8 @@ fn decide(
     }
 }
 
-/// The stored answer: status, content type and body, marked as a replay.
+/// The stored answer: status, content type, body and stored headers,
+/// marked as a replay.
 fn replay(record: &Record) -> Response {
     let status = record
         .response_status
@@ -1124,6 +1125,9 @@ fn replay(record: &Record) -> Response {
         None => {
             headers.remove(header::CONTENT_TYPE);
         }
+    }
+    if let Some(block) = &record.response_headers {
+        response_headers::send(&response_headers::decode(block), headers);
     }
     headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
     response

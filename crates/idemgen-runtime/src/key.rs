@@ -36,7 +36,7 @@ pub(crate) enum KeyValue {
     Present(String),
     /// Something there that cannot be a key (bytes that are not visible
     /// ASCII, a key sent twice, a JSON value that is not a string or a
-    /// number, a control character): always refused, even where the key is
+    /// number, a control character or line separator): always refused, even where the key is
     /// optional, since reading it as "no key" would run every retry's
     /// business step again.
     Unreadable(String),
@@ -122,8 +122,15 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
             };
         }
     };
-    if value.chars().any(char::is_control) {
-        return KeyValue::Unreadable("the key contains a control character".to_string());
+    // U+2028 and U+2029 too: the schema's `pattern`, read as JSON Schema
+    // reads it (ECMA-262), has `.` stop at them as at a line break.
+    if value
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+    {
+        return KeyValue::Unreadable(
+            "the key contains a control character or a line separator".to_string(),
+        );
     }
     KeyValue::Present(value)
 }

@@ -105,6 +105,7 @@ engine! {
     mod problem;
     mod reachability;
     mod reply;
+    mod response_headers;
     mod security;
     pub mod service;
     mod store;
@@ -150,6 +151,63 @@ engine! {
     /// versions it was built with.
     pub use {axum, sqlx};
 
+    /// The parsers that read what a client sends (key, scope, credentials,
+    /// the canonical JSON of the body), for the fuzz targets in `fuzz/`:
+    /// not part of the API a service uses, and free to change.
+    #[doc(hidden)]
+    pub mod fuzzing {
+        use crate::key::{self, KeyValue};
+        use crate::{Contract, Credential, Request, Scheme, Source};
+
+        /// The canonical form of `body`, or why it has none.
+        pub fn canonicalize(body: &[u8]) -> Result<Vec<u8>, String> {
+            crate::canonical_json::canonicalize(body).map_err(|error| error.to_string())
+        }
+
+        /// The request's fingerprint under `contract`, or why it is refused.
+        pub fn fingerprint(contract: &Contract, request: &Request) -> Result<String, String> {
+            crate::fingerprint::fingerprint_without(&contract.fingerprint, request, &[])
+                .map_err(|error| error.to_string())
+        }
+
+        /// The key `source` reads: `Ok(None)` when absent, `Err` when
+        /// unreadable.
+        pub fn read_key(source: &Source, request: &Request) -> Result<Option<String>, String> {
+            match key::read_key(source, request) {
+                KeyValue::Absent => Ok(None),
+                KeyValue::Present(key) => Ok(Some(key)),
+                KeyValue::Unreadable(why) => Err(why),
+            }
+        }
+
+        /// Checks `key` against the contract's length, pattern and fields.
+        pub fn validate_key(contract: &Contract, key: &str, request: &Request) -> Result<(), String> {
+            let regex = regex::Regex::new(contract.key_pattern).map_err(|error| error.to_string())?;
+            key::validate(contract, &regex, key, request)
+        }
+
+        /// The key's namespace for `operation`, or why the scope is refused.
+        pub fn scope(operation: &str, contract: &Contract, request: &Request) -> Result<String, String> {
+            key::scope_of(operation, contract, request)
+        }
+
+        /// The credential `scheme` reads from `request`.
+        pub fn credential(scheme: &Scheme, request: &Request) -> Credential {
+            crate::security::credential(scheme, request)
+        }
+
+        /// An axum request read as a service reads it (`Err`: the answer
+        /// sent instead, e.g. a body over the limit).
+        pub fn read(request: axum::extract::Request) -> Result<Request, axum::http::StatusCode> {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .expect("a current-thread runtime")
+                .block_on(Request::read(request))
+                .map_err(|response| response.status())
+        }
+    }
+
     /// The record table for the examples in these docs (the same DDL
     /// `idemgen ddl --db sqlite` prints), plus a business table.
     #[doc(hidden)]
@@ -167,6 +225,7 @@ engine! {
                 response_status INTEGER,
                 response_content_type TEXT,
                 response_body BLOB,
+                response_headers BLOB,
                 created_at INTEGER NOT NULL,
                 updated_at INTEGER NOT NULL,
                 CONSTRAINT uq_idempotent_record_scope_key UNIQUE (scope, idem_key)

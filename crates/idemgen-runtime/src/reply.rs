@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequestParts, Path, Query};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -178,7 +178,6 @@ impl Request {
     }
 }
 
-/// The answer of one request: what the client gets, and what an idempotent
 /// A request as [`crate::Idempotency::begin`] takes it: the axum request
 /// as a handler receives it (read there with [`Request::read`]), or a
 /// [`Request`] already read (e.g. authenticated first with
@@ -214,12 +213,21 @@ mod sealed {
     }
 }
 
-/// operation stores and replays (status, content type and body only).
+/// The answer of one request: what the client gets, and what an idempotent
+/// operation stores and replays: status, content type, body and the
+/// headers the spec declares on that response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub status: StatusCode,
     pub content_type: String,
     pub body: Vec<u8>,
+    /// Headers besides the content type (`Location`, `ETag`): sent, stored
+    /// and replayed. A generated service puts only the ones its spec
+    /// declares here. `Set-Cookie`, `Date` and `Retry-After` are sent but
+    /// never stored; the headers that frame a message (`Content-Length`,
+    /// `Content-Type`, `Transfer-Encoding`, …) and `Idempotent-Replayed`
+    /// are the server's and are not sent from here.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
 impl Reply {
@@ -229,6 +237,7 @@ impl Reply {
             status,
             content_type: "application/json".into(),
             body: serde_json::to_vec(value).expect("serialising to memory cannot fail"),
+            headers: Vec::new(),
         }
     }
 
@@ -258,6 +267,7 @@ impl Reply {
                 "detail": detail,
             }))
             .expect("serialising to memory cannot fail"),
+            headers: Vec::new(),
         }
     }
 
@@ -292,6 +302,7 @@ impl Reply {
             status,
             content_type: content_type.unwrap_or_default().to_string(),
             body,
+            headers: Vec::new(),
         }
     }
 
@@ -315,6 +326,39 @@ impl Reply {
         let status = StatusCode::from_u16(status)
             .map_err(|_| format!("{status} is not an HTTP status code"))?;
         Ok(Reply::from_parts(status, content_type, body?))
+    }
+
+    /// This answer with the headers of a typed response (its generated
+    /// `headers()`), each name and the text of its value. A name or value
+    /// that cannot be sent (a line break in a value) is an error (a 500,
+    /// rolled back), never a header dropped in silence.
+    ///
+    /// ```
+    /// use idemgen_runtime::Reply;
+    ///
+    /// let reply = Reply::typed(201, None, Ok(Vec::new()))
+    ///     .unwrap()
+    ///     .with_headers(vec![("Location", "/orders/42".to_string())])
+    ///     .unwrap();
+    /// assert_eq!(reply.headers[0].0, "location");
+    /// assert_eq!(reply.headers[0].1, "/orders/42");
+    /// assert!(Reply::typed(201, None, Ok(Vec::new()))
+    ///     .unwrap()
+    ///     .with_headers(vec![("Location", "/a\r\nSet-Cookie: x".to_string())])
+    ///     .is_err());
+    /// ```
+    pub fn with_headers(
+        mut self,
+        headers: Vec<(&str, String)>,
+    ) -> Result<Reply, crate::BusinessError> {
+        for (name, value) in headers {
+            let name = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("`{name}` is not a header name"))?;
+            let value = HeaderValue::from_str(&value)
+                .map_err(|_| format!("the value of header `{name}` cannot be sent: {value:?}"))?;
+            self.headers.push((name, value));
+        }
+        Ok(self)
     }
 
     /// The answer of a business function nobody has written yet.
@@ -342,6 +386,7 @@ impl IntoResponse for Reply {
                 headers.remove(header::CONTENT_TYPE);
             }
         }
+        crate::response_headers::send(&self.headers, headers);
         response
     }
 }

@@ -308,7 +308,7 @@ fn refused(security: &Security, refusal: &Refusal) -> Response {
 }
 
 /// The credential `scheme` reads from `request`.
-fn credential(scheme: &Scheme, request: &Request) -> Credential {
+pub(crate) fn credential(scheme: &Scheme, request: &Request) -> Credential {
     let found = match scheme.kind {
         SchemeKind::Bearer => authorization(request, "Bearer").map(Credential::Bearer),
         SchemeKind::Basic => {

@@ -29,6 +29,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../src/reachability.rs"),
     ),
     ("src/reply.rs", include_str!("../src/reply.rs")),
+    (
+        "src/response_headers.rs",
+        include_str!("../src/response_headers.rs"),
+    ),
     ("src/security.rs", include_str!("../src/security.rs")),
     ("src/service.rs", include_str!("../src/service.rs")),
     ("src/sources.rs", include_str!("../src/sources.rs")),

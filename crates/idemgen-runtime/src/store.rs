@@ -43,6 +43,8 @@ pub(crate) struct Record {
     pub response_status: Option<u16>,
     pub response_content_type: Option<String>,
     pub response_body: Option<Vec<u8>>,
+    /// The stored headers, as [`crate::response_headers::encode`] wrote them.
+    pub response_headers: Option<Vec<u8>>,
     /// The database's clock when the record was read (Unix ms).
     pub db_now: i64,
 }
@@ -124,7 +126,8 @@ impl std::fmt::Display for StoreError {
             } => write!(
                 f,
                 "the record table `{table}` does not fit the {statement} statement ({error}); \
-                 create it with the DDL `idemgen ddl` prints"
+                 create it with the DDL `idemgen ddl` prints (a table made before records kept \
+                 response headers needs only the `ALTER TABLE` at its end)"
             ),
         }
     }
@@ -230,8 +233,9 @@ impl RecordStore {
             Dialect::Sqlite => "",
         };
         let finish = "UPDATE {t} SET status = {1}, response_status = {2}, \
-                      response_content_type = {3}, response_body = {4}, updated_at = {now} \
-                      WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
+                      response_content_type = {3}, response_body = {4}, \
+                      response_headers = {5}, updated_at = {now} \
+                      WHERE scope = {6} AND idem_key = {7} AND claim_token = {8} \
                       AND status = 'in_progress'";
         let claim = match Dialect::BUILT {
             Dialect::Sqlite | Dialect::Mysql => format!(
@@ -263,13 +267,15 @@ impl RecordStore {
                 claim: sql(&claim),
                 read: sql(
                     "SELECT fingerprint, status, claim_token, lease_expires_at, expires_at, \
-                     response_status, response_content_type, response_body, {now} AS db_now \
+                     response_status, response_content_type, response_body, response_headers, \
+                     {now} AS db_now \
                      FROM {t} WHERE scope = {1} AND idem_key = {2}",
                 ),
                 reclaim: sql("UPDATE {t} SET fingerprint = {1}, status = 'in_progress', \
                      claim_token = {2}, lease_expires_at = {now} + {3}, \
                      expires_at = {now} + {4}, created_at = {now}, updated_at = {now}, \
-                     response_status = NULL, response_content_type = NULL, response_body = NULL \
+                     response_status = NULL, response_content_type = NULL, response_body = NULL, \
+                     response_headers = NULL \
                      WHERE scope = {5} AND idem_key = {6} AND claim_token = {7} \
                      AND status = {8} AND (expires_at + {9} <= {now} OR status = 'failed' \
                      OR (status = 'in_progress' AND lease_expires_at + {10} <= {now}))"),
@@ -359,6 +365,7 @@ impl RecordStore {
             response_status: response_status.and_then(|status| u16::try_from(status).ok()),
             response_content_type: row.try_get("response_content_type")?,
             response_body: row.try_get("response_body")?,
+            response_headers: row.try_get("response_headers")?,
             db_now: row.try_get("db_now")?,
         }))
     }
@@ -445,6 +452,7 @@ impl RecordStore {
             .bind(status)
             .bind(finish.reply.content_type.as_str())
             .bind(finish.reply.body.as_slice())
+            .bind(crate::response_headers::encode(&finish.reply.headers))
             .bind(finish.scope)
             .bind(finish.key)
             .bind(finish.token)

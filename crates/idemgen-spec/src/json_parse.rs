@@ -257,7 +257,9 @@ impl<'t> Reader<'t> {
                     return Ok(Cow::Borrowed(value));
                 }
                 b'\\' => return self.string_with_escapes(from),
-                b'\n' | b'\r' => return Err(Stop::NotJson),
+                // JSON strings hold no raw control character (a tab, a
+                // line break, NUL): the YAML parser decides what they are.
+                byte if byte < 0x20 => return Err(Stop::NotJson),
                 byte if byte < 0x80 => self.bump(),
                 byte => self.skip_char(byte),
             }
@@ -331,7 +333,7 @@ impl<'t> Reader<'t> {
                         _ => return Err(Stop::NotJson),
                     }
                 }
-                b'\n' | b'\r' => return Err(Stop::NotJson),
+                byte if byte < 0x20 => return Err(Stop::NotJson),
                 byte if byte < 0x80 => {
                     out.push(byte as char);
                     self.bump();

@@ -20,6 +20,10 @@
 
 use serde::Serialize;
 
+mod schedule;
+
+pub use schedule::{Attempt, Backoff, Schedule, schedule};
+
 /// The merged `x-idempotency` values the window depends on, in milliseconds.
 /// `None` means the spec does not say (the field is required, so that is a
 /// `window-missing` finding and the verdict is [`Verdict::Unknown`]).
@@ -189,17 +193,9 @@ pub fn compute(inputs: &WindowInputs) -> WindowMath {
     };
 
     // The last retry starts after every earlier attempt has timed out and
-    // every backoff has elapsed, then runs for up to max-processing.
-    let retry_span_ms = match (inputs.timeout_ms, inputs.processing_ms) {
-        (Some(timeout), Some(processing)) => Some(
-            inputs
-                .retry_count()
-                .saturating_mul(timeout)
-                .saturating_add(waiting_ms)
-                .saturating_add(processing),
-        ),
-        _ => None,
-    };
+    // every backoff has elapsed, then runs for up to max-processing: the
+    // schedule the generated client follows says when.
+    let retry_span_ms = Schedule::of(inputs).and_then(|schedule| schedule.retry_span_ms);
 
     let smallest_safe_ms = match (required_ms, retry_span_ms) {
         (Some(required), Some(span)) => Some(required.max(span)),

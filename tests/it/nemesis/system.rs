@@ -60,15 +60,30 @@ use crate::support::server_url;
 use server_url::ServerUrl;
 
 /// The record table is the one `idemgen ddl` writes, as the example's
-/// first migration; the ledger is this service's business table.
-const SQLITE_RECORDS: &str = include_str!(
-    "../../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql"
+/// migrations; the ledger is this service's business table.
+const SQLITE_RECORDS: &str = concat!(
+    include_str!(
+        "../../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql"
+    ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/sqlite/0002_record_response_headers.sql"
+    ),
 );
-const MYSQL_RECORDS: &str = include_str!(
-    "../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
+const MYSQL_RECORDS: &str = concat!(
+    include_str!(
+        "../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
+    ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/mysql/0002_record_response_headers.sql"
+    ),
 );
-const POSTGRES_RECORDS: &str = include_str!(
-    "../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
+const POSTGRES_RECORDS: &str = concat!(
+    include_str!(
+        "../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
+    ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/postgres/0002_record_response_headers.sql"
+    ),
 );
 
 const SQLITE_LEDGER: &str = "

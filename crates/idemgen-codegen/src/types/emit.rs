@@ -68,6 +68,9 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
         out.push('\n');
         definition(&mut out, def);
     }
+    if defs.values().any(sets_headers) {
+        out.push_str(HEADER_TEXT);
+    }
     crate::format::rust("src/models.rs", &out)
         .map_err(|error| TypesError(format!("{error}\nin the generated source:\n{out}")))
 }
@@ -81,11 +84,17 @@ fn uses_map(def: &TypeDef) -> bool {
         }
         Kind::Untagged(alternatives) => alternatives.iter().any(|a| a.ty.uses_map()),
         Kind::Alias(ty) | Kind::Newtype(ty) => ty.uses_map(),
-        Kind::Response(cases) => cases
-            .iter()
-            .any(|case| case.body.as_ref().is_some_and(Ty::uses_map)),
+        Kind::Response(cases) => cases.iter().any(|case| {
+            case.body.as_ref().is_some_and(Ty::uses_map)
+                || case.headers.iter().any(|header| header.ty.uses_map())
+        }),
         Kind::StringEnum(_) => false,
     }
+}
+
+/// Whether a response enum has headers, and so a `headers()` method.
+fn sets_headers(def: &TypeDef) -> bool {
+    matches!(&def.kind, Kind::Response(cases) if cases.iter().any(|case| !case.headers.is_empty()))
 }
 
 const DERIVES: &str = "#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n";
@@ -208,20 +217,25 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
     for case in cases {
         doc(out, "///", &rustdoc_safe(&case.docs));
         let variant = &case.variant;
-        match (&case.body, case.status.carries_status()) {
-            (None, false) => {
-                let _ = writeln!(out, "{variant},");
-            }
-            (Some(body), false) => {
-                let _ = writeln!(out, "{variant}({}),", body.rust());
-            }
-            (None, true) => {
-                let _ = writeln!(out, "{variant} {{ status: u16 }},");
-            }
-            (Some(body), true) => {
-                let _ = writeln!(out, "{variant} {{ status: u16, body: {} }},", body.rust());
-            }
+        if !case.has_fields() {
+            let _ = match &case.body {
+                None => writeln!(out, "{variant},"),
+                Some(body) => writeln!(out, "{variant}({}),", body.rust()),
+            };
+            continue;
         }
+        let _ = writeln!(out, "{variant} {{");
+        if case.status.carries_status() {
+            out.push_str("status: u16,\n");
+        }
+        if let Some(body) = &case.body {
+            let _ = writeln!(out, "body: {},", body.rust());
+        }
+        for header in &case.headers {
+            doc(out, "///", &rustdoc_safe(&header.docs));
+            let _ = writeln!(out, "{}: {},", header.name, header.declared().rust());
+        }
+        out.push_str("},\n");
     }
     out.push_str("}\n\n");
 
@@ -261,6 +275,10 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
     }
     out.push_str("} }\n");
 
+    if cases.iter().any(|case| !case.headers.is_empty()) {
+        response_headers(out, cases);
+    }
+
     doc(
         out,
         "///",
@@ -284,11 +302,91 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
     out.push_str("} }\n}\n");
 }
 
+/// `headers()`: each header the response sets, by its name in the spec.
+fn response_headers(out: &mut String, cases: &[ResponseCase]) {
+    doc(
+        out,
+        "///",
+        &[
+            "The headers this response sets, each as sent: sent, stored with an".into(),
+            "idempotent answer and replayed with it (`Set-Cookie` and `Date` are".into(),
+            "sent but never replayed).".into(),
+        ],
+    );
+    out.push_str(
+        "pub fn headers(&self) -> Result<Vec<(&'static str, String)>, serde_json::Error> {\n",
+    );
+    out.push_str("let mut headers = Vec::new();\n");
+    let with_headers: Vec<&ResponseCase> = cases
+        .iter()
+        .filter(|case| !case.headers.is_empty())
+        .collect();
+    let others = with_headers.len() < cases.len();
+    // One variant among others reads as an `if let` (clippy's
+    // `single_match` asks for it in the generated project).
+    let single = with_headers.len() == 1 && others;
+    if !single {
+        out.push_str("match self {\n");
+    }
+    for case in with_headers {
+        let bound: Vec<&str> = case.headers.iter().map(|h| h.name.as_str()).collect();
+        let pattern = format!("Self::{} {{ {}, .. }}", case.variant, bound.join(", "));
+        let _ = if single {
+            writeln!(out, "if let {pattern} = self {{")
+        } else {
+            writeln!(out, "{pattern} => {{")
+        };
+        for header in &case.headers {
+            let wire = rust_string(&header.wire);
+            let field = &header.name;
+            let _ = match header.declared() {
+                Ty::Option(_) => writeln!(
+                    out,
+                    "if let Some(value) = {field} {{ headers.push(({wire}, header_text(value)?)); }}"
+                ),
+                Ty::Json if !header.required => writeln!(
+                    out,
+                    "if !{field}.is_null() {{ headers.push(({wire}, header_text({field})?)); }}"
+                ),
+                _ => writeln!(out, "headers.push(({wire}, header_text({field})?));"),
+            };
+        }
+        out.push_str("}\n");
+    }
+    if !single {
+        if others {
+            out.push_str("_ => {}\n");
+        }
+        out.push_str("}\n");
+    }
+    out.push_str("Ok(headers)\n}\n");
+}
+
+/// The helper `headers()` methods use, emitted once per module.
+const HEADER_TEXT: &str = "
+/// A header's value as sent: a string as is, a number or boolean as JSON
+/// writes it, an array's items joined by commas (OpenAPI's `simple`
+/// style), anything else as JSON.
+fn header_text(value: &impl serde::Serialize) -> Result<String, serde_json::Error> {
+    fn text(value: serde_json::Value) -> String {
+        match value {
+            serde_json::Value::String(text) => text,
+            other => other.to_string(),
+        }
+    }
+    let text = match serde_json::to_value(value)? {
+        serde_json::Value::Array(items) => items.into_iter().map(text).collect::<Vec<_>>().join(\",\"),
+        other => text(other),
+    };
+    Ok(text)
+}
+";
+
 /// The match pattern of a response variant, binding `status` and `body`
 /// when asked.
 fn pattern(case: &ResponseCase, status: bool, body: bool) -> String {
     let variant = &case.variant;
-    if !case.status.carries_status() {
+    if !case.has_fields() {
         return match (&case.body, body) {
             (None, _) => format!("Self::{variant}"),
             (Some(_), true) => format!("Self::{variant}(body)"),
@@ -302,7 +400,9 @@ fn pattern(case: &ResponseCase, status: bool, body: bool) -> String {
     if body && case.body.is_some() {
         bound.push("body");
     }
-    let all = 1 + usize::from(case.body.is_some());
+    let all = usize::from(case.status.carries_status())
+        + usize::from(case.body.is_some())
+        + case.headers.len();
     if bound.len() < all {
         bound.push("..");
     }

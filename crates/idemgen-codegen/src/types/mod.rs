@@ -37,6 +37,20 @@
 //! content is a unit variant; one whose content is not JSON carries its
 //! bytes (`Vec<u8>`).
 //!
+//! The headers a response declares (`Location`, `ETag`) are fields of its
+//! variant, named after them: a required one plainly, an optional one as
+//! an `Option`, typed by its schema as parameters are
+//! (`Created { body, location, etag }`). Their enum then has
+//! `headers(&self) -> Result<Vec<(&'static str, String)>, serde_json::Error>`:
+//! each set header's name and value as sent (a string as is, a number or
+//! boolean as JSON writes it, an array's items joined by commas). A
+//! variant without headers keeps its shape, and an enum without any has
+//! no `headers()`. The headers the server or the engine sets are no
+//! fields: `Content-Type` (OpenAPI ignores its declaration; the body's
+//! media type is sent), the ones that frame the message
+//! (`Content-Length`, `Transfer-Encoding`, …), `Idempotent-Replayed`,
+//! and `Retry-After` on the in-progress answer (see [`EngineStatuses`]).
+//!
 //! # Why an own generator and not typify
 //!
 //! typify (progenitor's engine; 0.8.0 is its newest stable release) reads
@@ -64,6 +78,7 @@ use std::collections::BTreeMap;
 use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
+pub(crate) use operation::is_json;
 pub use status::StatusPattern;
 
 /// The types of a whole spec.
@@ -183,7 +198,27 @@ pub struct ResponseVariant {
     /// The body's type, `None` for a response without content.
     pub body: Option<String>,
     pub media_type: Option<String>,
+    /// The headers the business code sets, as the variant's fields.
+    pub headers: Vec<ResponseHeader>,
 }
+
+/// A header a response declares, as a field of its variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHeader {
+    /// The Rust field name.
+    pub field: String,
+    /// The header's name as the spec writes it (`Location`).
+    pub wire_name: String,
+    /// `required: true`: a plain field, else an `Option`.
+    pub required: bool,
+    /// The field's type as written in the models module.
+    pub rust_type: String,
+}
+
+/// The status of each idempotent operation's in-progress answer, by the
+/// operation's JSON pointer: that answer's `Retry-After` is the engine's,
+/// so the response declared with that status gets no field for it.
+pub type EngineStatuses = BTreeMap<String, u16>;
 
 /// The generator's own failure (formatting code it produced): a bug, not
 /// bad input, reported rather than panicking.
@@ -198,8 +233,32 @@ impl std::fmt::Display for TypesError {
 
 impl std::error::Error for TypesError {}
 
-/// The types of every schema and path operation of `workspace`.
+/// The types of every schema and path operation of `workspace`, its
+/// contracts read with the default profile and dialect.
 pub fn spec_types(workspace: &Workspace) -> Result<SpecTypes, TypesError> {
+    let analysis = idemgen_spec::analysis::analyse(workspace, Default::default());
+    spec_types_with(workspace, &engine_statuses(&analysis))
+}
+
+/// The status of each contracted operation's in-progress answer.
+pub fn engine_statuses(analysis: &idemgen_spec::analysis::Analysis<'_>) -> EngineStatuses {
+    analysis
+        .contracted()
+        .map(|(analysed, contract)| {
+            (
+                analysed.operation.pointer.clone(),
+                contract.in_progress_status.value,
+            )
+        })
+        .collect()
+}
+
+/// [`spec_types`] for a service whose engine answers "in progress" with
+/// `in_progress` statuses (see [`EngineStatuses`]).
+pub fn spec_types_with(
+    workspace: &Workspace,
+    in_progress: &EngineStatuses,
+) -> Result<SpecTypes, TypesError> {
     let mut converter = convert::Converter::new(workspace);
     converter.reserve_components();
     let path_operations: Vec<Operation<'_>> = operations(workspace)
@@ -213,7 +272,8 @@ pub fn spec_types(workspace: &Workspace) -> Result<SpecTypes, TypesError> {
     converter.drain();
     let mut by_pointer = BTreeMap::new();
     for (op, names) in path_operations.iter().zip(reserved) {
-        let types = operation::build(&mut converter, op, names);
+        let in_progress = in_progress.get(&op.pointer).copied();
+        let types = operation::build(&mut converter, op, names, in_progress);
         converter.drain();
         by_pointer.insert(op.pointer.clone(), types);
     }

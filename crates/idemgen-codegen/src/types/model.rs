@@ -147,6 +147,18 @@ pub struct ResponseCase {
     pub body: Option<Ty>,
     pub media_type: Option<String>,
     pub docs: Vec<String>,
+    /// The headers the response declares that the business code sets,
+    /// as fields of the variant (`wire` is the header's name).
+    pub headers: Vec<Field>,
+}
+
+impl ResponseCase {
+    /// A variant with named fields: one that carries its status or
+    /// headers. The others are a unit or a tuple of the body, as without
+    /// headers.
+    pub fn has_fields(&self) -> bool {
+        self.status.carries_status() || !self.headers.is_empty()
+    }
 }
 
 #[derive(Debug, Clone)]

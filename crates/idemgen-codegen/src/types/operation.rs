@@ -6,7 +6,7 @@ use super::model::{Field, Kind, ResponseCase, Struct, Ty, TypeDef};
 use super::naming::{FieldNames, VariantNames};
 use super::{
     OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody, Response,
-    ResponseVariant, Scalar, StatusPattern,
+    ResponseHeader, ResponseVariant, Scalar, StatusPattern,
 };
 use crate::names::comment_lines;
 use idemgen_spec::node::Node;
@@ -36,15 +36,18 @@ pub fn reserve(converter: &mut Converter<'_>, operation: &Operation<'_>) -> Rese
     }
 }
 
+/// `in_progress`: the status of the engine's in-progress answer, when the
+/// operation is idempotent.
 pub fn build<'w>(
     converter: &mut Converter<'w>,
     operation: &Operation<'w>,
     names: Reserved,
+    in_progress: Option<u16>,
 ) -> OperationTypes {
     OperationTypes {
         request_body: request_body(converter, operation, &names),
         params: params(converter, operation, &names),
-        response: responses(converter, operation, &names),
+        response: responses(converter, operation, &names, in_progress),
     }
 }
 
@@ -224,6 +227,7 @@ fn responses<'w>(
     converter: &mut Converter<'w>,
     operation: &Operation<'w>,
     names: &Reserved,
+    in_progress: Option<u16>,
 ) -> Response {
     let workspace = converter.workspace;
     let mut declared: Vec<(StatusPattern, &'w Node)> = operation
@@ -239,6 +243,14 @@ fn responses<'w>(
         .collect();
     declared.sort_by_key(|(status, _)| *status);
     declared.dedup_by_key(|(status, _)| *status);
+    // The response the engine's in-progress answer stands for: its code,
+    // else its class, else `default` (the patterns sort in that order).
+    let in_progress = in_progress.and_then(|code| {
+        declared
+            .iter()
+            .map(|(status, _)| *status)
+            .find(|status| status.matches(code))
+    });
     let mut variant_names = VariantNames::default();
     let mut cases = Vec::new();
     for (status, response) in declared {
@@ -270,12 +282,21 @@ fn responses<'w>(
             docs.push(String::new());
             docs.push(reason);
         }
+        let engines_retry_after = in_progress == Some(status);
+        let headers = response_headers(
+            converter,
+            response,
+            &format!("{} {variant}", names.words),
+            status,
+            engines_retry_after,
+        );
         cases.push(ResponseCase {
             variant,
             status,
             body,
             media_type,
             docs,
+            headers,
         });
     }
     let variants = cases
@@ -285,6 +306,16 @@ fn responses<'w>(
             status: case.status,
             body: case.body.as_ref().map(Ty::rust),
             media_type: case.media_type.clone(),
+            headers: case
+                .headers
+                .iter()
+                .map(|field| ResponseHeader {
+                    field: field.name.clone(),
+                    wire_name: field.wire.clone(),
+                    required: field.required,
+                    rust_type: field.declared().rust(),
+                })
+                .collect(),
         })
         .collect();
     converter.insert(TypeDef {
@@ -298,8 +329,93 @@ fn responses<'w>(
     }
 }
 
+/// Headers the server or the engine sets: no response declares them into a
+/// field. OpenAPI ignores a declared `Content-Type` (the body's media type
+/// is sent); the others frame the message or mark a replay.
+const NOT_THE_BUSINESS_CODES: &[&str] = &[
+    "connection",
+    "content-length",
+    "content-type",
+    "idempotent-replayed",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// The fields of the headers `response` declares, in the spec's order,
+/// named apart from the variant's `status` and `body`. `Retry-After` is
+/// left out when `engines_retry_after` (the engine's in-progress answer).
+fn response_headers<'w>(
+    converter: &mut Converter<'w>,
+    response: &'w Node,
+    words: &str,
+    status: StatusPattern,
+    engines_retry_after: bool,
+) -> Vec<Field> {
+    let workspace = converter.workspace;
+    let mut field_names = FieldNames::default();
+    if status.carries_status() {
+        field_names.assign("status");
+    }
+    field_names.assign("body");
+    let mut fields: Vec<Field> = Vec::new();
+    for entry in response
+        .get("headers")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+    {
+        let wire: &str = &entry.key;
+        let lower = wire.to_ascii_lowercase();
+        if NOT_THE_BUSINESS_CODES.contains(&lower.as_str())
+            || (engines_retry_after && lower == "retry-after")
+            || fields
+                .iter()
+                .any(|field| field.wire.eq_ignore_ascii_case(wire))
+        {
+            continue;
+        }
+        let Some(header) = workspace.deref(&entry.value) else {
+            continue;
+        };
+        let schema = header.get("schema").or_else(|| {
+            header
+                .get("content")
+                .and_then(pick_media)
+                .and_then(|(_, media)| media.get("schema"))
+        });
+        let ty = match schema {
+            Some(schema) => converter.ty(schema, &Hint::Derived(format!("{words} {wire}"))),
+            None => Ty::String,
+        };
+        let mut docs = docs_of(header);
+        if docs.is_empty() {
+            if let Some(schema) = schema {
+                docs = docs_of(schema);
+            }
+        }
+        if !docs.is_empty() {
+            docs.push(String::new());
+        }
+        docs.push(format!("Header `{wire}`."));
+        if let Some(reason) = converter.take_fallback() {
+            docs.push(reason);
+        }
+        fields.push(Field {
+            name: field_names.assign(wire),
+            wire: wire.to_string(),
+            ty,
+            required: header.get("required").and_then(Node::as_bool) == Some(true),
+            docs,
+        });
+    }
+    fields
+}
+
 /// `application/json` and every `+json` type (`application/problem+json`).
-fn is_json(media_type: &str) -> bool {
+pub(crate) fn is_json(media_type: &str) -> bool {
     let essence = media_type
         .split(';')
         .next()

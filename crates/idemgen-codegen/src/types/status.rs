@@ -28,6 +28,16 @@ impl StatusPattern {
         key.parse().ok().map(StatusPattern::Exact)
     }
 
+    /// Whether `code` is answered with this response when nothing more
+    /// specific is declared (`default` stands for every code).
+    pub fn matches(self, code: u16) -> bool {
+        match self {
+            StatusPattern::Exact(exact) => exact == code,
+            StatusPattern::Range(class) => u16::from(class) == code / 100,
+            StatusPattern::Default => true,
+        }
+    }
+
     /// Whether the variant carries its status (ranges and `default` do).
     pub fn carries_status(self) -> bool {
         !matches!(self, StatusPattern::Exact(_))

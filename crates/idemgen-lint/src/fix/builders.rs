@@ -119,6 +119,9 @@ pub(crate) struct KeyInput {
     /// is shared with other operations (a parameter or schema under
     /// `components`): every operation then guesses the same template.
     pub(crate) shared_name: Option<String>,
+    /// The `pattern` its schema already has: the template when it spells
+    /// one (the author's keys are kept, not replaced by a guess).
+    pub(crate) pattern: Option<String>,
 }
 
 pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
@@ -139,6 +142,9 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
                 .get("schema")
                 .and_then(|schema| context.max_length(schema))
                 .map(|length| length as u64),
+            pattern: parameter
+                .get("schema")
+                .and_then(|schema| pattern_of(context, schema)),
         })
     });
     from_parameter.or_else(|| {
@@ -161,8 +167,18 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             name: idemgen_spec::node::pointer_join("", &entry.key),
             required,
             max_length: context.max_length(&entry.value).map(|length| length as u64),
+            pattern: pattern_of(context, &entry.value),
         })
     })
+}
+
+/// The `pattern` of a schema (through `$ref`s).
+fn pattern_of(context: &OperationContext<'_>, schema: &Node) -> Option<String> {
+    let schema = context.workspace.deref(schema)?;
+    schema
+        .get("pattern")
+        .and_then(Node::as_str)
+        .map(str::to_string)
 }
 
 /// For a key declared outside the operation (under `components`, or in
@@ -311,6 +327,9 @@ fn guess_template(context: &OperationContext<'_>, input: &KeyInput) -> Option<(K
                 format!("{} {}", context.operation.method, context.operation.path)
             })
         });
+    if let Some(template) = input.pattern.as_deref().and_then(KeyTemplate::from_pattern) {
+        return Some((template, limit));
+    }
     let prefix = kebab(&name);
     for (segment, length) in [("{uuid}", 36), ("{ulid}", 26), ("{random:16}", 22)] {
         let Some(room) = limit.checked_sub(length + 1) else {

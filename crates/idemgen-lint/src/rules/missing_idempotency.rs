@@ -93,6 +93,7 @@ fn contract_with_new_key(context: &OperationContext<'_>, defaults: &FixDefaults)
         required: true,
         max_length: None,
         shared_name: None,
+        pattern: None,
     };
     let mut editor = Editor::new(context.workspace);
     let (template, max_length) = contract_block(context, defaults, &input, &mut editor)?;

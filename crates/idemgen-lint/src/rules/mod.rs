@@ -30,6 +30,7 @@ pub mod replay_schema_missing;
 pub mod replay_unauthenticated;
 pub mod retry_after_missing;
 pub mod retry_after_out_of_range;
+pub mod set_cookie_replayed;
 pub mod store_cross_database;
 pub mod store_identifier_invalid;
 pub mod store_volatile;
@@ -70,4 +71,5 @@ pub const RULES: &[Rule] = &[
     ref_unresolved::RULE,
     duplicate_key::RULE,
     unused_ignore::RULE,
+    set_cookie_replayed::RULE,
 ];

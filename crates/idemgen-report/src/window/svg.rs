@@ -8,7 +8,7 @@
 //! renders the same in a browser, an `<img>` tag or a GitHub preview.
 
 use super::render::{WindowRow, format_ms, format_retries, truncate_chars};
-use idemgen_spec::window::{Verdict, WindowMath};
+use idemgen_spec::window::{Attempt, Schedule, Verdict, WindowMath};
 
 const WIDTH: f64 = 1000.0;
 const PANEL_X: f64 = 10.0;
@@ -267,38 +267,11 @@ fn unknown_panel(out: &mut String, row: &WindowRow) {
     out.push_str(&text(PANEL_X + 12.0, 74.0, 12.5, MUTED_COLOUR, "", &hint));
 }
 
-/// When each attempt starts, times out, and when its backoff (before jitter)
-/// ends, in the worst case. Saturating: inputs may be absurd.
-struct Attempt {
-    start_ms: u64,
-    timeout_end_ms: u64,
-    /// Backoff end and next attempt start; `None` for the last attempt.
-    backoff: Option<(u64, u64)>,
-}
-
-fn schedule(row: &WindowRow, timeout_ms: u64) -> Vec<Attempt> {
-    let retries = &row.inputs.retries_ms;
-    let mut attempts = Vec::with_capacity(retries.len() + 1);
-    let mut start_ms = 0u64;
-    for index in 0..=retries.len() {
-        let timeout_end_ms = start_ms.saturating_add(timeout_ms);
-        let backoff = retries.get(index).map(|delay| {
-            let backoff_end = timeout_end_ms.saturating_add(*delay);
-            (
-                backoff_end,
-                backoff_end.saturating_add(row.inputs.jitter_ms),
-            )
-        });
-        attempts.push(Attempt {
-            start_ms,
-            timeout_end_ms,
-            backoff,
-        });
-        if let Some((_, next_start)) = backoff {
-            start_ms = next_start;
-        }
-    }
-    attempts
+/// The worst-case schedule the window math and the generated client share.
+fn schedule(row: &WindowRow) -> Vec<Attempt> {
+    Schedule::of(&row.inputs)
+        .map(|schedule| schedule.attempts)
+        .unwrap_or_default()
 }
 
 /// Maps milliseconds to x positions on an axis that ends at a round tick.
@@ -393,7 +366,7 @@ fn tick_step_ms(largest_ms: u64) -> u64 {
 fn timeline_panel(out: &mut String, row: &WindowRow, timeout_ms: u64, processing_ms: u64) {
     let math = &row.math;
     let inputs = &row.inputs;
-    let attempts = schedule(row, timeout_ms);
+    let attempts = schedule(row);
     let last = attempts
         .last()
         .expect("schedule always has the first attempt");
@@ -533,7 +506,8 @@ fn client_lane(out: &mut String, labels: &mut String, attempts: &[Attempt], scal
             // The block covers this attempt's backoff.
             continue;
         }
-        if let Some((backoff_end, next_start)) = attempt.backoff {
+        if let Some(backoff) = attempt.backoff {
+            let (backoff_end, next_start) = (backoff.end_ms, backoff.next_start_ms);
             let (b1, b2, j2) = (
                 scale.x(attempt.timeout_end_ms),
                 scale.x(backoff_end),

@@ -30,17 +30,13 @@ mod galera {
     use serde_json::json;
     use sqlx::{Connection, Executor};
 
-    use crate::support::{key, pay, run_detached, skipped};
+    use crate::support::{MIGRATIONS, key, pay, run_detached, skipped};
 
     /// A short lease, so a loser's retry can take over inside the test.
     static PAY: Operation = Operation::idempotent(
         "onPay",
         "on_pay",
         Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 2_000),
-    );
-
-    const DDL: &str = include_str!(
-        "../../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
     );
 
     static NO_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate::Migrator::DEFAULT;
@@ -96,11 +92,13 @@ mod galera {
             let table = format!("idem_galera_{}", uuid::Uuid::new_v4().simple());
             let cluster = Cluster { urls, table };
             let mut admin = cluster.session(0, 1).await;
-            let ddl = DDL.replace("idempotent_record", &cluster.table);
-            admin
-                .execute(sqlx::AssertSqlSafe(ddl.as_str()))
-                .await
-                .expect("create the record table");
+            for migration in MIGRATIONS {
+                let ddl = migration.replace("idempotent_record", &cluster.table);
+                admin
+                    .execute(sqlx::AssertSqlSafe(ddl.as_str()))
+                    .await
+                    .expect("create the record table");
+            }
             admin
                 .execute(sqlx::AssertSqlSafe(cluster.sql(
                     "CREATE TABLE {t}_rows (id INTEGER PRIMARY KEY, n INTEGER NOT NULL); \

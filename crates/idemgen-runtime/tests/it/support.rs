@@ -2,7 +2,7 @@
 //! file (removed afterwards), or a uniquely named table in the database of
 //! `IDEMGEN_TEST_MYSQL_URL` / `IDEMGEN_TEST_PG_URL` (dropped afterwards).
 //! The DDL is the one idemgen generates (the payment-callback example's
-//! first migration), under the test's own table name.
+//! migrations), under the test's own table name.
 
 use std::path::PathBuf;
 
@@ -11,18 +11,30 @@ use axum::http::Request;
 use axum::response::Response;
 use idemgen_runtime::{Call, Dialect, Idempotency, Operation, Pool};
 
+/// The migrations of this build's dialect, in order: the table as first
+/// created, then each change since.
+macro_rules! migrations {
+    ($dialect:literal) => {
+        [
+            include_str!(concat!(
+                "../../../../examples/payment-callback/migrations/",
+                $dialect,
+                "/0001_idempotency_records.sql"
+            )),
+            include_str!(concat!(
+                "../../../../examples/payment-callback/migrations/",
+                $dialect,
+                "/0002_record_response_headers.sql"
+            )),
+        ]
+    };
+}
 #[cfg(feature = "sqlite")]
-const DDL: &str = include_str!(
-    "../../../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql"
-);
+pub const MIGRATIONS: [&str; 2] = migrations!("sqlite");
 #[cfg(feature = "mysql")]
-const DDL: &str = include_str!(
-    "../../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
-);
+pub const MIGRATIONS: [&str; 2] = migrations!("mysql");
 #[cfg(feature = "postgres")]
-const DDL: &str = include_str!(
-    "../../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
-);
+pub const MIGRATIONS: [&str; 2] = migrations!("postgres");
 
 /// Says why a test did not run. Written past the test harness's capture,
 /// so the skip shows.
@@ -129,6 +141,12 @@ impl Table {
     /// A fresh record table, or `None` (with a note) when this build's
     /// server is not configured.
     pub async fn new() -> Option<Table> {
+        Table::migrated_to(MIGRATIONS.len()).await
+    }
+
+    /// A record table as the first `migrations` of [`MIGRATIONS`] leave it
+    /// (1: as created before records kept response headers).
+    pub async fn migrated_to(migrations: usize) -> Option<Table> {
         let name = format!("idem_rt_{}", uuid::Uuid::new_v4().simple());
         let (url, file) = match server_variable() {
             None => {
@@ -152,15 +170,20 @@ impl Table {
             url,
             file,
         };
-        sqlx::raw_sql(sqlx::AssertSqlSafe(table.ddl()))
-            .execute(&table.pool)
-            .await
-            .expect("create the record table");
+        for migration in &MIGRATIONS[..migrations] {
+            table.migrate(migration).await;
+        }
         Some(table)
     }
 
-    pub fn ddl(&self) -> String {
-        DDL.replace("idempotent_record", &self.name)
+    /// Runs one of [`MIGRATIONS`] on this table.
+    pub async fn migrate(&self, migration: &str) {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(
+            migration.replace("idempotent_record", &self.name),
+        ))
+        .execute(&self.pool)
+        .await
+        .expect("migrate the record table");
     }
 
     pub async fn engine(&self) -> Idempotency {

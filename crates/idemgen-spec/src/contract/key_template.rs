@@ -240,6 +240,57 @@ impl KeyTemplate {
         pattern
     }
 
+    /// The template a key schema's `pattern` spells, when it is one: a
+    /// pattern [`KeyTemplate::schema_pattern`] or [`KeyTemplate::regex`]
+    /// wrote (or one equal to it, see [`KeyTemplate::pattern_matches`]).
+    /// `None` for any other pattern, and for `{field:…}` segments, whose
+    /// pointer a pattern does not name.
+    pub fn from_pattern(pattern: &str) -> Option<KeyTemplate> {
+        let written = canonical_pattern(pattern);
+        let mut rest = written.strip_prefix('^')?.strip_suffix('$')?;
+        let segments = [
+            (Segment::Uuid, "{uuid}"),
+            (Segment::Ulid, "{ulid}"),
+            (Segment::Date, "{date}"),
+            (Segment::Timestamp, "{timestamp}"),
+            (Segment::Seq, "{seq}"),
+        ]
+        .map(|(segment, source)| (canonical_pattern(&segment.pattern()), source));
+        let mut source = String::new();
+        while !rest.is_empty() {
+            if let Some((pattern, name)) = segments
+                .iter()
+                .find(|(pattern, _)| rest.starts_with(pattern.as_str()))
+            {
+                source.push_str(name);
+                rest = &rest[pattern.len()..];
+                continue;
+            }
+            if let Some(after) = rest.strip_prefix("[A-Za-z0-9_-]{") {
+                let (digits, after) = after.split_once('}')?;
+                let length: u32 = digits.parse().ok()?;
+                let bytes = (1..=1024).find(|bytes: &u32| (bytes * 4).div_ceil(3) == length)?;
+                source.push_str(&format!("{{random:{bytes}}}"));
+                rest = after;
+                continue;
+            }
+            let mut chars = rest.chars();
+            let literal = match chars.next()? {
+                '\\' => chars.next().filter(|c| !c.is_ascii_alphanumeric())?,
+                c if "^$.|?*+()[]{}".contains(c) => return None,
+                c => c,
+            };
+            if matches!(literal, '{' | '}') {
+                return None;
+            }
+            source.push(literal);
+            rest = chars.as_str();
+        }
+        KeyTemplate::parse(&source)
+            .ok()
+            .filter(|template| template.pattern_matches(pattern))
+    }
+
     /// Whether a schema's `pattern` says the same as the template: equal
     /// to [`KeyTemplate::schema_pattern`] or [`KeyTemplate::regex`] up to
     /// groups, lazy `.+?` and escapes of characters that need none.

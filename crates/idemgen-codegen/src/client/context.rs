@@ -1,0 +1,395 @@
+//! What the client templates see: the crate, and per operation the data
+//! its method is written from (path, parameters, body, responses, and the
+//! contract with its retry schedule). Data only: the templates spell it.
+
+use serde::Serialize;
+
+use crate::types::{OperationTypes, ParamLocation, StatusPattern};
+use idemgen_spec::contract::key_template::{Part, Segment};
+use idemgen_spec::contract::model::{Contract, ScopeSource};
+use idemgen_spec::window::Schedule;
+
+/// The client crate.
+#[derive(Debug, Clone, Serialize)]
+pub struct Client {
+    pub version: &'static str,
+    pub spec: String,
+    pub title: String,
+    pub package: String,
+    pub lib: String,
+    pub standalone: bool,
+    pub operations: Vec<Operation>,
+    /// Whether any operation has a contract (and so retries).
+    pub any_idempotent: bool,
+    /// Whether any response body is JSON (the decoder's `json` is used).
+    pub any_json_response: bool,
+    /// Whether any response declares headers (the decoder's `header` is used).
+    pub any_response_header: bool,
+    /// The first idempotent operation, for the README's example.
+    pub example: Option<Operation>,
+}
+
+/// One operation, one method.
+#[derive(Debug, Clone, Serialize)]
+pub struct Operation {
+    /// operationId, else `METHOD /path`.
+    pub name: String,
+    /// The method's name.
+    pub ident: String,
+    /// The name of its contract constant.
+    pub const_name: String,
+    /// Upper-case HTTP method.
+    pub method: String,
+    pub path: String,
+    /// Its doc comment: name and summary.
+    pub heading: Vec<String>,
+    pub path_parts: Vec<PathPart>,
+    pub params: Option<Params>,
+    pub body: Option<Body>,
+    pub response: Response,
+    pub contract: Option<ClientContract>,
+}
+
+/// Text of the path, or a path parameter by its wire name.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind")]
+pub enum PathPart {
+    Literal { text: String },
+    Param { name: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Params {
+    pub type_name: String,
+    pub table: Vec<Param>,
+    /// The field the key replaces, when the key is a declared parameter.
+    pub key_field: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Param {
+    /// `Path`, `Query` or `Header`.
+    pub location: &'static str,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Body {
+    pub type_name: String,
+    pub required: bool,
+    pub is_json: bool,
+    pub media_type: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Response {
+    pub type_name: String,
+    pub variants: Vec<Variant>,
+    /// Whether a `default` response covers every undeclared status.
+    pub has_default: bool,
+    /// Whether any response has a body.
+    pub any_body: bool,
+    /// Whether any response declares headers the decoder reads.
+    pub any_header: bool,
+}
+
+/// One declared response, as the decoder matches it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Variant {
+    pub name: String,
+    /// `exact`, `range` or `default`.
+    pub kind: &'static str,
+    /// The code of an exact status.
+    pub code: Option<u16>,
+    /// The first digit of a range.
+    pub class: Option<u8>,
+    pub has_body: bool,
+    pub is_json: bool,
+    /// The headers the response declares, read into the variant's fields.
+    pub headers: Vec<VariantHeader>,
+}
+
+/// A declared response header: its field and the expression that reads
+/// it from the answer's headers.
+#[derive(Debug, Clone, Serialize)]
+pub struct VariantHeader {
+    pub field: String,
+    /// `required(headers, "Location")?`: a required header's absence
+    /// makes the answer undeclared; an optional one is `None` (or `null`
+    /// for a field of any JSON value) when absent.
+    pub read: String,
+}
+
+/// An operation's contract, as the client follows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientContract {
+    /// `Header`, `Query` or `Body`.
+    pub key_in: &'static str,
+    pub key_name: String,
+    pub key_format: String,
+    pub key_parts: Vec<KeyPart>,
+    pub max_key_len: u64,
+    pub scope: Vec<ScopePart>,
+    pub timeout_ms: u64,
+    pub jitter_ms: u64,
+    pub attempts: Vec<Attempt>,
+    /// Retries after the first attempt.
+    pub retries: usize,
+    pub retry_span_ms: Option<u64>,
+    pub window_ms: Option<u64>,
+    pub in_progress_status: u16,
+    pub conflict_status: u16,
+}
+
+/// A part of the key format, as `retry::KeyPart` names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyPart {
+    /// The variant: `Literal`, `Uuid`, `Ulid`, `Random`, `Date`,
+    /// `Timestamp`, `Seq` or `Field`.
+    pub kind: &'static str,
+    /// The text of a literal, the pointer of a field.
+    pub text: Option<String>,
+    /// The bytes of a random segment.
+    pub bytes: Option<u32>,
+}
+
+/// A `key.scope` source, as `retry::Scope` names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScopePart {
+    /// `Header`, `Query`, `Body` or `Principal`.
+    pub kind: &'static str,
+    pub name: Option<String>,
+}
+
+/// One attempt of the schedule (`idemgen_spec::window::Schedule`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub start_ms: u64,
+    pub deadline_ms: u64,
+    pub backoff_ms: Option<u64>,
+}
+
+/// How long the client waits for an attempt of a contract that names no
+/// `client.timeout` (lint reports it); such an operation is not retried.
+pub const TIMEOUT_WITHOUT_SCHEDULE_MS: u64 = 30_000;
+
+impl ClientContract {
+    pub fn new(contract: &Contract, schedule: Option<&Schedule>) -> Option<ClientContract> {
+        let key = contract.key.as_ref()?;
+        let (timeout_ms, attempts, retry_span_ms) = match schedule {
+            Some(schedule) => (
+                schedule.timeout_ms,
+                schedule
+                    .attempts
+                    .iter()
+                    .map(|attempt| Attempt {
+                        start_ms: attempt.start_ms,
+                        deadline_ms: attempt.deadline_ms,
+                        backoff_ms: attempt.backoff.map(|backoff| backoff.delay_ms),
+                    })
+                    .collect::<Vec<_>>(),
+                schedule.retry_span_ms,
+            ),
+            None => (
+                TIMEOUT_WITHOUT_SCHEDULE_MS,
+                vec![Attempt {
+                    start_ms: 0,
+                    deadline_ms: TIMEOUT_WITHOUT_SCHEDULE_MS,
+                    backoff_ms: None,
+                }],
+                None,
+            ),
+        };
+        Some(ClientContract {
+            key_in: match key.location.value.name() {
+                "query" => "Query",
+                "body" => "Body",
+                _ => "Header",
+            },
+            key_name: key.name.value.clone(),
+            key_format: key.format.value.source.clone(),
+            key_parts: key.format.value.parts.iter().map(key_part).collect(),
+            max_key_len: key.max_length.value,
+            scope: key
+                .scope
+                .iter()
+                .map(|source| match &source.value {
+                    ScopeSource::Principal => ScopePart {
+                        kind: "Principal",
+                        name: None,
+                    },
+                    ScopeSource::Request(request) => ScopePart {
+                        kind: match request.location.name() {
+                            "query" => "Query",
+                            "body" => "Body",
+                            _ => "Header",
+                        },
+                        name: Some(request.name.clone()),
+                    },
+                })
+                .collect(),
+            timeout_ms,
+            jitter_ms: contract.jitter_ms.value,
+            retries: attempts.len() - 1,
+            attempts,
+            retry_span_ms,
+            window_ms: contract.window_ms.as_ref().map(|window| window.value),
+            in_progress_status: contract.in_progress_status.value,
+            conflict_status: contract.conflict_status.value,
+        })
+    }
+}
+
+fn key_part(part: &Part) -> KeyPart {
+    let plain = |kind| KeyPart {
+        kind,
+        text: None,
+        bytes: None,
+    };
+    match part {
+        Part::Literal(text) => KeyPart {
+            kind: "Literal",
+            text: Some(text.clone()),
+            bytes: None,
+        },
+        Part::Segment(segment) => match segment {
+            // A key the client chooses: a UUID v4, as the IETF draft and
+            // Stripe recommend.
+            Segment::Uuid | Segment::Opaque => plain("Uuid"),
+            Segment::Ulid => plain("Ulid"),
+            Segment::Random(bytes) => KeyPart {
+                kind: "Random",
+                text: None,
+                bytes: Some(*bytes),
+            },
+            Segment::Date => plain("Date"),
+            Segment::Timestamp => plain("Timestamp"),
+            Segment::Seq => plain("Seq"),
+            Segment::Field(pointer) => KeyPart {
+                kind: "Field",
+                text: Some(pointer.clone()),
+                bytes: None,
+            },
+        },
+    }
+}
+
+/// `/orders/{order_no}/pay` as text and parameters.
+pub fn path_parts(path: &str) -> Vec<PathPart> {
+    let mut parts = Vec::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            break;
+        };
+        if open > 0 {
+            parts.push(PathPart::Literal {
+                text: rest[..open].to_string(),
+            });
+        }
+        parts.push(PathPart::Param {
+            name: rest[open + 1..open + close].to_string(),
+        });
+        rest = &rest[open + close + 1..];
+    }
+    if !rest.is_empty() {
+        parts.push(PathPart::Literal {
+            text: rest.to_string(),
+        });
+    }
+    parts
+}
+
+/// The parameters, body and responses of an operation's types.
+pub fn typed(
+    types: &OperationTypes,
+    contract: Option<&ClientContract>,
+) -> (Option<Params>, Option<Body>, Response) {
+    let key_param = contract.and_then(|contract| match contract.key_in {
+        "Header" => Some((ParamLocation::Header, contract.key_name.as_str())),
+        "Query" => Some((ParamLocation::Query, contract.key_name.as_str())),
+        _ => None,
+    });
+    let params = types.params.as_ref().map(|params| Params {
+        type_name: params.type_name.clone(),
+        table: params
+            .fields
+            .iter()
+            .map(|field| Param {
+                location: match field.location {
+                    ParamLocation::Path => "Path",
+                    ParamLocation::Query => "Query",
+                    ParamLocation::Header => "Header",
+                },
+                name: field.wire_name.clone(),
+            })
+            .collect(),
+        key_field: params
+            .fields
+            .iter()
+            .find(|field| {
+                key_param.is_some_and(|(location, name)| {
+                    field.location == location
+                        && match location {
+                            ParamLocation::Header => field.wire_name.eq_ignore_ascii_case(name),
+                            _ => field.wire_name == name,
+                        }
+                })
+            })
+            .map(|field| field.field.clone()),
+    });
+    let body = types.request_body.as_ref().map(|body| Body {
+        type_name: body.type_name.clone(),
+        required: body.required,
+        is_json: body.is_json,
+        media_type: body.media_type.clone(),
+    });
+    let variants: Vec<Variant> = types
+        .response
+        .variants
+        .iter()
+        .map(|variant| {
+            let (kind, code, class) = match variant.status {
+                StatusPattern::Exact(code) => ("exact", Some(code), None),
+                StatusPattern::Range(class) => ("range", None, Some(class)),
+                StatusPattern::Default => ("default", None, None),
+            };
+            Variant {
+                name: variant.variant.clone(),
+                kind,
+                code,
+                class,
+                has_body: variant.body.is_some(),
+                is_json: variant
+                    .media_type
+                    .as_deref()
+                    .is_some_and(crate::types::is_json),
+                headers: variant
+                    .headers
+                    .iter()
+                    .map(|header| {
+                        let name = crate::names::rust_string(&header.wire_name);
+                        VariantHeader {
+                            field: header.field.clone(),
+                            read: if header.required {
+                                format!("required(headers, {name})?")
+                            } else if header.rust_type.starts_with("Option<") {
+                                format!("header(headers, {name})?")
+                            } else {
+                                format!("header(headers, {name})?.unwrap_or_default()")
+                            },
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let response = Response {
+        type_name: types.response.type_name.clone(),
+        has_default: variants.iter().any(|variant| variant.kind == "default"),
+        any_body: variants.iter().any(|variant| variant.has_body),
+        any_header: variants.iter().any(|variant| !variant.headers.is_empty()),
+        variants,
+    };
+    (params, body, response)
+}

@@ -1,0 +1,212 @@
+//! What a generated service reads from every request: the idempotency key
+//! (header, query, body field), the scope values, the credentials of each
+//! security scheme, and the fingerprint. Arbitrary requests, read as the
+//! service reads them, never panic; a key that is read holds no control
+//! character; a scope is a hash; Basic credentials round-trip.
+#![no_main]
+
+use arbitrary::{Arbitrary, Unstructured};
+use idemgen_runtime::axum::body::Body;
+use idemgen_runtime::axum::http;
+use idemgen_runtime::fuzzing::{credential, fingerprint, read, read_key, scope, validate_key};
+use idemgen_runtime::{ApiKeyIn, Contract, Credential, Fingerprint, Scheme, SchemeKind, Source};
+use libfuzzer_sys::fuzz_target;
+
+const SOURCES: &[Source] = &[
+    Source::Header("Idempotency-Key"),
+    Source::Query("key"),
+    Source::Body("/key"),
+    Source::Body("/a/0/b~1c"),
+    Source::Principal,
+];
+
+const HEADERS: &[&str] = &[
+    "idempotency-key",
+    "x-tenant",
+    "authorization",
+    "cookie",
+    "x-api-key",
+    "content-type",
+];
+
+static TENANT: [Source; 1] = [Source::Header("X-Tenant")];
+static SCOPE: [Source; 3] = [
+    Source::Header("X-Tenant"),
+    Source::Query("tenant"),
+    Source::Principal,
+];
+
+static CONTRACTS: [Contract; 3] = [
+    Contract::header(
+        "pay:{uuid}",
+        "^pay:([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$",
+        60_000,
+        3_000,
+    ),
+    Contract {
+        key: Source::Body("/key"),
+        key_fields: &[(1, "/order")],
+        scope: &SCOPE,
+        fingerprint: Fingerprint {
+            method: true,
+            path: true,
+            query: true,
+            body: true,
+            canonical_json: true,
+        },
+        ..Contract::header(
+            "{field:/order}-{seq}",
+            "^(.+?)-([0-9]{1,20})$",
+            60_000,
+            3_000,
+        )
+    },
+    Contract {
+        key: Source::Query("key"),
+        scope: &TENANT,
+        fingerprint: Fingerprint {
+            method: false,
+            path: false,
+            query: true,
+            body: true,
+            canonical_json: false,
+        },
+        ..Contract::header(
+            "{date}",
+            "^([0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]))$",
+            60_000,
+            3_000,
+        )
+    },
+];
+
+static SCHEMES: [Scheme; 5] = [
+    Scheme {
+        name: "bearer",
+        kind: SchemeKind::Bearer,
+        realm: "",
+    },
+    Scheme {
+        name: "basic",
+        kind: SchemeKind::Basic,
+        realm: "shop",
+    },
+    Scheme {
+        name: "header",
+        kind: SchemeKind::ApiKey {
+            location: ApiKeyIn::Header,
+            name: "x-api-key",
+        },
+        realm: "",
+    },
+    Scheme {
+        name: "query",
+        kind: SchemeKind::ApiKey {
+            location: ApiKeyIn::Query,
+            name: "api_key",
+        },
+        realm: "",
+    },
+    Scheme {
+        name: "cookie",
+        kind: SchemeKind::ApiKey {
+            location: ApiKeyIn::Cookie,
+            name: "session",
+        },
+        realm: "",
+    },
+];
+
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let bits = chunk.iter().enumerate().fold(0u32, |bits, (i, byte)| {
+            bits | u32::from(*byte) << (16 - 8 * i)
+        });
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[(bits >> (18 - 6 * i) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[derive(Arbitrary, Debug)]
+struct Input<'a> {
+    post: bool,
+    path: &'a str,
+    query: &'a str,
+    headers: Vec<(u8, &'a [u8])>,
+    body: &'a [u8],
+    basic: Option<(String, String)>,
+}
+
+fuzz_target!(|bytes: &[u8]| {
+    let Ok(input) = Input::arbitrary(&mut Unstructured::new(bytes)) else {
+        return;
+    };
+    let uri = format!("/{}?{}", input.path.trim_start_matches('/'), input.query);
+    let mut builder = http::Request::builder()
+        .method(if input.post { "POST" } else { "PUT" })
+        .uri(uri);
+    for (name, value) in &input.headers {
+        builder = builder.header(HEADERS[usize::from(*name) % HEADERS.len()], *value);
+    }
+    let basic = input.basic.filter(|(user, _)| !user.contains(':'));
+    if let Some((user, password)) = &basic {
+        builder = builder.header(
+            "authorization",
+            format!("Basic {}", base64(format!("{user}:{password}").as_bytes())),
+        );
+    }
+    let Ok(request) = builder.body(Body::from(input.body.to_vec())) else {
+        return;
+    };
+    let Ok(request) = read(request) else { return };
+
+    for source in SOURCES {
+        if let Ok(Some(key)) = read_key(source, &request) {
+            assert!(
+                !key.chars().any(char::is_control),
+                "{source:?} read a key with a control character: {key:?}"
+            );
+            for contract in &CONTRACTS {
+                let _ = validate_key(contract, &key, &request);
+            }
+        }
+    }
+    for contract in &CONTRACTS {
+        if let Ok(hash) = scope("pay", contract, &request) {
+            assert!(
+                hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()),
+                "scope {hash:?}"
+            );
+        }
+        let first = fingerprint(contract, &request);
+        assert_eq!(
+            first,
+            fingerprint(contract, &request),
+            "the fingerprint is not a function of the request"
+        );
+    }
+    for scheme in &SCHEMES {
+        let found = credential(scheme, &request);
+        if let (SchemeKind::Basic, Some((user, password))) = (scheme.kind, &basic) {
+            let authorizations = request.headers.get_all("authorization").iter().count();
+            if authorizations == 1 {
+                assert_eq!(
+                    found,
+                    Credential::Basic {
+                        user: user.clone(),
+                        password: password.clone()
+                    },
+                    "Basic credentials do not round-trip"
+                );
+            }
+        }
+    }
+});
