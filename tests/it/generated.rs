@@ -166,11 +166,12 @@ fn server(variable: &str) -> Option<ServerUrl> {
 /// key in the body (`stripe` profile) with a raw fingerprint that leaves
 /// the body out; and every kind of typed input (parameters of each place
 /// and type, optional and non-JSON bodies, responses by code, class and
-/// `default`); and a 201 with the headers a create sends (`Location`,
-/// `ETag`, `Set-Cookie`). All on SQLite, as the members of one workspace: the first
+/// `default`); a 201 with the headers a create sends (`Location`,
+/// `ETag`, `Set-Cookie`); and the IETF draft's client-chosen `{opaque}`
+/// keys. All on SQLite, as the members of one workspace: the first
 /// carries the runtime copy `gen` writes, the others depend on that copy
 /// (two copies of one crate cannot share a lock file).
-const SQLITE_PROJECTS: [(&str, &str); 6] = [
+const SQLITE_PROJECTS: [(&str, &str); 7] = [
     ("pay-sqlite", EXAMPLE_SPEC),
     ("hostile", HOSTILE_SPEC),
     ("empty", "tests/codegen_fixtures/empty.yaml"),
@@ -183,15 +184,17 @@ const SQLITE_PROJECTS: [(&str, &str); 6] = [
         "created-headers",
         "tests/codegen_fixtures/created-headers.yaml",
     ),
+    ("opaque-key", "tests/codegen_fixtures/opaque-key.yaml"),
 ];
 
 /// The members that must be clippy-clean (all but the hostile names).
-const LINTED: [&str; 5] = [
+const LINTED: [&str; 6] = [
     "pay-sqlite",
     "empty",
     "optional-body-key",
     "typed-input",
     "created-headers",
+    "opaque-key",
 ];
 
 #[test]

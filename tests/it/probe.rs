@@ -1,8 +1,9 @@
 //! `idemgen probe` against servers written here with std::net: one that
 //! keeps every promise, and others that each break one (check-then-write,
 //! an empty 200 while in progress, an ignored fingerprint, an ignored
-//! tenant or principal, an unauthenticated request processed). Then
-//! against the real payment-callback example when it is in the tree.
+//! tenant or principal, an unauthenticated request processed, a replay
+//! that is not the first answer whole). Then against the real
+//! payment-callback example when it is in the tree.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -551,9 +552,10 @@ fn evidence(checks: &HashMap<String, Value>, id: &str) -> String {
     checks[id]["evidence"].to_string()
 }
 
-const ALL: [&str; 8] = [
+const ALL: [&str; 9] = [
     "burst",
     "replay",
+    "replay-fidelity",
     "conflict",
     "missing-key",
     "malformed-key",
@@ -583,8 +585,181 @@ fn a_correct_server_keeps_every_promise() {
     let table = probe(&spec, &base, &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("PASS  burst"), "{text}");
-    assert!(text.contains("16 passed, 0 failed"), "{text}");
+    assert!(text.contains("18 passed, 0 failed"), "{text}");
     assert_eq!(table.status.code(), Some(0));
+}
+
+/// `POST /orders` under the IETF draft's profile, with keys the client
+/// chooses: its `201` declares `Location` and `ETag`.
+const ORDERS_SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe replay fidelity, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string, maxLength: 255, pattern: "^[!-~]+$"}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [item]
+              properties:
+                item: {type: string, example: book}
+      x-idempotency:
+        profile: ietf-draft
+        key: {in: header, name: Idempotency-Key, format: "{opaque}", max-length: 255}
+        window: 18s
+      responses:
+        "201":
+          description: created
+          headers:
+            Location: {required: true, schema: {type: string}}
+            ETag: {schema: {type: string}}
+        "400": {description: bad key}
+        "409":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+        "422": {description: key reused}
+"#;
+
+/// How the orders server's replay differs from its first answer.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum ReplayFlaw {
+    None,
+    /// Replays `201 Created` as `200 OK`.
+    CreatedAsOk,
+    /// Replays status and body, but not `Location` and `ETag`.
+    DropsHeaders,
+    /// Replays the first answer's `Set-Cookie` too.
+    ReplaysCookie,
+}
+
+/// An order: the request body it was made for, and its answer once done.
+type Orders = Mutex<HashMap<String, (Vec<u8>, Option<Reply>)>>;
+
+/// The orders handler: a claim per key, 409 with `Retry-After` while the
+/// first attempt runs, 422 for another body, and a replay that `flaw`
+/// may spoil.
+fn create_order(flaw: ReplayFlaw, orders: &Orders, request: Request) -> Reply {
+    let key = request
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+        .map(|(_, value)| value.trim_matches('"').to_string())
+        .filter(|key| (1..=255).contains(&key.len()))
+        .filter(|key| key.bytes().all(|b| (b'!'..=b'~').contains(&b)));
+    let Some(key) = key else {
+        return reply(400, r#"{"title":"missing or malformed key"}"#);
+    };
+    {
+        let mut orders = orders.lock().unwrap();
+        match orders.get(&key) {
+            Some((body, _)) if *body != request.body => {
+                return reply(422, r#"{"title":"key reused"}"#);
+            }
+            Some((_, None)) => {
+                let mut busy = reply(409, r#"{"title":"in progress"}"#);
+                busy.headers.push(("Retry-After", "1".into()));
+                return busy;
+            }
+            Some((_, Some(first))) => {
+                let mut replay = Reply {
+                    status: first.status,
+                    headers: first.headers.clone(),
+                    body: first.body.clone(),
+                };
+                match flaw {
+                    ReplayFlaw::None => replay.headers.retain(|(name, _)| *name != "Set-Cookie"),
+                    ReplayFlaw::CreatedAsOk => replay.status = 200,
+                    ReplayFlaw::DropsHeaders => replay.headers.clear(),
+                    ReplayFlaw::ReplaysCookie => {}
+                }
+                replay.headers.push(("Idempotent-Replayed", "true".into()));
+                return replay;
+            }
+            None => {
+                orders.insert(key.clone(), (request.body.clone(), None));
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
+    let created = Reply {
+        status: 201,
+        headers: vec![
+            ("Location", format!("/orders/{id}")),
+            ("ETag", format!("\"v1-{id}\"")),
+            ("Set-Cookie", format!("session={id}; HttpOnly")),
+        ],
+        body: format!(r#"{{"order_id":{id}}}"#).into_bytes(),
+    };
+    let answer = Reply {
+        status: created.status,
+        headers: created.headers.clone(),
+        body: created.body.clone(),
+    };
+    orders
+        .lock()
+        .unwrap()
+        .insert(key, (request.body, Some(created)));
+    answer
+}
+
+/// Serves the orders handler with `flaw`; returns the base URL.
+fn serve_orders(flaw: ReplayFlaw) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let orders: Arc<Orders> = Arc::default();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let orders = Arc::clone(&orders);
+            std::thread::spawn(move || {
+                let _ = answer(stream, |request| create_order(flaw, &orders, request));
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+#[test]
+fn replay_fidelity_passes_a_whole_replay_and_fails_a_spoilt_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, ORDERS_SPEC).unwrap();
+    let (code, checks, report) =
+        probe_op_json(&spec, &serve_orders(ReplayFlaw::None), "createOrder");
+    assert_eq!(outcome(&checks, "replay-fidelity"), "pass", "{report:#}");
+    let summary = checks["replay-fidelity"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Location, ETag"), "{summary}");
+    assert_eq!(code, 0, "{report:#}");
+    for (flaw, expected) in [
+        (
+            ReplayFlaw::CreatedAsOk,
+            "status: first 201 Created, replay 200 OK",
+        ),
+        (ReplayFlaw::DropsHeaders, "declared header `Location`"),
+        (
+            ReplayFlaw::ReplaysCookie,
+            "repeats the first answer's Set-Cookie",
+        ),
+    ] {
+        let (code, checks, report) = probe_op_json(&spec, &serve_orders(flaw), "createOrder");
+        assert_eq!(
+            outcome(&checks, "replay-fidelity"),
+            "fail",
+            "{flaw:?}: {report:#}"
+        );
+        assert!(
+            evidence(&checks, "replay-fidelity").contains(expected),
+            "{flaw:?}: {report:#}"
+        );
+        assert_eq!(code, 1, "{flaw:?}");
+    }
 }
 
 #[test]
@@ -1109,7 +1284,7 @@ fn junit_has_one_testcase_per_check() {
         .collect();
     // Every check of ALL, and `scope`, `principals` and
     // `unauthenticated`, not applicable (skipped) here.
-    assert_eq!(cases.len(), 11, "{xml}");
+    assert_eq!(cases.len(), 12, "{xml}");
     let failed: Vec<_> = cases
         .iter()
         .filter(|case| case.children().any(|child| child.has_tag_name("failure")))

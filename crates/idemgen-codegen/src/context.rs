@@ -356,7 +356,8 @@ pub enum KeyPart {
         literal: String,
     },
     Segment {
-        /// `uuid`, `ulid`, `random`, `date`, `timestamp`, `seq`, `field`.
+        /// `uuid`, `ulid`, `random`, `date`, `timestamp`, `seq`, `field`,
+        /// `opaque`.
         segment: &'static str,
         /// Characters of a `random` segment.
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -404,6 +405,9 @@ pub struct TestTarget {
     /// What each request carries for the key's scope, in order.
     pub scope: Vec<TestScope>,
     pub key_required: bool,
+    /// A key of the wrong form: `x`, or for a format with an `{opaque}`
+    /// part (any visible ASCII), one with a space in it.
+    pub malformed_key: &'static str,
     pub missing_key_status: u16,
     pub max_key_len: u64,
     pub in_progress_status: u16,
@@ -589,6 +593,7 @@ fn key_parts(parts: &[Part]) -> Vec<KeyPart> {
                 Segment::Date => segment("date"),
                 Segment::Timestamp => segment("timestamp"),
                 Segment::Seq => segment("seq"),
+                Segment::Opaque => segment("opaque"),
                 Segment::Field(pointer) => KeyPart::Segment {
                     segment: "field",
                     len: None,
@@ -662,6 +667,19 @@ impl TestTarget {
             key_parts,
             scope,
             key_required: contract.key_required,
+            malformed_key: if contract.key_parts.iter().any(|part| {
+                matches!(
+                    part,
+                    KeyPart::Segment {
+                        segment: "opaque",
+                        ..
+                    }
+                )
+            }) {
+                "not a key"
+            } else {
+                "x"
+            },
             missing_key_status: contract.missing_key_status,
             max_key_len: contract.max_key_len,
             in_progress_status: contract.in_progress_status,
@@ -685,7 +703,8 @@ fn test_key_parts(part: &KeyPart) -> Vec<TestKeyPart> {
             len,
             pointer,
         } => match *segment {
-            "uuid" => vec![TestKeyPart::Uuid],
+            // A client-chosen key: what most clients choose.
+            "uuid" | "opaque" => vec![TestKeyPart::Uuid],
             // A ULID's first character is at most 7; 0 keeps it in range.
             "ulid" => vec![
                 TestKeyPart::text("0"),

@@ -161,6 +161,8 @@ fn segment_text(segment: &Segment, body: &Value, rng: &mut Rng) -> Result<String
         // Microseconds plus randomness: unique across runs and threads.
         Segment::Seq => (now().as_micros() as u64 / 1000 * 1000 + rng.next_u64() % 1000)
             .to_string(),
+        // What Stripe-style clients send for a key they choose.
+        Segment::Opaque => rng.uuid(),
         Segment::Field(pointer) => field_text(body, pointer).ok_or_else(|| {
             format!(
                 "the key format needs the body field `{pointer}` (a string or number), and the request body has none; add it with --set {pointer}=VALUE"
@@ -187,6 +189,8 @@ pub fn malformed(template: &KeyTemplate, body: &Value, rng: &mut Rng) -> Option<
                 Segment::Uuid => "not-a-uuid",
                 Segment::Ulid => "not-a-ulid",
                 Segment::Date => "notadate",
+                // A space: visible ASCII only.
+                Segment::Opaque => "not valid",
                 _ => "not!valid",
             }),
             Part::Segment(segment) => key.push_str(&segment_text(segment, body, rng).ok()?),

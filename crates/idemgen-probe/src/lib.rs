@@ -255,6 +255,7 @@ pub fn run(
                 let (burst, settled) = probe.burst(&first);
                 report.checks.push(burst);
                 report.checks.push(probe.replay(&first, &settled));
+                report.checks.push(probe.replay_fidelity(&first, &settled));
                 report.checks.push(probe.conflict(&first, &settled));
                 report.checks.push(probe.missing_key(&first));
                 report.checks.push(probe.malformed_key(&first, &mut rng));

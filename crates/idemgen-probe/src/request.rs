@@ -79,6 +79,9 @@ pub struct Plan {
     /// `--as`, without any header that carries the key.
     pub principals: Vec<Principal>,
     pub expect: Expect,
+    /// Each declared response (`201`, `2XX`, `default`) and the names of
+    /// the headers the spec declares on it.
+    pub response_headers: Vec<(String, Vec<String>)>,
 }
 
 /// Whose credentials a request carries.
@@ -254,6 +257,7 @@ impl Plan {
             .iter()
             .map(|(pointer, _)| pointer.clone())
             .collect();
+        let response_headers = declared_response_headers(workspace, operation);
         Ok(Plan {
             method: operation.method.clone(),
             path,
@@ -287,7 +291,23 @@ impl Plan {
                 failed: contract.failed.value,
                 fingerprint_body: contract.fingerprint.value.contains(&FingerprintPart::Body),
             },
+            response_headers,
         })
+    }
+
+    /// The headers the spec declares on the answer with `status`: those
+    /// of its exact code, else of its range (`2XX`), else of `default`.
+    pub fn declared_headers(&self, status: u16) -> &[String] {
+        let exact = status.to_string();
+        let range = format!("{}XX", status / 100);
+        [exact.as_str(), range.as_str(), "default"]
+            .iter()
+            .find_map(|wanted| {
+                self.response_headers
+                    .iter()
+                    .find(|(code, _)| code.eq_ignore_ascii_case(wanted))
+            })
+            .map_or(&[], |(_, names)| names.as_slice())
     }
 
     /// A fresh business event: `{field:…}` values made unique (so the key
@@ -735,6 +755,39 @@ pub fn percent_encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// Every response `operation` declares, with the names of its headers.
+fn declared_response_headers(
+    workspace: &Workspace,
+    operation: &Operation<'_>,
+) -> Vec<(String, Vec<String>)> {
+    let Some(responses) = operation
+        .node
+        .get("responses")
+        .and_then(|node| workspace.deref(node))
+        .and_then(|node| node.as_map())
+    else {
+        return Vec::new();
+    };
+    responses
+        .iter()
+        .map(|entry| {
+            let names = workspace
+                .deref(&entry.value)
+                .and_then(|response| response.get("headers"))
+                .and_then(|headers| workspace.deref(headers))
+                .and_then(|headers| headers.as_map())
+                .map(|headers| {
+                    headers
+                        .iter()
+                        .map(|header| header.key.to_string())
+                        .collect()
+                })
+                .unwrap_or_default();
+            (entry.key.to_string(), names)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ use crate::metrics::{
     Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason,
 };
 use crate::outcome::{self, Outcome};
+use crate::problem::ProblemKind;
 use crate::reachability::Reachability;
 use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
 use crate::response_headers;
@@ -457,7 +458,7 @@ impl Idempotency {
                         operation.counters.in_progress.inc();
                         in_progress(contract)
                     }
-                    None => retry_later(503, "conflict with another request", retry_after),
+                    None => retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
                 }
             }
             Stop::Unavailable => {
@@ -469,13 +470,13 @@ impl Idempotency {
                         operation = operation.name,
                         "no database connection or answer in time"
                     );
-                    retry_later(429, "server busy", retry_after)
+                    retry_later(ProblemKind::ServerBusy, 429, retry_after)
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
                         self.probe_in_background();
                     }
-                    retry_later(503, "database unavailable", retry_after)
+                    retry_later(ProblemKind::DatabaseUnavailable, 503, retry_after)
                 }
             }
             Stop::DeadlineExceeded => {
@@ -483,13 +484,12 @@ impl Idempotency {
                     operation = operation.name,
                     "the attempt ran past server.max-processing; rolled back"
                 );
-                retry_later(503, "processing took too long", retry_after)
+                retry_later(ProblemKind::ProcessingTooLong, 503, retry_after)
             }
             Stop::Error => {
                 tracing::error!(operation = operation.name, ?error, "database error");
-                problem(
+                problem(ProblemKind::InternalError, 
                     500,
-                    "internal error",
                     "the request failed and nothing was committed; it may be retried with the same key",
                 )
             }
@@ -1020,9 +1020,8 @@ impl Call {
                      DDL that commits implicitly, or a deadlock it did not propagate); nothing \
                      was recorded"
                 );
-                return problem(
+                return problem(ProblemKind::InternalError, 
                     500,
-                    "internal error",
                     "the request's transaction ended before its answer could be stored; its \
                      effect is unknown. A retry with the same key runs again once the \
                      request's lease has ended",
@@ -1136,7 +1135,7 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         return Err(refuse(
             operation,
             RefusalReason::Unauthenticated,
-            problem(401, "unauthenticated", "this operation requires credentials"),
+            problem(ProblemKind::Unauthenticated, 401, "this operation requires credentials"),
         ));
     }
     let Some(contract) = &operation.contract else {
@@ -1150,8 +1149,8 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
                 operation,
                 RefusalReason::MissingKey,
                 problem(
+                    ProblemKind::MissingKey,
                     contract.missing_key_status,
-                    "missing idempotency key",
                     &format!("send a key of the form `{}`", contract.key_format),
                 ),
             ));
@@ -1160,7 +1159,7 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             return Err(refuse(
                 operation,
                 RefusalReason::MalformedKey,
-                problem(contract.missing_key_status, "invalid idempotency key", &why),
+                problem(ProblemKind::InvalidKey, contract.missing_key_status, &why),
             ));
         }
     };
@@ -1171,14 +1170,14 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         return Err(refuse(
             operation,
             RefusalReason::MalformedKey,
-            problem(contract.missing_key_status, "invalid idempotency key", &why),
+            problem(ProblemKind::InvalidKey, contract.missing_key_status, &why),
         ));
     }
     let scope = key::scope_of(operation.name, contract, request).map_err(|why| {
         refuse(
             operation,
             RefusalReason::InvalidScope,
-            problem(400, "invalid scope", &why),
+            problem(ProblemKind::InvalidScope, 400, &why),
         )
     })?;
     let secrets: Vec<&str> = operation.security.query_credentials().collect();
@@ -1187,7 +1186,7 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             refuse(
                 operation,
                 RefusalReason::SchemaInvalid,
-                problem(400, "ambiguous request body", &error.to_string()),
+                problem(ProblemKind::AmbiguousBody, 400, &error.to_string()),
             )
         })?;
     Ok(Some(Admitted {
@@ -1252,8 +1251,8 @@ fn decide(
         return Decision::Answer(conflict(
             operation,
             problem(
+                ProblemKind::KeyReused,
                 contract.conflict_status,
-                "idempotency key reused",
                 "this key was used with a different request; the first request's result stands",
             ),
         ));
@@ -1269,8 +1268,8 @@ fn decide(
             Decision::Answer(conflict(
                 operation,
                 problem(
+                    ProblemKind::EarlierAttemptFailed,
                     contract.conflict_status,
-                    "earlier attempt failed",
                     "the first request with this key failed; send a new key to try again",
                 ),
             ))
@@ -1315,9 +1314,8 @@ fn replay(record: &Record) -> Response {
 }
 
 fn in_progress(contract: &Contract) -> Response {
-    let mut response = problem(
+    let mut response = problem(ProblemKind::InProgress, 
         contract.in_progress_status,
-        "request in progress",
         "a request with this key is still being processed; retry after the Retry-After delay",
     );
     response.headers_mut().insert(
@@ -1350,16 +1348,17 @@ fn conflict(operation: &Operation, answer: Response) -> Response {
     outcome::mark(answer, Outcome::Conflict)
 }
 
-fn problem(status: u16, title: &str, detail: &str) -> Response {
+/// The problem `kind` as the answer, with a contract's status (one that
+/// is not an HTTP status answers 400).
+fn problem(kind: ProblemKind, status: u16, detail: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    Reply::problem(status, title, detail).into_response()
+    Reply::refusal(kind, status, detail).into_response()
 }
 
 /// A problem with `Retry-After`: nothing was processed, try again.
-fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
-    let mut response = problem(
+fn retry_later(kind: ProblemKind, status: u16, retry_after_secs: u64) -> Response {
+    let mut response = problem(kind, 
         status,
-        title,
         "the request was not processed; retry it with the same key after the Retry-After delay",
     );
     response
@@ -1371,9 +1370,8 @@ fn retry_later(status: u16, title: &str, retry_after_secs: u64) -> Response {
 /// A `503` for a commit that may or may not have happened: retry with the
 /// same key, never a new one.
 fn outcome_unknown(retry_after_secs: u64) -> Response {
-    let mut response = problem(
+    let mut response = problem(ProblemKind::OutcomeUnknown, 
         503,
-        "outcome unknown",
         "the database connection broke while the request was committing: it may have been \
          processed. Retry it with the same key after the Retry-After delay (never with a new \
          key): the retry gets the stored answer if it was processed, and runs it if not",

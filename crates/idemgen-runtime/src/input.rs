@@ -8,6 +8,7 @@ use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
+use crate::problem::ProblemKind;
 use crate::{Reply, Request};
 
 /// Where a parameter is sent.
@@ -134,11 +135,7 @@ impl Request {
             values.insert(param.name.to_string(), value);
         }
         serde_json::from_value(Value::Object(values)).map_err(|error| {
-            Reply::problem(
-                StatusCode::BAD_REQUEST,
-                "invalid parameters",
-                &error.to_string(),
-            )
+            Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &error.to_string())
         })
     }
 
@@ -215,9 +212,8 @@ fn invalid(param: &Param, what: &str, text: &str) -> Reply {
         ParamIn::Query => "query parameter",
         ParamIn::Header => "header",
     };
-    Reply::problem(
+    Reply::refusal(ProblemKind::InvalidParameters, 
         StatusCode::BAD_REQUEST,
-        "invalid parameters",
         &format!("{location} `{}` {what}, not `{text}`", param.name),
     )
 }

@@ -58,7 +58,14 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
             match first {
                 None => return KeyValue::Absent,
                 Some(value) => match value.to_str() {
-                    Ok(text) => text.to_string(),
+                    Ok(text) => match header_key(text) {
+                        Ok(key) => key,
+                        Err(why) => {
+                            return KeyValue::Unreadable(format!(
+                                "the key header `{name}` is a malformed Structured Field String: {why}"
+                            ));
+                        }
+                    },
                     Err(_) => {
                         return KeyValue::Unreadable(format!(
                             "the key header `{name}` is not visible ASCII"
@@ -126,6 +133,37 @@ pub(crate) fn read_key(source: &Source, request: &Request) -> KeyValue {
         );
     }
     KeyValue::Present(value)
+}
+
+/// The key a header value carries. The IETF Idempotency-Key draft sends
+/// it as an RFC 8941 Structured Field String (`"8e03978e-…"`: printable
+/// ASCII between double quotes, `\"` and `\\` its only escapes); Stripe
+/// and most clients send it bare. Both are one key: the text between the
+/// quotes, unescaped, is the key, stored and compared as the bare form
+/// would be. A value that opens a quote and is not a whole sf-string is
+/// refused, never read as a bare key that happens to start with `"`.
+/// `Err` says what is wrong.
+pub(crate) fn header_key(value: &str) -> Result<String, String> {
+    let Some(quoted) = value.strip_prefix('"') else {
+        return Ok(value.to_string());
+    };
+    let mut key = String::with_capacity(quoted.len());
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('"' | '\\')) => key.push(escaped),
+                _ => return Err("only `\\\"` and `\\\\` may be escaped".to_string()),
+            },
+            '"' if chars.as_str().is_empty() => return Ok(key),
+            // Parameters (`;name=value`) or a second item: the draft
+            // defines none.
+            '"' => return Err("there is text after the closing quote".to_string()),
+            ' '..='~' => key.push(c),
+            _ => return Err("it holds a character that is not printable ASCII".to_string()),
+        }
+    }
+    Err("the closing quote is missing".to_string())
 }
 
 /// The idempotency key for downstream calls made on behalf of one key:
@@ -382,6 +420,46 @@ mod tests {
                 "{unreadable}"
             );
         }
+    }
+
+    #[test]
+    fn a_quoted_key_is_the_bare_key() {
+        let uuid = "8e03978e-40d5-43e8-bc93-6894a57f9324";
+        assert_eq!(header_key(uuid).as_deref(), Ok(uuid));
+        assert_eq!(header_key(&format!("\"{uuid}\"")).as_deref(), Ok(uuid));
+        assert_eq!(header_key(r#""a\"b\\c""#).as_deref(), Ok(r#"a"b\c"#));
+        assert_eq!(header_key(r#""""#).as_deref(), Ok(""));
+        // Bare keys are taken as sent, quotes inside included.
+        assert_eq!(header_key(r#"a"b"#).as_deref(), Ok(r#"a"b"#));
+        for malformed in [
+            r#""abc"#,
+            r#""abc\""#,
+            r#""a\nb""#,
+            r#""abc";p=1"#,
+            r#""abc" "def""#,
+            "\"caf\u{e9}\"",
+            "\"a\tb\"",
+        ] {
+            assert!(header_key(malformed).is_err(), "{malformed}");
+        }
+        let mut quoted = request("{}");
+        quoted.headers.insert(
+            "idempotency-key",
+            axum::http::HeaderValue::from_static("\"pay:1"),
+        );
+        let KeyValue::Unreadable(why) = read_key(&Source::Header("Idempotency-Key"), &quoted)
+        else {
+            panic!("a malformed sf-string is no key");
+        };
+        assert!(why.contains("the closing quote is missing"), "{why}");
+        quoted.headers.insert(
+            "idempotency-key",
+            axum::http::HeaderValue::from_static("\"pay:1\""),
+        );
+        assert_eq!(
+            read_key(&Source::Header("Idempotency-Key"), &quoted),
+            KeyValue::Present("pay:1".into())
+        );
     }
 
     #[test]

@@ -106,6 +106,7 @@ engine! {
     mod metrics;
     pub mod outcome;
     mod principal;
+    mod problem;
     mod reachability;
     mod reply;
     mod request_span;
@@ -124,6 +125,7 @@ engine! {
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason};
     pub use request_span::observe;
     pub use principal::Principal;
+    pub use problem::ProblemKind;
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{
         ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,

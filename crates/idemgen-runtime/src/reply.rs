@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::principal::Principal;
+use crate::problem::{self, ProblemKind};
 
 /// Largest request body read, and largest response body stored (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -87,9 +88,8 @@ impl Request {
         {
             Ok(read) => read.map_err(|_| too_large())?,
             Err(_) => {
-                return Err(Reply::problem(
+                return Err(Reply::refusal(ProblemKind::BodyTooSlow, 
                     StatusCode::REQUEST_TIMEOUT,
-                    "request body too slow",
                     &format!(
                         "the body did not arrive within {} s; send it again with the same key",
                         BODY_READ_TIMEOUT.as_secs()
@@ -125,11 +125,7 @@ impl Request {
     /// The JSON body as `T`; on failure a `400` problem to return as is.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, Reply> {
         serde_json::from_slice(&self.body).map_err(|error| {
-            Reply::problem(
-                StatusCode::BAD_REQUEST,
-                "invalid request body",
-                &error.to_string(),
-            )
+            Reply::refusal(ProblemKind::InvalidBody, StatusCode::BAD_REQUEST, &error.to_string())
         })
     }
 
@@ -166,19 +162,14 @@ impl Request {
     pub fn body_as_or<T: DeserializeOwned>(&self, mismatch: u16) -> Result<T, Reply> {
         let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
         let mut value: serde_json::Value = serde_json::from_slice(&self.body).map_err(|error| {
-            Reply::problem(
+            Reply::refusal(ProblemKind::InvalidBody, 
                 StatusCode::BAD_REQUEST,
-                "invalid request body",
                 &format!("the body is not JSON: {error}"),
             )
         })?;
         crate::input::whole_numbers_as_integers(&mut value);
         serde_json::from_value(value).map_err(|error| {
-            Reply::problem(
-                mismatch,
-                "request does not match its schema",
-                &error.to_string(),
-            )
+            Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &error.to_string())
         })
     }
 
@@ -250,7 +241,9 @@ impl Reply {
         }
     }
 
-    /// An RFC 9457 problem (`application/problem+json`).
+    /// An RFC 9457 problem (`application/problem+json`) of the business
+    /// function's own, `type: about:blank` (the runtime's own refusals
+    /// carry a [`crate::ProblemKind`]'s `type`).
     ///
     /// ```
     /// use axum::http::StatusCode;
@@ -276,6 +269,28 @@ impl Reply {
             .expect("serialising to memory cannot fail"),
             headers: Vec::new(),
         }
+    }
+
+    /// One of the runtime's own refusals: the problem `kind`, whose `type`
+    /// and `title` are stable, with `status` and `detail`.
+    ///
+    /// ```
+    /// use axum::http::StatusCode;
+    /// use idemgen_runtime::{ProblemKind, Reply};
+    ///
+    /// let reply = Reply::refusal(ProblemKind::KeyReused, StatusCode::UNPROCESSABLE_ENTITY, "used for another order");
+    /// assert_eq!(reply.content_type, "application/problem+json");
+    /// let body: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    /// assert_eq!(body["type"], "urn:idemgen:problem:key-reused");
+    /// assert_eq!(body["title"], "idempotency key reused");
+    /// assert_eq!(body["status"], 422);
+    /// ```
+    pub fn refusal(kind: ProblemKind, status: StatusCode, detail: &str) -> Reply {
+        Reply::from_parts(
+            status,
+            Some(problem::CONTENT_TYPE),
+            kind.body(status, detail),
+        )
     }
 
     /// An answer from its parts, e.g. a typed response's status, content
@@ -348,9 +363,8 @@ impl Reply {
 
     /// The answer of a business function nobody has written yet.
     pub fn not_implemented(file: &str) -> Reply {
-        Reply::problem(
+        Reply::refusal(ProblemKind::NotImplemented, 
             StatusCode::NOT_IMPLEMENTED,
-            "not implemented",
             &format!("write this operation's business logic in {file}"),
         )
     }
@@ -378,9 +392,8 @@ impl IntoResponse for Reply {
 }
 
 fn too_large() -> Response {
-    Reply::problem(
+    Reply::refusal(ProblemKind::BodyTooLarge, 
         StatusCode::PAYLOAD_TOO_LARGE,
-        "request body too large",
         &format!("the body exceeds {MAX_BODY_BYTES} bytes; it was neither processed nor recorded"),
     )
     .into_response()

@@ -21,6 +21,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::principal::Principal;
+use crate::problem::ProblemKind;
 use crate::reply::{Reply, Request};
 
 /// Where an API key travels.
@@ -270,12 +271,12 @@ pub async fn authenticate(
 
 /// The problem answer to `refusal`, with a challenge per `http` scheme.
 fn refused(security: &Security, refusal: &Refusal) -> Response {
-    let title = if refusal.status == StatusCode::FORBIDDEN {
-        "forbidden"
+    let kind = if refusal.status == StatusCode::FORBIDDEN {
+        ProblemKind::Forbidden
     } else {
-        "unauthenticated"
+        ProblemKind::Unauthenticated
     };
-    let mut response = Reply::problem(refusal.status, title, &refusal.detail).into_response();
+    let mut response = Reply::refusal(kind, refusal.status, &refusal.detail).into_response();
     if refusal.status == StatusCode::UNAUTHORIZED {
         let mut challenges: Vec<String> = Vec::new();
         for scheme in security

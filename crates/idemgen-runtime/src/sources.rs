@@ -25,6 +25,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/otel.rs", include_str!("../src/otel.rs")),
     ("src/outcome.rs", include_str!("../src/outcome.rs")),
     ("src/principal.rs", include_str!("../src/principal.rs")),
+    ("src/problem.rs", include_str!("../src/problem.rs")),
     (
         "src/reachability.rs",
         include_str!("../src/reachability.rs"),

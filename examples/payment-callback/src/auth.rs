@@ -1,5 +1,6 @@
 //! Who may call this service: only the payment provider may report a
-//! payment. It signs every callback, as payment providers do:
+//! payment or read an order. It signs every request, as payment providers
+//! sign their callbacks (an order read has an empty body):
 //!
 //! ```text
 //! X-Signature: t=<unix seconds>,v1=<lowercase hex HMAC-SHA256 of "<t>.<raw body>">

@@ -24,6 +24,8 @@ pub struct GetOrderParams {
 pub enum GetOrderResponse {
     /// `200`: The order and its payment state.
     Ok(Order),
+    /// `401`: The `X-Signature` header is missing, malformed, outside the server's tolerance, or not the HMAC-SHA256 of its timestamp and the (empty) body under the shared secret.
+    Unauthorized(Problem),
     /// `404`: No order with this number.
     NotFound(Problem),
 }
@@ -33,6 +35,7 @@ impl GetOrderResponse {
     pub fn status(&self) -> u16 {
         match self {
             Self::Ok(_) => 200,
+            Self::Unauthorized(_) => 401,
             Self::NotFound(_) => 404,
         }
     }
@@ -41,6 +44,7 @@ impl GetOrderResponse {
     pub fn content_type(&self) -> Option<&'static str> {
         match self {
             Self::Ok(_) => Some("application/json"),
+            Self::Unauthorized(_) => Some("application/problem+json"),
             Self::NotFound(_) => Some("application/problem+json"),
         }
     }
@@ -50,6 +54,7 @@ impl GetOrderResponse {
     pub fn into_body(self) -> Result<Vec<u8>, serde_json::Error> {
         match self {
             Self::Ok(body) => serde_json::to_vec(&body),
+            Self::Unauthorized(body) => serde_json::to_vec(&body),
             Self::NotFound(body) => serde_json::to_vec(&body),
         }
     }

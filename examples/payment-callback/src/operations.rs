@@ -47,40 +47,47 @@ pub static ALL: &[&Operation] = &[&ON_PAY_CALLBACK, &GET_ORDER];
 // Keys are remembered for 18 s: twice the longest time from the first
 // attempt to the end of the last retry.
 pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
-    "onPayCallback",
-    "on_pay_callback",
-    Contract {
-        key: Source::Header("Idempotency-Key"),
-        key_format: "pay:{date}:{uuid}",
-        key_pattern: "^pay:([0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$",
-        key_fields: &[],
-        max_key_len: 128,
-        key_required: true,
-        missing_key_status: 400,
-        scope: &[],
-        window_ms: 18000,
-        lease_ms: 3000,
-        retry_after_secs: 1,
-        in_progress_status: 429,
-        conflict_status: 409,
-        retry_failed: true,
-        fingerprint: Fingerprint {
-            method: true,
-            path: true,
-            query: false,
-            body: true,
-            canonical_json: true,
+        "onPayCallback",
+        "on_pay_callback",
+        Contract {
+            key: Source::Header("Idempotency-Key"),
+            key_format: "pay:{date}:{uuid}",
+            key_pattern: "^pay:([0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01])):([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$",
+            key_fields: &[],
+            max_key_len: 128,
+            key_required: true,
+            missing_key_status: 400,
+            scope: &[],
+            window_ms: 18000,
+            lease_ms: 3000,
+            retry_after_secs: 1,
+            in_progress_status: 429,
+            conflict_status: 409,
+            retry_failed: true,
+            fingerprint: Fingerprint {
+                method: true,
+                path: true,
+                query: false,
+                body: true,
+                canonical_json: true,
+            },
         },
-    },
-)
-.secured(Security {
-    // providerSignature
-    alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
-});
+    )
+    .secured(Security {
+        // providerSignature
+        alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
+    });
 
 // getOrder: GET /orders/{order_no}
 //
 // Read an order
 //
-// A safe, read-only request that needs no idempotency key; repeat it as often as you like.
-pub static GET_ORDER: Operation = Operation::plain("getOrder", "get_order");
+// A safe, read-only request that needs no idempotency key; repeat it
+// as often as you like. Signed like a callback (`X-Signature` over
+// `<t>.` and the empty body): an order's payment state and the
+// provider's transaction id are not for whoever guesses an order
+// number.
+pub static GET_ORDER: Operation = Operation::plain("getOrder", "get_order").secured(Security {
+    // providerSignature
+    alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
+});

@@ -84,8 +84,8 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
 // getOrder: GET /orders/{order_no}
 // Read an order
 async fn get_order(State(app): State<App>, request: Request) -> Response {
-    // Open to every caller (no `security` requirement): this only reads
-    // the request.
+    // Who may call it (providerSignature) is checked first: a request
+    // that fails is answered 401 or 403.
     let request = match app.authenticate(&operations::GET_ORDER, request).await {
         Ok(request) => request,
         Err(answer) => return answer,

@@ -402,6 +402,33 @@ async fn the_purge_deletes_expired_records_only() {
     assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
 }
 
+/// The IETF draft sends the key as a Structured Field String (`"…"`);
+/// quoted or bare, it is one key.
+#[tokio::test]
+async fn a_quoted_key_is_the_same_key_as_the_bare_one() {
+    let Some(app) = app().await else { return };
+    let case = Case::new();
+    let call = claim(
+        &app,
+        case.request_with_key(Some(&format!("\"{}\"", case.key))),
+    )
+    .await;
+    let first = call.answer(created("first")).await;
+    assert_eq!(first.status(), StatusCode::CREATED);
+    let replay = answer(&app, case.request()).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    let unclosed = answer(
+        &app,
+        case.request_with_key(Some(&format!("\"{}", case.key))),
+    )
+    .await;
+    assert_eq!(unclosed.status().as_u16(), 400);
+    assert_eq!(
+        unclosed.headers()["content-type"],
+        "application/problem+json"
+    );
+}
+
 #[tokio::test]
 async fn missing_malformed_and_overlong_keys_are_refused() {
     let Some(app) = app().await else { return };

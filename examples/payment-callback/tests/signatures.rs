@@ -2,7 +2,8 @@
 //! callback pays only when `X-Signature` is `t=<unix seconds>,v1=<hex
 //! HMAC-SHA256 of "<t>.<body>">` with a fresh timestamp; an unsigned,
 //! stale or badly signed one is 401, records nothing, pays nothing and
-//! leaves its key unused. Without a secret the service does not start. Runs against `TEST_DATABASE_URL` (default: a
+//! leaves its key unused; reading an order needs a signature too. Without
+//! a secret the service does not start. Runs against `TEST_DATABASE_URL` (default: a
 //! fresh SQLite file when built for SQLite; skipped otherwise).
 
 use axum::body::Body;
@@ -164,6 +165,31 @@ async fn a_signed_callback_pays_once() {
     }
     assert_eq!(payments(&app, &order_no).await, (1, 1));
     assert_eq!(records(&app, &key).await, 1);
+}
+
+/// Order numbers are guessable: reading an order is signed like a
+/// callback (over `<t>.` and the empty body).
+#[tokio::test]
+async fn only_a_signed_request_reads_an_order() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no).await;
+    let read = |signature: Option<String>| {
+        let builder = Request::get(format!("/orders/{order_no}"));
+        let builder = match signature {
+            Some(signature) => builder.header("x-signature", signature),
+            None => builder,
+        };
+        builder.body(Body::empty()).unwrap()
+    };
+    let (status, problem) = send(&app, read(None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{problem}");
+    assert_eq!(problem["type"], "urn:idemgen:problem:unauthenticated");
+    let (status, _) = send(&app, read(Some(sign(b"another-secret", unix_now(), b"")))).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, order) = send(&app, read(Some(sign(SECRET, unix_now(), b"")))).await;
+    assert_eq!(status, StatusCode::OK, "{order}");
+    assert_eq!(order["order_no"], order_no.as_str());
 }
 
 #[tokio::test]

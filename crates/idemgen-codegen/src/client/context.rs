@@ -253,7 +253,9 @@ fn key_part(part: &Part) -> KeyPart {
             bytes: None,
         },
         Part::Segment(segment) => match segment {
-            Segment::Uuid => plain("Uuid"),
+            // A key the client chooses: a UUID v4, as the IETF draft and
+            // Stripe recommend.
+            Segment::Uuid | Segment::Opaque => plain("Uuid"),
             Segment::Ulid => plain("Ulid"),
             Segment::Random(bytes) => KeyPart {
                 kind: "Random",

@@ -9,8 +9,16 @@
 //! them is answered with the other's stored response. A prefix also makes
 //! the records readable when someone investigates an incident.
 //!
+//! Under the `ietf-draft` and `stripe` profiles a format of just
+//! `{opaque}` is exempt: there the client chooses the whole key (a UUID, a
+//! nanoid), as those protocols define it, so no server-side prefix can be
+//! required of it; every key is namespaced by its operation (and `scope`)
+//! in the record table, so a payment and a refund still cannot collide.
+//! Under `retry-after` the rule stays: the server shapes its keys.
+//!
 //! **Example fix.** `format: "{uuid}"` becomes `format: "pay:{uuid}"`.
 use super::prelude::*;
+use idemgen_spec::contract::profile::Profile;
 
 declare_rule!(
     "key_prefix_missing.rs",
@@ -25,6 +33,12 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         return;
     };
     if key.format.value.has_business_prefix() {
+        return;
+    }
+    let client_chosen = context.contract().is_some_and(|contract| {
+        matches!(contract.profile.value, Profile::IetfDraft | Profile::Stripe)
+    });
+    if client_chosen && key.format.value.is_opaque() {
         return;
     }
     sink.report(

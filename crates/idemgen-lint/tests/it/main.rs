@@ -3,6 +3,7 @@
 
 mod applicability;
 mod fix_keeps;
+mod opaque_keys;
 mod openapi_3_2;
 mod robustness;
 mod security;

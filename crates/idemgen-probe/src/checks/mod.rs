@@ -19,6 +19,7 @@ pub mod malformed_key;
 pub mod missing_key;
 pub mod principals;
 pub mod replay;
+pub mod replay_fidelity;
 pub mod retry_after;
 pub mod scope;
 pub mod unauthenticated;
@@ -28,6 +29,7 @@ pub mod unauthenticated;
 pub const CHECKS: &[Check] = &[
     burst::CHECK,
     replay::CHECK,
+    replay_fidelity::CHECK,
     conflict::CHECK,
     missing_key::CHECK,
     malformed_key::CHECK,

@@ -14,6 +14,7 @@ mod created_headers_models;
 mod engine;
 mod galera_lost_races;
 mod hand_written;
+mod ietf_draft;
 mod keys;
 mod lost_races;
 mod metrics;

@@ -81,6 +81,15 @@ async fn trickled_headers_and_bodies_are_cut_off() {
     let (answer, waited) = body;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("request body too slow"), "{answer}");
+    // A problem of its own kind, as every refusal of the runtime.
+    assert!(
+        answer.contains("content-type: application/problem+json"),
+        "{answer}"
+    );
+    assert!(
+        answer.contains(idemgen_runtime::ProblemKind::BodyTooSlow.type_uri()),
+        "{answer}"
+    );
     assert!(waited < BODY_READ_TIMEOUT + slack, "{waited:?}");
     server.abort();
 }

@@ -12,6 +12,10 @@ pub enum Segment {
     Seq,
     /// Must equal the request-body field at this JSON pointer.
     Field(String),
+    /// A key the client chooses (a UUID, a nanoid): 1 to `key.max-length`
+    /// visible ASCII characters (`!` to `~`), which the server can check
+    /// only for shape and length.
+    Opaque,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +31,7 @@ pub struct KeyTemplate {
 }
 
 /// The `{segment}` names a key format may use.
-pub const SEGMENT_NAMES: [&str; 7] = [
+pub const SEGMENT_NAMES: [&str; 8] = [
     "uuid",
     "ulid",
     "random:N",
@@ -35,7 +39,12 @@ pub const SEGMENT_NAMES: [&str; 7] = [
     "timestamp",
     "seq",
     "field:/pointer",
+    "opaque",
 ];
+
+/// The characters of an `{opaque}` key, as a regex class every dialect
+/// reads alike: visible ASCII, `!` (0x21) to `~` (0x7E).
+pub const OPAQUE_CLASS: &str = "[!-~]";
 
 /// How hard a key is to guess.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +55,9 @@ pub enum Predictability {
     FieldDerived,
     /// Only dates, timestamps, counters and literals.
     Guessable,
+    /// Its unpredictable part is an `{opaque}` key the client chose: the
+    /// server cannot tell a UUID from `1`.
+    ClientChosen,
 }
 
 impl Segment {
@@ -59,6 +71,9 @@ impl Segment {
             Segment::Timestamp => Some(13),
             Segment::Seq => Some(20),
             Segment::Field(_) => None,
+            // Its shortest: an opaque key takes whatever room
+            // `key.max-length` leaves, and the server refuses longer ones.
+            Segment::Opaque => Some(1),
         }
     }
 
@@ -86,6 +101,7 @@ impl Segment {
             Segment::Seq => "[0-9]{1,20}".into(),
             // Any text: the server compares it with the body field itself.
             Segment::Field(_) => ".+?".into(),
+            Segment::Opaque => format!("{OPAQUE_CLASS}+"),
         }
     }
 }
@@ -146,6 +162,12 @@ impl KeyTemplate {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     }
 
+    /// Whether the template is just `{opaque}`: a key the client chooses
+    /// whole, as the IETF draft and Stripe have it.
+    pub fn is_opaque(&self) -> bool {
+        matches!(self.parts.as_slice(), [Part::Segment(Segment::Opaque)])
+    }
+
     pub fn segments(&self) -> impl Iterator<Item = &Segment> {
         self.parts.iter().filter_map(|part| match part {
             Part::Segment(segment) => Some(segment),
@@ -155,6 +177,8 @@ impl KeyTemplate {
 
     /// Longest key the template admits; `field_len` gives each `{field:…}`
     /// segment's `maxLength` when the schema declares one. `None`: unbounded.
+    /// An `{opaque}` segment counts its shortest (1): it is bounded by
+    /// `key.max-length` itself, so this is the room the rest needs.
     pub fn max_len(&self, field_len: impl Fn(&str) -> Option<usize>) -> Option<usize> {
         self.parts.iter().try_fold(0usize, |total, part| {
             let len = match part {
@@ -169,6 +193,8 @@ impl KeyTemplate {
     pub fn predictability(&self) -> Predictability {
         if self.segments().any(Segment::is_random) {
             Predictability::Unpredictable
+        } else if self.segments().any(|s| *s == Segment::Opaque) {
+            Predictability::ClientChosen
         } else if self.segments().any(|s| matches!(s, Segment::Field(_))) {
             Predictability::FieldDerived
         } else {
@@ -337,6 +363,7 @@ fn parse_segment(text: &str) -> Result<Segment, String> {
         ("date", None) => Ok(Segment::Date),
         ("timestamp", None) => Ok(Segment::Timestamp),
         ("seq", None) => Ok(Segment::Seq),
+        ("opaque", None) => Ok(Segment::Opaque),
         ("random", Some(count)) => match count.parse::<u32>() {
             Ok(bytes @ 1..=1024) => Ok(Segment::Random(bytes)),
             _ => Err(format!(
@@ -436,6 +463,46 @@ mod tests {
         let field = KeyTemplate::parse("pay:{field:/txn_id}").unwrap();
         assert_eq!(field.schema_pattern(), "^pay:.+$");
         assert!(field.pattern_matches("^pay:(.+?)$"));
+    }
+
+    #[test]
+    fn opaque_keys_are_visible_ascii_in_every_dialect() {
+        let template = KeyTemplate::parse("{opaque}").unwrap();
+        assert!(template.is_opaque());
+        assert!(!template.has_business_prefix());
+        assert_eq!(template.predictability(), Predictability::ClientChosen);
+        assert_eq!(template.schema_pattern(), "^[!-~]+$");
+        assert!(template.pattern_matches("^[!-~]+$"));
+        assert!(template.pattern_matches(&template.regex()));
+        assert!(!template.pattern_matches("^.+$"));
+        let regex = regex::Regex::new(&template.regex()).unwrap();
+        let portable = regex::Regex::new(&template.schema_pattern()).unwrap();
+        // What generic tools read: the pattern as JSON Schema (ECMA-262).
+        let schema = jsonschema::validator_for(
+            &serde_json::json!({"type": "string", "pattern": template.schema_pattern()}),
+        )
+        .unwrap();
+        for key in [
+            "8e03978e-40d5-43e8-bc93-6894a57f9324",
+            "V1StGXR8_Z5jdHi6B-myT",
+            "a",
+            "!~\"\\",
+        ] {
+            assert!(regex.is_match(key) && portable.is_match(key), "{key}");
+            assert!(schema.is_valid(&serde_json::json!(key)), "{key}");
+        }
+        for key in ["", "a b", " a", "caf\u{e9}", "a\tb"] {
+            assert!(!regex.is_match(key) && !portable.is_match(key), "{key:?}");
+            assert!(!schema.is_valid(&serde_json::json!(key)), "{key:?}");
+        }
+        // Room for one character is all an opaque segment needs.
+        assert_eq!(template.max_len(|_| None), Some(1));
+        let prefixed = KeyTemplate::parse("pay:{opaque}").unwrap();
+        assert!(prefixed.has_business_prefix() && !prefixed.is_opaque());
+        assert_eq!(prefixed.predictability(), Predictability::ClientChosen);
+        let with_uuid = KeyTemplate::parse("{opaque}:{uuid}").unwrap();
+        assert_eq!(with_uuid.predictability(), Predictability::Unpredictable);
+        assert!(KeyTemplate::parse("{opaque:16}").is_err());
     }
 
     #[test]

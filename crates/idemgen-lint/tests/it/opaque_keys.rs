@@ -1,0 +1,128 @@
+//! `{opaque}` keys: a key the client chooses whole. Under the profiles
+//! whose clients choose their keys (`ietf-draft`, `stripe`) a format of
+//! just `{opaque}` needs no business prefix; under `retry-after` it does.
+//! Either way `key-predictable` warns that the server cannot check it, and
+//! `--fix` writes the schema pattern the server validates with.
+
+use std::path::Path;
+
+use idemgen_diagnostics::{Diagnostic, Severity};
+use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::{LintOptions, lint};
+use idemgen_spec::Workspace;
+
+/// `POST /orders` under `profile`, its key `format`, with the answers the
+/// profile names declared, and the key's parameter schema `key_schema`.
+fn spec(profile: &str, format: &str, key_schema: &str) -> String {
+    let (busy, conflict) = match profile {
+        "retry-after" => ("429", "409"),
+        // Stripe's conflict is its 400.
+        "stripe" => ("409", ""),
+        _ => ("409", "422"),
+    };
+    let conflict = if conflict.is_empty() {
+        String::new()
+    } else {
+        format!("        '{conflict}': {{description: key reused}}\n")
+    };
+    format!(
+        "openapi: 3.1.0
+info: {{title: t, version: '1'}}
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      parameters:
+        - name: Idempotency-Key
+          in: header
+          required: true
+          schema: {key_schema}
+      x-idempotency:
+        profile: {profile}
+        key: {{in: header, name: Idempotency-Key, format: '{format}', max-length: 255}}
+        window: 1d
+        client: {{timeout: 5s}}
+        server: {{max-processing: 3s}}
+      responses:
+        '201': {{description: created, content: {{application/json: {{schema: {{type: object}}}}}}}}
+        '400': {{description: bad key}}
+{conflict}        '{busy}': {{description: in progress, headers: {{Retry-After: {{required: true, schema: {{type: integer}}}}}}}}
+"
+    )
+}
+
+const FIXED_SCHEMA: &str = "{type: string, maxLength: 255, pattern: '^[!-~]+$'}";
+
+fn findings(text: &str) -> Vec<Diagnostic> {
+    let workspace = Workspace::from_text(
+        Path::new("/nonexistent/spec.yaml"),
+        "spec.yaml".into(),
+        text.to_string(),
+    )
+    .unwrap_or_else(|error| panic!("{}: {text}", error.message));
+    lint(&workspace, &LintOptions::default()).diagnostics
+}
+
+fn of_rule<'a>(findings: &'a [Diagnostic], rule: &str) -> Vec<&'a Diagnostic> {
+    findings
+        .iter()
+        .filter(|finding| finding.rule == rule)
+        .collect()
+}
+
+#[test]
+fn client_chosen_profiles_need_no_prefix_and_are_warned_about_entropy() {
+    for profile in ["ietf-draft", "stripe"] {
+        let found = findings(&spec(profile, "{opaque}", FIXED_SCHEMA));
+        assert!(
+            of_rule(&found, "key-prefix-missing").is_empty(),
+            "{profile}: {found:#?}"
+        );
+        let predictable = of_rule(&found, "key-predictable");
+        assert_eq!(predictable.len(), 1, "{profile}: {found:#?}");
+        assert_eq!(predictable[0].severity, Severity::Warning);
+        assert!(
+            predictable[0]
+                .message
+                .contains("the server cannot check that it is unpredictable"),
+            "{}",
+            predictable[0].message
+        );
+        // The document declares no security: that warning is not the key's.
+        assert!(
+            found.iter().all(|finding| matches!(
+                finding.rule,
+                "key-predictable" | "replay-unauthenticated"
+            )),
+            "{profile}: only the entropy warning is left: {found:#?}"
+        );
+    }
+}
+
+#[test]
+fn the_retry_after_profile_keeps_the_prefix_rule() {
+    let found = findings(&spec("retry-after", "{opaque}", FIXED_SCHEMA));
+    let prefix = of_rule(&found, "key-prefix-missing");
+    assert_eq!(prefix.len(), 1, "{found:#?}");
+    assert_eq!(prefix[0].severity, Severity::Error);
+    // Only a format of just `{opaque}` is exempt, under any profile.
+    let found = findings(&spec("ietf-draft", "k{opaque}", FIXED_SCHEMA));
+    assert_eq!(of_rule(&found, "key-prefix-missing").len(), 1, "{found:#?}");
+}
+
+#[test]
+fn the_fix_writes_the_pattern_of_an_opaque_key() {
+    let before = spec("ietf-draft", "{opaque}", "{type: string}");
+    assert_eq!(of_rule(&findings(&before), "key-schema-mismatch").len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.yaml");
+    std::fs::write(&path, &before).unwrap();
+    let outcome = fix_document(&path, &LintOptions::default(), false).unwrap();
+    assert!(!outcome.unfinished);
+    let after = &outcome.files.first().expect("the schema was fixed").after;
+    assert!(after.contains("^[!-~]+$"), "{after}");
+    assert!(
+        of_rule(&findings(after), "key-schema-mismatch").is_empty(),
+        "{after}"
+    );
+}
