@@ -84,7 +84,14 @@ impl<'a> Editor<'a> {
         // Two insertions at one point made by one fix are one insertion.
         if let Some(last) = self.edits.last_mut() {
             if start == end && last.file == display && last.start == start && last.end == start {
-                last.replacement.push_str(&replacement);
+                // Two insertions at one offset (the end of an operation
+                // that also ends the document): the deeper one goes first,
+                // or it would land inside the shallower one's block.
+                if indent(&replacement) > indent(&last.replacement) {
+                    last.replacement.insert_str(0, &replacement);
+                } else {
+                    last.replacement.push_str(&replacement);
+                }
                 return;
             }
         }
@@ -463,4 +470,15 @@ impl<'a> Editor<'a> {
             })
             .unwrap_or_else(|| "  ".to_string())
     }
+}
+
+/// The indentation of the first line an insertion starts (its text after
+/// the leading line break).
+fn indent(insertion: &str) -> usize {
+    let line = insertion
+        .trim_start_matches([',', '\r', '\n'])
+        .split('\n')
+        .next()
+        .unwrap_or("");
+    line.len() - line.trim_start_matches(' ').len()
 }
