@@ -471,7 +471,7 @@ pub struct DialectContext {
     pub placeholder: &'static str,
     /// The record table as first created (migration `0001`, never edited).
     pub ddl: String,
-    /// The record table's later changes (`0002_record_response_headers`),
+    /// The record table's later changes (`20261204000000_record_response_headers`),
     /// by their migration's file stem.
     pub alterations: BTreeMap<&'static str, String>,
 }

@@ -3,16 +3,19 @@
 //!
 //! The table is its first `CREATE TABLE` followed by the changes made to
 //! it since, in order. A generated service applies them as migrations
-//! (`0001_…`, `0002_…`) and refuses to start when one it already applied
-//! has changed, so the first is never edited: a change is a new one, which
-//! is also what brings a table created before it up to date.
+//! and refuses to start when one it already applied has changed, so the
+//! first (`0001_…`) is never edited: a change is a new one, which is also
+//! what brings a table created before it up to date. A change's version is
+//! the date it was made (`20261204000000_…`), never the next small number:
+//! projects number their own migrations `0002_…` onwards, and sqlx refuses
+//! two migrations of one version.
 
 use idemgen_spec::contract::model::Dialect;
 
 /// One change to the record table after its creation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Alteration {
-    /// The migration's file name without `.sql`: `0002_record_response_headers`.
+    /// The migration's file name without `.sql`: `20261204000000_record_response_headers`.
     pub stem: &'static str,
     /// Comment lines and the statement, ready to run.
     pub sql: String,
@@ -38,7 +41,7 @@ pub fn alterations(dialect: Dialect, table: &str) -> Vec<Alteration> {
         Dialect::Sqlite => "BLOB",
     };
     vec![Alteration {
-        stem: "0002_record_response_headers",
+        stem: "20261204000000_record_response_headers",
         sql: format!(
             "-- The headers a stored answer is replayed with besides its content type (the
 -- ones the spec declares on that response; never Set-Cookie, Date or the

@@ -61,8 +61,8 @@ pub const TEMPLATES: &[Template] = {
             PerDialect("migrations/{dialect}/0001_idempotency_records.sql")
         ),
         template!(
-            "migrations/0002_record_response_headers.sql.j2",
-            PerDialect("migrations/{dialect}/0002_record_response_headers.sql")
+            "migrations/20261204000000_record_response_headers.sql.j2",
+            PerDialect("migrations/{dialect}/20261204000000_record_response_headers.sql")
         ),
         template!("tests/idempotency.rs.j2", File("tests/idempotency.rs")),
     ]

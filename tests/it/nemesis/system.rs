@@ -66,7 +66,7 @@ const SQLITE_RECORDS: &str = concat!(
         "../../../examples/payment-callback/migrations/sqlite/0001_idempotency_records.sql"
     ),
     include_str!(
-        "../../../examples/payment-callback/migrations/sqlite/0002_record_response_headers.sql"
+        "../../../examples/payment-callback/migrations/sqlite/20261204000000_record_response_headers.sql"
     ),
 );
 const MYSQL_RECORDS: &str = concat!(
@@ -74,7 +74,7 @@ const MYSQL_RECORDS: &str = concat!(
         "../../../examples/payment-callback/migrations/mysql/0001_idempotency_records.sql"
     ),
     include_str!(
-        "../../../examples/payment-callback/migrations/mysql/0002_record_response_headers.sql"
+        "../../../examples/payment-callback/migrations/mysql/20261204000000_record_response_headers.sql"
     ),
 );
 const POSTGRES_RECORDS: &str = concat!(
@@ -82,7 +82,7 @@ const POSTGRES_RECORDS: &str = concat!(
         "../../../examples/payment-callback/migrations/postgres/0001_idempotency_records.sql"
     ),
     include_str!(
-        "../../../examples/payment-callback/migrations/postgres/0002_record_response_headers.sql"
+        "../../../examples/payment-callback/migrations/postgres/20261204000000_record_response_headers.sql"
     ),
 );
 

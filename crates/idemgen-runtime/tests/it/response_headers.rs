@@ -225,7 +225,7 @@ impl Database {
         std::fs::create_dir_all(&dir).unwrap();
         let names = [
             "0001_idempotency_records.sql",
-            "0002_record_response_headers.sql",
+            "20261204000000_record_response_headers.sql",
         ];
         for (name, sql) in names.iter().zip(&MIGRATIONS[..count]) {
             std::fs::write(dir.join(name), sql).unwrap();

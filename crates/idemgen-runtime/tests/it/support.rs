@@ -24,7 +24,7 @@ macro_rules! migrations {
             include_str!(concat!(
                 "../../../../examples/payment-callback/migrations/",
                 $dialect,
-                "/0002_record_response_headers.sql"
+                "/20261204000000_record_response_headers.sql"
             )),
         ]
     };
