@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod alerts;
 mod baseline;
 mod book;
 mod cli;

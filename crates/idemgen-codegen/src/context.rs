@@ -344,6 +344,8 @@ pub struct ContractContext {
     pub fp_query: bool,
     pub fp_body: bool,
     pub canonical_json: bool,
+    /// `monitoring.replay-rate-alert`, in percent.
+    pub replay_rate_alert: f64,
 }
 
 /// One part of the key format: literal text or a segment.
@@ -559,6 +561,7 @@ impl ContractContext {
             fp_query: parts.contains(&FingerprintPart::Query),
             fp_body: parts.contains(&FingerprintPart::Body),
             canonical_json: contract.canonical.value == Canonical::Json,
+            replay_rate_alert: contract.replay_rate_alert.value,
         }
     }
 }

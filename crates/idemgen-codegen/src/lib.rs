@@ -7,6 +7,7 @@
 //! the engine the project builds on. [`manifest`] decides what may be written where,
 //! [`mod@write`] writes it.
 
+mod alerts;
 pub mod client;
 mod context;
 pub mod dialect;
@@ -134,6 +135,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let env = template_environment(options, &mut warnings)?;
     let mut files = render_templates(&env, &project)?;
     files.push(models_file(&types));
+    files.extend(alerts::files(&project));
     if options.runtime_path.is_none() {
         files.extend(runtime_files());
     }

@@ -28,6 +28,7 @@
 //! "conflict" for it later.
 
 use std::error::Error;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -41,7 +42,10 @@ use crate::contract::Contract;
 use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
 use crate::fingerprint::fingerprint_without;
 use crate::key;
-use crate::metrics::Counters;
+use crate::metrics::{
+    Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason,
+};
+use crate::outcome::{self, Outcome};
 use crate::reachability::Reachability;
 use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
 use crate::response_headers;
@@ -72,6 +76,8 @@ pub struct Operation {
     pub security: Security,
     /// What happened to its requests (`GET /metrics` serves them).
     pub counters: Counters,
+    /// Its latencies, refusals, lost races and answers (`GET /metrics`).
+    pub metrics: OperationMetrics,
     key_regex: OnceLock<Regex>,
 }
 
@@ -99,6 +105,7 @@ impl Operation {
             contract: Some(contract),
             security: Security::OPEN,
             counters: Counters::new(),
+            metrics: OperationMetrics::new(),
             key_regex: OnceLock::new(),
         }
     }
@@ -112,8 +119,15 @@ impl Operation {
             contract: None,
             security: Security::OPEN,
             counters: Counters::new(),
+            metrics: OperationMetrics::new(),
             key_regex: OnceLock::new(),
         }
+    }
+
+    /// The lease (`server.max-processing`) in milliseconds; `None` without
+    /// a contract.
+    pub(crate) fn lease_ms(&self) -> Option<i64> {
+        self.contract.as_ref().map(|contract| contract.lease_ms)
     }
 
     /// This endpoint, callable only by the callers `security` admits. The
@@ -135,6 +149,8 @@ pub struct Idempotency {
     clock_margin_ms: i64,
     /// Shared by the clones: whether the database was found down.
     reachability: Arc<Reachability>,
+    /// The record table's size, as last sampled.
+    census: Arc<Census>,
 }
 
 /// A request that owns its key (or needs none) and may run its business
@@ -148,6 +164,9 @@ pub struct Call {
     /// When the lease ends by this process's clock (it started before the
     /// claim, so it ends before the record's lease does).
     deadline: Option<Instant>,
+    /// How long the claim took, and when the business step began.
+    claim_time: Option<Duration>,
+    business_started: Instant,
 }
 
 /// The clock margin of an engine on a MariaDB Galera cluster unless set:
@@ -170,6 +189,8 @@ struct Claim {
     key: String,
     fingerprint: String,
     token: String,
+    /// Taken over from an attempt whose lease ran out.
+    taken_over: bool,
 }
 
 enum Decision {
@@ -208,6 +229,7 @@ impl Idempotency {
             records,
             clock_margin_ms,
             reachability: Arc::default(),
+            census: Arc::default(),
         })
     }
 
@@ -246,7 +268,10 @@ impl Idempotency {
         operation: &'static Operation,
         request: impl IntoRequest,
     ) -> Result<Call, Response> {
-        let request = request.into_request().await?;
+        let request = request
+            .into_request()
+            .await
+            .map_err(|answer| unread(operation, answer))?;
         let admitted = admit(operation, &request)?;
         self.begin_admitted(operation, request, admitted).await
     }
@@ -263,11 +288,16 @@ impl Idempotency {
         request: impl IntoRequest,
         decode: impl FnOnce(&Request) -> Result<I, Reply>,
     ) -> Result<(Call, I), Response> {
-        let request = request.into_request().await?;
+        let request = request
+            .into_request()
+            .await
+            .map_err(|answer| unread(operation, answer))?;
         // The key is checked first, so a request without one gets the
         // contract's answer for that, whatever else is wrong with it.
         let admitted = admit(operation, &request)?;
-        let input = decode(&request).map_err(IntoResponse::into_response)?;
+        let input = decode(&request).map_err(|reply| {
+            refuse(operation, RefusalReason::SchemaInvalid, reply.into_response())
+        })?;
         let call = self.begin_admitted(operation, request, admitted).await?;
         Ok((call, input))
     }
@@ -282,6 +312,34 @@ impl Idempotency {
         admitted: Option<Admitted>,
     ) -> Result<Call, Response> {
         let started = Instant::now();
+        let claims = admitted.is_some();
+        let begun = self
+            .claim_and_begin(operation, request, admitted, started)
+            .await;
+        let took = started.elapsed();
+        if claims {
+            operation.metrics.observe_claim(operation.lease_ms(), took);
+        }
+        match begun {
+            Ok(mut call) => {
+                call.claim_time = claims.then_some(took);
+                call.business_started = Instant::now();
+                Ok(call)
+            }
+            Err(answer) => Err(outcome::timed(answer, Outcome::Failed, |observed| {
+                observed.claim = claims.then_some(took);
+            })),
+        }
+    }
+
+    /// [`Idempotency::begin_admitted`] without its measures.
+    async fn claim_and_begin(
+        &self,
+        operation: &'static Operation,
+        request: Request,
+        admitted: Option<Admitted>,
+        started: Instant,
+    ) -> Result<Call, Response> {
         // While the database is known to be down, answer at once rather
         // than wait out the lease on a connection that cannot come.
         if self.reachability.still_down(&self.pool).await {
@@ -301,6 +359,8 @@ impl Idempotency {
                     request,
                     claim: None,
                     deadline: None,
+                    claim_time: None,
+                    business_started: started,
                 }),
                 Err(error) => Err(self.stopped(operation, None, stop_for(&error), Some(&error))),
             };
@@ -352,6 +412,8 @@ impl Idempotency {
                 request,
                 claim,
                 deadline: Some(deadline),
+                claim_time: None,
+                business_started: started,
             }),
             Ok(Err(error)) => {
                 if let Some(claim) = &claim {
@@ -387,7 +449,7 @@ impl Idempotency {
         error: Option<&sqlx::Error>,
     ) -> Response {
         let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
-        match stop {
+        let answer = match stop {
             Stop::LostRace => {
                 tracing::debug!(operation = operation.name, ?error, "lost a race");
                 match contract {
@@ -431,7 +493,9 @@ impl Idempotency {
                     "the request failed and nothing was committed; it may be retried with the same key",
                 )
             }
-        }
+        };
+        // A lost race is answered "in progress", marked so already.
+        outcome::mark(answer, Outcome::Failed)
     }
 
     /// A connection broke: finds out in the background whether the server
@@ -507,12 +571,14 @@ impl Idempotency {
                         key,
                         fingerprint,
                         token,
+                        taken_over: false,
                     });
                 }
                 // Someone else holds the key: read it back below.
                 Ok(false) => {}
                 Err(error) => match classify(&error) {
                     Failure::LostRace => {
+                        operation.metrics.lost_race(LostRace::Claim);
                         tracing::debug!(operation = operation.name, %error, "claim lost a race");
                     }
                     failure => {
@@ -539,6 +605,7 @@ impl Idempotency {
                     key,
                     fingerprint,
                     token: record.claim_token,
+                    taken_over: false,
                 });
             }
             let reason = match decide(
@@ -592,8 +659,12 @@ impl Idempotency {
                     key,
                     fingerprint,
                     token,
+                    taken_over: matches!(reason, Reason::Takeover),
                 });
             }
+            // Another request reclaimed it first (or the reclaim itself
+            // lost a race on the database).
+            operation.metrics.lost_race(LostRace::Reclaim);
         }
         counters.in_progress.inc();
         Err(in_progress(contract))
@@ -610,7 +681,10 @@ impl Idempotency {
         match self.records.read(executor, scope, key).await {
             Ok(record) => Ok(record),
             Err(error) => match classify(&error) {
-                Failure::LostRace => Ok(None),
+                Failure::LostRace => {
+                    operation.metrics.lost_race(LostRace::Read);
+                    Ok(None)
+                }
                 failure => Err(self.stopped(
                     operation,
                     operation.contract.as_ref(),
@@ -703,6 +777,35 @@ impl Idempotency {
             }
         }
     }
+
+    /// Counts the records, and those in progress past their lease, for
+    /// `GET /metrics` (the purge task calls it after each purge).
+    pub async fn sample_census(&self) -> Result<(), sqlx::Error> {
+        let (records, past_lease) = self
+            .records
+            .census(&self.pool, self.clock_margin_ms)
+            .await?;
+        self.census.records.store(records, Ordering::Relaxed);
+        self.census.past_lease.store(past_lease, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What `GET /metrics` serves for `operations` and this engine's table.
+    pub(crate) fn collector(&self, operations: &'static [&'static Operation]) -> Collector {
+        Collector {
+            operations: operations
+                .iter()
+                .map(|operation| Measured {
+                    label: operation.label,
+                    idempotent: operation.contract.is_some(),
+                    counters: &operation.counters,
+                    metrics: &operation.metrics,
+                })
+                .collect(),
+            table: self.records.table().to_string(),
+            census: self.census.clone(),
+        }
+    }
 }
 
 impl Call {
@@ -760,7 +863,18 @@ impl Call {
     /// }
     /// ```
     pub async fn lease_expired(self) -> Response {
-        self.stop(Stop::DeadlineExceeded, None).await
+        let business = self.business_started.elapsed();
+        self.operation
+            .metrics
+            .observe_business(self.operation.lease_ms(), business);
+        let claim = self.claim_time;
+        let ending = Instant::now();
+        let answer = self.stop(Stop::DeadlineExceeded, None).await;
+        outcome::timed(answer, Outcome::Failed, |observed| {
+            observed.claim = claim;
+            observed.business = Some(business);
+            observed.commit = Some(ending.elapsed());
+        })
     }
 
     /// Ends the request with `reply`: [`Call::finish`] for a business
@@ -776,6 +890,33 @@ impl Call {
     /// write back and is recorded as a failure; an error rolls back and
     /// releases the claim, so a retry runs again.
     pub async fn finish<E>(self, outcome: Result<Reply, E>) -> Response
+    where
+        E: Into<Box<dyn Error + Send + Sync>>,
+    {
+        let business = self.business_started.elapsed();
+        self.operation
+            .metrics
+            .observe_business(self.operation.lease_ms(), business);
+        let claim = self.claim_time;
+        let taken_over = self.claim.as_ref().is_some_and(|claim| claim.taken_over);
+        let finishing = Instant::now();
+        let answer = self.store_and_commit(outcome).await;
+        // Unmarked: this attempt's own answer, stored (a success) or
+        // recorded as a failure.
+        let outcome = match (answer.status().is_success(), taken_over) {
+            (true, false) => Outcome::First,
+            (true, true) => Outcome::Takeover,
+            (false, _) => Outcome::Failed,
+        };
+        outcome::timed(answer, outcome, |observed| {
+            observed.claim = claim;
+            observed.business = Some(business);
+            observed.commit = Some(finishing.elapsed());
+        })
+    }
+
+    /// [`Call::finish`] without its measures.
+    async fn store_and_commit<E>(self, outcome: Result<Reply, E>) -> Response
     where
         E: Into<Box<dyn Error + Send + Sync>>,
     {
@@ -799,6 +940,9 @@ impl Call {
                 }
                 let database = database_error(error.as_ref());
                 let stop = database.map_or(Stop::Error, stop_for);
+                if stop == Stop::LostRace {
+                    self.operation.metrics.lost_race(LostRace::Business);
+                }
                 if stop == Stop::Error {
                     tracing::error!(operation = self.operation.name, %error, "business function failed");
                 }
@@ -818,7 +962,7 @@ impl Call {
             mut tx,
             request: _,
             claim,
-            deadline: _,
+            ..
         } = self;
         let Some(claim) = claim else {
             let done = if reply.is_success() {
@@ -886,6 +1030,7 @@ impl Call {
             }
             Ok(false) => {
                 let _ = tx.rollback().await;
+                operation.metrics.lost_race(LostRace::TakenOver);
                 tracing::warn!(
                     operation = operation.name,
                     "the claim was taken over after its lease ran out; rolled back"
@@ -901,6 +1046,7 @@ impl Call {
                 engine.release(operation, &claim).await;
                 let stop = stop_for(&error);
                 if stop == Stop::LostRace {
+                    operation.metrics.lost_race(LostRace::Commit);
                     return engine.answer_from_record(operation, &claim).await;
                 }
                 return engine.stopped(operation, contract, stop, Some(&error));
@@ -911,6 +1057,7 @@ impl Call {
             // The database refused the commit: nothing was written, and the
             // claim (committed on its own) is released for the retry.
             Err(error) if stop_for(&error) == Stop::LostRace => {
+                operation.metrics.lost_race(LostRace::Commit);
                 engine.release(operation, &claim).await;
                 engine.answer_from_record(operation, &claim).await
             }
@@ -931,7 +1078,7 @@ impl Call {
                 tracing::error!(operation = operation.name, %error, "commit outcome unknown");
                 engine.probe_in_background();
                 let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
-                outcome_unknown(retry_after)
+                outcome::mark(outcome_unknown(retry_after), Outcome::Failed)
             }
         }
     }
@@ -986,10 +1133,10 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             operation = operation.name,
             "refused a request that reached the engine unauthenticated"
         );
-        return Err(problem(
-            401,
-            "unauthenticated",
-            "this operation requires credentials",
+        return Err(refuse(
+            operation,
+            RefusalReason::Unauthenticated,
+            problem(401, "unauthenticated", "this operation requires credentials"),
         ));
     }
     let Some(contract) = &operation.contract else {
@@ -999,17 +1146,21 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         key::KeyValue::Present(key) => key,
         key::KeyValue::Absent if !contract.key_required => return Ok(None),
         key::KeyValue::Absent => {
-            return Err(problem(
-                contract.missing_key_status,
-                "missing idempotency key",
-                &format!("send a key of the form `{}`", contract.key_format),
+            return Err(refuse(
+                operation,
+                RefusalReason::MissingKey,
+                problem(
+                    contract.missing_key_status,
+                    "missing idempotency key",
+                    &format!("send a key of the form `{}`", contract.key_format),
+                ),
             ));
         }
         key::KeyValue::Unreadable(why) => {
-            return Err(problem(
-                contract.missing_key_status,
-                "invalid idempotency key",
-                &why,
+            return Err(refuse(
+                operation,
+                RefusalReason::MalformedKey,
+                problem(contract.missing_key_status, "invalid idempotency key", &why),
             ));
         }
     };
@@ -1017,17 +1168,28 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         Regex::new(contract.key_pattern).expect("a contract's key pattern is a valid regex")
     });
     if let Err(why) = key::validate(contract, regex, &key, request) {
-        return Err(problem(
-            contract.missing_key_status,
-            "invalid idempotency key",
-            &why,
+        return Err(refuse(
+            operation,
+            RefusalReason::MalformedKey,
+            problem(contract.missing_key_status, "invalid idempotency key", &why),
         ));
     }
-    let scope = key::scope_of(operation.name, contract, request)
-        .map_err(|why| problem(400, "invalid scope", &why))?;
+    let scope = key::scope_of(operation.name, contract, request).map_err(|why| {
+        refuse(
+            operation,
+            RefusalReason::InvalidScope,
+            problem(400, "invalid scope", &why),
+        )
+    })?;
     let secrets: Vec<&str> = operation.security.query_credentials().collect();
-    let fingerprint = fingerprint_without(&contract.fingerprint, request, &secrets)
-        .map_err(|error| problem(400, "ambiguous request body", &error.to_string()))?;
+    let fingerprint =
+        fingerprint_without(&contract.fingerprint, request, &secrets).map_err(|error| {
+            refuse(
+                operation,
+                RefusalReason::SchemaInvalid,
+                problem(400, "ambiguous request body", &error.to_string()),
+            )
+        })?;
     Ok(Some(Admitted {
         key,
         scope,
@@ -1087,10 +1249,13 @@ fn decide(
     }
     if record.fingerprint != fingerprint {
         counters.conflicts.inc();
-        return Decision::Answer(problem(
-            contract.conflict_status,
-            "idempotency key reused",
-            "this key was used with a different request; the first request's result stands",
+        return Decision::Answer(conflict(
+            operation,
+            problem(
+                contract.conflict_status,
+                "idempotency key reused",
+                "this key was used with a different request; the first request's result stands",
+            ),
         ));
     }
     match record.status.as_str() {
@@ -1101,10 +1266,13 @@ fn decide(
         FAILED if contract.retry_failed => Decision::Reclaim(Reason::RetryAfterFailure),
         FAILED => {
             counters.conflicts.inc();
-            Decision::Answer(problem(
-                contract.conflict_status,
-                "earlier attempt failed",
-                "the first request with this key failed; send a new key to try again",
+            Decision::Answer(conflict(
+                operation,
+                problem(
+                    contract.conflict_status,
+                    "earlier attempt failed",
+                    "the first request with this key failed; send a new key to try again",
+                ),
             ))
         }
         _ if record.lease_expires_at.saturating_add(margin_ms) <= now => {
@@ -1143,7 +1311,7 @@ fn replay(record: &Record) -> Response {
         response_headers::send(&response_headers::decode(block), headers);
     }
     headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
-    response
+    outcome::mark(response, Outcome::Replay)
 }
 
 fn in_progress(contract: &Contract) -> Response {
@@ -1156,7 +1324,30 @@ fn in_progress(contract: &Contract) -> Response {
         header::RETRY_AFTER,
         HeaderValue::from(contract.retry_after_secs),
     );
-    response
+    outcome::mark(response, Outcome::InProgress)
+}
+
+/// `answer`, counted and marked as refused for `refusal`.
+fn refuse(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
+    operation.metrics.refused(refusal);
+    outcome::mark(answer, Outcome::Refused(refusal))
+}
+
+/// `answer` to a request whose body could not be read (too large, too
+/// slow), counted and marked as refused.
+fn unread(operation: &Operation, answer: Response) -> Response {
+    let reason = match answer.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => RefusalReason::TooLarge,
+        _ => RefusalReason::Other,
+    };
+    refuse(operation, reason, answer)
+}
+
+/// `answer` to a key reused with another request (or after a failure that
+/// may not be retried): a conflict, and a refusal.
+fn conflict(operation: &Operation, answer: Response) -> Response {
+    operation.metrics.refused(RefusalReason::Conflict);
+    outcome::mark(answer, Outcome::Conflict)
 }
 
 fn problem(status: u16, title: &str, detail: &str) -> Response {

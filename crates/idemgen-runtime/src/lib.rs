@@ -92,6 +92,9 @@ macro_rules! engine {
 
 pub mod sources;
 
+#[cfg(all(feature = "engine", feature = "otel"))]
+pub mod otel;
+
 engine! {
     mod canonical_json;
     mod contract;
@@ -101,9 +104,11 @@ engine! {
     mod input;
     mod key;
     mod metrics;
+    pub mod outcome;
     mod principal;
     mod reachability;
     mod reply;
+    mod request_span;
     mod response_headers;
     mod security;
     pub mod service;
@@ -116,7 +121,8 @@ engine! {
         Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
     };
     pub use input::{Param, Scalar};
-    pub use metrics::{Counter, Counters};
+    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason};
+    pub use request_span::observe;
     pub use principal::Principal;
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{

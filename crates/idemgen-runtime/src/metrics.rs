@@ -1,11 +1,26 @@
-//! Prometheus counters per operation (the `operation` label), for
-//! `GET /metrics`.
+//! What `GET /metrics` serves, per operation (the `operation` label), in
+//! the Prometheus text format (encoded by `prometheus-client`).
 //!
 //! Watch the replay rate, `replays / (first_attempts + replays)`: it should
-//! stay under 0.1 %; a jump means a client's retry policy broke.
+//! stay under the contract's `monitoring.replay-rate-alert` (0.1 % by
+//! default); a jump means a client's retry policy broke. `idemgen gen`
+//! writes the alert rules (`ops/prometheus/alerts.yml`) that watch it.
+//!
+//! Every measure lives in the `static` [`crate::Operation`] (atomics, and
+//! histograms made on first use from its contract's lease), so counting
+//! costs no lock and no lookup; [`Collector`] reads them at scrape time.
 
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::collector::Collector as PromCollector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// A monotonically increasing count: read by anyone, counted only by the
 /// engine.
@@ -67,71 +82,428 @@ impl Default for Counters {
     }
 }
 
-/// A metric family: name, help text, and which counter it reads.
-type Family = (&'static str, &'static str, fn(&Counters) -> &Counter);
+/// Why a request was answered without its business function running
+/// (`idempotency_refusals_total{reason}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalReason {
+    MissingKey,
+    MalformedKey,
+    /// A scope value (tenant header, principal) missing or unreadable.
+    InvalidScope,
+    /// The key was used with a different request (or after a failure that
+    /// may not be retried).
+    Conflict,
+    Unauthenticated,
+    /// Parameters or body not what the spec's schemas say.
+    SchemaInvalid,
+    TooLarge,
+    /// Any other 4xx answered before the engine (a body sent too slowly).
+    Other,
+}
 
-/// The Prometheus text exposition of the counters of each operation, by
-/// its `operation` label (`service::health_and_metrics` passes every
-/// idempotent operation's).
-pub(crate) fn render(operations: &[(&str, &Counters)]) -> String {
-    let families: [Family; 6] = [
-        (
-            "idempotency_first_attempts_total",
-            "Requests that claimed their key and ran the business function.",
-            |c| &c.first_attempts,
-        ),
-        (
-            "idempotency_replays_total",
-            "Requests answered with the stored response.",
-            |c| &c.replays,
-        ),
-        (
-            "idempotency_in_progress_total",
-            "Requests answered in progress with Retry-After.",
-            |c| &c.in_progress,
-        ),
-        (
-            "idempotency_conflicts_total",
-            "Keys reused with a different request.",
-            |c| &c.conflicts,
-        ),
-        (
-            "idempotency_takeovers_total",
-            "In-progress claims taken over after their lease ran out.",
-            |c| &c.takeovers,
-        ),
-        (
-            "idempotency_failures_total",
-            "Attempts recorded as failed.",
-            |c| &c.failures,
-        ),
+impl RefusalReason {
+    const ALL: [RefusalReason; 8] = [
+        RefusalReason::MissingKey,
+        RefusalReason::MalformedKey,
+        RefusalReason::InvalidScope,
+        RefusalReason::Conflict,
+        RefusalReason::Unauthenticated,
+        RefusalReason::SchemaInvalid,
+        RefusalReason::TooLarge,
+        RefusalReason::Other,
     ];
-    let mut out = String::new();
-    for (name, help, counter) in families {
-        let _ = writeln!(out, "# HELP {name} {help}");
-        let _ = writeln!(out, "# TYPE {name} counter");
-        for (label, counters) in operations {
-            let _ = writeln!(
-                out,
-                "{name}{{operation=\"{label}\"}} {}",
-                counter(counters).get()
-            );
+
+    pub fn label(self) -> &'static str {
+        match self {
+            RefusalReason::MissingKey => "missing_key",
+            RefusalReason::MalformedKey => "malformed_key",
+            RefusalReason::InvalidScope => "invalid_scope",
+            RefusalReason::Conflict => "conflict",
+            RefusalReason::Unauthenticated => "unauthenticated",
+            RefusalReason::SchemaInvalid => "schema_invalid",
+            RefusalReason::TooLarge => "too_large",
+            RefusalReason::Other => "other",
         }
     }
-    out
+}
+
+/// Where a request lost a race to a concurrent one on the database
+/// (`idempotency_lost_races_total{class}`); each is answered (in progress
+/// or replay), never a 500.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LostRace {
+    /// The claim's INSERT (a unique violation, a deadlock).
+    Claim,
+    /// Retrying a failure, reusing an expired key or taking over a lease:
+    /// another request reclaimed it first.
+    Reclaim,
+    /// Reading the record back (a serialization failure).
+    Read,
+    /// The business step's own statements (a deadlock it propagated).
+    Business,
+    /// Storing the answer, or committing it.
+    Commit,
+    /// The lease ran out during the business step and another request took
+    /// the key over: this attempt was rolled back.
+    TakenOver,
+}
+
+impl LostRace {
+    const ALL: [LostRace; 6] = [
+        LostRace::Claim,
+        LostRace::Reclaim,
+        LostRace::Read,
+        LostRace::Business,
+        LostRace::Commit,
+        LostRace::TakenOver,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            LostRace::Claim => "claim",
+            LostRace::Reclaim => "reclaim",
+            LostRace::Read => "read",
+            LostRace::Business => "business",
+            LostRace::Commit => "commit",
+            LostRace::TakenOver => "taken_over",
+        }
+    }
+}
+
+/// HTTP statuses counted one by one (`idempotency_responses_total{code}`).
+const STATUSES: std::ops::Range<u16> = 100..600;
+
+/// The measures of one operation besides its [`Counters`].
+pub struct OperationMetrics {
+    histograms: OnceLock<Histograms>,
+    refusals: [Counter; RefusalReason::ALL.len()],
+    lost_races: [Counter; LostRace::ALL.len()],
+    responses: [Counter; (STATUSES.end - STATUSES.start) as usize],
+}
+
+struct Histograms {
+    claim: Histogram,
+    business: Histogram,
+    request: Histogram,
+}
+
+impl OperationMetrics {
+    pub(crate) const fn new() -> OperationMetrics {
+        OperationMetrics {
+            histograms: OnceLock::new(),
+            refusals: [const { Counter::new() }; RefusalReason::ALL.len()],
+            lost_races: [const { Counter::new() }; LostRace::ALL.len()],
+            responses: [const { Counter::new() }; (STATUSES.end - STATUSES.start) as usize],
+        }
+    }
+
+    pub(crate) fn refused(&self, refusal: RefusalReason) {
+        self.refusals[refusal as usize].inc();
+    }
+
+    /// How many requests were refused for `refusal`.
+    pub fn refusals(&self, refusal: RefusalReason) -> u64 {
+        self.refusals[refusal as usize].get()
+    }
+
+    pub(crate) fn lost_race(&self, class: LostRace) {
+        self.lost_races[class as usize].inc();
+    }
+
+    pub(crate) fn responded(&self, status: u16) {
+        if STATUSES.contains(&status) {
+            self.responses[usize::from(status - STATUSES.start)].inc();
+        }
+    }
+
+    /// `lease_ms`: the operation's lease (`None`: no contract), which the
+    /// buckets are chosen from when the histograms are made.
+    pub(crate) fn observe_claim(&self, lease_ms: Option<i64>, took: Duration) {
+        self.histograms(lease_ms).claim.observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn observe_business(&self, lease_ms: Option<i64>, took: Duration) {
+        self.histograms(lease_ms)
+            .business
+            .observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn observe_request(&self, lease_ms: Option<i64>, took: Duration) {
+        self.histograms(lease_ms)
+            .request
+            .observe(took.as_secs_f64());
+    }
+
+    fn histograms(&self, lease_ms: Option<i64>) -> &Histograms {
+        self.histograms.get_or_init(|| {
+            let make = |extra: &[f64]| {
+                let mut bounds = buckets(lease_ms);
+                bounds.extend_from_slice(extra);
+                Histogram::new(bounds)
+            };
+            let lease = lease_seconds(lease_ms);
+            Histograms {
+                claim: make(&[]),
+                business: make(&[]),
+                // A request stopped at its lease still rolls back and
+                // releases its claim (at most a second more).
+                request: make(&[lease + 1.0, 2.0 * lease + 1.0]),
+            }
+        })
+    }
+}
+
+/// The lease in seconds; a second for an operation without a contract.
+fn lease_seconds(lease_ms: Option<i64>) -> f64 {
+    lease_ms.map_or(1.0, |ms| ms.max(1) as f64 / 1000.0)
+}
+
+/// Histogram bounds from the lease (`server.max-processing`): a few
+/// milliseconds for a fast claim or replay, then fractions of the lease up
+/// to the lease itself, where a takeover starts — so "the business step's
+/// 99th percentile is at 90 % of max-processing" reads off the buckets.
+pub(crate) fn buckets(lease_ms: Option<i64>) -> Vec<f64> {
+    let lease = lease_seconds(lease_ms);
+    let mut bounds: Vec<f64> = [0.001, 0.0025, 0.005]
+        .into_iter()
+        .chain(
+            [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+                .into_iter()
+                .map(|fraction| fraction * lease),
+        )
+        .collect();
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    bounds
+}
+
+impl Default for OperationMetrics {
+    fn default() -> Self {
+        OperationMetrics::new()
+    }
+}
+
+/// The record table's size, sampled by the purge task
+/// ([`crate::service::spawn_purge`]).
+#[derive(Debug)]
+pub(crate) struct Census {
+    /// Records in the table; -1 until first sampled.
+    pub(crate) records: AtomicI64,
+    /// Records in progress whose lease ran out: their first attempt died
+    /// (or hangs) and nobody retried yet.
+    pub(crate) past_lease: AtomicI64,
+}
+
+impl Default for Census {
+    fn default() -> Self {
+        Census {
+            records: AtomicI64::new(-1),
+            past_lease: AtomicI64::new(-1),
+        }
+    }
+}
+
+/// One operation's measures, as the collector reads them.
+pub(crate) struct Measured {
+    pub(crate) label: &'static str,
+    /// Whether it has a contract: the counters are served for those only.
+    pub(crate) idempotent: bool,
+    pub(crate) counters: &'static Counters,
+    pub(crate) metrics: &'static OperationMetrics,
+}
+
+/// Reads the operations' measures (and the engine's census) at scrape time.
+pub(crate) struct Collector {
+    pub(crate) operations: Vec<Measured>,
+    pub(crate) table: String,
+    pub(crate) census: std::sync::Arc<Census>,
+}
+
+impl std::fmt::Debug for Collector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collector")
+            .field("table", &self.table)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The six counters users' dashboards read: name (without `_total`), help,
+/// which counter.
+type CounterFamily = (&'static str, &'static str, fn(&Counters) -> &Counter);
+
+const COUNTER_FAMILIES: [CounterFamily; 6] = [
+    (
+        "idempotency_first_attempts",
+        "Requests that claimed their key and ran the business function.",
+        |c| &c.first_attempts,
+    ),
+    (
+        "idempotency_replays",
+        "Requests answered with the stored response.",
+        |c| &c.replays,
+    ),
+    (
+        "idempotency_in_progress",
+        "Requests answered in progress with Retry-After.",
+        |c| &c.in_progress,
+    ),
+    (
+        "idempotency_conflicts",
+        "Keys reused with a different request.",
+        |c| &c.conflicts,
+    ),
+    (
+        "idempotency_takeovers",
+        "In-progress claims taken over after their lease ran out.",
+        |c| &c.takeovers,
+    ),
+    (
+        "idempotency_failures",
+        "Attempts recorded as failed.",
+        |c| &c.failures,
+    ),
+];
+
+type HistogramFamily = (&'static str, &'static str, fn(&Histograms) -> &Histogram);
+
+const HISTOGRAM_FAMILIES: [HistogramFamily; 3] = [
+    (
+        "idempotency_claim_duration_seconds",
+        "Time to get a connection and claim the key (or find who holds it), in seconds.",
+        |h| &h.claim,
+    ),
+    (
+        "idempotency_business_duration_seconds",
+        "Time the business step ran, from the claim to its answer, in seconds; the lease (server.max-processing) stops it.",
+        |h| &h.business,
+    ),
+    (
+        "idempotency_request_duration_seconds",
+        "Time from the request's arrival to its answer, in seconds.",
+        |h| &h.request,
+    ),
+];
+
+impl PromCollector for Collector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let idempotent: Vec<&Measured> = self
+            .operations
+            .iter()
+            .filter(|operation| operation.idempotent)
+            .collect();
+        for (name, help, counter) in COUNTER_FAMILIES {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for operation in &idempotent {
+                let labels = [("operation", operation.label)];
+                ConstCounter::new(counter(operation.counters).get())
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        for (name, help, histogram) in HISTOGRAM_FAMILIES {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+            for operation in &self.operations {
+                // Made on first use; an operation never called has none yet.
+                let Some(histograms) = operation.metrics.histograms.get() else {
+                    continue;
+                };
+                let labels = [("operation", operation.label)];
+                histogram(histograms).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "idempotency_refusals",
+            "Requests answered without running the business function, by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for operation in &self.operations {
+            for refusal in RefusalReason::ALL {
+                let labels = [("operation", operation.label), ("reason", refusal.label())];
+                ConstCounter::new(operation.metrics.refusals(refusal))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "idempotency_lost_races",
+            "Races lost to a concurrent request on the database, by where (answered in progress or replayed, never 500).",
+            None,
+            MetricType::Counter,
+        )?;
+        for operation in &idempotent {
+            for class in LostRace::ALL {
+                let labels = [("operation", operation.label), ("class", class.label())];
+                ConstCounter::new(operation.metrics.lost_races[class as usize].get())
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "idempotency_responses",
+            "Answers sent, by HTTP status code.",
+            None,
+            MetricType::Counter,
+        )?;
+        for operation in &self.operations {
+            for (index, counter) in operation.metrics.responses.iter().enumerate() {
+                let count = counter.get();
+                if count == 0 {
+                    continue;
+                }
+                let code = (STATUSES.start + index as u16).to_string();
+                let labels = [("operation", operation.label), ("code", code.as_str())];
+                ConstCounter::new(count).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let gauges = [
+            (
+                "idempotency_records",
+                "Records in the record table, sampled by the purge task.",
+                &self.census.records,
+            ),
+            (
+                "idempotency_records_past_lease",
+                "Records still in progress after their lease (server.max-processing) ran out, sampled by the purge task.",
+                &self.census.past_lease,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            let value = value.load(Ordering::Relaxed);
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            // Not sampled yet: no sample, rather than a made-up 0.
+            if value >= 0 {
+                let labels = [("table", self.table.as_str())];
+                ConstGauge::new(value).encode(family.encode_family(&labels)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The content type of [`render`]'s text.
+pub(crate) const CONTENT_TYPE: &str =
+    prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// The Prometheus text exposition of `collector`.
+pub(crate) fn render(collector: Collector) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(collector));
+    let mut text = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
+        .expect("writing to a String cannot fail");
+    text
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Counters, render};
+    use super::buckets;
 
     #[test]
-    fn each_family_is_typed_and_labelled_by_operation() {
-        let counters = Counters::new();
-        counters.replays.inc();
-        let text = render(&[("on_pay_callback", &counters)]);
-        assert!(text.contains("# TYPE idempotency_replays_total counter\n"));
-        assert!(text.contains("idempotency_replays_total{operation=\"on_pay_callback\"} 1\n"));
-        assert!(text.contains("idempotency_takeovers_total{operation=\"on_pay_callback\"} 0\n"));
+    fn buckets_climb_to_the_lease() {
+        let bounds = buckets(Some(3_000));
+        assert_eq!(bounds.last(), Some(&3.0));
+        assert!(bounds.contains(&2.7), "{bounds:?}");
+        assert!(bounds.windows(2).all(|pair| pair[0] < pair[1]), "{bounds:?}");
+        // A lease of a few milliseconds still gives increasing bounds.
+        let tiny = buckets(Some(50));
+        assert!(tiny.windows(2).all(|pair| pair[0] < pair[1]), "{tiny:?}");
     }
 }

@@ -24,7 +24,8 @@ struct Probes {
 }
 
 /// `GET /healthz` (200 `ok` while the database answers, else 503) and
-/// `GET /metrics` (the Prometheus counters of `operations`), to merge into
+/// `GET /metrics` (the Prometheus text of `operations`' measures and the
+/// record table's size), to merge into
 /// a service's router.
 pub fn health_and_metrics(
     idempotency: Idempotency,
@@ -54,23 +55,13 @@ async fn healthz(State(probes): State<Probes>) -> impl IntoResponse {
 
 async fn metrics_text(State(probes): State<Probes>) -> impl IntoResponse {
     (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        metrics::render(
-            &probes
-                .operations
-                .iter()
-                .filter(|operation| operation.contract.is_some())
-                .map(|operation| (operation.label, &operation.counters))
-                .collect::<Vec<_>>(),
-        ),
+        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+        metrics::render(probes.idempotency.collector(probes.operations)),
     )
 }
 
 /// Purges expired records every `every` (at least a second) in the
-/// background.
+/// background, then samples the record table's size for `GET /metrics`.
 pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every.max(Duration::from_secs(1)));
@@ -81,20 +72,28 @@ pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::Jo
                 Ok(deleted) => tracing::info!(deleted, "purged expired idempotency records"),
                 Err(error) => tracing::warn!(%error, "purging expired idempotency records failed"),
             }
+            if let Err(error) = idempotency.sample_census().await {
+                tracing::warn!(%error, "counting idempotency records failed");
+            }
         }
     })
 }
 
 /// Logs to standard output with `RUST_LOG` as the filter (default `info`),
-/// in colour on a terminal.
+/// in colour on a terminal. Built with the `otel` feature, also exports
+/// each request's span over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
+/// (see [`crate::otel`]).
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_ansi(std::io::stdout().is_terminal())
-        .init();
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt::layer().with_ansi(std::io::stdout().is_terminal());
+    let subscriber = tracing_subscriber::registry().with(filter).with(logs);
+    #[cfg(feature = "otel")]
+    let subscriber = subscriber.with(crate::otel::layer_from_env());
+    subscriber.init();
 }
 
 /// How long a client may take to send a request's headers, and how long
@@ -168,6 +167,8 @@ pub async fn serve_with_header_timeout(
     {
         tracing::warn!("requests still in flight after {DRAIN_TIMEOUT:?}; stopping anyway");
     }
+    #[cfg(feature = "otel")]
+    let _ = tokio::task::spawn_blocking(crate::otel::flush_traces).await;
     Ok(())
 }
 

@@ -22,12 +22,18 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/key.rs", include_str!("../src/key.rs")),
     ("src/lib.rs", include_str!("../src/lib.rs")),
     ("src/metrics.rs", include_str!("../src/metrics.rs")),
+    ("src/otel.rs", include_str!("../src/otel.rs")),
+    ("src/outcome.rs", include_str!("../src/outcome.rs")),
     ("src/principal.rs", include_str!("../src/principal.rs")),
     (
         "src/reachability.rs",
         include_str!("../src/reachability.rs"),
     ),
     ("src/reply.rs", include_str!("../src/reply.rs")),
+    (
+        "src/request_span.rs",
+        include_str!("../src/request_span.rs"),
+    ),
     (
         "src/response_headers.rs",
         include_str!("../src/response_headers.rs"),

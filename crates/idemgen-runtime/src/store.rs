@@ -482,6 +482,28 @@ impl RecordStore {
         Ok(result.rows_affected() == 1)
     }
 
+    /// How many records the table holds, and how many of them are in
+    /// progress `margin_ms` past their lease (their first attempt died or
+    /// hangs). Two counts of the whole table: run by the purge task, not
+    /// per request.
+    pub(crate) async fn census(&self, pool: &Pool, margin_ms: i64) -> Result<(i64, i64), sqlx::Error> {
+        let sql = placeholders(
+            Dialect::BUILT,
+            &format!(
+                "SELECT (SELECT COUNT(*) FROM {t}) AS records, \
+                 (SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
+                 AND lease_expires_at + {{1}} < {now}) AS past_lease",
+                t = self.table,
+                now = db_now(Dialect::BUILT),
+            ),
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(margin_ms)
+            .fetch_one(pool)
+            .await?;
+        Ok((row.try_get("records")?, row.try_get("past_lease")?))
+    }
+
     /// Deletes up to `batch` records whose window and lease have both
     /// ended, `margin_ms` ago, by the database's clock.
     pub(crate) async fn purge(

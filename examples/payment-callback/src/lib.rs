@@ -18,7 +18,10 @@
 //!   changes hands (default 0; 1000 on a MariaDB Galera cluster). Leases
 //!   and windows use the database's clock; on a cluster whose nodes keep
 //!   their own clocks, set it to the worst offset between them.
-//! - `RUST_LOG`: log filter (default `info`).
+//! - `RUST_LOG`: log filter (default `info`); it also filters the span of
+//!   each request (operation, outcome, timings).
+//! - `OTEL_EXPORTER_OTLP_ENDPOINT` and the other `OTEL_*` variables: built
+//!   with `--features otel`, those spans are exported over OTLP/HTTP.
 //! - Whatever `src/auth.rs` reads to verify credentials.
 
 pub mod app;
@@ -44,18 +47,21 @@ pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8080";
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "sqlite")]
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://payment-callback.db";
+
 #[cfg(feature = "sqlite")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "mysql")]
 pub const DEFAULT_DATABASE_URL: &str = "mysql://root@127.0.0.1:3306/payment_callback";
+
 #[cfg(feature = "mysql")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/mysql");
 
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "postgres")]
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/payment_callback";
+
 #[cfg(feature = "postgres")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 

@@ -3,17 +3,32 @@
 
 use axum::Router;
 use axum::extract::{Request, State};
+use axum::handler::Handler;
+use axum::middleware::from_fn_with_state;
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
-use idemgen_runtime::{Param, Reply, Scalar, within_lease};
+use idemgen_runtime::{Param, Reply, Scalar, observe, within_lease};
 
 use crate::{App, business, models, operations};
 
-/// Every operation's route.
+/// Every operation's route, each request in a span of its own that
+/// `GET /metrics` and the traces read (`idemgen_runtime::observe`).
 pub fn router() -> Router<App> {
     Router::new()
-        .route("/callbacks/pay", on(MethodFilter::POST, on_pay_callback))
-        .route("/orders/{order_no}", on(MethodFilter::GET, get_order))
+        .route(
+            "/callbacks/pay",
+            on(
+                MethodFilter::POST,
+                on_pay_callback.layer(from_fn_with_state(&operations::ON_PAY_CALLBACK, observe)),
+            ),
+        )
+        .route(
+            "/orders/{order_no}",
+            on(
+                MethodFilter::GET,
+                get_order.layer(from_fn_with_state(&operations::GET_ORDER, observe)),
+            ),
+        )
 }
 
 // onPayCallback: POST /callbacks/pay

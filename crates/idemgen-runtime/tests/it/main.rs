@@ -16,6 +16,9 @@ mod galera_lost_races;
 mod hand_written;
 mod keys;
 mod lost_races;
+mod metrics;
+#[cfg(feature = "otel")]
+mod otel;
 mod purge_races;
 mod response_headers;
 mod security;

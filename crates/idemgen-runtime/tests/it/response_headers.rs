@@ -135,10 +135,12 @@ async fn a_table_created_before_headers_were_stored_works_once_migrated() {
     first_and_replay(&engine).await;
 }
 
-/// A service generated before records kept headers started again after
-/// `idemgen gen`: its migrator finds `0001` applied and unchanged, applies
-/// `0002`, and the service serves and replays headers. In a database of
-/// its own (the migrator's bookkeeping table is per database).
+/// A service generated before records kept headers, with a migration of
+/// its project's own (`0002_orders`), started again after `idemgen gen`:
+/// its migrator finds `0001` and `0002` applied and unchanged, applies
+/// `20261204000000_record_response_headers`, and the service serves and
+/// replays headers. In a database of its own (the migrator's bookkeeping
+/// table is per database).
 #[tokio::test]
 async fn a_service_restarted_on_an_old_table_migrates_it_at_start() {
     let Some(database) = Database::new().await else {
@@ -218,8 +220,9 @@ impl Database {
         })
     }
 
-    /// The migrator of a service whose project holds the first `count`
-    /// migrations, as `idemgen gen` writes them.
+    /// The migrator of a service whose project holds the first `count` of
+    /// idemgen's migrations, as `idemgen gen` writes them, and one of the
+    /// project's own, numbered next after idemgen's first as a user does.
     async fn migrator(&self, count: usize) -> sqlx::migrate::Migrator {
         let dir = self.dir.join(format!("migrations-{count}"));
         std::fs::create_dir_all(&dir).unwrap();
@@ -230,6 +233,11 @@ impl Database {
         for (name, sql) in names.iter().zip(&MIGRATIONS[..count]) {
             std::fs::write(dir.join(name), sql).unwrap();
         }
+        std::fs::write(
+            dir.join("0002_orders.sql"),
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY);\n",
+        )
+        .unwrap();
         sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap()
     }
 }

@@ -1,0 +1,90 @@
+//! What happened to a request, as the engine tells it: every answer it
+//! makes carries an [`Observed`] response extension (the outcome and the
+//! claim, business and commit timings), which the request's span
+//! ([`crate::service::observe`]) records.
+
+use std::time::Duration;
+
+use axum::response::Response;
+
+use crate::metrics::RefusalReason;
+
+/// What happened to a request, as the span's `outcome` field says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The key was claimed and the business function ran (or the operation
+    /// has no key).
+    First,
+    /// The stored answer was sent again.
+    Replay,
+    /// Another attempt holds the key: "retry later".
+    InProgress,
+    /// The key was used with a different request.
+    Conflict,
+    /// Refused before anything ran (key, credentials, schema, size).
+    Refused(RefusalReason),
+    /// Stopped or failed: the database, the lease, an error, or a business
+    /// answer recorded as a failure.
+    Failed,
+    /// The key was taken over from an attempt whose lease ran out.
+    Takeover,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::First => "first",
+            Outcome::Replay => "replay",
+            Outcome::InProgress => "in_progress",
+            Outcome::Conflict => "conflict",
+            Outcome::Refused(_) => "refused",
+            Outcome::Failed => "failed",
+            Outcome::Takeover => "takeover",
+        }
+    }
+}
+
+/// What the engine knows of a request it answered: a response extension,
+/// read by [`observe`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Observed {
+    pub outcome: Outcome,
+    /// Getting a connection and claiming the key.
+    pub claim: Option<Duration>,
+    /// The business function.
+    pub business: Option<Duration>,
+    /// Storing the answer and committing.
+    pub commit: Option<Duration>,
+}
+
+impl Observed {
+    pub(crate) fn new(outcome: Outcome) -> Observed {
+        Observed {
+            outcome,
+            claim: None,
+            business: None,
+            commit: None,
+        }
+    }
+}
+
+/// Marks `response` with `outcome` unless the engine marked it already.
+pub(crate) fn mark(mut response: Response, outcome: Outcome) -> Response {
+    if response.extensions().get::<Observed>().is_none() {
+        response.extensions_mut().insert(Observed::new(outcome));
+    }
+    response
+}
+
+/// Adds timings to the mark of `response` (marked `otherwise` if it was not).
+pub(crate) fn timed(
+    mut response: Response,
+    otherwise: Outcome,
+    update: impl FnOnce(&mut Observed),
+) -> Response {
+    let observed = response
+        .extensions_mut()
+        .get_or_insert_with(|| Observed::new(otherwise));
+    update(observed);
+    response
+}

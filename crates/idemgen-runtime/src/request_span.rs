@@ -1,0 +1,90 @@
+//! One `tracing` span per request, and the request-level measures: wrap
+//! each operation's route with [`observe`]. The engine marks its answers
+//! with what happened ([`Observed`]); the span records it with the claim,
+//! business and commit timings, and answers made before the engine
+//! (credentials refused, a body too large) are classified by their status.
+//! A route that is not wrapped still gets the engine's own measures (the
+//! counters, the claim and business histograms, refusals, lost races), not
+//! the span or the request histogram.
+//!
+//! The span's fields are the operation, the outcome, the status and the
+//! timings: never the key, a credential, a header or a body, so whatever
+//! the spans are exported to learns no secret.
+
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::engine::Operation;
+use crate::metrics::RefusalReason;
+use crate::outcome::{Observed, Outcome};
+
+/// The middleware of `operation`'s route: runs the rest of the request
+/// inside its span and records what came of it (the request duration
+/// histogram, the answers by status, refusals made before the engine).
+///
+/// ```ignore
+/// use axum::middleware::from_fn_with_state;
+/// let route = on(MethodFilter::POST, pay).layer(from_fn_with_state(&PAY, idemgen_runtime::observe));
+/// ```
+pub async fn observe(
+    State(operation): State<&'static Operation>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let started = Instant::now();
+    let span = tracing::info_span!(
+        "request",
+        operation = operation.label,
+        outcome = tracing::field::Empty,
+        refusal = tracing::field::Empty,
+        status = tracing::field::Empty,
+        claim_ms = tracing::field::Empty,
+        business_ms = tracing::field::Empty,
+        commit_ms = tracing::field::Empty,
+        total_ms = tracing::field::Empty,
+    );
+    let response = next.run(request).instrument(span.clone()).await;
+    let took = started.elapsed();
+    let status = response.status().as_u16();
+    let observed = match response.extensions().get::<Observed>() {
+        Some(observed) => *observed,
+        None => {
+            // Answered before the engine saw it.
+            let outcome = match status {
+                401 | 403 => Outcome::Refused(RefusalReason::Unauthenticated),
+                413 => Outcome::Refused(RefusalReason::TooLarge),
+                400..=499 => Outcome::Refused(RefusalReason::Other),
+                500..=599 => Outcome::Failed,
+                _ => Outcome::First,
+            };
+            if let Outcome::Refused(refusal) = outcome {
+                operation.metrics.refused(refusal);
+            }
+            Observed::new(outcome)
+        }
+    };
+    operation.metrics.observe_request(operation.lease_ms(), took);
+    operation.metrics.responded(status);
+    span.record("outcome", observed.outcome.label());
+    if let Outcome::Refused(refusal) = observed.outcome {
+        span.record("refusal", refusal.label());
+    }
+    span.record("status", status);
+    let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
+    if let Some(claim) = observed.claim {
+        span.record("claim_ms", millis(claim));
+    }
+    if let Some(business) = observed.business {
+        span.record("business_ms", millis(business));
+    }
+    if let Some(commit) = observed.commit {
+        span.record("commit_ms", millis(commit));
+    }
+    span.record("total_ms", millis(took));
+    response
+}

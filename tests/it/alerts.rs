@@ -1,0 +1,134 @@
+//! The Prometheus alert rules `idemgen gen` writes (`ops/prometheus/`):
+//! `promtool check rules` accepts them and `promtool test rules` runs the
+//! unit tests gen writes beside them, which fire each alert on series
+//! above its threshold and keep it silent below; the thresholds are the
+//! contract's numbers. Needs `promtool` (Debian's `prometheus` package;
+//! `.ci/run` installs it), else says SKIPPED.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::root;
+use crate::support::run::idemgen;
+use crate::support::skip;
+
+const EXAMPLE: &str = "examples/payment-callback";
+
+/// `promtool check rules` and `promtool test rules` on the files in `dir`;
+/// `false` (and SKIPPED) without promtool.
+fn promtool_passes(dir: &Path) -> bool {
+    if Command::new("promtool").arg("--version").output().is_err() {
+        skip::skipped("promtool is not installed (Debian package `prometheus`)");
+        return false;
+    }
+    for args in [
+        ["check", "rules", "alerts.yml"],
+        ["test", "rules", "alerts.test.yml"],
+    ] {
+        let output = Command::new("promtool")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "promtool {} in {}:\n{}{}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    true
+}
+
+#[test]
+fn the_example_alerts_pass_promtool_and_their_unit_tests() {
+    let dir = root().join(EXAMPLE).join("ops/prometheus");
+    let rules = std::fs::read_to_string(dir.join("alerts.yml")).unwrap();
+    // The example's contract: the default replay-rate-alert (0.1 %) and
+    // server.max-processing: 3s, whose 75 % is 2.25 s.
+    assert!(rules.contains("  > 0.001\n"), "{rules}");
+    assert!(rules.contains("  > 2.25\n"), "{rules}");
+    assert!(
+        rules.contains("monitoring.replay-rate-alert (0.1 %)"),
+        "{rules}"
+    );
+    for alert in [
+        "IdempotencyReplayRateHigh",
+        "IdempotencyInProgressRising",
+        "IdempotencyBusinessNearMaxProcessing",
+        "IdempotencyConflictsRising",
+        "IdempotencyLostRacesHigh",
+        "IdempotencyUnavailable",
+        "IdempotencyRecordsStuckInProgress",
+    ] {
+        assert!(rules.contains(&format!("- alert: {alert}\n")), "{alert}");
+        // Its runbook section exists in the manual.
+        let runbook = std::fs::read_to_string(root().join("docs/src/alerts.md")).unwrap();
+        assert!(
+            runbook.contains(&format!("## {alert}\n")),
+            "docs/src/alerts.md: {alert}"
+        );
+    }
+    // The README's window section shows the example's window table and
+    // these thresholds beside it.
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let onboarding = readme
+        .split("\n## window\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("README has its window section");
+    for shown in [
+        "onPayCallback  5s       200ms, 800ms  0s      3s          18s",
+        "replays > 0.1 % of requests",
+        "> 2.25 s (75 % of 3 s)",
+        "503 answers > 1 %",
+        "past its 3 s lease, for 15 minutes",
+    ] {
+        assert!(onboarding.contains(shown), "README onboarding: {shown}");
+    }
+    for alert in rules
+        .lines()
+        .filter_map(|line| line.strip_prefix("      - alert: "))
+    {
+        assert!(
+            onboarding.contains(&format!("`{alert}`")),
+            "README onboarding: {alert}"
+        );
+    }
+    assert!(
+        rules.contains("  > 0.01\n") && rules.contains("for: 15m"),
+        "{rules}"
+    );
+    promtool_passes(&dir);
+}
+
+/// Two operations with other numbers than the example's: each gets its
+/// own thresholds, and the unit tests still prove every alert both ways.
+#[test]
+fn each_contract_sets_its_own_thresholds() {
+    let spec = std::fs::read_to_string(root().join(EXAMPLE).join("openapi.yaml")).unwrap();
+    let spec = spec
+        .replace("max-processing: 3s ", "max-processing: 4s ")
+        .replace(
+            "        window: 18s ",
+            "        monitoring: {replay-rate-alert: 0.05%}\n        window: 20s ",
+        );
+    assert!(
+        spec.contains("0.05%") && spec.contains("4s "),
+        "the example changed"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let out = dir.path().join("svc");
+    let run = idemgen(&["gen", path.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let ops = out.join("ops/prometheus");
+    let rules = std::fs::read_to_string(ops.join("alerts.yml")).unwrap();
+    assert!(rules.contains("  > 0.0005\n"), "{rules}");
+    assert!(rules.contains("  > 3\n"), "75 % of 4 s: {rules}");
+    assert!(rules.contains("server.max-processing (4 s)"), "{rules}");
+    promtool_passes(&ops);
+}
