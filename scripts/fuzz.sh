@@ -12,6 +12,8 @@
 # installed from crates.io when missing. The working corpus grows in
 # fuzz/corpus/TARGET (not committed); the committed seeds are read too.
 # IDEMGEN_FUZZ_TARGET_DIR moves the build (default fuzz/target).
+# IDEMGEN_FUZZ_KNOWN_CRASHES names targets with a known crash not fixed
+# yet (docs/src/fuzzing.md lists it): theirs are printed, not fatal.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,7 +64,11 @@ for target in "${targets[@]}"; do
         result=ok
     else
         result="CRASH: $(grep -ao "Test unit written to .*" "$log" | tail -1 | sed 's/Test unit written to //')"
-        crashed+=("$target")
+        if [[ " ${IDEMGEN_FUZZ_KNOWN_CRASHES:-} " == *" $target "* ]]; then
+            result="known, not fatal: ${result#CRASH: }"
+        else
+            crashed+=("$target")
+        fi
         grep -aE "panicked at|thread '.*' panicked|ERROR: libFuzzer" -A3 "$log" | head -12 >&2 || true
     fi
     executions=$(grep -ao 'stat::number_of_executed_units: [0-9]*' "$log" | grep -ao '[0-9]*$' || echo '?')

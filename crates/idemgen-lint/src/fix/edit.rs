@@ -28,7 +28,7 @@ impl<'a> Editor<'a> {
     pub fn finish(self, title: impl Into<String>) -> Option<Offer> {
         (!self.edits.is_empty()).then(|| Offer {
             title: title.into(),
-            edits: self.edits,
+            edits: merge_insertions(self.edits),
         })
     }
 
@@ -82,12 +82,6 @@ impl<'a> Editor<'a> {
             replacement
         };
         // Two insertions at one point made by one fix are one insertion.
-        if let Some(last) = self.edits.last_mut() {
-            if start == end && last.file == display && last.start == start && last.end == start {
-                last.replacement.push_str(&replacement);
-                return;
-            }
-        }
         self.edits.push(Edit {
             file: display,
             start,
@@ -463,4 +457,49 @@ impl<'a> Editor<'a> {
             })
             .unwrap_or_else(|| "  ".to_string())
     }
+}
+
+/// Insertions written one after another at one offset become one edit.
+/// Their texts go deepest first (stable otherwise): at the end of an
+/// operation that also ends the document, the operation's new entries
+/// come before the document's, or they would land inside its block.
+fn merge_insertions(edits: Vec<Edit>) -> Vec<Edit> {
+    let mut merged: Vec<Edit> = Vec::new();
+    let mut group: Vec<Edit> = Vec::new();
+    let flush = |group: &mut Vec<Edit>, merged: &mut Vec<Edit>| {
+        group.sort_by_key(|edit| std::cmp::Reverse(indent(&edit.replacement)));
+        let mut parts = group.drain(..);
+        if let Some(mut first) = parts.next() {
+            for part in parts {
+                first.replacement.push_str(&part.replacement);
+            }
+            merged.push(first);
+        }
+    };
+    for edit in edits {
+        let joins = group
+            .first()
+            .is_some_and(|first| first.file == edit.file && first.start == edit.start);
+        if !(joins && edit.start == edit.end) {
+            flush(&mut group, &mut merged);
+        }
+        if edit.start == edit.end {
+            group.push(edit);
+        } else {
+            merged.push(edit);
+        }
+    }
+    flush(&mut group, &mut merged);
+    merged
+}
+
+/// The indentation of the first line an insertion starts (its text after
+/// the leading line break).
+fn indent(insertion: &str) -> usize {
+    let line = insertion
+        .trim_start_matches([',', '\r', '\n'])
+        .split('\n')
+        .next()
+        .unwrap_or("");
+    line.len() - line.trim_start_matches(' ').len()
 }

@@ -74,3 +74,49 @@ paths:
     let server = fixed.lines().find(|line| line.contains("server:")).unwrap();
     assert!(server.trim_end().ends_with('}'), "{server}");
 }
+
+/// Found by the `fix` fuzz target: when the operation that gets a contract
+/// ends the file, and so does the document's root mapping (no `info` to
+/// write the document's defaults after), the fix's two insertions land at
+/// one offset; they were applied so that the document's block came first,
+/// the operation's block then sat under it, and the text did not load.
+#[test]
+fn two_blocks_inserted_at_the_end_of_the_file_keep_their_order() {
+    let with_key = r#"openapi: 3.1.0
+paths:
+  /payouts:
+    post:
+      operationId: createPayout
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      responses:
+        "201": {description: created}
+"#;
+    // Without a key: the fix adds the header parameter too, a third
+    // insertion at the same offset.
+    let without_key = with_key.replace(
+        "      parameters:\n        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}\n",
+        "",
+    );
+    assert_ne!(without_key, with_key);
+    for spec in [with_key.to_string(), without_key] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openapi.yaml");
+        std::fs::write(&path, &spec).unwrap();
+        let outcome = fix_document(&path, &LintOptions::default(), true).unwrap_or_else(|error| {
+            panic!(
+                "a fix wrote text that does not load: {}\n{}",
+                error.message,
+                error.text.unwrap_or_default()
+            )
+        });
+        let fixed = &outcome.files[0].after;
+        let operation_block = fixed
+            .find("      x-idempotency:")
+            .expect("the operation's block");
+        let document_block = fixed
+            .find("\nx-idempotency:")
+            .expect("the document's block");
+        assert!(operation_block < document_block, "{fixed}");
+    }
+}
