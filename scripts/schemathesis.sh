@@ -42,7 +42,22 @@ created-headers)
     cargo run --quiet --bin idemgen -- gen "$spec" -o "$project" --db sqlite --force >/dev/null
     cp tests/codegen_fixtures/created-headers/create_order.rs "$project/src/business/create_order.rs"
     cp Cargo.lock "$project/Cargo.lock"
-    (cd "$project" && CARGO_TARGET_DIR="$PWD/../../generated" cargo build --quiet)
+    # With the settings tests/support/build.rs builds generated projects
+    # with, so the dependencies the tests compiled are reused.
+    profiles=()
+    while read -r setting; do
+        profiles+=(--config "$setting")
+    done < <(python3 -c '
+import json, tomllib
+profiles = tomllib.load(open("Cargo.toml", "rb")).get("profile", {})
+for profile, table in profiles.items():
+    for package, keys in table.get("package", {}).items():
+        for key, value in keys.items():
+            print(f"profile.{profile}.package.{package}.{key}={json.dumps(value)}")
+')
+    (cd "$project" && env -u DATABASE_URL CARGO_TARGET_DIR="$OLDPWD/target/generated" \
+        CARGO_PROFILE_DEV_DEBUG=0 CARGO_INCREMENTAL=0 SQLX_OFFLINE=true \
+        cargo "${profiles[@]}" build --quiet)
     bin=$PWD/target/generated/debug/created-headers
     ;;
 *)

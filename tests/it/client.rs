@@ -192,6 +192,53 @@ fn generated_client_is_clippy_clean_and_its_tests_pass() {
     }
 }
 
+/// A client whose responses declare headers (a `201` with `Location` and
+/// `ETag`) reads them into its variant's fields: its decoder compiles,
+/// clippy-clean, against the models the service uses.
+#[test]
+fn a_client_of_declared_response_headers_is_clippy_clean() {
+    if generated_builds_skipped() {
+        return;
+    }
+    // Built after the driver: the dependencies are the ones it compiled.
+    driver();
+    let crate_dir = client::client_dir().join("headers-client");
+    idemgen(&[
+        "gen",
+        "tests/codegen_fixtures/created-headers.yaml",
+        "--client",
+        "-o",
+        crate_dir.to_str().unwrap(),
+    ]);
+    let decode = std::fs::read_to_string(crate_dir.join("src/lib.rs")).unwrap();
+    assert!(
+        decode.contains(r#"location: required(headers, "Location")?"#)
+            && decode.contains(r#"etag: header(headers, "ETag")?"#),
+        "{decode}"
+    );
+    std::fs::copy(
+        client::client_dir().join("driver/Cargo.lock"),
+        crate_dir.join("Cargo.lock"),
+    )
+    .unwrap();
+    let output = build::cargo(&crate_dir)
+        .args([
+            "clippy",
+            "--all-targets",
+            "--no-default-features",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo clippy in the headers client:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn sqlite_client_retries_by_the_schedule() {
     run(Dialect::Sqlite);

@@ -211,7 +211,17 @@ impl<'a> Editor<'a> {
                 );
             }
             Some(entry) => {
-                let at = self.value_end(&entry.value);
+                // After the last value, but inside the braces: a key with
+                // no value (`{a:!b}`) has an empty value the parser places
+                // past the closing brace.
+                let close = self.value_end(map).saturating_sub(1);
+                let text = &self.source(file).text;
+                let before_brace = if text.as_bytes().get(close) == Some(&b'}') {
+                    close
+                } else {
+                    usize::MAX
+                };
+                let at = self.value_end(&entry.value).min(before_brace);
                 let quote = self.quote_of(&entries[0]);
                 let text = match self.line_indent(file, entry.key_span) {
                     Some(indent) if entry.key_span.line != map.span.line => {

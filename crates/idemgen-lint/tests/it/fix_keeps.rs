@@ -43,3 +43,34 @@ paths:
         "the contract's template is the one the pattern spells:\n{fixed}"
     );
 }
+
+/// Found by the `fix` fuzz target: in `server: {max-processing:!3s}` the
+/// one key (`max-processing:!3s`, a plain scalar: no blank after the colon)
+/// has no value, and the fix that adds `max-processing` wrote it after the
+/// closing brace: `{max-processing:!3s}, max-processing: 30s`, which no
+/// longer loads. Text added to a flow mapping goes inside its braces.
+#[test]
+fn an_entry_added_to_a_flow_mapping_whose_last_key_has_no_value_stays_inside_it() {
+    let spec = r#"openapi: 3.1.0
+info: {title: Payments, version: "1"}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing:!3s}
+paths:
+  /pay:
+    post:
+      operationId: onPay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      responses:
+        "200": {description: ok}
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let outcome = fix_document(&path, &LintOptions::default(), true)
+        .unwrap_or_else(|error| panic!("a fix wrote text that does not load: {}", error.message));
+    let fixed = &outcome.files[0].after;
+    let server = fixed.lines().find(|line| line.contains("server:")).unwrap();
+    assert!(server.trim_end().ends_with('}'), "{server}");
+}

@@ -47,10 +47,12 @@ pub enum CreateOrderResponse {
     },
     /// `400`: the key is missing or malformed
     BadRequest,
-    /// `409`: in progress
+    /// `409`: the key was used with another request
     Conflict,
     /// `422`: the body does not match its schema
     UnprocessableEntity,
+    /// `429`: in progress
+    TooManyRequests,
 }
 
 impl CreateOrderResponse {
@@ -61,6 +63,7 @@ impl CreateOrderResponse {
             Self::BadRequest => 400,
             Self::Conflict => 409,
             Self::UnprocessableEntity => 422,
+            Self::TooManyRequests => 429,
         }
     }
 
@@ -71,6 +74,7 @@ impl CreateOrderResponse {
             Self::BadRequest => None,
             Self::Conflict => None,
             Self::UnprocessableEntity => None,
+            Self::TooManyRequests => None,
         }
     }
 
@@ -109,6 +113,7 @@ impl CreateOrderResponse {
             Self::BadRequest => Ok(Vec::new()),
             Self::Conflict => Ok(Vec::new()),
             Self::UnprocessableEntity => Ok(Vec::new()),
+            Self::TooManyRequests => Ok(Vec::new()),
         }
     }
 }
