@@ -457,9 +457,12 @@ impl Workspace {
                             self.problems.push(LoadProblem::Ref {
                                 reference,
                                 at: span,
-                                message: format!(
-                                    "the file {} does not exist",
-                                    normalize(&base_display.join(&decoded)).display()
+                                message: not_a_file(
+                                    &path,
+                                    &normalize(&base_display.join(&decoded))
+                                        .display()
+                                        .to_string(),
+                                    &decoded,
                                 ),
                                 remote: false,
                             });
@@ -737,6 +740,18 @@ fn pointer_of_span(root: &Node, span: Span) -> Option<String> {
 
 /// Resolves `.` and `..` without touching the file system, keeping leading
 /// `..` of relative paths.
+/// Why a `$ref`'s file is not read: missing, a directory, or not a regular
+/// file (a pipe or a device, which could block or never end). `shown` is
+/// its path as the user sees it, `written` as the `$ref` spells it.
+fn not_a_file(path: &Path, shown: &str, written: &str) -> String {
+    let shown = if shown.is_empty() { written } else { shown };
+    match std::fs::metadata(path) {
+        Err(_) => format!("the file {shown} does not exist"),
+        Ok(metadata) if metadata.is_dir() => format!("`{written}` is a directory, not a file"),
+        Ok(_) => format!("{shown} is not a regular file (a pipe or a device), so it is not read"),
+    }
+}
+
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {

@@ -307,6 +307,11 @@ impl Parser<'_> {
             Value::Int(number) => Err(format!(
                 "`{number}` has no unit; write `{number}s` for seconds or `{number}ms` for milliseconds"
             )),
+            // A literal too large for a float reads as infinity: say so
+            // rather than echo `inf`, which the author never wrote.
+            Value::Float(number) if !number.is_finite() => Err(
+                "a number too large to read, and with no unit; write a duration like `1.5s`".into(),
+            ),
             Value::Float(number) => Err(format!("`{number}` has no unit; write it like `1.5s`")),
             _ => Err(format!(
                 "expected a duration such as `5s`, found {}",

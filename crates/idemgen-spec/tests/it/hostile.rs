@@ -1,0 +1,66 @@
+//! Input a user did not mean to give: each gets a message that says what
+//! is wrong with it as written, never a misleading one.
+
+use std::path::Path;
+
+use idemgen_spec::contract::parse::parse_block;
+use idemgen_spec::{LoadProblem, Workspace, parse_tree};
+
+fn ref_messages(dir: &Path, spec: &str) -> Vec<String> {
+    let path = dir.join("api.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let workspace = Workspace::load(&path).expect("the root document loads");
+    workspace
+        .problems
+        .iter()
+        .filter_map(|problem| match problem {
+            LoadProblem::Ref { message, .. } => Some(message.clone()),
+            LoadProblem::DuplicateKey { .. } => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_ref_to_a_directory_or_a_pipe_says_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("events");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|status| status.success());
+    let messages = ref_messages(
+        dir.path(),
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /a: {$ref: '.'}\n  /b: {$ref: 'events#/x'}\n  /c: {$ref: 'gone.yaml'}\n",
+    );
+    let said = |expected: &str| {
+        assert!(
+            messages.iter().any(|message| message.ends_with(expected)),
+            "no message ends with {expected:?}: {messages:?}"
+        );
+    };
+    said("`.` is a directory, not a file");
+    if made {
+        said("events is not a regular file (a pipe or a device), so it is not read");
+    } else {
+        println!("SKIPPED: the pipe case: mkfifo is not available");
+    }
+    said("gone.yaml does not exist");
+}
+
+#[test]
+fn a_duration_too_large_for_a_number_is_not_echoed_as_inf() {
+    let tree = parse_tree("api.json", r#"{"window": 1e999999}"#).unwrap();
+    let mut errors = Vec::new();
+    parse_block(&tree, "/x-idempotency", &mut errors);
+    let messages: Vec<&str> = errors.iter().map(|error| error.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|message| message.contains("too large to read")),
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().all(|message| !message.contains("inf")),
+        "{messages:?}"
+    );
+}
