@@ -5,6 +5,8 @@
 use idemgen_lint::LintOptions;
 use idemgen_lint::fix_loop::fix_document;
 
+use crate::support;
+
 /// Found by the `fix` fuzz target: an `Idempotency-Key` header whose
 /// schema spells its keys (`pay:{date}:{uuid}`) and no `x-idempotency`
 /// block. The fix guessed a template of its own (`on-pay:{uuid}`) and, in
@@ -119,4 +121,61 @@ paths:
             .expect("the document's block");
         assert!(operation_block < document_block, "{fixed}");
     }
+}
+
+/// A spec whose one POST takes an `Idempotency-Key` header with `schema`
+/// and no `x-idempotency` block.
+fn key_header_with_schema(schema: &str) -> String {
+    format!(
+        r#"openapi: 3.1.0
+info: {{title: Payouts, version: "1"}}
+paths:
+  /payouts:
+    post:
+      operationId: createPayout
+      parameters:
+        - {{name: Idempotency-Key, in: header, required: true, schema: {schema}}}
+      responses:
+        "200": {{description: ok}}
+"#
+    )
+}
+
+/// Found by the `fix` fuzz target (its known `maxLength` case): a key
+/// schema whose `maxLength` no contract can take as `key.max-length` (not
+/// an integer, above 65535, or wider than an `allOf` branch's), or whose
+/// `pattern` spells no key template. The contract fix guessed a template
+/// and length, and `key-schema-mismatch`'s fix then overwrote the author's
+/// `maxLength` or `pattern` with the guess. The guess may no longer
+/// contradict the schema: where no contract agrees with it, the finding is
+/// left for the author, unfixed, and the schema is kept.
+#[test]
+fn a_key_schema_no_contract_agrees_with_is_kept_and_its_finding_left_unfixed() {
+    for schema in [
+        "{type: string, maxLength: 64.0}",
+        "{type: string, maxLength: \"64\"}",
+        "{type: string, maxLength: 70000}",
+        "{type: string, maxLength: 100, allOf: [{maxLength: 64}]}",
+        "{type: string, pattern: \"^[a-z]+$\"}",
+        "{type: string, pattern: 5}",
+        // The pattern spells `pay:{date}:{uuid}` (45 characters), longer
+        // than the schema lets a key be.
+        "{type: string, maxLength: 40, pattern: \"^pay:[0-9]{4}(?:0[1-9]|1[0-2])(?:0[1-9]|[12][0-9]|3[01]):[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$\"}",
+    ] {
+        let spec = key_header_with_schema(schema);
+        let fixed = support::fix_keeping_the_rest("openapi.yaml", &spec);
+        assert_eq!(fixed, spec, "nothing to fix without contradicting {schema}");
+    }
+}
+
+/// The contract fix takes a key schema's integer `maxLength` as its
+/// `key.max-length` (and fits its guessed template in it), so the schema
+/// stays as written and only gains the template's `pattern`.
+#[test]
+fn a_key_schema_max_length_the_author_wrote_becomes_the_contract_max_length() {
+    let spec = key_header_with_schema("{type: string, maxLength: 64}");
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", &spec);
+    assert!(fixed.contains("max-length: 64"), "{fixed}");
+    assert!(fixed.contains("maxLength: 64"), "{fixed}");
+    assert!(!fixed.contains("maxLength: 128"), "{fixed}");
 }
