@@ -301,11 +301,20 @@ pub(crate) fn contract_block(
     if let (Some(dialect), None) = (defaults.dialect, &document.store_dialect) {
         store.push(("dialect", Emit::str(dialect.name())));
     }
-    let sections: Vec<(&str, Vec<(&str, Emit)>)> =
+    let mut sections: Vec<(&str, Vec<(&str, Emit)>)> =
         [("client", client), ("server", server), ("store", store)]
             .into_iter()
             .filter(|(_, fields)| !fields.is_empty())
             .collect();
+    // Guesses written at the document level reach every other contract
+    // too: a window the author set for timeouts the document does not
+    // state would turn "too short" and be rewritten to fit a guess. Where
+    // another operation has a contract, the guesses stay in this one's.
+    let own_sections = if other_contracts(context) {
+        std::mem::take(&mut sections)
+    } else {
+        Vec::new()
+    };
     if !sections.is_empty() {
         match root.get("x-idempotency") {
             None => {
@@ -341,6 +350,11 @@ pub(crate) fn contract_block(
         ("key", Emit::map(key)),
         ("window", Emit::str(format_ms(window))),
     ];
+    block.extend(
+        own_sections
+            .into_iter()
+            .map(|(name, fields)| (name, Emit::map(fields))),
+    );
     if !input.required {
         // The API lets clients leave the key out; the `stripe` profile is
         // the one whose key is optional.
@@ -353,6 +367,19 @@ pub(crate) fn contract_block(
         &Emit::map(block),
     )?;
     Some((template, max_length))
+}
+
+/// Whether an operation other than this one has an `x-idempotency` block.
+fn other_contracts(context: &OperationContext<'_>) -> bool {
+    idemgen_spec::operations::operations(context.workspace)
+        .iter()
+        .filter(|operation| operation.pointer != context.operation.pointer)
+        .any(|operation| {
+            operation
+                .node
+                .get("x-idempotency")
+                .is_some_and(|block| block.as_map().is_some())
+        })
 }
 
 fn window_for(timeout: u64, retries: &[u64], jitter: u64, processing: u64) -> Option<u64> {

@@ -179,3 +179,44 @@ fn a_key_schema_max_length_the_author_wrote_becomes_the_contract_max_length() {
     assert!(fixed.contains("maxLength: 64"), "{fixed}");
     assert!(!fixed.contains("maxLength: 128"), "{fixed}");
 }
+
+/// The `fix` fuzz target's untriaged `window` case, a real loss: one
+/// operation has the author's contract, `window: 10s`, and the document
+/// states no timeouts (`window-missing`, which no fix can settle); another
+/// POST gets a contract from `--unsafe-fixes`. That fix wrote its guessed
+/// timeouts into the document's block, which the author's contract merges
+/// too, and the next pass rewrote the author's window (to 2m14s) to fit
+/// the guess. The guesses now stay in the new contract's own block.
+#[test]
+fn guessed_timeouts_do_not_rewrite_a_window_the_author_wrote() {
+    let pattern = "^pay:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
+    let spec = format!(
+        r#"openapi: 3.1.0
+info: {{title: Payments, version: "1"}}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      x-idempotency:
+        key: {{in: header, name: Idempotency-Key, format: "pay:{{uuid}}"}}
+        window: 10s
+      parameters:
+        - {{name: Idempotency-Key, in: header, required: true, schema: {{type: string, pattern: "{pattern}", maxLength: 128}}}}
+      responses:
+        "200": {{description: ok}}
+        "400": {{description: missing key}}
+        "409": {{description: conflict}}
+        "429": {{description: in progress, headers: {{Retry-After: {{required: true, schema: {{type: integer, minimum: 1}}}}}}}}
+  /payouts:
+    post:
+      operationId: createPayout
+      responses:
+        "200": {{description: ok}}
+"#
+    );
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", &spec);
+    assert!(fixed.contains("        window: 10s\n"), "{fixed}");
+    assert!(!fixed.contains("\nx-idempotency:"), "{fixed}");
+    let payouts = &fixed[fixed.find("/payouts:").unwrap()..];
+    assert!(payouts.contains("timeout: 30s"), "{fixed}");
+}
