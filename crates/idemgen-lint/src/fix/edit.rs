@@ -421,7 +421,22 @@ impl<'a> Editor<'a> {
                 }
                 end
             }
-            _ => start + text[start..end].trim_end().len(),
+            // A flow collection ends at its closing bracket; its span may
+            // run on over a comment after it, and text added there would be
+            // commented out.
+            Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                flow_end(text, start).unwrap_or(start + text[start..end].trim_end().len())
+            }
+            Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                start + text[start..end].trim_end().len()
+            }
+            // A plain scalar ends before a comment (` #` cannot be part of
+            // one), which its span may cover.
+            _ => {
+                let body = &text[start..end];
+                let body = comment_start(body).map_or(body, |at| &body[..at]);
+                start + body.trim_end().len()
+            }
         }
     }
 
@@ -457,6 +472,60 @@ impl<'a> Editor<'a> {
             })
             .unwrap_or_else(|| "  ".to_string())
     }
+}
+
+/// Where a comment starts in `text`: a `#` at its start or after a blank.
+fn comment_start(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).find(|&at| {
+        bytes[at] == b'#' && (at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r'))
+    })
+}
+
+/// The end (after its closing bracket) of the flow collection that opens
+/// at `start`, skipping quoted scalars and comments; `None` when it does
+/// not close.
+fn flow_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut at = start;
+    // The last character that was not a blank: a quote opens a quoted
+    // scalar only where a scalar can start.
+    let mut previous = b'{';
+    while at < bytes.len() {
+        let byte = bytes[at];
+        match byte {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            b'"' | b'\'' if matches!(previous, b'{' | b'[' | b',' | b':' | b'?') => {
+                at += 1;
+                while at < bytes.len() {
+                    match bytes[at] {
+                        b'\\' if byte == b'"' => at += 1,
+                        b'\'' if byte == b'\'' && bytes.get(at + 1) == Some(&b'\'') => at += 1,
+                        closing if closing == byte => break,
+                        _ => {}
+                    }
+                    at += 1;
+                }
+            }
+            b'#' if at == start || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                at += text[at..].find('\n').unwrap_or(text.len() - at);
+                continue;
+            }
+            _ => {}
+        }
+        if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+            previous = byte;
+        }
+        at += 1;
+    }
+    None
 }
 
 /// Insertions written one after another at one offset become one edit.

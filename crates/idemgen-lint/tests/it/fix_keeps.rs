@@ -220,3 +220,36 @@ paths:
     let payouts = &fixed[fixed.find("/payouts:").unwrap()..];
     assert!(payouts.contains("timeout: 30s"), "{fixed}");
 }
+
+/// Found by the `fix` fuzz target (its known `#` case): text that looks
+/// like JSON but is YAML (the strict JSON reader refuses the comments),
+/// with a comment after a value inside a flow mapping. The parser's span
+/// of that value runs on over the comment, so the entry the fix added
+/// after it (the document's new block, the operation's) was commented
+/// out, and the fixed text did not load. Added text now goes after the
+/// value's own text, before the comment.
+#[test]
+fn an_entry_added_after_a_flow_value_with_a_comment_is_not_commented_out() {
+    let spec = r#"{"openapi": "3.1.0",
+ "info": {"title": "Payments", "version": "1"} # the API
+ ,"paths": {"/pay": {"post": {"operationId": "onPay",
+   "responses": {"200": {"description": "ok"}} # answers
+   , "parameters": [{"name": "Idempotency-Key", "in": "header", "required": true, "schema": {"type": string}} # the key
+   ]}}}}
+"#;
+    let fixed = support::fix_keeping_the_rest("openapi.json", spec);
+    assert!(fixed.contains("# the API\n"), "{fixed}");
+    assert!(fixed.contains("# answers\n"), "{fixed}");
+    assert!(fixed.contains("# the key\n"), "{fixed}");
+    let tree = idemgen_spec::parse_tree("openapi.json", &fixed)
+        .unwrap()
+        .to_json();
+    assert!(
+        tree["x-idempotency"]["client"]["timeout"].is_string(),
+        "{fixed}"
+    );
+    assert!(
+        tree["paths"]["/pay"]["post"]["x-idempotency"]["window"].is_string(),
+        "{fixed}"
+    );
+}
