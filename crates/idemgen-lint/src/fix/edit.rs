@@ -430,8 +430,12 @@ impl<'a> Editor<'a> {
             Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
                 start + text[start..end].trim_end().len()
             }
+            // A block scalar's text may hold ` #`, and so may a quoted one
+            // after a tag or an anchor: their spans are taken as they are.
+            Some('|' | '>' | '!' | '&') => start + text[start..end].trim_end().len(),
             // A plain scalar ends before a comment (` #` cannot be part of
             // one), which its span may cover.
+            _ if after_block_header(&text[..start]) => start + text[start..end].trim_end().len(),
             _ => {
                 let body = &text[start..end];
                 let body = comment_start(body).map_or(body, |at| &body[..at]);
@@ -472,6 +476,21 @@ impl<'a> Editor<'a> {
             })
             .unwrap_or_else(|| "  ".to_string())
     }
+}
+
+/// Whether `before` (the text before a scalar's span) ends with a block
+/// scalar's header (`|`, `>-`, `|2+`, a comment after it): the scalar's
+/// span then starts at its content, where ` #` is text, not a comment.
+fn after_block_header(before: &str) -> bool {
+    let line = before.trim_end().rsplit('\n').next().unwrap_or("");
+    let line = comment_start(line)
+        .map_or(line, |at| &line[..at])
+        .trim_end();
+    let token = line.rsplit([' ', '\t']).next().unwrap_or("");
+    token.starts_with(['|', '>'])
+        && token[1..]
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
 }
 
 /// Where a comment starts in `text`: a `#` at its start or after a blank.

@@ -253,3 +253,28 @@ fn an_entry_added_after_a_flow_value_with_a_comment_is_not_commented_out() {
         "{fixed}"
     );
 }
+
+/// A value whose text holds ` #` without a comment (a block scalar, a
+/// quoted scalar after a tag) ends where its text ends: an entry added
+/// after it goes after all of it.
+#[test]
+fn an_entry_added_after_a_block_scalar_holding_a_hash_goes_after_it() {
+    let spec = r#"openapi: 3.1.0
+info: {title: Payments, version: "1"}
+paths:
+  /pay:
+    post:
+      operationId: onPay
+      responses:
+        "200": {description: ok}
+      summary: !!str "pay # now"
+      description: |
+        Pays. # not a comment
+        Twice is once.
+"#;
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", spec);
+    assert!(
+        fixed.contains("        Pays. # not a comment\n        Twice is once.\n"),
+        "{fixed}"
+    );
+}
