@@ -13,6 +13,8 @@ use super::{Edit, Offer};
 pub struct Editor<'a> {
     workspace: &'a Workspace,
     edits: Vec<Edit>,
+    /// An edit was refused, so the fix would be partial.
+    refused: bool,
 }
 
 impl<'a> Editor<'a> {
@@ -20,13 +22,14 @@ impl<'a> Editor<'a> {
         Editor {
             workspace,
             edits: Vec::new(),
+            refused: false,
         }
     }
 
     /// The fix, or `None` when nothing was edited. How safe it is is the
     /// rule's to say (its `declare_rule!`), not the builder's.
     pub fn finish(self, title: impl Into<String>) -> Option<Offer> {
-        (!self.edits.is_empty()).then(|| Offer {
+        (!self.refused && !self.edits.is_empty()).then(|| Offer {
             title: title.into(),
             edits: merge_insertions(self.edits),
         })
@@ -75,6 +78,13 @@ impl<'a> Editor<'a> {
     }
 
     fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
+        // YAML breaks lines at a `\r` alone too, where the lines this
+        // editor counts (by `\n`) would put new text mid-line: such a
+        // file gets no fix.
+        if has_lone_cr(&self.source(file).text) {
+            self.refused = true;
+            return;
+        }
         let display = self.source(file).display.clone();
         let replacement = if self.source(file).uses_crlf() {
             replacement.replace('\n', "\r\n")
@@ -491,6 +501,13 @@ fn after_block_header(before: &str) -> bool {
         && token[1..]
             .chars()
             .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+}
+
+/// Whether `text` has a `\r` not followed by `\n`: a line break of its
+/// own in YAML.
+fn has_lone_cr(text: &str) -> bool {
+    text.match_indices('\r')
+        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'))
 }
 
 /// Where a comment starts in `text`: a `#` at its start or after a blank.

@@ -278,3 +278,34 @@ paths:
         "{fixed}"
     );
 }
+
+/// Found by the `fix` fuzz target: a `\r` not followed by `\n` (here
+/// before a vertical tab) is a line break to YAML, not to the fix engine,
+/// which counts lines by `\n`; a block it added after the line went into
+/// the middle of what YAML reads as two lines, and the fixed text did not
+/// load. A file with such a line break gets no fix (its findings stay).
+#[test]
+fn a_lone_carriage_return_line_break_gets_no_fix() {
+    let spec = concat!(
+        "openapi: 3.1.0\r\n",
+        "true:\r\n",
+        "  title: CRLF line ends\r\n",
+        "  version: \"   post:\r\n",
+        "      operationId: pay\r\n",
+        "     0\"\r\n",
+        "paths:\r\n",
+        "  /pay:\r\n",
+        "    post:\r\n",
+        "      operationId: payF line ends\r\u{b}  version: \"1\"\r\n",
+        "paths:\r\n",
+        "  /pay:\r\n",
+        "    p\r\n",
+        "      #RLF line ends\r\u{b}  version: \"1\"\r\n",
+        "paths:\r\n",
+        "  /pay:\r\n",
+        "    post:\r\n",
+        "      operationIscription: ok\r\n",
+    );
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", spec);
+    assert_eq!(fixed, spec);
+}
