@@ -100,6 +100,24 @@ impl<'a> Editor<'a> {
         });
     }
 
+    /// Adds the first entry (or item) to an empty flow collection, whose
+    /// opening bracket ends at `at`; a second one this fix adds there
+    /// follows the first, after a comma.
+    fn push_into_empty(&mut self, file: FileId, at: usize, text: String, comma: &str) {
+        let display = &self.source(file).display;
+        let earlier = self
+            .edits
+            .iter_mut()
+            .find(|edit| &edit.file == display && edit.start == at && edit.end == at);
+        match earlier {
+            Some(edit) => {
+                edit.replacement.push_str(comma);
+                edit.replacement.push_str(&text);
+            }
+            None => self.push(file, at, at, text),
+        }
+    }
+
     /// Replaces the scalar written at `span` with `value`.
     pub fn replace_scalar(&mut self, span: Span, value: &Emit) -> Option<()> {
         let start = self.byte(span.file, span.start);
@@ -207,12 +225,8 @@ impl<'a> Editor<'a> {
                 } else {
                     value.yaml_flow()
                 };
-                self.push(
-                    file,
-                    open + 1,
-                    open + 1,
-                    format!("{}{colon}{body}", write_key(None)),
-                );
+                let entry = format!("{}{colon}{body}", write_key(None));
+                self.push_into_empty(file, open + 1, entry, comma);
             }
             Some(entry) => {
                 // After the last value, but inside the braces: a key with
@@ -291,7 +305,8 @@ impl<'a> Editor<'a> {
                 let start = self.byte(file, list.span.start);
                 let open = start + self.source(file).text[start..].find('[')?;
                 let text = render(self, None);
-                self.push(file, open + 1, open + 1, text);
+                let comma = if tight { "," } else { ", " };
+                self.push_into_empty(file, open + 1, text, comma);
             }
             Some(last) => {
                 let at = self.value_end(last);

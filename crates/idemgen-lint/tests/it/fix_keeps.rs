@@ -309,3 +309,24 @@ fn a_lone_carriage_return_line_break_gets_no_fix() {
     let fixed = support::fix_keeping_the_rest("openapi.yaml", spec);
     assert_eq!(fixed, spec);
 }
+
+/// Found by the `fix` fuzz target: an operation written as an empty flow
+/// mapping (`post: {}`) gets both its `x-idempotency` block and its key
+/// parameter from one fix; both went in right after `{`, with no comma
+/// between them, and the fixed text did not load.
+#[test]
+fn two_entries_added_to_an_empty_flow_mapping_are_separated() {
+    let spec = r#"openapi: 3.1.0
+info: {title: Payments, version: "1"}
+paths:
+  /payouts:
+    post: {}
+"#;
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", spec);
+    let tree = idemgen_spec::parse_tree("openapi.yaml", &fixed)
+        .unwrap()
+        .to_json();
+    let operation = &tree["paths"]["/payouts"]["post"];
+    assert!(operation["x-idempotency"].is_object(), "{fixed}");
+    assert!(operation["parameters"].is_array(), "{fixed}");
+}
