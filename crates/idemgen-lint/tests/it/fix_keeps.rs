@@ -330,3 +330,15 @@ paths:
     assert!(operation["x-idempotency"].is_object(), "{fixed}");
     assert!(operation["parameters"].is_array(), "{fixed}");
 }
+
+/// Found by the `fix` fuzz target, not fixed yet (docs/src/fuzzing.md,
+/// "Known and not fixed yet"): a mangled copy of a broken example whose
+/// root repeats keys; the fixes that declare the operation's 409, 400 and
+/// 429 responses are applied in every pass, yet the next pass offers them
+/// again, and fixing stops after its last pass with fixes left.
+#[test]
+#[ignore = "known, not fixed yet"]
+fn fixes_that_come_back_every_pass_known() {
+    let spec = include_str!("known/fix-unfinished.yaml");
+    support::fix_keeping_the_rest("openapi.yaml", spec);
+}
