@@ -10,7 +10,6 @@ use std::sync::OnceLock;
 
 use idemgen_lint::fix_loop::fix_document;
 use idemgen_lint::{LintOptions, lint};
-use idemgen_spec::contract::key_template::KeyTemplate;
 use idemgen_spec::refs::evaluate;
 use idemgen_spec::{Workspace, parse_tree};
 use libfuzzer_sys::fuzz_target;
@@ -32,16 +31,6 @@ fuzz_target!(|bytes: &[u8]| {
     } else {
         "api.yaml"
     };
-    // Known, not fixed yet: text that looks like JSON but is YAML (the
-    // strict JSON reader refuses it) with a `#` comment inside a flow
-    // collection gets an edit that the comment swallows, and the fixed
-    // text does not load. Left out so the other properties keep running.
-    if name == "api.json"
-        && text.contains('#')
-        && idemgen_spec::json_parse::parse(idemgen_spec::FileId(0), text).is_none()
-    {
-        return;
-    }
     let path = dir().join(name);
     std::fs::write(&path, text).unwrap();
     let options = LintOptions::default();
@@ -95,17 +84,6 @@ fuzz_target!(|bytes: &[u8]| {
         let Some(node) = evaluate(original.root(), pointer) else {
             return true;
         };
-        // Known, not fixed yet: a key schema `pattern` that spells no
-        // template is replaced by the one a contract fix guessed (one that
-        // spells a template becomes the contract's, see
-        // `KeyTemplate::from_pattern`). Left out so the rest keeps running.
-        if pointer.ends_with("/schema/pattern")
-            && node
-                .as_str()
-                .is_some_and(|pattern| KeyTemplate::from_pattern(pattern).is_none())
-        {
-            return false;
-        }
         let (start, end) = (
             source.byte_offset(node.span.start as usize),
             source.byte_offset(node.span.end as usize),

@@ -122,6 +122,55 @@ pub(crate) struct KeyInput {
     /// The `pattern` its schema already has: the template when it spells
     /// one (the author's keys are kept, not replaced by a guess).
     pub(crate) pattern: Option<String>,
+    /// What its schema's own `pattern` and `maxLength` say, as
+    /// `key-schema-mismatch` reads them once the contract exists.
+    pub(crate) written: WrittenSchema,
+}
+
+/// The `pattern` and `maxLength` a key's schema itself holds (not through
+/// `allOf`): the values `key-schema-mismatch` compares with the contract
+/// and, where they differ, overwrites.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct WrittenSchema {
+    /// `None`: no `pattern`; `Some(None)`: one that is not a string.
+    pub(crate) pattern: Option<Option<String>>,
+    /// `None`: no `maxLength`; `Some(None)`: one that is not an integer.
+    pub(crate) max_length: Option<Option<i64>>,
+}
+
+impl WrittenSchema {
+    fn of(context: &OperationContext<'_>, schema: Option<&Node>) -> WrittenSchema {
+        let Some(schema) = schema.and_then(|schema| context.workspace.deref(schema)) else {
+            return WrittenSchema::default();
+        };
+        WrittenSchema {
+            pattern: schema
+                .get("pattern")
+                .map(|node| node.as_str().map(str::to_string)),
+            max_length: schema.get("maxLength").map(|node| match node.value {
+                idemgen_spec::Value::Int(length) => Some(length),
+                _ => None,
+            }),
+        }
+    }
+
+    /// Whether a contract with `template` and `max_length` agrees with
+    /// what the schema says, so no later fix rewrites the author's values.
+    fn agrees(&self, template: &KeyTemplate, max_length: u64) -> bool {
+        let pattern_ok = match &self.pattern {
+            None => true,
+            Some(pattern) => pattern
+                .as_deref()
+                .is_some_and(|pattern| template.pattern_matches(pattern)),
+        };
+        let length_ok = match self.max_length {
+            None => true,
+            Some(length) => {
+                length.and_then(|length| u64::try_from(length).ok()) == Some(max_length)
+            }
+        };
+        pattern_ok && length_ok
+    }
 }
 
 pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
@@ -145,6 +194,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             pattern: parameter
                 .get("schema")
                 .and_then(|schema| pattern_of(context, schema)),
+            written: WrittenSchema::of(context, parameter.get("schema")),
         })
     });
     from_parameter.or_else(|| {
@@ -168,6 +218,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             required,
             max_length: context.max_length(&entry.value).map(|length| length as u64),
             pattern: pattern_of(context, &entry.value),
+            written: WrittenSchema::of(context, Some(&entry.value)),
         })
     })
 }
@@ -250,11 +301,20 @@ pub(crate) fn contract_block(
     if let (Some(dialect), None) = (defaults.dialect, &document.store_dialect) {
         store.push(("dialect", Emit::str(dialect.name())));
     }
-    let sections: Vec<(&str, Vec<(&str, Emit)>)> =
+    let mut sections: Vec<(&str, Vec<(&str, Emit)>)> =
         [("client", client), ("server", server), ("store", store)]
             .into_iter()
             .filter(|(_, fields)| !fields.is_empty())
             .collect();
+    // Guesses written at the document level reach every other contract
+    // too: a window the author set for timeouts the document does not
+    // state would turn "too short" and be rewritten to fit a guess. Where
+    // another operation has a contract, the guesses stay in this one's.
+    let own_sections = if other_contracts(context) {
+        std::mem::take(&mut sections)
+    } else {
+        Vec::new()
+    };
     if !sections.is_empty() {
         match root.get("x-idempotency") {
             None => {
@@ -290,6 +350,11 @@ pub(crate) fn contract_block(
         ("key", Emit::map(key)),
         ("window", Emit::str(format_ms(window))),
     ];
+    block.extend(
+        own_sections
+            .into_iter()
+            .map(|(name, fields)| (name, Emit::map(fields))),
+    );
     if !input.required {
         // The API lets clients leave the key out; the `stripe` profile is
         // the one whose key is optional.
@@ -304,6 +369,19 @@ pub(crate) fn contract_block(
     Some((template, max_length))
 }
 
+/// Whether an operation other than this one has an `x-idempotency` block.
+fn other_contracts(context: &OperationContext<'_>) -> bool {
+    idemgen_spec::operations::operations(context.workspace)
+        .iter()
+        .filter(|operation| operation.pointer != context.operation.pointer)
+        .any(|operation| {
+            operation
+                .node
+                .get("x-idempotency")
+                .is_some_and(|block| block.as_map().is_some())
+        })
+}
+
 fn window_for(timeout: u64, retries: &[u64], jitter: u64, processing: u64) -> Option<u64> {
     let inputs = WindowInputs {
         timeout_ms: Some(timeout),
@@ -315,9 +393,24 @@ fn window_for(timeout: u64, retries: &[u64], jitter: u64, processing: u64) -> Op
     compute(&inputs).smallest_safe_ms
 }
 
+/// The template a key schema's `pattern` spells, else
 /// `<operation>:{uuid}`, shortened (or with a shorter random segment) to
-/// fit the key's existing `maxLength`.
+/// fit the key's existing `maxLength`. `None` when the schema says
+/// something no contract agrees with (a `pattern` that spells no
+/// template, a `maxLength` that is no valid `key.max-length`, a template
+/// longer than it): a guessed contract would contradict the author, and
+/// `key-schema-mismatch` would then overwrite the author's values with
+/// the guess. The finding is then left for the author to settle.
 fn guess_template(context: &OperationContext<'_>, input: &KeyInput) -> Option<(KeyTemplate, u64)> {
+    let (template, max_length) = guess_unchecked(context, input)?;
+    let fits = template
+        .max_len(|_| None)
+        .is_some_and(|longest| longest as u64 <= max_length);
+    (fits && (1..=65_535).contains(&max_length) && input.written.agrees(&template, max_length))
+        .then_some((template, max_length))
+}
+
+fn guess_unchecked(context: &OperationContext<'_>, input: &KeyInput) -> Option<(KeyTemplate, u64)> {
     let limit = input
         .max_length
         .unwrap_or(idemgen_spec::contract::model::DEFAULT_MAX_KEY_LENGTH);

@@ -13,6 +13,8 @@ use super::{Edit, Offer};
 pub struct Editor<'a> {
     workspace: &'a Workspace,
     edits: Vec<Edit>,
+    /// An edit was refused, so the fix would be partial.
+    refused: bool,
 }
 
 impl<'a> Editor<'a> {
@@ -20,13 +22,14 @@ impl<'a> Editor<'a> {
         Editor {
             workspace,
             edits: Vec::new(),
+            refused: false,
         }
     }
 
     /// The fix, or `None` when nothing was edited. How safe it is is the
     /// rule's to say (its `declare_rule!`), not the builder's.
     pub fn finish(self, title: impl Into<String>) -> Option<Offer> {
-        (!self.edits.is_empty()).then(|| Offer {
+        (!self.refused && !self.edits.is_empty()).then(|| Offer {
             title: title.into(),
             edits: merge_insertions(self.edits),
         })
@@ -75,6 +78,13 @@ impl<'a> Editor<'a> {
     }
 
     fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
+        // YAML breaks lines at a `\r` alone too, where the lines this
+        // editor counts (by `\n`) would put new text mid-line: such a
+        // file gets no fix.
+        if has_lone_cr(&self.source(file).text) {
+            self.refused = true;
+            return;
+        }
         let display = self.source(file).display.clone();
         let replacement = if self.source(file).uses_crlf() {
             replacement.replace('\n', "\r\n")
@@ -88,6 +98,24 @@ impl<'a> Editor<'a> {
             end,
             replacement,
         });
+    }
+
+    /// Adds the first entry (or item) to an empty flow collection, whose
+    /// opening bracket ends at `at`; a second one this fix adds there
+    /// follows the first, after a comma.
+    fn push_into_empty(&mut self, file: FileId, at: usize, text: String, comma: &str) {
+        let display = &self.source(file).display;
+        let earlier = self
+            .edits
+            .iter_mut()
+            .find(|edit| &edit.file == display && edit.start == at && edit.end == at);
+        match earlier {
+            Some(edit) => {
+                edit.replacement.push_str(comma);
+                edit.replacement.push_str(&text);
+            }
+            None => self.push(file, at, at, text),
+        }
     }
 
     /// Replaces the scalar written at `span` with `value`.
@@ -197,12 +225,8 @@ impl<'a> Editor<'a> {
                 } else {
                     value.yaml_flow()
                 };
-                self.push(
-                    file,
-                    open + 1,
-                    open + 1,
-                    format!("{}{colon}{body}", write_key(None)),
-                );
+                let entry = format!("{}{colon}{body}", write_key(None));
+                self.push_into_empty(file, open + 1, entry, comma);
             }
             Some(entry) => {
                 // After the last value, but inside the braces: a key with
@@ -281,7 +305,8 @@ impl<'a> Editor<'a> {
                 let start = self.byte(file, list.span.start);
                 let open = start + self.source(file).text[start..].find('[')?;
                 let text = render(self, None);
-                self.push(file, open + 1, open + 1, text);
+                let comma = if tight { "," } else { ", " };
+                self.push_into_empty(file, open + 1, text, comma);
             }
             Some(last) => {
                 let at = self.value_end(last);
@@ -421,7 +446,26 @@ impl<'a> Editor<'a> {
                 }
                 end
             }
-            _ => start + text[start..end].trim_end().len(),
+            // A flow collection ends at its closing bracket; its span may
+            // run on over a comment after it, and text added there would be
+            // commented out.
+            Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                flow_end(text, start).unwrap_or(start + text[start..end].trim_end().len())
+            }
+            Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                start + text[start..end].trim_end().len()
+            }
+            // A block scalar's text may hold ` #`, and so may a quoted one
+            // after a tag or an anchor: their spans are taken as they are.
+            Some('|' | '>' | '!' | '&') => start + text[start..end].trim_end().len(),
+            // A plain scalar ends before a comment (` #` cannot be part of
+            // one), which its span may cover.
+            _ if after_block_header(&text[..start]) => start + text[start..end].trim_end().len(),
+            _ => {
+                let body = &text[start..end];
+                let body = comment_start(body).map_or(body, |at| &body[..at]);
+                start + body.trim_end().len()
+            }
         }
     }
 
@@ -457,6 +501,82 @@ impl<'a> Editor<'a> {
             })
             .unwrap_or_else(|| "  ".to_string())
     }
+}
+
+/// Whether `before` (the text before a scalar's span) ends with a block
+/// scalar's header (`|`, `>-`, `|2+`, a comment after it): the scalar's
+/// span then starts at its content, where ` #` is text, not a comment.
+fn after_block_header(before: &str) -> bool {
+    let line = before.trim_end().rsplit('\n').next().unwrap_or("");
+    let line = comment_start(line)
+        .map_or(line, |at| &line[..at])
+        .trim_end();
+    let token = line.rsplit([' ', '\t']).next().unwrap_or("");
+    token.starts_with(['|', '>'])
+        && token[1..]
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+}
+
+/// Whether `text` has a `\r` not followed by `\n`: a line break of its
+/// own in YAML.
+fn has_lone_cr(text: &str) -> bool {
+    text.match_indices('\r')
+        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'))
+}
+
+/// Where a comment starts in `text`: a `#` at its start or after a blank.
+fn comment_start(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    (0..bytes.len()).find(|&at| {
+        bytes[at] == b'#' && (at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r'))
+    })
+}
+
+/// The end (after its closing bracket) of the flow collection that opens
+/// at `start`, skipping quoted scalars and comments; `None` when it does
+/// not close.
+fn flow_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut at = start;
+    // The last character that was not a blank: a quote opens a quoted
+    // scalar only where a scalar can start.
+    let mut previous = b'{';
+    while at < bytes.len() {
+        let byte = bytes[at];
+        match byte {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            b'"' | b'\'' if matches!(previous, b'{' | b'[' | b',' | b':' | b'?') => {
+                at += 1;
+                while at < bytes.len() {
+                    match bytes[at] {
+                        b'\\' if byte == b'"' => at += 1,
+                        b'\'' if byte == b'\'' && bytes.get(at + 1) == Some(&b'\'') => at += 1,
+                        closing if closing == byte => break,
+                        _ => {}
+                    }
+                    at += 1;
+                }
+            }
+            b'#' if at == start || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r') => {
+                at += text[at..].find('\n').unwrap_or(text.len() - at);
+                continue;
+            }
+            _ => {}
+        }
+        if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+            previous = byte;
+        }
+        at += 1;
+    }
+    None
 }
 
 /// Insertions written one after another at one offset become one edit.

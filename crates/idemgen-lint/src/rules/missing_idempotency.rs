@@ -92,6 +92,7 @@ fn contract_with_new_key(context: &OperationContext<'_>, defaults: &FixDefaults)
         name: "Idempotency-Key".into(),
         required: true,
         max_length: None,
+        written: Default::default(),
         shared_name: None,
         pattern: None,
     };
