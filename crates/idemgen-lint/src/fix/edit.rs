@@ -4,7 +4,7 @@
 //! and key quoting). Nothing outside the edited range changes.
 
 use idemgen_spec::json_escapes::looks_like_json;
-use idemgen_spec::{Entry, FileId, Node, SourceFile, Span, Value, Workspace};
+use idemgen_spec::{Entry, FileId, LoadProblem, Node, SourceFile, Span, Value, Workspace};
 
 use super::emit::{Emit, yaml_key};
 use super::{Edit, Offer};
@@ -73,6 +73,12 @@ impl<'a> Editor<'a> {
                 .is_some_and(|at| !text[at + 2..].starts_with([' ', '\t', '\n', '\r']))
     }
 
+    fn has_duplicate_key(&self, file: FileId) -> bool {
+        self.workspace.problems.iter().any(|problem| {
+            matches!(problem, LoadProblem::DuplicateKey { again, .. } if again.file == file)
+        })
+    }
+
     fn is_flow(&self, node: &Node) -> bool {
         self.is_json(node.span.file) || self.body(node).starts_with(['{', '['])
     }
@@ -82,6 +88,14 @@ impl<'a> Editor<'a> {
         // editor counts (by `\n`) would put new text mid-line: such a
         // file gets no fix.
         if has_lone_cr(&self.source(file).text) {
+            self.refused = true;
+            return;
+        }
+        // A mapping with a key twice: the tree keeps one copy, the text
+        // has both, and parsers disagree on which wins, so an edit could
+        // land in the copy nobody reads and come back every pass. Such a
+        // file gets no fix until `duplicate-key` is settled.
+        if self.has_duplicate_key(file) {
             self.refused = true;
             return;
         }
