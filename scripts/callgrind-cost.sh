@@ -23,13 +23,17 @@
 # are not in the figures. Instructions per request = the phase's Ir /
 # REQUESTS. Shutdown is the last dump.
 #
-# Settings: REQUESTS (default 300), WARMUP (default 20), OUT (default a
-# new temporary directory: the callgrind files, for callgrind_annotate).
+# Settings: REQUESTS (default 300), WARMUP (default 20), WORKERS (the
+# service's tokio worker threads, TOKIO_WORKER_THREADS; default 1: with
+# more, how often workers park, steal and wake each other varies from run
+# to run by about 2 % of a request's instructions), OUT (default a new
+# temporary directory: the callgrind files, for callgrind_annotate).
 # Needs valgrind, curl, python3, and psql or mysql.
 set -euo pipefail
 
 REQUESTS=${REQUESTS:-300}
 WARMUP=${WARMUP:-20}
+WORKERS=${WORKERS:-1}
 OUT=${OUT:-$(mktemp -d /tmp/callgrind-cost.XXXXXX)}
 mkdir -p "$OUT"
 
@@ -101,7 +105,7 @@ run_one() {
     local out="$OUT/$index"
     mkdir -p "$out"
     LISTEN_ADDR="127.0.0.1:$port" DATABASE_URL="$url" PAYMENT_CALLBACK_INSECURE=1 \
-        PURGE_INTERVAL_SECS=3600 RUST_LOG=warn DOWNSTREAM_DELAY_MS=0 \
+        PURGE_INTERVAL_SECS=3600 RUST_LOG=warn DOWNSTREAM_DELAY_MS=0 TOKIO_WORKER_THREADS="$WORKERS" \
         valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
         "$binary" > "$out/service.log" 2>&1 &
     pid=$!
@@ -138,7 +142,7 @@ run_one() {
         $((first / REQUESTS)) $((replay / REQUESTS))
 }
 
-echo "callgrind files in $OUT; $REQUESTS requests per phase, $WARMUP of each warmed up"
+echo "callgrind files in $OUT; $REQUESTS requests per phase, $WARMUP of each warmed up, $WORKERS worker thread(s)"
 echo
 echo "| build | database | Ir per first write | Ir per replay |"
 echo "|---|---|---:|---:|"
