@@ -27,7 +27,7 @@
 //!
 //! `IDEMGEN_COMPARE_BINS=/a/{dialect}/payment-callback,/b/{dialect}/payment-callback`
 //! compares builds instead: `IDEMGEN_BENCH_ROUNDS` rounds (default 3) of
-//! (a) and then (b) on each build (their order turning round by round),
+//! (a), then (b) and (c) on each build (their order turning round by round),
 //! each ratio taken to the (a) of its own round, with the profile behind
 //! it per request: statements (PostgreSQL's `pg_stat_statements`, where
 //! the server has it), commits, WAL flushes (`pg_stat_wal.wal_sync`), and
@@ -75,7 +75,7 @@ fn main() {
         }
     }
     if !compared.is_empty() {
-        println!("\n## first-time writes, builds compared\n");
+        println!("\n## first-time writes and replays, builds compared\n");
         println!("{machine}");
         println!(
             "{clients} client threads, {} s per run, one server process each, release builds.\n",
@@ -228,7 +228,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     rows
 }
 
-/// Rounds of (a) and (b) on each of `builds`; their table rows.
+/// Rounds of (a), (b) and (c) on each of `builds`; their table rows.
 fn compare(
     db: &Database,
     builds: &[String],
@@ -260,6 +260,26 @@ fn compare(
     drive(clients, Duration::from_secs(2), orders, |agent, i| {
         plain(agent, &naive.base, &format!("W-{i}"))
     });
+    // Each build's keys to replay: completed now, their window pushed out
+    // so that the rounds do not outlive it (the window is the example's 18 s).
+    let replays: Vec<(Vec<String>, Vec<String>)> = generated
+        .iter()
+        .enumerate()
+        .map(|(build, (_, server))| {
+            let prefix = format!("R{build}");
+            seed_orders(db, &prefix, REPLAY_KEYS);
+            let keys = new_keys(REPLAY_KEYS);
+            let bodies: Vec<String> = (0..REPLAY_KEYS)
+                .map(|i| callback_body(&format!("{prefix}-{i}"), 100))
+                .collect();
+            let prepared = drive(clients, Duration::from_secs(60), REPLAY_KEYS, |agent, i| {
+                send(agent, &server.base, Some(&keys[i]), &bodies[i])
+            });
+            assert_eq!(prepared.count(200), REPLAY_KEYS, "preparing the replays");
+            (keys, bodies)
+        })
+        .collect();
+    db.exec("UPDATE idempotent_record SET expires_at = expires_at + 3600000");
     let mut rows = String::new();
     for round in 0..rounds {
         let prefix = format!("A{round}");
@@ -297,6 +317,27 @@ fn compare(
                 database,
                 round,
                 &format!("(b) first-time, {name}"),
+                &run,
+                &plain_run,
+                &measured,
+            ));
+        }
+        for turn in 0..generated.len() {
+            let build = (turn + round) % generated.len();
+            let (name, server) = &generated[build];
+            let (keys, bodies) = &replays[build];
+            let profile = Profiler::start(db, server.pid());
+            eprintln!("round {}: (c) on {name}", round + 1);
+            let run = drive(clients, duration, usize::MAX, |agent, i| {
+                let pick = i % REPLAY_KEYS;
+                send(agent, &server.base, Some(&keys[pick]), &bodies[pick])
+            });
+            assert_eq!(run.count(200), run.latencies.len(), "replays answer 200");
+            let measured = profile.per_request(&run);
+            rows.push_str(&compared_row(
+                database,
+                round,
+                &format!("(c) replay, {name}"),
                 &run,
                 &plain_run,
                 &measured,

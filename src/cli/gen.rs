@@ -38,6 +38,11 @@ pub struct GenArgs {
     /// output directory) instead of writing a copy to vendor/idemgen-runtime.
     #[arg(long, value_name = "DIR")]
     pub runtime_path: Option<String>,
+    /// Where you publish ops/prometheus/runbook.md (its URL, no `#`): each
+    /// alert's runbook_url is this and `#` its section. Without it, the
+    /// file's path in the project.
+    #[arg(long, value_name = "URL", value_parser = runbook_url, conflicts_with = "client")]
+    pub runbook_url: Option<String>,
     /// Write a Rust client crate (reqwest, tokio) instead of the service:
     /// one async method per operation, idempotent ones retried with one key
     /// on the schedule their contract's window was checked against.
@@ -93,6 +98,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         standalone: !is_workspace_member(&args.output),
         defaults: config.defaults,
         runtime_path: args.runtime_path.clone(),
+        runbook_url: args.runbook_url.clone(),
         spec: args
             .spec
             .file_name()
@@ -267,4 +273,17 @@ fn shell_word(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
+}
+
+/// `--runbook-url`: the address of the file, to which each alert adds its
+/// `#section`.
+fn runbook_url(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.contains(['#', '"', '\\']) || value.contains(char::is_whitespace) {
+        return Err(
+            "the address of runbook.md itself, without `#`, quotes or spaces; each alert adds \
+             its `#section`"
+                .to_string(),
+        );
+    }
+    Ok(value.to_string())
 }

@@ -2,7 +2,8 @@
 //! `promtool check rules` accepts them and `promtool test rules` runs the
 //! unit tests gen writes beside them, which fire each alert on series
 //! above its threshold and keep it silent below; the thresholds are the
-//! contract's numbers. Needs `promtool` (Debian's `prometheus` package;
+//! contract's numbers; each rule links to its section of the runbook gen
+//! writes beside them. Needs `promtool` (Debian's `prometheus` package;
 //! `.ci/run` installs it), else says SKIPPED.
 
 use std::path::Path;
@@ -54,6 +55,8 @@ fn the_example_alerts_pass_promtool_and_their_unit_tests() {
         rules.contains("monitoring.replay-rate-alert (0.1 %)"),
         "{rules}"
     );
+    let runbook = std::fs::read_to_string(dir.join("runbook.md")).unwrap();
+    let manual = std::fs::read_to_string(root().join("docs/src/alerts.md")).unwrap();
     for alert in [
         "IdempotencyReplayRateHigh",
         "IdempotencyInProgressRising",
@@ -64,13 +67,37 @@ fn the_example_alerts_pass_promtool_and_their_unit_tests() {
         "IdempotencyRecordsStuckInProgress",
     ] {
         assert!(rules.contains(&format!("- alert: {alert}\n")), "{alert}");
-        // Its runbook section exists in the manual.
-        let runbook = std::fs::read_to_string(root().join("docs/src/alerts.md")).unwrap();
+        // Its link is a path in the project, to its section of the
+        // runbook, which carries the manual's guide.
+        let anchor = alert.to_ascii_lowercase();
         assert!(
-            runbook.contains(&format!("## {alert}\n")),
-            "docs/src/alerts.md: {alert}"
+            rules.contains(&format!(
+                "runbook_url: \"ops/prometheus/runbook.md#{anchor}\"\n"
+            )),
+            "{alert}: {rules}"
         );
+        let section = runbook
+            .split(&format!("\n## {alert}\n\n"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n## ").next())
+            .unwrap_or_else(|| panic!("runbook.md: {alert}"));
+        let guide = section.split("\n\nIn this service:").next().unwrap();
+        assert!(
+            manual.contains(&format!("## {alert}\n\n{guide}\n")),
+            "{alert}: the runbook's guide is not the manual's"
+        );
+        assert!(section.contains("In this service:"), "{alert}: {section}");
+        assert!(section.contains("onPayCallback") || section.contains("idempotent_record"));
     }
+    // This service's numbers.
+    assert!(
+        runbook.contains("`monitoring.replay-rate-alert`: 0.1 %"),
+        "{runbook}"
+    );
+    assert!(
+        runbook.contains("`server.max-processing`: 3 s (the alert at 2.25 s, 75 %)"),
+        "{runbook}"
+    );
     // The README's window section shows the example's window table and
     // these thresholds beside it.
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -123,10 +150,43 @@ fn each_contract_sets_its_own_thresholds() {
     let path = dir.path().join("openapi.yaml");
     std::fs::write(&path, spec).unwrap();
     let out = dir.path().join("svc");
-    let run = idemgen(&["gen", path.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let published = "https://git.example.com/svc/-/blob/main/ops/prometheus/runbook.md";
+    let run = idemgen(&[
+        "gen",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--runbook-url",
+        published,
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let ops = out.join("ops/prometheus");
     let rules = std::fs::read_to_string(ops.join("alerts.yml")).unwrap();
+    // Each link is the published address and the section.
+    assert!(
+        rules.contains(&format!(
+            "runbook_url: \"{published}#idempotencybusinessnearmaxprocessing\"\n"
+        )),
+        "{rules}"
+    );
+    assert!(!rules.contains("runbook_url: \"ops/"), "{rules}");
+    let runbook = std::fs::read_to_string(ops.join("runbook.md")).unwrap();
+    assert!(runbook.contains(&format!("<{published}>")), "{runbook}");
+    assert!(
+        runbook.contains("`server.max-processing`: 4 s (the alert at 3 s, 75 %)")
+            && runbook.contains("`monitoring.replay-rate-alert`: 0.05 %"),
+        "{runbook}"
+    );
+    // An address with a section of its own is refused.
+    let refused = idemgen(&[
+        "gen",
+        path.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--runbook-url",
+        "https://example.com/runbook.md#top",
+    ]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(rules.contains("  > 0.0005\n"), "{rules}");
     assert!(rules.contains("  > 3\n"), "75 % of 4 s: {rules}");
     assert!(rules.contains("server.max-processing (4 s)"), "{rules}");

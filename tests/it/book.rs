@@ -4,7 +4,9 @@
 //!   `docs/src/rules.md`, the probe-check pages (`docs/src/probe-checks/ID.md`)
 //!   and their table in `docs/src/probe-checks.md` are rendered from the
 //!   built binary (`idemgen rules`, `idemgen rule ID`, `idemgen probe --help`)
-//!   and must equal the committed files. `IDEMGEN_BLESS=1 cargo test --test
+//!   and must equal the committed files; so must the alerts' sections of
+//!   `docs/src/alerts.md` (the guides of `idemgen_codegen::alert_guides`,
+//!   which every generated `ops/prometheus/runbook.md` carries). `IDEMGEN_BLESS=1 cargo test --test
 //!   book` rewrites them (and their entries in `SUMMARY.md`).
 //! - `SUMMARY.md` lists every page under `docs/src/`.
 //! - Every `$ idemgen ...` command shown in a `console` block of the book or
@@ -215,6 +217,13 @@ fn generated_pages_match_the_registries() {
         checks_md.clone(),
         with_generated_part(&checks_md, &text, &check_table(&checks)),
     );
+    // The alerts' guides, as every generated runbook.md has them.
+    let alerts_md = book.join("alerts.md");
+    let text = std::fs::read_to_string(&alerts_md).unwrap();
+    expected.insert(
+        alerts_md.clone(),
+        with_generated_part(&alerts_md, &text, &idemgen_codegen::alert_guides()),
+    );
     let summary_md = book.join("SUMMARY.md");
     let summary = std::fs::read_to_string(&summary_md).unwrap();
     let summary = with_summary_entries(
@@ -270,7 +279,7 @@ fn generated_pages_match_the_registries() {
     assert!(
         drifted.is_empty() || bless(),
         "the book's generated pages differ from what the binary prints \
-         (`idemgen rules`, `idemgen rule ID`, `idemgen probe --help`):\n  {}\n\
+         (`idemgen rules`, `idemgen rule ID`, `idemgen probe --help`, the alerts' guides):\n  {}\n\
          regenerate them with `{REGENERATE}` and commit the result",
         names.join("\n  ")
     );

@@ -310,6 +310,7 @@ fn the_example_is_idemgen_output_plus_business_files() {
         package: "payment-callback".into(),
         standalone: false,
         runtime_path: Some("../../crates/idemgen-runtime".into()),
+        runbook_url: None,
         spec: "openapi.yaml".into(),
         defaults: Default::default(),
     };

@@ -109,6 +109,7 @@ fn response_headers_are_fields_of_their_variant() {
         package: "created-headers".into(),
         standalone: false,
         runtime_path: None,
+        runbook_url: None,
         spec: "openapi.yaml".into(),
         defaults: Default::default(),
     };

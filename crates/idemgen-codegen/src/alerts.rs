@@ -2,7 +2,9 @@
 //! runtime serves, their thresholds taken from the same contracts the code
 //! was generated from, and `ops/prometheus/alerts.test.yml`, the
 //! `promtool test rules` unit tests that prove each alert fires on
-//! synthetic series above its threshold and stays silent below it.
+//! synthetic series above its threshold and stays silent below it, and
+//! `ops/prometheus/runbook.md`, each alert's runbook section with this
+//! service's numbers, where every rule's `runbook_url` points.
 //!
 //! Operations whose contracts give the same numbers share one rule
 //! (`operation=~"a|b"`, aggregated `by (operation)`), so a spec with
@@ -17,9 +19,8 @@ use crate::{File, Owner};
 
 pub const RULES: &str = "ops/prometheus/alerts.yml";
 pub const TESTS: &str = "ops/prometheus/alerts.test.yml";
-
-/// Where each alert's runbook is: the idemgen manual's alerts page.
-const RUNBOOK: &str = "docs/src/alerts.md";
+/// Each alert's runbook section, with this service's numbers.
+pub const RUNBOOK: &str = "ops/prometheus/runbook.md";
 
 /// The window rates are taken over, and how long a condition must hold.
 const RATE_WINDOW: &str = "10m";
@@ -34,6 +35,10 @@ const UNAVAILABLE_SHARE: f64 = 0.01;
 /// The business step's 99th percentile, as a share of the lease, above
 /// which a takeover is near.
 const NEAR_LEASE: f64 = 0.75;
+
+/// The contract fields the thresholds come from.
+const REPLAY_RATE: &str = "monitoring.replay-rate-alert";
+const MAX_PROCESSING: &str = "server.max-processing";
 
 /// The operations of one rule: the same threshold numbers.
 struct Cohort<'a> {
@@ -83,13 +88,113 @@ struct Alert {
     labels: Vec<(&'static str, String)>,
     summary: String,
     description: String,
+    /// What the rule watches, for the runbook: its operations, or the
+    /// record table.
+    watches: String,
+    /// The contract fields behind the rule, with this rule's values.
+    fields: Vec<(&'static str, String)>,
     /// Series (`name{labels}`, promtool's expanding notation) that cross
     /// the threshold, and series that stay below it.
     above: Vec<(String, String)>,
     below: Vec<(String, String)>,
 }
 
-/// Both files, or none when no operation is idempotent.
+/// What each alert means and what to do, the same for every service: the
+/// sections of the manual's alerts page (`docs/src/alerts.md`, rendered
+/// from here by the book test) and of every generated `runbook.md`, which
+/// adds the service's own numbers.
+const GUIDE: [(&str, &str); 7] = [
+    (
+        "IdempotencyReplayRateHigh",
+        "More than the threshold of an operation's requests are answered with a
+stored response. Contract field: `monitoring.replay-rate-alert`. A client
+retries requests that already succeeded: its retry policy broke (retrying
+on success, or on a status it should not), or answers are lost on the way
+back (a proxy timing out before the service answers; compare
+`client.timeout` with the request histogram). The window did its job:
+nothing ran twice; find the client in the access logs.",
+    ),
+    (
+        "IdempotencyInProgressRising",
+        "In-progress answers plus takeovers exceed the threshold's share of first
+attempts. Contract field: `server.max-processing` (and `client.timeout`).
+Retries arrive while their first attempt still runs: the client's timeout
+is shorter than the business step. Takeovers mean an attempt ran past its
+lease (or its process died) and a retry took the key over; the first
+attempt was rolled back. Compare `idempotency_business_duration_seconds`
+with `server.max-processing`; raise it (and re-run `idemgen window`, since
+the window must grow with it), or make the step faster.",
+    ),
+    (
+        "IdempotencyBusinessNearMaxProcessing",
+        "The business step's 99th percentile is above 75 % of
+`server.max-processing`. Contract field: `server.max-processing`. Past the
+lease the attempt is cut off with 503 and a retry takes the key over, so a
+step that creeps toward the lease turns into takeovers and 503s. Raise
+`server.max-processing` (then `idemgen window`), or find what slowed the
+step down (the span's `business_ms`).",
+    ),
+    (
+        "IdempotencyConflictsRising",
+        "Keys reused with a different request exceed the threshold's share of
+first attempts. Contract fields: `key.format`, `fingerprint.include`
+(and `responses.failed: reject`, under which a retry after a recorded
+failure is a conflict too). A client generates keys that collide (a
+counter, a timestamp), or changes a request between retries (a new
+timestamp in the body). The first request's result stands; nothing ran
+twice.",
+    ),
+    (
+        "IdempotencyLostRacesHigh",
+        "Races lost on the database to a duplicate sent at the same moment exceed
+the threshold's share of first attempts. Contract field:
+`monitoring.replay-rate-alert` (the share), `client.retries`. Every lost
+race is answered correctly (in progress or a replay), but many mean that
+clients send copies in parallel (hedged requests, a fan-out) rather than
+retry after `client.timeout`. The `class` label says where the race was
+lost: `claim` and `reclaim` are normal under parallel copies; `business`
+and `commit` cost a rolled-back business step.",
+    ),
+    (
+        "IdempotencyUnavailable",
+        "More than 1 % of an operation's answers are 503. Contract field:
+`server.max-processing` (a 503 \"processing took too long\" is an attempt cut
+off at its lease). Otherwise the database is unreachable, or a commit's
+outcome is unknown (the connection broke while it ran). Clients retry with
+the same key after `Retry-After`, and the record table keeps the request
+exactly-once meanwhile; check `GET /healthz` and the database.",
+    ),
+    (
+        "IdempotencyRecordsStuckInProgress",
+        "For 15 minutes the record table has held records in progress whose lease
+ran out. Contract field: `server.max-processing` (the lease) and `window`.
+Their first attempt neither finished nor released the key: the process
+died or hangs mid-request, and no client retried. A retry with the same key
+takes the record over at once; otherwise the key stays blocked until its
+window ends and the purge deletes it. Look for crashes or restarts at the
+time the records were created.",
+    ),
+];
+
+/// The manual's sections (`docs/src/alerts.md`, a generated part): each
+/// alert's `## Name` and its guide.
+pub fn guide_sections() -> String {
+    GUIDE
+        .iter()
+        .map(|(name, text)| format!("## {name}\n\n{text}\n"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn guide(alert: &str) -> &'static str {
+    GUIDE
+        .iter()
+        .find(|(name, _)| *name == alert)
+        .map(|(_, text)| *text)
+        .unwrap_or_else(|| panic!("{alert} has no guide"))
+}
+
+/// The three files, or none when no operation is idempotent.
 pub fn files(project: &Project) -> Vec<File> {
     let cohorts = cohorts(project);
     if cohorts.is_empty() {
@@ -99,7 +204,7 @@ pub fn files(project: &Project) -> Vec<File> {
     for cohort in &cohorts {
         alerts.extend(cohort_alerts(cohort));
     }
-    alerts.push(stuck(project));
+    alerts.push(stuck(project, &cohorts));
     vec![
         File {
             path: RULES.to_string(),
@@ -109,6 +214,11 @@ pub fn files(project: &Project) -> Vec<File> {
         File {
             path: TESTS.to_string(),
             contents: tests_yaml(project, &alerts),
+            owner: Owner::Idemgen,
+        },
+        File {
+            path: RUNBOOK.to_string(),
+            contents: runbook_md(project, &alerts),
             owner: Owner::Idemgen,
         },
     ]
@@ -191,6 +301,7 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         )
     };
     let replay_share = percent(r);
+    let lease_text = format!("{} s", number(lease));
     let labels_note = "{{ $labels.operation }}";
     let mut alerts = Vec::new();
 
@@ -200,6 +311,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         expr: format!("{replays}\n  / ({first} + {replays})\n  > {}", number(r)),
         hold: HOLD,
         severity: "warning",
+        watches: names.clone(),
+        fields: vec![(REPLAY_RATE, replay_share.clone())],
         labels: operation.clone(),
         summary: format!(
             "{labels_note}: more than {replay_share} of requests are answered by replay"
@@ -232,6 +345,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         hold: HOLD,
         severity: "warning",
+        watches: names.clone(),
+        fields: vec![(REPLAY_RATE, replay_share.clone()), (MAX_PROCESSING, lease_text.clone())],
         labels: operation.clone(),
         summary: format!(
             "{labels_note}: duplicates answered in progress, or taken over, exceed {replay_share} of first attempts"
@@ -258,6 +373,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         hold: HOLD,
         severity: "warning",
+        watches: names.clone(),
+        fields: vec![(MAX_PROCESSING, format!("{lease_text} (the alert at {near} s, {})", percent(NEAR_LEASE)))],
         labels: operation.clone(),
         summary: format!(
             "{labels_note}: the business step's 99th percentile is above {} of server.max-processing",
@@ -295,6 +412,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         hold: HOLD,
         severity: "warning",
+        watches: names.clone(),
+        fields: vec![(REPLAY_RATE, replay_share.clone())],
         labels: operation.clone(),
         summary: format!(
             "{labels_note}: keys reused with another request exceed {replay_share} of first attempts"
@@ -319,6 +438,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         hold: HOLD,
         severity: "info",
+        watches: names.clone(),
+        fields: vec![(REPLAY_RATE, replay_share.clone())],
         labels: operation.clone(),
         summary: format!(
             "{labels_note}: races lost to concurrent duplicates exceed {replay_share} of first attempts"
@@ -346,6 +467,8 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         hold: HOLD,
         severity: "critical",
+        watches: names.clone(),
+        fields: vec![(MAX_PROCESSING, lease_text.clone())],
         labels: operation,
         summary: format!(
             "{labels_note}: more than {} of answers are 503",
@@ -368,14 +491,27 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
 }
 
 /// Records in progress past their lease, table-wide.
-fn stuck(project: &Project) -> Alert {
+fn stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
     let table = &project.table;
+    let mut leases: Vec<f64> = cohorts.iter().map(|cohort| cohort.lease_secs).collect();
+    leases.sort_by(f64::total_cmp);
+    leases.dedup();
+    let leases = leases
+        .iter()
+        .map(|lease| format!("{} s", number(*lease)))
+        .collect::<Vec<_>>()
+        .join(", ");
     let series = format!("idempotency_records_past_lease{{table=\"{table}\"}}");
     Alert {
         name: "IdempotencyRecordsStuckInProgress",
         expr: format!("max by (table) ({series}) > 0"),
         hold: STUCK_HOLD,
         severity: "warning",
+        watches: format!("the record table `{table}`"),
+        fields: vec![
+            (MAX_PROCESSING, leases),
+            ("store.table", format!("`{table}`")),
+        ],
         labels: vec![("table", table.clone())],
         summary: "{{ $labels.table }}: records stay in progress past their lease".to_string(),
         description: format!(
@@ -389,8 +525,72 @@ fn stuck(project: &Project) -> Alert {
     }
 }
 
-fn runbook(alert: &str) -> String {
-    format!("{RUNBOOK}#{}", alert.to_ascii_lowercase())
+/// The alert's section of `runbook.md`, where the project publishes it
+/// (`gen --runbook-url`), else its path in the project.
+fn runbook_url(project: &Project, alert: &str) -> String {
+    let base = project.runbook_url.as_deref().unwrap_or(RUNBOOK);
+    format!("{base}#{}", alert.to_ascii_lowercase())
+}
+
+fn runbook_md(project: &Project, alerts: &[Alert]) -> String {
+    let mut out = format!(
+        "<!-- Generated by idemgen {} from {}: `idemgen gen` rewrites this file. -->\n\n",
+        project.version, project.spec
+    );
+    let _ = writeln!(out, "# Runbook: {}'s idempotency alerts\n", project.package);
+    let published = match &project.runbook_url {
+        Some(url) => format!("published at <{url}> (`idemgen gen --runbook-url`)"),
+        None => format!(
+            "this file's path in the project, `{RUNBOOK}`; publish it where on-call can open \
+             it and pass its address to `idemgen gen --runbook-url URL`, which every rule's \
+             link then starts with"
+        ),
+    };
+    let _ = writeln!(
+        out,
+        "Each rule of `alerts.yml` (beside this file) links to its section here through its \
+         `runbook_url`: {published}. A section says what the alert means, which contract \
+         field of {} sets its threshold, and this service's numbers. Rates are taken over \
+         {RATE_WINDOW} and must hold for {HOLD} (records stuck in progress: {STUCK_HOLD}); \
+         edit the contract and run `idemgen gen` again, not this file.\n",
+        project.spec
+    );
+    let mut names: Vec<&str> = Vec::new();
+    for alert in alerts {
+        if !names.contains(&alert.name) {
+            names.push(alert.name);
+        }
+    }
+    let _ = writeln!(out, "| alert | severity | for |\n| --- | --- | --- |");
+    for name in &names {
+        let first = alerts.iter().find(|alert| alert.name == *name).unwrap();
+        let _ = writeln!(
+            out,
+            "| [{name}](#{}) | {} | {} |",
+            name.to_ascii_lowercase(),
+            first.severity,
+            first.hold
+        );
+    }
+    for name in names {
+        let _ = writeln!(out, "\n## {name}\n");
+        let _ = writeln!(out, "{}\n", guide(name));
+        let _ = writeln!(out, "In this service:");
+        for alert in alerts.iter().filter(|alert| alert.name == name) {
+            let fields = alert
+                .fields
+                .iter()
+                .map(|(field, value)| format!("`{field}`: {value}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let _ = writeln!(
+                out,
+                "\n- {} (severity {}, for {}). {fields}.\n\n  {}",
+                alert.watches, alert.severity, alert.hold, alert.description
+            );
+        }
+    }
+    out
 }
 
 /// A YAML double-quoted string.
@@ -429,7 +629,7 @@ fn rules_yaml(project: &Project, alerts: &[Alert]) -> String {
         let _ = writeln!(
             out,
             "          runbook_url: {}",
-            quoted(&runbook(alert.name))
+            quoted(&runbook_url(project, alert.name))
         );
     }
     out
@@ -497,7 +697,7 @@ fn tests_yaml(project: &Project, alerts: &[Alert]) -> String {
             let _ = writeln!(
                 out,
                 "              runbook_url: {}",
-                quoted(&runbook(alert.name))
+                quoted(&runbook_url(project, alert.name))
             );
         }
     }

@@ -47,6 +47,9 @@ pub struct Project {
     pub dialects: Vec<DialectContext>,
     /// The runtime crate's path, when not vendored.
     pub runtime_path: Option<String>,
+    /// Where the project publishes `ops/prometheus/runbook.md`
+    /// (`--runbook-url`); the alerts link to its sections.
+    pub runbook_url: Option<String>,
     /// Every security scheme an operation requires, each once.
     pub schemes: Vec<SchemeContext>,
     /// Whether any operation requires credentials.

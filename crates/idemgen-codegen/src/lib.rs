@@ -43,6 +43,10 @@ pub struct Options {
     /// Depend on the `idemgen-runtime` crate at this path (relative to the
     /// project) instead of writing a copy to `vendor/idemgen-runtime/`.
     pub runtime_path: Option<String>,
+    /// `--runbook-url`: where the project publishes
+    /// `ops/prometheus/runbook.md`; each alert's `runbook_url` is this and
+    /// `#` its section (else the file's path in the project).
+    pub runbook_url: Option<String>,
 }
 
 /// Who owns a generated file after it is first written.
@@ -119,6 +123,13 @@ pub fn store(contracts: &[&Contract], dialect: Option<Dialect>) -> Result<Store,
         table,
         key_width,
     })
+}
+
+/// Each alert's guide as the manual's alerts page shows it (`## Name` and
+/// what it means): the text every generated `runbook.md` starts its
+/// sections with.
+pub fn alert_guides() -> String {
+    alerts::guide_sections()
 }
 
 /// Every file of the project for `workspace`.
@@ -467,6 +478,7 @@ fn project_context(
             .any(|scheme| matches!(scheme.kind, context::SchemeKindContext::ApiKey { .. })),
         schemes,
         runtime_path: options.runtime_path.clone(),
+        runbook_url: options.runbook_url.clone(),
     }
 }
 
