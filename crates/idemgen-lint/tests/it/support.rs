@@ -16,89 +16,14 @@ pub fn workspace_root() -> PathBuf {
 #[path = "../../../../tests/support/tree.rs"]
 mod tree;
 
-/// Runs `lint --fix --unsafe-fixes` on `text` (as `name`) and checks what
-/// the `fix` fuzz target checks: the fixed text loads, no fixable finding
-/// is left, nothing the author wrote is lost or changed except where a
-/// fix offered on the original text points, and a second run changes
-/// nothing. Returns the fixed text (the original when nothing changed).
-pub fn fix_keeping_the_rest(name: &str, text: &str) -> String {
-    use idemgen_lint::fix_loop::fix_document;
-    use idemgen_lint::{LintOptions, lint};
-    use idemgen_spec::refs::evaluate;
-    use idemgen_spec::{Workspace, parse_tree};
+#[path = "../../../../tests/support/fix_keeps.rs"]
+mod fix_keeps;
 
+/// Runs `lint --fix --unsafe-fixes` on `text` (as `name`) and checks what
+/// the `fix` fuzz target checks (`tests/support/fix_keeps.rs`). Returns the
+/// fixed text (the original when nothing changed).
+pub fn fix_keeping_the_rest(name: &str, text: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).unwrap();
-    let options = LintOptions::default();
-    let original = Workspace::load(&path)
-        .unwrap_or_else(|error| panic!("the original does not load: {}", error.message));
-    let edited: Vec<(usize, usize)> = lint(&original, &options)
-        .diagnostics
-        .iter()
-        .filter_map(|finding| finding.fix.as_ref())
-        .flat_map(|fix| &fix.edits)
-        .filter(|edit| edit.file == original.files[0].source.display)
-        .map(|edit| (edit.start, edit.end))
-        .collect();
-    let outcome = fix_document(&path, &options, true).unwrap_or_else(|error| {
-        panic!(
-            "a fix wrote text that does not load: {}\n{}",
-            error.message,
-            error.text.unwrap_or_default()
-        )
-    });
-    assert!(
-        !outcome.unfinished,
-        "fixes were still left after the last pass"
-    );
-    let Some(fixed) = outcome.files.iter().find(|file| file.path == path) else {
-        assert_eq!(
-            outcome.applied, 0,
-            "fixes applied, yet the text is unchanged"
-        );
-        return text.to_string();
-    };
-    std::fs::write(&path, &fixed.after).unwrap();
-    let workspace = Workspace::load(&path).unwrap_or_else(|error| {
-        panic!(
-            "the fixed text does not load: {}\n{}",
-            error.message, fixed.after
-        )
-    });
-    let left: Vec<String> = lint(&workspace, &options)
-        .diagnostics
-        .iter()
-        .filter(|finding| finding.fix.is_some())
-        .map(|finding| format!("{}: {}", finding.rule, finding.message))
-        .collect();
-    assert!(
-        left.is_empty(),
-        "fixable findings left after fixing: {left:?}\n{}",
-        fixed.after
-    );
-    let before = parse_tree(name, text).unwrap().to_json();
-    let after = parse_tree(name, &fixed.after).unwrap().to_json();
-    let mut lost = Vec::new();
-    tree::losses(&before, &after, "", &mut lost);
-    let source = &original.files[0].source;
-    lost.retain(|pointer| {
-        let Some(node) = evaluate(original.root(), pointer) else {
-            return true;
-        };
-        let (start, end) = (
-            source.byte_offset(node.span.start as usize),
-            source.byte_offset(node.span.end as usize),
-        );
-        !edited.iter().any(|&(from, to)| from <= end && to >= start)
-    });
-    assert!(
-        lost.is_empty(),
-        "the fix lost {lost:?}, where no edit of a fix was\n{}",
-        fixed.after
-    );
-    let again = fix_document(&path, &options, true).unwrap();
-    assert_eq!(again.applied, 0, "a second run applied fixes");
-    assert!(again.files.is_empty(), "a second run changed the text");
-    fixed.after.clone()
+    fix_keeps::fix_keeping_the_rest(&dir.path().join(name), text)
+        .unwrap_or_else(|| panic!("the original does not load:\n{text}"))
 }
