@@ -253,7 +253,13 @@ impl<'a> Editor<'a> {
                 } else {
                     usize::MAX
                 };
-                let at = self.value_end(&entry.value).min(before_brace);
+                let mut at = self.value_end(&entry.value).min(before_brace);
+                // A key with no value before the brace (`{a: }`) has an
+                // empty value the parser places at its key: the new entry
+                // goes before the brace, after the empty value's `: `.
+                if at <= self.byte(file, entry.key_span.end) && before_brace != usize::MAX {
+                    at = before_brace;
+                }
                 let quote = self.quote_of(&entries[0]);
                 let text = match self.line_indent(file, entry.key_span) {
                     Some(indent) if entry.key_span.line != map.span.line => {

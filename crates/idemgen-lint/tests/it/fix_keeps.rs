@@ -347,3 +347,13 @@ fn a_file_with_a_duplicate_key_gets_no_fix() {
         assert_eq!(fixed, spec, "a file with a duplicate key was edited");
     }
 }
+
+/// Found by the `fix` fuzz target: a one-line flow operation whose last
+/// entry has no value (`{operationId: }`) and a comment after it.
+#[test]
+fn a_contract_added_to_a_flow_operation_with_an_empty_value_loads() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/flow-operation-empty-value.yaml"),
+    );
+}
