@@ -26,6 +26,9 @@ pub struct SourceFile {
     /// Whether lines end in `\r\n`, found on first use: fixes ask once
     /// per edit, and a search of a 4 MB file per edit adds up.
     crlf: std::sync::OnceLock<bool>,
+    /// Whether a `\r` breaks a line alone, found on first use, for the
+    /// same reason.
+    lone_cr: std::sync::OnceLock<bool>,
 }
 
 impl SourceFile {
@@ -44,12 +47,23 @@ impl SourceFile {
             text,
             checkpoints,
             crlf: std::sync::OnceLock::new(),
+            lone_cr: std::sync::OnceLock::new(),
         }
     }
 
     /// Whether the file's lines end in `\r\n`.
     pub fn uses_crlf(&self) -> bool {
         *self.crlf.get_or_init(|| self.text.contains("\r\n"))
+    }
+
+    /// Whether the text has a `\r` not followed by `\n`: a line break of
+    /// its own in YAML, where lines counted by `\n` disagree.
+    pub fn has_lone_cr(&self) -> bool {
+        *self.lone_cr.get_or_init(|| {
+            self.text
+                .match_indices('\r')
+                .any(|(at, _)| self.text.as_bytes().get(at + 1) != Some(&b'\n'))
+        })
     }
 
     /// Byte offset of the character at `char_index` (clamped to the end).

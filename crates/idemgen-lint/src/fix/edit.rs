@@ -87,7 +87,7 @@ impl<'a> Editor<'a> {
         // YAML breaks lines at a `\r` alone too, where the lines this
         // editor counts (by `\n`) would put new text mid-line: such a
         // file gets no fix.
-        if has_lone_cr(&self.source(file).text) {
+        if self.source(file).has_lone_cr() {
             self.refused = true;
             return;
         }
@@ -536,13 +536,6 @@ fn after_block_header(before: &str) -> bool {
         && token[1..]
             .chars()
             .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
-}
-
-/// Whether `text` has a `\r` not followed by `\n`: a line break of its
-/// own in YAML.
-fn has_lone_cr(text: &str) -> bool {
-    text.match_indices('\r')
-        .any(|(at, _)| text.as_bytes().get(at + 1) != Some(&b'\n'))
 }
 
 /// Where a comment starts in `text`: a `#` at its start or after a blank.

@@ -54,14 +54,7 @@ static STRICT: Operation = Operation::idempotent(
 static PLAIN: Operation = Operation::plain("plain", "plain");
 
 fn pay(key: Option<&str>, body: &Value) -> axum::extract::Request {
-    let builder = Request::post("/pay").header("content-type", "application/json");
-    let builder = match key {
-        Some(key) => builder.header("Idempotency-Key", key),
-        None => builder,
-    };
-    builder
-        .body(Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap()
+    support::post_json("/pay", key, body)
 }
 
 async fn claim(engine: &Idempotency, request: axum::extract::Request) -> Call {

@@ -6,7 +6,7 @@
 //! refusal is `application/problem+json` with a stable `type` per kind, a
 //! `title`, a `detail` and the status the `ietf-draft` profile names.
 
-use crate::support::{Table, body_text};
+use crate::support::{self, Table, body_text};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use axum::response::Response;
@@ -63,14 +63,7 @@ impl Verify for Callers {
 }
 
 fn create(key: Option<&str>, body: &Value) -> axum::extract::Request {
-    let builder = Request::post("/orders").header("content-type", "application/json");
-    let builder = match key {
-        Some(key) => builder.header("Idempotency-Key", key),
-        None => builder,
-    };
-    builder
-        .body(Body::from(serde_json::to_vec(body).unwrap()))
-        .unwrap()
+    support::post_json("/orders", key, body)
 }
 
 fn fresh_key() -> String {

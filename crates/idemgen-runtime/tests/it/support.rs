@@ -59,6 +59,23 @@ pub fn pay(key: &str) -> axum::extract::Request {
         .unwrap()
 }
 
+/// `POST path` with `body` as JSON and, when given, `key` as its
+/// `Idempotency-Key` header.
+pub fn post_json(
+    path: &str,
+    key: Option<&str>,
+    body: &serde_json::Value,
+) -> axum::extract::Request {
+    let builder = Request::post(path).header("content-type", "application/json");
+    let builder = match key {
+        Some(key) => builder.header("Idempotency-Key", key),
+        None => builder,
+    };
+    builder
+        .body(Body::from(serde_json::to_vec(body).unwrap()))
+        .unwrap()
+}
+
 /// Claims the key of `request` for `operation`, or fails the test.
 pub async fn claim(
     operation: &'static Operation,
