@@ -4,12 +4,11 @@
 //! Either way `key-predictable` warns that the server cannot check it, and
 //! `--fix` writes the schema pattern the server validates with.
 
-use std::path::Path;
-
 use idemgen_diagnostics::{Diagnostic, Severity};
+use idemgen_lint::LintOptions;
 use idemgen_lint::fix_loop::fix_document;
-use idemgen_lint::{LintOptions, lint};
-use idemgen_spec::Workspace;
+
+use crate::support::findings;
 
 /// `POST /orders` under `profile`, its key `format`, with the answers the
 /// profile names declared, and the key's parameter schema `key_schema`.
@@ -52,16 +51,6 @@ paths:
 }
 
 const FIXED_SCHEMA: &str = "{type: string, maxLength: 255, pattern: '^[!-~]+$'}";
-
-fn findings(text: &str) -> Vec<Diagnostic> {
-    let workspace = Workspace::from_text(
-        Path::new("/nonexistent/spec.yaml"),
-        "spec.yaml".into(),
-        text.to_string(),
-    )
-    .unwrap_or_else(|error| panic!("{}: {text}", error.message));
-    lint(&workspace, &LintOptions::default()).diagnostics
-}
 
 fn of_rule<'a>(findings: &'a [Diagnostic], rule: &str) -> Vec<&'a Diagnostic> {
     findings

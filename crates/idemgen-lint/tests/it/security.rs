@@ -7,11 +7,11 @@ use std::path::Path;
 
 use idemgen_diagnostics::Applicability;
 use idemgen_diagnostics::{Diagnostic, Severity};
+use idemgen_lint::LintOptions;
 use idemgen_lint::fix_loop::fix_document;
-use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::Workspace;
 
-use crate::support::workspace_root;
+use crate::support::{findings, workspace_root};
 
 const RULE: &str = "replay-unauthenticated";
 
@@ -47,16 +47,6 @@ components:
     apiKey: {{type: apiKey, in: header, name: X-Api-Key}}
 "
     )
-}
-
-fn findings(text: &str) -> Vec<Diagnostic> {
-    let workspace = Workspace::from_text(
-        Path::new("/nonexistent/spec.yaml"),
-        "spec.yaml".into(),
-        text.to_string(),
-    )
-    .unwrap_or_else(|error| panic!("{}: {text}", error.message));
-    lint(&workspace, &LintOptions::default()).diagnostics
 }
 
 /// The finding of this rule, asserting it is the only finding.

@@ -27,3 +27,14 @@ pub fn fix_keeping_the_rest(name: &str, text: &str) -> String {
     fix_keeps::fix_keeping_the_rest(&dir.path().join(name), text)
         .unwrap_or_else(|| panic!("the original does not load:\n{text}"))
 }
+
+/// `idemgen lint`'s findings on `text`, read as `spec.yaml`.
+pub fn findings(text: &str) -> Vec<idemgen_diagnostics::Diagnostic> {
+    let workspace = idemgen_spec::Workspace::from_text(
+        std::path::Path::new("/nonexistent/spec.yaml"),
+        "spec.yaml".into(),
+        text.to_string(),
+    )
+    .unwrap_or_else(|error| panic!("{}: {text}", error.message));
+    idemgen_lint::lint(&workspace, &idemgen_lint::LintOptions::default()).diagnostics
+}
