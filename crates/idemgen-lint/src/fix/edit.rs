@@ -392,7 +392,8 @@ impl<'a> Editor<'a> {
                             && entry.value.span.start == entry.value.span.end
                         {
                             let file = entry.key_span.file;
-                            return self.end_of_line(file, self.byte(file, entry.key_span.end));
+                            let at = self.past_indicator(file, entry.key_span.end);
+                            return self.end_of_line(file, at);
                         }
                         node = &entry.value;
                     }
@@ -407,6 +408,19 @@ impl<'a> Editor<'a> {
         }
         let end = self.value_end(node);
         self.end_of_line(node.span.file, end)
+    }
+
+    /// Past the `:` that follows a key ending at `key_end`. An empty key
+    /// (a line holding only `:`) has an empty span before its `:`; without
+    /// this, trimming back from it would cross into the line above.
+    fn past_indicator(&self, file: FileId, key_end: u32) -> usize {
+        let text = &self.source(file).text;
+        let at = self.byte(file, key_end).min(text.len());
+        let blanks = text[at..].len() - text[at..].trim_start_matches([' ', '\t']).len();
+        match text[at + blanks..].starts_with(':') {
+            true => at + blanks + 1,
+            false => at,
+        }
     }
 
     /// From `at`, back over trailing whitespace, then forward to the end

@@ -358,15 +358,13 @@ fn a_contract_added_to_a_flow_operation_with_an_empty_value_loads() {
     );
 }
 
-/// Found by the `fix` fuzz target, not fixed yet (docs/src/fuzzing.md):
-/// a block mapping whose last entry has an empty key (a line holding only
-/// `:`). The operation's new `responses` block is inserted before that
-/// line, which then belongs to the new block: the entry moves.
+/// Found by the `fix` fuzz target: a block mapping whose last entry has
+/// an empty key (a line holding only `:`). The operation's new block was
+/// inserted before that line, which then belonged to the new block.
 #[test]
-#[ignore = "known, not fixed yet"]
-fn an_entry_with_an_empty_key_stays_where_it_was_known() {
+fn an_entry_with_an_empty_key_stays_where_it_was() {
     support::fix_keeping_the_rest(
         "openapi.yaml",
-        include_str!("known/empty-key-after-a-block.yaml"),
+        include_str!("found/empty-key-after-a-block.yaml"),
     );
 }
