@@ -486,8 +486,25 @@ impl<'a> Editor<'a> {
             Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
                 flow_end(text, start).unwrap_or(start + text[start..end].trim_end().len())
             }
+            // A mapping without braces (a block one, or a pair in a flow
+            // sequence, `[a: b]`) ends where its last value does: its span
+            // may run on over a comment after it.
             Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
-                start + text[start..end].trim_end().len()
+                let trimmed = start + text[start..end].trim_end().len();
+                match &node.value {
+                    Value::Map(entries) => match entries.last() {
+                        Some(entry)
+                            if matches!(entry.value.value, Value::Null)
+                                && entry.value.span.start == entry.value.span.end =>
+                        {
+                            self.past_indicator(file, entry.key_span.end)
+                        }
+                        Some(entry) => self.value_end(&entry.value),
+                        None => trimmed,
+                    },
+                    Value::Seq(items) => items.last().map_or(trimmed, |item| self.value_end(item)),
+                    _ => trimmed,
+                }
             }
             // A block scalar's text may hold ` #`, and so may a quoted one
             // after a tag or an anchor: their spans are taken as they are.

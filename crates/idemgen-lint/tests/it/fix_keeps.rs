@@ -368,3 +368,15 @@ fn an_entry_with_an_empty_key_stays_where_it_was() {
         include_str!("found/empty-key-after-a-block.yaml"),
     );
 }
+
+/// Found by the `fix` fuzz target: a flow sequence whose last item is a
+/// pair without braces (`[database: drop`) followed by a comment line. Its
+/// span runs on over the comment, and the `,` before the new key
+/// parameter went after it, commented out: the fixed text did not load.
+#[test]
+fn an_item_added_after_a_flow_pair_and_a_comment_is_not_commented_out() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/flow-pair-before-a-comment.json"),
+    );
+}
