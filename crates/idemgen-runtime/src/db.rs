@@ -327,7 +327,16 @@ pub(crate) fn classify(error: &sqlx::Error) -> Failure {
 /// would wait on it. A transaction begun after the caller stopped waiting
 /// is dropped, which rolls it back.
 pub(crate) async fn begin(pool: &Pool) -> Result<Tx, sqlx::Error> {
-    begin_on(pool.acquire().await?).await
+    begin_on(acquire(pool).await?).await
+}
+
+/// A connection from `pool`. sqlx's future for it holds the connect path
+/// (about 8.7 KB), so it is boxed ([`crate::in_place`]).
+pub(crate) fn acquire(
+    pool: &Pool,
+) -> std::pin::Pin<Box<dyn Future<Output = Result<PoolConnection, sqlx::Error>> + Send + 'static>>
+{
+    crate::in_place::in_place(|| pool.acquire())
 }
 
 /// [`begin`] on a connection already taken from the pool (the one the key

@@ -40,6 +40,7 @@ use tokio::time::Instant;
 use crate::NotImplemented;
 use crate::contract::Contract;
 use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
+use crate::in_place::in_place;
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::{
@@ -314,9 +315,9 @@ impl Idempotency {
     ) -> Result<Call, Response> {
         let started = Instant::now();
         let claims = admitted.is_some();
-        let begun = self
-            .claim_and_begin(operation, request, admitted, started)
-            .await;
+        // Boxed: its state (the claim's statements) is the largest of a
+        // request's ([`crate::in_place`]).
+        let begun = in_place(|| self.claim_and_begin(operation, request, admitted, started)).await;
         let took = started.elapsed();
         if claims {
             operation.metrics.observe_claim(operation.lease_ms(), took);
@@ -371,7 +372,7 @@ impl Idempotency {
         let lease = Duration::from_millis(u64::try_from(contract.lease_ms).unwrap_or(0));
         let deadline = started + lease;
         // One connection for the claim and the business transaction.
-        let mut connection = match tokio::time::timeout_at(deadline, self.pool.acquire()).await {
+        let mut connection = match tokio::time::timeout_at(deadline, db::acquire(&self.pool)).await {
             Ok(Ok(connection)) => connection,
             Ok(Err(error)) => {
                 return Err(self.stopped(
@@ -869,7 +870,7 @@ impl Call {
             .observe_business(self.operation.lease_ms(), business);
         let claim = self.claim_time;
         let ending = Instant::now();
-        let answer = self.stop(Stop::DeadlineExceeded, None).await;
+        let answer = in_place(|| self.stop(Stop::DeadlineExceeded, None)).await;
         outcome::timed(answer, Outcome::Failed, |observed| {
             observed.claim = claim;
             observed.business = Some(business);
@@ -900,7 +901,7 @@ impl Call {
         let claim = self.claim_time;
         let taken_over = self.claim.as_ref().is_some_and(|claim| claim.taken_over);
         let finishing = Instant::now();
-        let answer = self.store_and_commit(outcome).await;
+        let answer = in_place(|| self.store_and_commit(outcome)).await;
         // Unmarked: this attempt's own answer, stored (a success) or
         // recorded as a failure.
         let outcome = match (answer.status().is_success(), taken_over) {

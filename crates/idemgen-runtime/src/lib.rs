@@ -101,6 +101,7 @@ engine! {
     mod db;
     mod engine;
     mod fingerprint;
+    mod in_place;
     mod input;
     mod key;
     mod metrics;
@@ -109,6 +110,7 @@ engine! {
     mod problem;
     mod reachability;
     mod reply;
+    mod run_to_end;
     mod request_span;
     mod response_headers;
     mod security;

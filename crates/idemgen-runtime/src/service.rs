@@ -13,6 +13,7 @@ use axum::routing::get;
 
 use crate::engine::{Idempotency, Operation};
 use crate::metrics;
+use crate::run_to_end::RunToEndService;
 
 /// Records deleted per purge statement.
 pub const PURGE_BATCH: i64 = 500;
@@ -124,7 +125,6 @@ pub async fn serve_with_header_timeout(
     use hyper_util::server::graceful::GracefulShutdown;
     use hyper_util::service::TowerToHyperService;
 
-    let router = router.layer(axum::middleware::from_fn(finish_despite_disconnect));
     let listener = tokio::net::TcpListener::bind(listen_addr).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     let mut builder = hyper::server::conn::http1::Builder::new();
@@ -148,7 +148,7 @@ pub async fn serve_with_header_timeout(
             },
             () = &mut shutting_down => break,
         };
-        let service = TowerToHyperService::new(router.clone());
+        let service = RunToEndService(TowerToHyperService::new(router.clone()));
         // No upgrades (WebSocket): the services this serves have none.
         let connection = builder.serve_connection(TokioIo::new(stream), service);
         let connection = graceful.watch(connection);
@@ -170,26 +170,6 @@ pub async fn serve_with_header_timeout(
     #[cfg(feature = "otel")]
     let _ = tokio::task::spawn_blocking(crate::otel::flush_traces).await;
     Ok(())
-}
-
-/// Runs each request to its end even when its client goes away. A client
-/// whose timeout (`client.timeout`) is shorter than the server's work
-/// closes the connection, and hyper then drops the request's future: the
-/// work would stop midway, its claim held until the lease ends, and the
-/// client's retry told "in progress" until then and run again after. On a
-/// task of its own the request finishes and stores its answer, which the
-/// retry gets as a replay: the behaviour the window math assumes.
-async fn finish_despite_disconnect(
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> axum::response::Response {
-    match tokio::spawn(next.run(request)).await {
-        Ok(response) => response,
-        Err(error) => {
-            tracing::error!(%error, "a request's task ended without an answer");
-            StatusCode::INTERNAL_SERVER_ERROR.into_response()
-        }
-    }
 }
 
 fn is_connection_error(error: &std::io::Error) -> bool {

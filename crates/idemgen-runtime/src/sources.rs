@@ -18,6 +18,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/db/primary.rs", include_str!("../src/db/primary.rs")),
     ("src/engine.rs", include_str!("../src/engine.rs")),
     ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
+    ("src/in_place.rs", include_str!("../src/in_place.rs")),
     ("src/input.rs", include_str!("../src/input.rs")),
     ("src/key.rs", include_str!("../src/key.rs")),
     ("src/lib.rs", include_str!("../src/lib.rs")),
@@ -31,6 +32,7 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../src/reachability.rs"),
     ),
     ("src/reply.rs", include_str!("../src/reply.rs")),
+    ("src/run_to_end.rs", include_str!("../src/run_to_end.rs")),
     (
         "src/request_span.rs",
         include_str!("../src/request_span.rs"),

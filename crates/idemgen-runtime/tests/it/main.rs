@@ -6,6 +6,7 @@
 //! A module whose server is not configured prints `SKIPPED: why`.
 
 mod canonical_json;
+mod clients_that_leave;
 mod commit_outcome;
 // idemgen's models for `tests/codegen_fixtures/created-headers.yaml`, as a
 // generated service has them; the tests use only its response.

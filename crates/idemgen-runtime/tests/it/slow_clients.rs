@@ -11,6 +11,8 @@ use axum::Router;
 use axum::routing::post;
 use idemgen_runtime::{BODY_READ_TIMEOUT, Request};
 
+use crate::support;
+
 const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
 
 async fn echo(request: axum::extract::Request) -> axum::response::Response {
@@ -36,29 +38,9 @@ fn until_closed(mut stream: TcpStream) -> (String, Duration) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickled_headers_and_bodies_are_cut_off() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("127.0.0.1:{port}");
     let router = Router::new().route("/pay", post(echo));
-    let server = tokio::spawn({
-        let address = address.clone();
-        async move {
-            idemgen_runtime::service::serve_with_header_timeout(&address, router, HEADER_TIMEOUT)
-                .await
-        }
-    });
-    let connect = move || {
-        for _ in 0..100 {
-            if let Ok(stream) = TcpStream::connect(&address) {
-                return stream;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("the server did not start");
-    };
+    let (address, server) = support::serve_on_a_free_port(router, HEADER_TIMEOUT);
+    let connect = move || support::connect(&address);
     let (headers, body) = tokio::task::spawn_blocking(move || {
         let mut headers = connect();
         headers

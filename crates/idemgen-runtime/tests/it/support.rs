@@ -234,3 +234,36 @@ impl Drop for Table {
         }
     }
 }
+
+/// `router` served by `idemgen_runtime::service` on a free port of
+/// 127.0.0.1: its address, and the server's task (abort it when done).
+pub fn serve_on_a_free_port(
+    router: axum::Router,
+    header_timeout: std::time::Duration,
+) -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let server = tokio::spawn({
+        let address = address.clone();
+        async move {
+            idemgen_runtime::service::serve_with_header_timeout(&address, router, header_timeout)
+                .await
+        }
+    });
+    (address, server)
+}
+
+/// A connection to `address`, once the server listens there.
+pub fn connect(address: &str) -> std::net::TcpStream {
+    for _ in 0..100 {
+        if let Ok(stream) = std::net::TcpStream::connect(address) {
+            return stream;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the server did not start on {address}");
+}
