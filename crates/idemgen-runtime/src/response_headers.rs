@@ -79,10 +79,9 @@ pub(crate) fn decode(block: &[u8]) -> Vec<(HeaderName, HeaderValue)> {
         if let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(&line[..colon]),
             HeaderValue::from_bytes(value),
-        ) {
-            if is_stored(&name) {
-                headers.push((name, value));
-            }
+        ) && is_stored(&name)
+        {
+            headers.push((name, value));
         }
     }
     headers

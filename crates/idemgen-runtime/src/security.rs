@@ -390,7 +390,7 @@ fn base64_decode(text: &str) -> Option<Vec<u8>> {
         } as u32)
     }
     let trimmed = text.trim_end_matches('=');
-    if text.len() % 4 != 0 || text.len() - trimmed.len() > 2 {
+    if !text.len().is_multiple_of(4) || text.len() - trimmed.len() > 2 {
         return None;
     }
     let mut out = Vec::with_capacity(trimmed.len() * 3 / 4);
