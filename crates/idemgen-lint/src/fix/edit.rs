@@ -454,6 +454,33 @@ impl<'a> Editor<'a> {
         let start = self.byte(file, node.span.start).min(text.len());
         let end = self.byte(file, node.span.end).min(text.len()).max(start);
         match text[start..].chars().next() {
+            // A flow collection ends at its closing bracket; its span may
+            // run on over a comment after it, and text added there would be
+            // commented out.
+            Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                flow_end(text, start).unwrap_or(start + text[start..end].trim_end().len())
+            }
+            // A mapping without braces (a block one, or a pair in a flow
+            // sequence, `[a: b]`, `["a": b]`) ends where its last value
+            // does: its span may run on over a comment after it, and one
+            // that starts with a quoted key is not a quoted scalar.
+            Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
+                let trimmed = start + text[start..end].trim_end().len();
+                match &node.value {
+                    Value::Map(entries) => match entries.last() {
+                        Some(entry)
+                            if matches!(entry.value.value, Value::Null)
+                                && entry.value.span.start == entry.value.span.end =>
+                        {
+                            self.past_indicator(file, entry.key_span.end)
+                        }
+                        Some(entry) => self.value_end(&entry.value),
+                        None => trimmed,
+                    },
+                    Value::Seq(items) => items.last().map_or(trimmed, |item| self.value_end(item)),
+                    _ => trimmed,
+                }
+            }
             Some('"') => {
                 let mut escaped = false;
                 for (offset, c) in text[start + 1..].char_indices() {
@@ -479,32 +506,6 @@ impl<'a> Editor<'a> {
                     at += 1;
                 }
                 end
-            }
-            // A flow collection ends at its closing bracket; its span may
-            // run on over a comment after it, and text added there would be
-            // commented out.
-            Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
-                flow_end(text, start).unwrap_or(start + text[start..end].trim_end().len())
-            }
-            // A mapping without braces (a block one, or a pair in a flow
-            // sequence, `[a: b]`) ends where its last value does: its span
-            // may run on over a comment after it.
-            Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
-                let trimmed = start + text[start..end].trim_end().len();
-                match &node.value {
-                    Value::Map(entries) => match entries.last() {
-                        Some(entry)
-                            if matches!(entry.value.value, Value::Null)
-                                && entry.value.span.start == entry.value.span.end =>
-                        {
-                            self.past_indicator(file, entry.key_span.end)
-                        }
-                        Some(entry) => self.value_end(&entry.value),
-                        None => trimmed,
-                    },
-                    Value::Seq(items) => items.last().map_or(trimmed, |item| self.value_end(item)),
-                    _ => trimmed,
-                }
             }
             // A block scalar's text may hold ` #`, and so may a quoted one
             // after a tag or an anchor: their spans are taken as they are.

@@ -380,3 +380,15 @@ fn an_item_added_after_a_flow_pair_and_a_comment_is_not_commented_out() {
         include_str!("found/flow-pair-before-a-comment.json"),
     );
 }
+
+/// Found by the `fix` fuzz target: a flow sequence whose last item is a
+/// pair without braces and with a quoted key (`["x-idempotency": {…}]`).
+/// Its end was taken as a quoted scalar's, after the key, and the new key
+/// parameter went between the key and its colon.
+#[test]
+fn an_item_added_after_a_flow_pair_with_a_quoted_key_goes_after_its_value() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/flow-pair-with-a-quoted-key.json"),
+    );
+}
