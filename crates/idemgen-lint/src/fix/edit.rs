@@ -627,12 +627,19 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
 /// Insertions written one after another at one offset become one edit.
 /// Their texts go deepest first (stable otherwise): at the end of an
 /// operation that also ends the document, the operation's new entries
-/// come before the document's, or they would land inside its block.
+/// come before the document's, or they would land inside its block. At
+/// one indentation a sequence item goes before a mapping entry: a block
+/// sequence may sit at its key's indentation (`parameters:` then `- …`
+/// under it), and an item after the next key would belong to nothing.
 fn merge_insertions(edits: Vec<Edit>) -> Vec<Edit> {
     let mut merged: Vec<Edit> = Vec::new();
     let mut group: Vec<Edit> = Vec::new();
     let flush = |group: &mut Vec<Edit>, merged: &mut Vec<Edit>| {
-        group.sort_by_key(|edit| std::cmp::Reverse(indent(&edit.replacement)));
+        group.sort_by_key(|edit| {
+            let first_line = first_line(&edit.replacement);
+            let item = first_line.trim_start().starts_with("- ");
+            (std::cmp::Reverse(indent(first_line)), !item)
+        });
         let mut parts = group.drain(..);
         if let Some(mut first) = parts.next() {
             for part in parts {
@@ -658,13 +665,16 @@ fn merge_insertions(edits: Vec<Edit>) -> Vec<Edit> {
     merged
 }
 
-/// The indentation of the first line an insertion starts (its text after
-/// the leading line break).
-fn indent(insertion: &str) -> usize {
-    let line = insertion
+/// The first line an insertion starts (its text after the leading line
+/// break).
+fn first_line(insertion: &str) -> &str {
+    insertion
         .trim_start_matches([',', '\r', '\n'])
         .split('\n')
         .next()
-        .unwrap_or("");
+        .unwrap_or("")
+}
+
+fn indent(line: &str) -> usize {
     line.len() - line.trim_start_matches(' ').len()
 }

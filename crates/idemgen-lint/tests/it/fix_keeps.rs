@@ -392,3 +392,16 @@ fn an_item_added_after_a_flow_pair_with_a_quoted_key_goes_after_its_value() {
         include_str!("found/flow-pair-with-a-quoted-key.json"),
     );
 }
+
+/// Found by the `fix` fuzz target: an operation whose `parameters` block
+/// sequence sits at the key's own indentation gets both a contract and a
+/// key parameter at the end of that sequence. Both insertions have one
+/// indentation; the contract went first and the new item after it, where
+/// it belonged to nothing.
+#[test]
+fn an_item_added_to_an_indentless_sequence_goes_before_a_new_entry() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/indentless-parameters-and-a-new-contract.yaml"),
+    );
+}
