@@ -454,6 +454,10 @@ impl<'a> Editor<'a> {
         let start = self.byte(file, node.span.start).min(text.len());
         let end = self.byte(file, node.span.end).min(text.len()).max(start);
         match text[start..].chars().next() {
+            // An empty value in a flow collection (a key with no `:`
+            // before `,`) has a span the parser starts at the indicator
+            // after it: it ends where it starts.
+            Some(',' | '}' | ']') if matches!(node.value, Value::Null) => start,
             // A flow collection ends at its closing bracket; its span may
             // run on over a comment after it, and text added there would be
             // commented out.

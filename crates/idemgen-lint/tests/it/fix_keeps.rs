@@ -405,3 +405,16 @@ fn an_item_added_to_an_indentless_sequence_goes_before_a_new_entry() {
         include_str!("found/indentless-parameters-and-a-new-contract.yaml"),
     );
 }
+
+/// Found by the `fix` fuzz target: an operation written as a flow mapping
+/// whose last entry has no value and is followed by a trailing comma
+/// (`{…, {"201": …} , }`). The parser starts that empty value at the
+/// comma; the new entries went after it with a comma of their own, and
+/// the empty entry between the two did not load.
+#[test]
+fn entries_added_to_a_flow_mapping_with_a_trailing_comma_go_before_it() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/flow-operation-trailing-comma.json"),
+    );
+}
