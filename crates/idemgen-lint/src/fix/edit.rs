@@ -80,7 +80,8 @@ impl<'a> Editor<'a> {
     }
 
     fn is_flow(&self, node: &Node) -> bool {
-        self.is_json(node.span.file) || self.body(node).starts_with(['{', '['])
+        self.is_json(node.span.file)
+            || (self.body(node).starts_with(['{', '[']) && !starts_at_its_first_child(node))
     }
 
     fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
@@ -572,6 +573,22 @@ fn after_block_header(before: &str) -> bool {
         && token[1..]
             .chars()
             .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+}
+
+/// Whether `node` starts where its first item or key does: a block
+/// collection whose span the parser starts at its first item's content
+/// (a sequence at its key's indentation, `- {…}`), which a `{` or `[`
+/// there does not make a flow one.
+fn starts_at_its_first_child(node: &Node) -> bool {
+    match &node.value {
+        Value::Seq(items) => items
+            .first()
+            .is_some_and(|item| item.span.start == node.span.start),
+        Value::Map(entries) => entries
+            .first()
+            .is_some_and(|entry| entry.key_span.start == node.span.start),
+        _ => false,
+    }
 }
 
 /// Where a comment starts in `text`: a `#` at its start or after a blank.

@@ -418,3 +418,16 @@ fn entries_added_to_a_flow_mapping_with_a_trailing_comma_go_before_it() {
         include_str!("found/flow-operation-trailing-comma.json"),
     );
 }
+
+/// Found by the `fix` fuzz target: a `parameters` block sequence at its
+/// key's indentation whose item is a flow mapping (`- {…}`). The parser
+/// starts such a sequence at its item's `{`, so it was taken for a flow
+/// sequence and the new key parameter was written after the item as
+/// `, {…}`, inside the next entry's value.
+#[test]
+fn an_item_added_to_an_indentless_sequence_of_flow_items_is_a_block_item() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/indentless-parameters-of-flow-items.yaml"),
+    );
+}
