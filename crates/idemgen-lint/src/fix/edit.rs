@@ -51,8 +51,16 @@ impl<'a> Editor<'a> {
     fn body(&self, node: &Node) -> &'a str {
         let text = &self.source(node.span.file).text;
         let mut rest = &text[self.byte(node.span.file, node.span.start).min(text.len())..];
+        // An anchor or a tag ends at a blank or a flow indicator
+        // (`&a{…}` is an anchored flow mapping); a verbatim tag
+        // (`!<…>`) at its `>`.
         while rest.starts_with(['&', '!']) {
-            let end = rest.find([' ', '\n', '\t']).unwrap_or(rest.len());
+            let end = match rest.strip_prefix("!<") {
+                Some(verbatim) => verbatim.find('>').map_or(rest.len(), |at| at + 3),
+                None => rest
+                    .find([' ', '\n', '\t', '\r', '{', '}', '[', ']', ','])
+                    .unwrap_or(rest.len()),
+            };
             rest = rest[end..].trim_start_matches([' ', '\t', '\n', '\r']);
         }
         rest

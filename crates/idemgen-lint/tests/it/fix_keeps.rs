@@ -431,3 +431,15 @@ fn an_item_added_to_an_indentless_sequence_of_flow_items_is_a_block_item() {
         include_str!("found/indentless-parameters-of-flow-items.yaml"),
     );
 }
+
+/// Found by the `fix` fuzz target: a document whose root is an anchored
+/// flow mapping written without a blank (`&ao{…}`). The anchor was read
+/// up to the end of its line, the root taken for a block mapping, and a
+/// block written into the braces.
+#[test]
+fn an_anchored_flow_mapping_without_a_blank_is_a_flow_mapping() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/anchored-flow-root.yaml"),
+    );
+}
