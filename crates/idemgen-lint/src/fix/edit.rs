@@ -310,6 +310,14 @@ impl<'a> Editor<'a> {
         if !self.is_flow(list) {
             let last = items.last()?;
             let first = items.first()?;
+            // An empty item (`- ` alone, or before a comment) has a span
+            // the parser places at whatever comes next, so neither the
+            // list's column nor its end can be read off it: no edit.
+            let empty =
+                |item: &Node| matches!(item.value, Value::Null) && item.span.start == item.span.end;
+            if empty(first) || empty(last) {
+                return None;
+            }
             let line_start = self.line_start(file, first.span);
             let prefix = &self.source(file).text[line_start..self.byte(file, first.span.start)];
             let dash = prefix.rfind('-')?;

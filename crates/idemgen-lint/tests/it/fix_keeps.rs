@@ -443,3 +443,16 @@ fn an_anchored_flow_mapping_without_a_blank_is_a_flow_mapping() {
         include_str!("found/anchored-flow-root.yaml"),
     );
 }
+
+/// Found by the `fix` fuzz target: a `parameters` block sequence whose
+/// items are empty (`- ` before a comment). The parser places an empty
+/// item's span at whatever comes next; the new key parameter was written
+/// at a column read off it, outside the list, and every pass added it
+/// again. Such a list now gets no edit.
+#[test]
+fn a_list_of_empty_items_gets_no_item_added() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/parameters-of-empty-items.yaml"),
+    );
+}
