@@ -622,11 +622,20 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut depth = 0usize;
     let mut at = start;
-    // The last character that was not a blank: a quote opens a quoted
-    // scalar only where a scalar can start.
+    // The last character that was not a blank, the one before it, and
+    // whether a blank came since: a quote opens a quoted scalar only where
+    // a scalar can start, after a `:` only past a blank or a JSON-like key
+    // (`in:"x` is one plain scalar, `"in":"x"` a key and its value).
     let mut previous = b'{';
+    let mut before_previous = b'{';
+    let mut blank_since = false;
     while at < bytes.len() {
         let byte = bytes[at];
+        let scalar_can_start = match previous {
+            b'{' | b'[' | b',' | b'?' => true,
+            b':' => blank_since || matches!(before_previous, b'"' | b'\'' | b'}' | b']'),
+            _ => false,
+        };
         match byte {
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
@@ -635,7 +644,7 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
                     return Some(at + 1);
                 }
             }
-            b'"' | b'\'' if matches!(previous, b'{' | b'[' | b',' | b':' | b'?') => {
+            b'"' | b'\'' if scalar_can_start => {
                 at += 1;
                 while at < bytes.len() {
                     match bytes[at] {
@@ -653,8 +662,12 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
             }
             _ => {}
         }
-        if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+        if matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+            blank_since = true;
+        } else {
+            before_previous = previous;
             previous = byte;
+            blank_since = false;
         }
         at += 1;
     }

@@ -456,3 +456,15 @@ fn a_list_of_empty_items_gets_no_item_added() {
         include_str!("found/parameters-of-empty-items.yaml"),
     );
 }
+
+/// Found by the `fix` fuzz target: a flow mapping holding `in:"header`,
+/// one plain scalar (a `:` not followed by a blank is part of it). The
+/// editor took the `"` for the start of a quoted scalar, so it found the
+/// mapping's end on a later line and wrote the new parameter there.
+#[test]
+fn a_quote_inside_a_plain_flow_scalar_opens_no_string() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/flow-plain-scalar-with-a-quote.yaml"),
+    );
+}
