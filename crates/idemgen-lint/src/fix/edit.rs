@@ -313,9 +313,7 @@ impl<'a> Editor<'a> {
             // An empty item (`- ` alone, or before a comment) has a span
             // the parser places at whatever comes next, so neither the
             // list's column nor its end can be read off it: no edit.
-            let empty =
-                |item: &Node| matches!(item.value, Value::Null) && item.span.start == item.span.end;
-            if empty(first) || empty(last) {
+            if is_empty_value(first) || is_empty_value(last) {
                 return None;
             }
             let line_start = self.line_start(file, first.span);
@@ -387,13 +385,17 @@ impl<'a> Editor<'a> {
     /// Where the text of a mapping entry ends: the end of the line that
     /// holds its last value (after any trailing comment).
     fn line_end_after(&self, entry: &Entry) -> usize {
-        match &entry.value.value {
-            Value::Null if entry.value.span.start == entry.value.span.end => self.end_of_line(
-                entry.key_span.file,
-                self.byte(entry.key_span.file, entry.key_span.end),
-            ),
-            _ => self.line_end_after_node(&entry.value),
+        if is_empty_value(&entry.value) {
+            return self.line_end_after_key(entry);
         }
+        self.line_end_after_node(&entry.value)
+    }
+
+    /// The end of the line of an entry's key and its `:` (for an entry
+    /// with an empty value).
+    fn line_end_after_key(&self, entry: &Entry) -> usize {
+        let file = entry.key_span.file;
+        self.end_of_line(file, self.past_indicator(file, entry.key_span.end))
     }
 
     fn line_end_after_node(&self, node: &Node) -> usize {
@@ -405,12 +407,8 @@ impl<'a> Editor<'a> {
             match &node.value {
                 Value::Map(entries) => match entries.last() {
                     Some(entry) => {
-                        if matches!(entry.value.value, Value::Null)
-                            && entry.value.span.start == entry.value.span.end
-                        {
-                            let file = entry.key_span.file;
-                            let at = self.past_indicator(file, entry.key_span.end);
-                            return self.end_of_line(file, at);
+                        if is_empty_value(&entry.value) {
+                            return self.line_end_after_key(entry);
                         }
                         node = &entry.value;
                     }
@@ -489,10 +487,7 @@ impl<'a> Editor<'a> {
                 let trimmed = start + text[start..end].trim_end().len();
                 match &node.value {
                     Value::Map(entries) => match entries.last() {
-                        Some(entry)
-                            if matches!(entry.value.value, Value::Null)
-                                && entry.value.span.start == entry.value.span.end =>
-                        {
+                        Some(entry) if is_empty_value(&entry.value) => {
                             self.past_indicator(file, entry.key_span.end)
                         }
                         Some(entry) => self.value_end(&entry.value),
@@ -589,6 +584,13 @@ fn after_block_header(before: &str) -> bool {
         && token[1..]
             .chars()
             .all(|c| c.is_ascii_digit() || c == '-' || c == '+')
+}
+
+/// Whether `node` is a value written as nothing (`a:` or `- ` with no
+/// text): its span is empty, and the parser places it at whatever comes
+/// next, so no position can be read off it.
+fn is_empty_value(node: &Node) -> bool {
+    matches!(node.value, Value::Null) && node.span.start == node.span.end
 }
 
 /// Whether `node` starts where its first item or key does: a block
