@@ -265,9 +265,13 @@ impl<'a> Editor<'a> {
                 let mut at = self.value_end(&entry.value).min(before_brace);
                 // A key with no value before the brace (`{a: }`) has an
                 // empty value the parser places at its key: the new entry
-                // goes before the brace, after the empty value's `: `.
-                if at <= self.byte(file, entry.key_span.end) && before_brace != usize::MAX {
-                    at = before_brace;
+                // goes before the brace, after the empty value's `: `, and
+                // before a trailing comma there (`{a: , }`), or the comma
+                // would be written twice.
+                let key_end = self.byte(file, entry.key_span.end);
+                if at <= key_end && before_brace != usize::MAX {
+                    at = trailing_comma(&text[key_end..before_brace])
+                        .map_or(before_brace, |comma| key_end + comma);
                 }
                 let quote = self.quote_of(&entries[0]);
                 let text = match self.line_indent(file, entry.key_span) {
@@ -615,6 +619,21 @@ fn comment_start(text: &str) -> Option<usize> {
     (0..bytes.len()).find(|&at| {
         bytes[at] == b'#' && (at == 0 || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r'))
     })
+}
+
+/// Where the comma in `gap` is, the text between a flow entry without a
+/// value and its collection's closing bracket (blanks, the `:`, comments,
+/// a tag or anchor, none of which can hold a comma outside a comment).
+fn trailing_comma(gap: &str) -> Option<usize> {
+    let mut line_start = 0;
+    for line in gap.split_inclusive('\n') {
+        let code = &line[..comment_start(line).unwrap_or(line.len())];
+        if let Some(comma) = code.find(',') {
+            return Some(line_start + comma);
+        }
+        line_start += line.len();
+    }
+    None
 }
 
 /// The end (after its closing bracket) of the flow collection that opens

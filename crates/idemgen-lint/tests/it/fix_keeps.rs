@@ -469,15 +469,22 @@ fn a_quote_inside_a_plain_flow_scalar_opens_no_string() {
     );
 }
 
-/// Found by the `fix` fuzz target, not fixed yet (docs/src/fuzzing.md):
-/// a JSON-looking spec with tab-indented entries and an operation whose
-/// flow mapping holds only a key without a value (`ateRefund"`); the
-/// fixed text does not load ("did not find expected node content").
+/// Found by the `fix` fuzz target: an operation written as a flow
+/// mapping holding one key without a value and a trailing comma
+/// (`{ ateRefund", }`). The parser puts the empty value at its key, so the
+/// new entries went before the closing brace, after the comma, and began
+/// with a comma of their own: two commas in a row, and the fixed text did
+/// not load. They now go before the trailing comma.
 #[test]
-#[ignore = "known, not fixed yet"]
-fn a_flow_key_without_a_value_among_tab_indented_entries_known() {
+fn a_flow_key_without_a_value_before_a_trailing_comma_gets_one_comma() {
     support::fix_keeping_the_rest(
         "openapi.json",
-        include_str!("known/flow-key-without-value-and-tabs.json"),
+        include_str!("found/flow-key-without-value-before-a-trailing-comma.json"),
     );
+    for spec in [
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post: {operationId: , }\n",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post: {operationId: # why\n      , # note, with a comma\n      }\n",
+    ] {
+        support::fix_keeping_the_rest("openapi.yaml", spec);
+    }
 }
