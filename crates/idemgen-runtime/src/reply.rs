@@ -3,6 +3,8 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{FailedToDeserializePathParams, PathRejection};
 use axum::extract::{FromRequestParts, Path, Query};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -98,10 +100,18 @@ impl Request {
                 .into_response());
             }
         };
-        let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &())
-            .await
-            .map(|Path(params)| params)
-            .unwrap_or_default();
+        let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
+        let path_params = match path_params {
+            Ok(Path(params)) => params,
+            // A segment that is not UTF-8 once percent-decoded (`%ff`):
+            // refused as such, where passing the rest on would report the
+            // parameter as missing.
+            Err(PathRejection::FailedToDeserializePathParams(error)) => {
+                return Err(invalid_path(&error).into_response());
+            }
+            // Not routed by axum (a hand-written dispatcher): no parameters.
+            Err(_) => HashMap::new(),
+        };
         let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
             .map(|Query(query)| query)
             .unwrap_or_default();
@@ -389,6 +399,21 @@ impl IntoResponse for Reply {
         crate::response_headers::send(&self.headers, headers);
         response
     }
+}
+
+/// A path whose parameters cannot be read as text, answered `400`.
+fn invalid_path(error: &FailedToDeserializePathParams) -> Reply {
+    let detail = match error.kind() {
+        ErrorKind::InvalidUtf8InPathParam { key } => {
+            format!("path parameter `{key}` is not UTF-8 text once percent-decoded")
+        }
+        _ => error.body_text(),
+    };
+    Reply::refusal(
+        ProblemKind::InvalidParameters,
+        StatusCode::BAD_REQUEST,
+        &detail,
+    )
 }
 
 fn too_large() -> Response {

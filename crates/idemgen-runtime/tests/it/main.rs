@@ -22,6 +22,7 @@ mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
 mod purge_races;
+mod request_reading;
 mod response_headers;
 mod security;
 mod slow_clients;
