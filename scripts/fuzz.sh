@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of fuzz/ (or those named) for DURATION seconds
-# each, one after another, and prints per target the executions, the
+# each, as many at once as there are cores, and prints per target the executions, the
 # coverage reached (libFuzzer's `cov`: edges; `ft`: features) and whether
 # it crashed. Exits 1 when any target crashed; the input is kept under
 # fuzz/artifacts/TARGET/ (reproduce: the target binary with that file).
@@ -11,7 +11,8 @@
 # Stable Rust, no sanitizer (fuzz/README.md says why): cargo-fuzz 0.13 is
 # installed from crates.io when missing. The working corpus grows in
 # fuzz/corpus/TARGET (not committed); the committed seeds are read too.
-# IDEMGEN_FUZZ_TARGET_DIR moves the build (default fuzz/target).
+# IDEMGEN_FUZZ_TARGET_DIR moves the build (default fuzz/target);
+# IDEMGEN_FUZZ_JOBS sets how many targets run at once (default: the cores).
 # IDEMGEN_FUZZ_KNOWN_CRASHES names targets with a known crash not fixed
 # yet (docs/src/fuzzing.md lists it): theirs are printed, not fatal.
 set -euo pipefail
@@ -49,12 +50,13 @@ seeds_of() {
     echo "${seeds[@]}"
 }
 
-crashed=()
-printf '%-16s %12s %8s %8s  %s\n' target executions cov ft result
-for target in "${targets[@]}"; do
-    corpus="fuzz/corpus/$target"
-    artifacts="fuzz/artifacts/$target/"
+# One target: runs it, then writes its table row to $2 and its verdict
+# (ok, known or crash) to $3; what a crash printed goes to stderr.
+run_target() {
+    local target=$1 row=$2 verdict=$3
+    local corpus="fuzz/corpus/$target" artifacts="fuzz/artifacts/$target/"
     mkdir -p "$corpus" "$artifacts"
+    local log result
     log="$(mktemp)"
     # shellcheck disable=SC2046
     if nice -n 19 "$target_dir/x86_64-unknown-linux-gnu/release/$target" \
@@ -62,22 +64,50 @@ for target in "${targets[@]}"; do
         -max_len=65536 -dict=fuzz/dict/idemgen.dict -print_final_stats=1 \
         -artifact_prefix="$artifacts" "$corpus" $(seeds_of "$target") >"$log" 2>&1; then
         result=ok
+        echo ok >"$verdict"
     else
         result="CRASH: $(grep -ao "Test unit written to .*" "$log" | tail -1 | sed 's/Test unit written to //')"
         if [[ " ${IDEMGEN_FUZZ_KNOWN_CRASHES:-} " == *" $target "* ]]; then
             result="known, not fatal: ${result#CRASH: }"
+            echo known >"$verdict"
         else
-            crashed+=("$target")
+            echo crash >"$verdict"
         fi
         grep -aE "panicked at|thread '.*' panicked|ERROR: libFuzzer" -A3 "$log" | head -12 >&2 || true
     fi
+    local executions status cov ft
     executions=$(grep -ao 'stat::number_of_executed_units: [0-9]*' "$log" | grep -ao '[0-9]*$' || echo '?')
     status=$(grep -aE "^#[0-9]+" "$log" | tail -1 || true)
     cov=$(grep -aoE 'cov: [0-9]+' <<<"$status" | grep -aoE '[0-9]+' || echo '?')
     ft=$(grep -aoE 'ft: [0-9]+' <<<"$status" | grep -aoE '[0-9]+' || echo '?')
-    printf '%-16s %12s %8s %8s  %s\n' "$target" "$executions" "$cov" "$ft" "$result"
+    printf '%-16s %12s %8s %8s  %s\n' "$target" "$executions" "$cov" "$ft" "$result" >"$row"
     rm -f "$log"
+}
+
+# Targets run side by side, one a core (IDEMGEN_FUZZ_JOBS overrides): each
+# still gets DURATION seconds, and the step takes a fraction of the sum.
+jobs="${IDEMGEN_FUZZ_JOBS:-$(nproc)}"
+results="$(mktemp -d)"
+running=0
+for target in "${targets[@]}"; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    run_target "$target" "$results/$target.row" "$results/$target.verdict" &
+    running=$((running + 1))
 done
+wait
+
+crashed=()
+printf '%-16s %12s %8s %8s  %s\n' target executions cov ft result
+for target in "${targets[@]}"; do
+    cat "$results/$target.row"
+    if [ "$(cat "$results/$target.verdict")" = crash ]; then
+        crashed+=("$target")
+    fi
+done
+rm -rf "$results"
 if [ ${#crashed[@]} -gt 0 ]; then
     echo "fuzzing found crashes in: ${crashed[*]}" >&2
     exit 1

@@ -216,7 +216,7 @@ impl<'a> Editor<'a> {
             .or(entries.last());
         if !self.is_flow(map) {
             let anchor = anchor?;
-            let column = entries.first()?.key_span.col as usize;
+            let column = self.entry_column(entries.first()?);
             let quote = self.quote_of(&entries[0]);
             let at = self.line_end_after(anchor);
             let unit = self.yaml_unit(file);
@@ -368,6 +368,20 @@ impl<'a> Editor<'a> {
             .chars()
             .next()
             .filter(|c| matches!(c, '"' | '\''))
+    }
+
+    /// The column a block mapping's entries start at: its first key's, or
+    /// for an explicit key (`? key`) the `?`'s, two before the key.
+    fn entry_column(&self, entry: &Entry) -> usize {
+        let file = entry.key_span.file;
+        let start = self.line_start(file, entry.key_span);
+        let before = &self.source(file).text[start..self.byte(file, entry.key_span.start)];
+        match before.trim_end_matches([' ', '\t']).strip_suffix('?') {
+            Some(ahead) if ahead.is_empty() || ahead.ends_with([' ', '\t']) => {
+                ahead.chars().count()
+            }
+            _ => entry.key_span.col as usize,
+        }
     }
 
     fn line_start(&self, file: FileId, span: Span) -> usize {

@@ -488,3 +488,20 @@ fn a_flow_key_without_a_value_before_a_trailing_comma_gets_one_comma() {
         support::fix_keeping_the_rest("openapi.yaml", spec);
     }
 }
+
+/// Found by the `fix` fuzz target: a document whose first entry is an
+/// explicit key (`? one …`, a key with no value). New entries were
+/// indented to that key's column, two past the `?`, where they belong to
+/// no mapping, and the fixed text did not load. A block mapping's column
+/// is now the `?`'s for such a key.
+#[test]
+fn entries_added_after_an_explicit_first_key_start_at_its_question_mark() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/explicit-first-key.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "? notes\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      ? operationId\n      : pay\n      responses: {'200': {description: ok}}\n",
+    );
+}
