@@ -11,7 +11,7 @@ use super::{
     print_load_error,
 };
 use idemgen_diagnostics::{Diagnostic, LintedFile, Report};
-use idemgen_lint::fix_loop::fix_document;
+use idemgen_lint::fix_loop::{FixOutcome, fix_document};
 use idemgen_lint::fix_overlay::overlay_fixes;
 use idemgen_lint::{LintOptions, RULES, baseline};
 use idemgen_spec::Workspace;
@@ -181,12 +181,7 @@ fn apply_fixes(args: &LintArgs, options: &LintOptions) -> Result<Option<ExitCode
             unloadable = true;
             continue;
         };
-        if outcome.unfinished {
-            eprintln!(
-                "warning: {}: fixes were still left after 10 rounds; some undo others",
-                path.display()
-            );
-        }
+        warn_of_unfinished_and_broken(path, &outcome);
         changed += outcome.files.len();
         if args.diff {
             for file in &outcome.files {
@@ -225,6 +220,23 @@ fn apply_fixes(args: &LintArgs, options: &LintOptions) -> Result<Option<ExitCode
     }))
 }
 
+/// Says when fixing stopped with fixes left, and which fixes were left out
+/// because the text they wrote did not load (their findings stay).
+fn warn_of_unfinished_and_broken(path: &Path, outcome: &FixOutcome) {
+    if outcome.unfinished {
+        eprintln!(
+            "warning: {}: fixes were still left after 10 rounds; some undo others",
+            path.display()
+        );
+    }
+    for broken in &outcome.broken {
+        eprintln!(
+            "warning: {}:{}:{}: the fix for `{}` ({}) was not applied: the text it wrote does not load ({})\n  help: this is a fault in idemgen's fix, not in the spec; please report it with the file, and fix this finding by hand",
+            broken.file, broken.line, broken.column, broken.rule, broken.title, broken.error
+        );
+    }
+}
+
 /// `--fix --overlay OUT`: the fixes of the one spec written to OUT as an
 /// Overlay document, the spec untouched; with `--diff`, what would change
 /// in OUT, and nothing written (`Some` exit code then).
@@ -239,12 +251,7 @@ fn write_overlay(
         ExitCode::from(EXIT_BAD_INPUT)
     };
     let outcome = fix_document(spec, options, args.unsafe_fixes).map_err(bad_input)?;
-    if outcome.unfinished {
-        eprintln!(
-            "warning: {}: fixes were still left after 10 rounds; some undo others",
-            spec.display()
-        );
-    }
+    warn_of_unfinished_and_broken(spec, &outcome);
     let overlay = overlay_fixes(spec, &outcome, out).map_err(bad_input)?;
     for file in &overlay.left_out {
         eprintln!(

@@ -350,3 +350,42 @@ paths:
     );
     assert_eq!(after, &expected, "window 16s = 2 × (5s + 3s) needs no fix");
 }
+
+/// A fix whose edits leave text that does not load is left out, the file
+/// is not broken, and the run says which fix it was and that the finding
+/// is still there. The input is a known fix-engine fault found by fuzzing
+/// (`idemgen-lint`'s `tests/it/known/`); when it is fixed, this test needs
+/// another such input.
+#[test]
+fn a_fix_that_breaks_the_text_is_left_out_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.json");
+    let original = std::fs::read_to_string(
+        root().join("crates/idemgen-lint/tests/it/known/flow-root-over-block-lines.json"),
+    )
+    .unwrap();
+    std::fs::write(&spec, &original).unwrap();
+    let spec_arg = spec.to_str().unwrap();
+
+    let run = crate::support::run::idemgen(&["lint", "--fix", "--unsafe-fixes", spec_arg]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: {spec_arg}:20:7: the fix for `conflict-undeclared` (Declare response 409) was not applied: the text it wrote does not load"
+        )),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("fix this finding by hand"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stdout.contains("conflict-undeclared"), "{}", run.stdout);
+    assert_eq!(std::fs::read_to_string(&spec).unwrap(), original);
+    assert!(Workspace::load(&spec).is_ok());
+
+    let diff = crate::support::run::idemgen(&["lint", "--unsafe-fixes", "--diff", spec_arg]);
+    assert!(diff.stderr.contains("was not applied"), "{}", diff.stderr);
+    assert_eq!(diff.code, 0, "nothing could be changed: {}", diff.stdout);
+}

@@ -10,6 +10,7 @@ use crate::{LintOptions, lint};
 use idemgen_spec::{LoadError, Workspace};
 
 use crate::fix::{Applicability, Edit, Fix};
+use idemgen_diagnostics::Diagnostic;
 
 /// Passes after which fixing stops even if fixes remain (they would be
 /// fixes that undo each other).
@@ -32,9 +33,28 @@ pub struct FixOutcome {
     pub applied: usize,
     /// Whether fixes were still left after the last pass.
     pub unfinished: bool,
+    /// Fixes not applied because the text they wrote did not load: a
+    /// fault of the fix, never written, its finding left as it was.
+    pub broken: Vec<BrokenFix>,
+}
+
+/// A fix whose edits left text that does not load.
+#[derive(Debug, Clone)]
+pub struct BrokenFix {
+    pub rule: &'static str,
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub title: String,
+    /// What the loader said of the text with this fix applied.
+    pub error: String,
 }
 
 /// Fixes the document at `path` and the files it references, in memory.
+/// The error is the original's when it does not load. A fix that would
+/// leave text that does not load is left out (`FixOutcome::broken`), as a
+/// linter that checks its fixes by parsing their output does; the others
+/// are still applied.
 pub fn fix_document(
     path: &Path,
     options: &LintOptions,
@@ -43,51 +63,82 @@ pub fn fix_document(
     let mut overlay: HashMap<PathBuf, String> = HashMap::new();
     let mut originals: BTreeMap<PathBuf, (String, String)> = BTreeMap::new();
     let mut outcome = FixOutcome::default();
-    for pass in 0..=MAX_PASSES {
-        let workspace = Workspace::load_with(path, &overlay)?;
+    let mut workspace = Workspace::load_with(path, &overlay)?;
+    let mut passes = 0;
+    loop {
         let linted = lint(&workspace, options);
-        let fixes = linted
+        let fixes: Vec<&Diagnostic> = linted
             .diagnostics
             .iter()
-            .filter_map(|diagnostic| diagnostic.fix.as_ref())
-            .filter(|fix| unsafe_fixes || fix.applicability == Applicability::Safe);
-        let (edits, applied) = compatible_edits(fixes);
+            .filter(|diagnostic| {
+                diagnostic.fix.as_ref().is_some_and(|fix| {
+                    (unsafe_fixes || fix.applicability == Applicability::Safe)
+                        && !outcome
+                            .broken
+                            .iter()
+                            .any(|broken| is_same(broken, diagnostic))
+                })
+            })
+            .collect();
+        let (edits, applied) =
+            compatible_edits(fixes.iter().filter_map(|found| found.fix.as_ref()));
         if edits.is_empty() {
             break;
         }
-        if pass == MAX_PASSES {
+        if passes == MAX_PASSES {
             outcome.unfinished = true;
             break;
         }
-        let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
-        for edit in &edits {
-            by_file.entry(edit.file.as_str()).or_default().push(edit);
-        }
-        for (display, mut edits) in by_file {
-            let Some(loaded) = workspace
-                .files
-                .iter()
-                .find(|loaded| loaded.source.display == display)
-            else {
-                continue;
-            };
-            let before = &loaded.source.text;
-            edits.sort_by_key(|edit| std::cmp::Reverse((edit.start, edit.end)));
-            let mut after = before.clone();
-            for edit in edits {
-                if edit.end <= after.len()
-                    && after.is_char_boundary(edit.start)
-                    && after.is_char_boundary(edit.end)
+        let mut next = overlay.clone();
+        let changed = apply(&workspace, &edits, &mut next);
+        match Workspace::load_with(path, &next) {
+            Ok(loaded) => {
+                for (path, display, before) in changed {
+                    originals.entry(path).or_insert((display, before));
+                }
+                overlay = next;
+                workspace = loaded;
+                outcome.applied += applied;
+                passes += 1;
+            }
+            // This pass's fixes broke the text: each is tried alone; those
+            // that break it are left out from now on. When none does alone
+            // (only together), the first is applied by itself.
+            Err(_) => {
+                let mut first_that_loads = None;
+                for found in &fixes {
+                    let Some(fix) = &found.fix else { continue };
+                    let mut alone = overlay.clone();
+                    let changed = apply(&workspace, &fix.edits, &mut alone);
+                    match Workspace::load_with(path, &alone) {
+                        Ok(loaded) => {
+                            first_that_loads.get_or_insert((alone, loaded, changed));
+                        }
+                        Err(error) => outcome.broken.push(BrokenFix {
+                            rule: found.rule,
+                            file: found.location.file.clone(),
+                            line: found.location.line,
+                            column: found.location.column,
+                            title: fix.title.clone(),
+                            error: error.message,
+                        }),
+                    }
+                }
+                let none_broke_alone = !fixes
+                    .iter()
+                    .any(|found| outcome.broken.iter().any(|broken| is_same(broken, found)));
+                if let (true, Some((alone, loaded, changed))) = (none_broke_alone, first_that_loads)
                 {
-                    after.replace_range(edit.start..edit.end, &edit.replacement);
+                    for (path, display, before) in changed {
+                        originals.entry(path).or_insert((display, before));
+                    }
+                    overlay = alone;
+                    workspace = loaded;
+                    outcome.applied += 1;
+                    passes += 1;
                 }
             }
-            originals
-                .entry(loaded.source.path.clone())
-                .or_insert_with(|| (display.to_string(), before.clone()));
-            overlay.insert(loaded.source.path.clone(), after);
         }
-        outcome.applied += applied;
     }
     for (path, (display, before)) in originals {
         let after = overlay.remove(&path).unwrap_or_default();
@@ -101,6 +152,60 @@ pub fn fix_document(
         }
     }
     Ok(outcome)
+}
+
+/// Whether `diagnostic` is the finding whose fix was found broken.
+fn is_same(broken: &BrokenFix, diagnostic: &Diagnostic) -> bool {
+    broken.rule == diagnostic.rule
+        && broken.file == diagnostic.location.file
+        && broken.line == diagnostic.location.line
+        && broken.column == diagnostic.location.column
+        && diagnostic
+            .fix
+            .as_ref()
+            .is_some_and(|fix| fix.title == broken.title)
+}
+
+/// Applies `edits` to the texts of `workspace`'s files, writing each new
+/// text into `texts`; returns each changed file's path, display name and
+/// text before.
+fn apply(
+    workspace: &Workspace,
+    edits: &[Edit],
+    texts: &mut HashMap<PathBuf, String>,
+) -> Vec<(PathBuf, String, String)> {
+    let mut by_file: BTreeMap<&str, Vec<&Edit>> = BTreeMap::new();
+    for edit in edits {
+        by_file.entry(edit.file.as_str()).or_default().push(edit);
+    }
+    let mut changed = Vec::new();
+    for (display, mut edits) in by_file {
+        let Some(loaded) = workspace
+            .files
+            .iter()
+            .find(|loaded| loaded.source.display == display)
+        else {
+            continue;
+        };
+        let before = &loaded.source.text;
+        edits.sort_by_key(|edit| std::cmp::Reverse((edit.start, edit.end)));
+        let mut after = before.clone();
+        for edit in edits {
+            if edit.end <= after.len()
+                && after.is_char_boundary(edit.start)
+                && after.is_char_boundary(edit.end)
+            {
+                after.replace_range(edit.start..edit.end, &edit.replacement);
+            }
+        }
+        changed.push((
+            loaded.source.path.clone(),
+            display.to_string(),
+            before.clone(),
+        ));
+        texts.insert(loaded.source.path.clone(), after);
+    }
+    changed
 }
 
 /// The edits of every fix that collides with no fix taken before it (an
