@@ -387,3 +387,23 @@ fn mariadb_is_accepted_wherever_mysql_is() {
         assert_eq!(a, c, "{file}");
     }
 }
+
+/// A device named as the configuration is read only up to the limit of a
+/// configuration file, not until memory runs out.
+#[test]
+fn a_configuration_without_end_is_refused_at_its_size_limit() {
+    let run = crate::support::run::idemgen(&[
+        "lint",
+        "--config",
+        "/dev/zero",
+        "examples/payment-callback/openapi.yaml",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "/dev/zero: cannot read the configuration: it is larger than the 1024 KiB limit"
+        ),
+        "{}",
+        run.stderr
+    );
+}

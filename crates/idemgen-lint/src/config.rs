@@ -155,7 +155,7 @@ pub fn for_working_directory() -> Result<Config, ConfigError> {
 /// Reads and checks a configuration file.
 pub fn load(path: &Path) -> Result<Config, ConfigError> {
     let display = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| {
+    let text = read_bounded(path).map_err(|error| {
         ConfigError(format!("{display}: cannot read the configuration: {error}"))
     })?;
     let mut config = parse(&text, &display)?;
@@ -173,6 +173,27 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
         .collect();
     config.path = Some(path.to_path_buf());
     Ok(config)
+}
+
+/// The most a configuration file may hold: a few hundred lines are 10 KiB.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Reads at most one byte past [`MAX_CONFIG_BYTES`], so that a device or
+/// a pipe named as the configuration (`--config /dev/zero`) cannot fill
+/// memory.
+fn read_bounded(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(std::io::Error::other(format!(
+            "it is larger than the {} KiB limit of a configuration file",
+            MAX_CONFIG_BYTES / 1024
+        )));
+    }
+    Ok(text)
 }
 
 /// Checks configuration text; `display` names the file in messages.

@@ -16,6 +16,9 @@ use serde_json::{Value, json};
 /// Largest message body accepted: a 32 MiB spec, escaped, fits.
 const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
 
+/// The longest header line kept (`Content-Length: …` takes 30 bytes).
+const MAX_HEADER_LINE_BYTES: usize = 8 * 1024;
+
 /// What the reader hands the server loop.
 #[derive(Debug)]
 pub enum Incoming {
@@ -119,11 +122,12 @@ fn read_loop(input: &mut impl BufRead, to_server: &Sender<Incoming>, replies: &S
 fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let mut length: Option<usize> = None;
     let mut bad_header = None;
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut saw_header = false;
     loop {
         line.clear();
-        if input.read_line(&mut line)? == 0 {
+        let (read, overlong) = read_header_line(input, &mut line)?;
+        if read == 0 {
             return if saw_header {
                 Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -133,6 +137,7 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
                 Ok(None)
             };
         }
+        let line = String::from_utf8_lossy(&line);
         let header = line.trim_end_matches(['\r', '\n']);
         if header.is_empty() {
             if saw_header {
@@ -141,6 +146,19 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
             continue; // stray blank line between frames
         }
         saw_header = true;
+        if overlong {
+            bad_header = Some(format!(
+                "a header line longer than {MAX_HEADER_LINE_BYTES} bytes"
+            ));
+            continue;
+        }
+        // The body of a frame without a length was not skipped, and ends
+        // where the next frame's header begins: the header is taken from
+        // there, so one bad frame costs only itself.
+        let header = match header.to_ascii_lowercase().find("content-length:") {
+            Some(at) if at > 0 && header.is_char_boundary(at) => &header[at..],
+            _ => header,
+        };
         match header.split_once(':') {
             Some((name, value)) if name.trim().eq_ignore_ascii_case("content-length") => {
                 match value.trim().parse::<usize>() {
@@ -173,6 +191,33 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
     let mut body = vec![0; length];
     input.read_exact(&mut body)?;
     Ok(Some(body))
+}
+
+/// Reads one header line into `line`, at most [`MAX_HEADER_LINE_BYTES`] of
+/// it: the rest of a longer line is read and dropped, so a line without end
+/// cannot fill memory. Returns the bytes kept and whether the line was cut.
+fn read_header_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    let read = io::Read::take(&mut *input, MAX_HEADER_LINE_BYTES as u64).read_until(b'\n', line)?;
+    if read < MAX_HEADER_LINE_BYTES || line.ends_with(b"\n") {
+        return Ok((read, false));
+    }
+    loop {
+        let buffer = input.fill_buf()?;
+        if buffer.is_empty() {
+            break;
+        }
+        match buffer.iter().position(|&byte| byte == b'\n') {
+            Some(newline) => {
+                input.consume(newline + 1);
+                break;
+            }
+            None => {
+                let all = buffer.len();
+                input.consume(all);
+            }
+        }
+    }
+    Ok((read, true))
 }
 
 fn skip(input: &mut impl BufRead, bytes: usize) -> io::Result<()> {
@@ -258,6 +303,44 @@ mod tests {
         };
         assert_eq!(invalid["error"]["code"], -32600);
         assert_eq!(invalid["id"], 7);
+    }
+
+    #[test]
+    fn a_header_line_without_end_is_cut_and_reading_goes_on() {
+        let input = format!("{}\r\n\r\n", "A".repeat(1 << 20))
+            + &frame(r#"{"jsonrpc":"2.0","method":"exit"}"#);
+        let (incoming, outgoing) = frames(&input);
+        assert!(
+            matches!(&incoming[0], Incoming::Malformed(why) if why == "a header line longer than 8192 bytes"),
+            "{incoming:?}"
+        );
+        assert!(
+            matches!(&incoming[1], Incoming::Message(Message::Notification(n)) if n.method == "exit")
+        );
+        assert_eq!(outgoing.len(), 1);
+    }
+
+    #[test]
+    fn a_frame_without_a_length_costs_only_itself() {
+        let input = r#"X-Other: 1
+
+{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#
+            .replace('\n', "\r\n")
+            + &frame(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#)
+            + &frame(r#"{"jsonrpc":"2.0","method":"exit"}"#);
+        let (incoming, outgoing) = frames(&input);
+        assert!(
+            matches!(&incoming[0], Incoming::Malformed(why) if why == "no Content-Length header"),
+            "{incoming:?}"
+        );
+        assert!(
+            matches!(&incoming[1], Incoming::Message(Message::Request(r)) if r.id == 2.into()),
+            "{incoming:?}"
+        );
+        assert!(
+            matches!(&incoming[2], Incoming::Message(Message::Notification(n)) if n.method == "exit")
+        );
+        assert_eq!(outgoing.len(), 1);
     }
 
     #[test]
