@@ -92,9 +92,24 @@ pub struct Workspace {
     pub overlays: Vec<FileId>,
     /// Overlay actions that changed nothing.
     pub overlay_warnings: Vec<OverlayWarning>,
+    /// How many operations have an `x-idempotency` mapping of their own,
+    /// counted on first use (a fix asks it for every operation without
+    /// one, which would otherwise walk every operation each time).
+    contract_blocks: std::sync::OnceLock<usize>,
 }
 
 impl Workspace {
+    /// How many operations have an `x-idempotency` mapping of their own
+    /// (not counting the document-level block).
+    pub fn operations_with_a_contract_block(&self) -> usize {
+        *self.contract_blocks.get_or_init(|| {
+            operations::operations(self)
+                .iter()
+                .filter(|operation| operations::has_contract_block(operation))
+                .count()
+        })
+    }
+
     /// Loads `path` and every file its `$ref`s reach.
     pub fn load(path: &Path) -> Result<Workspace, Box<LoadError>> {
         Workspace::load_with(path, &HashMap::new())
@@ -154,6 +169,7 @@ impl Workspace {
             bases: Vec::new(),
             overlays: Vec::new(),
             overlay_warnings: Vec::new(),
+            contract_blocks: std::sync::OnceLock::new(),
         };
         workspace.add_file(normalize(&real_path), display, text)?;
         for overlay_path in overlays {

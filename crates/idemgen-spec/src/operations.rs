@@ -61,6 +61,14 @@ impl Operation<'_> {
     }
 }
 
+/// Whether `operation` has an `x-idempotency` mapping of its own.
+pub fn has_contract_block(operation: &Operation<'_>) -> bool {
+    operation
+        .node
+        .get("x-idempotency")
+        .is_some_and(|block| block.as_map().is_some())
+}
+
 pub fn operations(workspace: &Workspace) -> Vec<Operation<'_>> {
     let mut found = Vec::new();
     let root = workspace.root();

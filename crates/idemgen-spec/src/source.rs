@@ -29,6 +29,10 @@ pub struct SourceFile {
     /// Whether a `\r` breaks a line alone, found on first use, for the
     /// same reason.
     lone_cr: std::sync::OnceLock<bool>,
+    /// Where the flow collection opening at a byte ends, as the fix engine
+    /// found it: every fix that adds to the document's root asks for the
+    /// root's end, a scan of the whole file each time.
+    flow_ends: std::sync::Mutex<std::collections::HashMap<usize, Option<usize>>>,
 }
 
 impl SourceFile {
@@ -48,7 +52,18 @@ impl SourceFile {
             checkpoints,
             crlf: std::sync::OnceLock::new(),
             lone_cr: std::sync::OnceLock::new(),
+            flow_ends: Default::default(),
         }
+    }
+
+    /// The end of the flow collection opening at byte `start`, from
+    /// `find` the first time it is asked for.
+    pub fn flow_end(&self, start: usize, find: impl FnOnce() -> Option<usize>) -> Option<usize> {
+        let mut known = self
+            .flow_ends
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        *known.entry(start).or_insert_with(find)
     }
 
     /// Whether the file's lines end in `\r\n`.

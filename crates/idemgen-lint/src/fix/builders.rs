@@ -371,15 +371,10 @@ pub(crate) fn contract_block(
 
 /// Whether an operation other than this one has an `x-idempotency` block.
 fn other_contracts(context: &OperationContext<'_>) -> bool {
-    idemgen_spec::operations::operations(context.workspace)
-        .iter()
-        .filter(|operation| operation.pointer != context.operation.pointer)
-        .any(|operation| {
-            operation
-                .node
-                .get("x-idempotency")
-                .is_some_and(|block| block.as_map().is_some())
-        })
+    let own = usize::from(idemgen_spec::operations::has_contract_block(
+        context.operation,
+    ));
+    context.workspace.operations_with_a_contract_block() > own
 }
 
 fn window_for(timeout: u64, retries: &[u64], jitter: u64, processing: u64) -> Option<u64> {
