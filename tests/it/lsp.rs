@@ -646,3 +646,28 @@ fn requests_before_initialize_are_refused() {
     child.wait().unwrap();
     assert!(out.contains(r#""code":-32002"#), "{out}");
 }
+
+/// A spec whose text stops being OpenAPI (emptied, or replaced by another
+/// kind of YAML) had its last findings left on screen: it now gets an
+/// empty list for that version, and findings again once it is a spec.
+#[test]
+fn a_document_that_stops_being_a_spec_loses_its_old_findings() {
+    let (mut client, _root) = server();
+    let (uri, text) = window_too_short();
+    client.open(&uri, &text);
+    assert!(codes(&client.diagnostics(&uri)).contains(&"window-too-short".to_string()));
+    for (version, replacement) in [(2, ""), (3, text.as_str()), (4, "swagger: '2.0'\n")] {
+        client.notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": replacement}]}),
+        );
+        let published = client.diagnostics(&uri);
+        assert_eq!(published["version"], version, "{published}");
+        if replacement == text {
+            assert!(codes(&published).contains(&"window-too-short".to_string()));
+        } else {
+            assert_eq!(published["diagnostics"], json!([]), "{published}");
+        }
+    }
+    assert_eq!(client.stop(), 0);
+}

@@ -63,6 +63,10 @@ struct Server {
     linter: Linter,
     /// Documents to lint once the queued messages are handled.
     dirty: BTreeSet<String>,
+    /// Documents whose diagnostics were pushed: one that stops being a
+    /// spec (emptied, another kind of file) gets an empty list, not its
+    /// old findings left in place; other files are never published to.
+    published: BTreeSet<String>,
     shutdown: bool,
     next_request: i32,
 }
@@ -136,6 +140,7 @@ fn handshake(transport: &Transport) -> Option<Server> {
         refresh,
         linter: Linter::start(),
         dirty: BTreeSet::new(),
+        published: BTreeSet::new(),
         shutdown: false,
         next_request: 0,
     };
@@ -527,6 +532,10 @@ impl Server {
         };
         let version = document.version;
         let Some(checked) = outcome.checked else {
+            if self.published.contains(&outcome.uri) {
+                let uri = document.uri.clone();
+                self.push(uri, Vec::new(), Some(version));
+            }
             return;
         };
         let mut by_uri: HashMap<String, (Uri, Vec<lsp_types::Diagnostic>)> =
@@ -543,7 +552,12 @@ impl Server {
         }
     }
 
-    fn push(&self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+    fn push(&mut self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
+        if diagnostics.is_empty() {
+            self.published.remove(uri.as_str());
+        } else {
+            self.published.insert(uri.as_str().to_string());
+        }
         let params = PublishDiagnosticsParams {
             uri,
             diagnostics,
