@@ -671,3 +671,16 @@ fn a_document_that_stops_being_a_spec_loses_its_old_findings() {
     }
     assert_eq!(client.stop(), 0);
 }
+
+/// `initialize` sent again is an invalid request, not an unknown method.
+#[test]
+fn a_second_initialize_is_an_invalid_request() {
+    let (mut client, _root) = server();
+    let again = client.request("initialize", json!({"capabilities": {}}));
+    assert_eq!(again["error"]["code"], -32600, "{again}");
+    assert_eq!(
+        again["error"]["message"],
+        "the server is already initialized; `initialize` is sent once"
+    );
+    assert_eq!(client.stop(), 0);
+}

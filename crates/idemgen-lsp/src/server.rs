@@ -348,6 +348,12 @@ impl Server {
                     })
                 ))
             }
+            "initialize" => {
+                return Err((
+                    ErrorCode::InvalidRequest,
+                    "the server is already initialized; `initialize` is sent once".into(),
+                ));
+            }
             other => {
                 return Err((
                     ErrorCode::MethodNotFound,

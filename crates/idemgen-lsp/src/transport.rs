@@ -240,6 +240,23 @@ fn decode(body: &[u8], replies: &Sender<Outgoing>) -> Incoming {
     };
     let id = value.get("id").cloned();
     match serde_json::from_value::<Message>(value) {
+        // A request whose id is neither an integer nor a string (`1.5`,
+        // `null`, `{}`) reads as a notification, which gets no answer:
+        // it is an invalid request, answered with the id where JSON-RPC
+        // allows one (a number or a string), else `null`.
+        Ok(Message::Notification(notification)) if id.is_some() => {
+            let why = format!(
+                "the request `{}` has an id that is not an integer or a string",
+                notification.method
+            );
+            let id = id.filter(|id| id.is_number() || id.is_string());
+            let _ = replies.send(Outgoing::Raw(json!({
+                "jsonrpc": "2.0",
+                "id": id.unwrap_or(Value::Null),
+                "error": {"code": ErrorCode::InvalidRequest as i32, "message": why},
+            })));
+            Incoming::Malformed(why)
+        }
         Ok(message) => Incoming::Message(message),
         Err(error) => {
             let why = format!("not a JSON-RPC request, response or notification: {error}");
@@ -341,6 +358,38 @@ mod tests {
             matches!(&incoming[2], Incoming::Message(Message::Notification(n)) if n.method == "exit")
         );
         assert_eq!(outgoing.len(), 1);
+    }
+
+    #[test]
+    fn a_request_whose_id_is_not_an_integer_or_a_string_is_invalid() {
+        let input = [r#"1.5"#, "null", "{}", "true", "1180591620717411303424"]
+            .iter()
+            .map(|id| {
+                frame(&format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"shutdown"}}"#
+                ))
+            })
+            .collect::<String>();
+        let (incoming, outgoing) = frames(&input);
+        assert!(
+            incoming
+                .iter()
+                .all(|message| matches!(message, Incoming::Malformed(_)))
+        );
+        let ids: Vec<Value> = outgoing
+            .iter()
+            .map(|reply| {
+                let Outgoing::Raw(reply) = reply else {
+                    panic!("{reply:?}")
+                };
+                assert_eq!(reply["error"]["code"], -32600, "{reply}");
+                reply["id"].clone()
+            })
+            .collect();
+        assert_eq!(ids.len(), 5);
+        assert_eq!(ids[0], json!(1.5));
+        assert_eq!(&ids[1..4], &[Value::Null, Value::Null, Value::Null]);
+        assert!(ids[4].is_number(), "{:?}", ids[4]);
     }
 
     #[test]
