@@ -815,3 +815,64 @@ fn window_only_failing_says_so_when_nothing_fails() {
         "No window check fails: all 2 operations checked are ok.\n"
     );
 }
+
+/// A key header whose name no client can send (a line break, a blank,
+/// non-ASCII) or an empty name is `contract-invalid`, at the name, so
+/// `gen` never writes a service that could not name its own key header;
+/// a query parameter's name may hold a blank.
+#[test]
+fn a_key_name_no_client_can_send_is_contract_invalid() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_with = |location: &str, name: &str| {
+        let spec = format!(
+            "openapi: 3.1.0\ninfo: {{title: t, version: '1'}}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      x-idempotency:\n        key: {{in: {location}, name: {name}, format: 'pay:{{uuid}}'}}\n        client: {{timeout: 5s}}\n        server: {{max-processing: 3s}}\n      responses: {{'200': {{description: ok}}}}\n"
+        );
+        let path = dir.path().join("openapi.yaml");
+        std::fs::write(&path, spec).unwrap();
+        let run = idemgen(&[
+            "lint",
+            "--no-config",
+            "--format",
+            "json",
+            path.to_str().unwrap(),
+        ]);
+        let json: Value = serde_json::from_str(&run.stdout).unwrap();
+        json["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["rule"] == "contract-invalid")
+            .map(|d| {
+                (
+                    d["message"].as_str().unwrap().to_string(),
+                    d["line"].clone(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    for (name, held) in [
+        (r#""Idempotency-Key\r\nX: y""#, r"'\r'"),
+        ("Idempotency Key", "' '"),
+        ("🔑", "'🔑'"),
+    ] {
+        let found = spec_with("header", name);
+        assert!(
+            found.iter().any(
+                |(message, line)| message.contains("is not an HTTP header name")
+                    && message.contains(held)
+                    && *line == 8
+            ),
+            "{name}: {found:?}"
+        );
+    }
+    assert!(
+        spec_with("header", "''")
+            .iter()
+            .any(|(message, _)| message.contains("`key.name` is empty"))
+    );
+    assert!(
+        !spec_with("query", "idempotency key")
+            .iter()
+            .any(|(message, _)| message.contains("key.name")),
+    );
+}

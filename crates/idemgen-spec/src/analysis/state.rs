@@ -2,7 +2,7 @@
 //! merged over the document's defaults.
 
 use crate::Value;
-use crate::contract::model::Defaults;
+use crate::contract::model::{Defaults, KeyLocation};
 use crate::contract::parse::{ContractError, parse_block};
 use crate::contract::{Contract, Origin, RawContract};
 use crate::operations::Operation;
@@ -85,6 +85,35 @@ pub fn read(
             help: Some("say where the client sends the key and what it looks like, e.g. `key: {in: header, name: Idempotency-Key, format: \"pay:{uuid}\"}`".into()),
         });
     }
+    if let (Some(location), Some(name)) = (&merged.key_in, &merged.key_name) {
+        if let Some((message, help)) = key_name_problem(location.value, &name.value) {
+            errors.push(ContractError {
+                origin: name.origin.clone(),
+                message,
+                help: Some(help),
+            });
+        }
+    }
     let contract = Contract::resolve(merged, origin, defaults);
     (ContractState::Present(Box::new(contract)), errors)
+}
+
+/// What is wrong with a key's `name`: empty, or for a header not a field
+/// name (RFC 9110 `token`: no blank, colon, line break or non-ASCII), which
+/// no client can send and a generated service could not even name.
+fn key_name_problem(location: KeyLocation, name: &str) -> Option<(String, String)> {
+    if name.is_empty() {
+        return Some((
+            "`key.name` is empty".into(),
+            "name the header, query parameter or body field that carries the key, e.g. `name: Idempotency-Key`".into(),
+        ));
+    }
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    let bad = name.chars().find(|&c| !is_token_char(c))?;
+    (location == KeyLocation::Header).then(|| {
+        (
+            format!("`key.name` {name:?} is not an HTTP header name: it holds {bad:?}"),
+            "a header name is letters, digits and `!#$%&'*+-.^_`|~` only (RFC 9110 token), e.g. `Idempotency-Key`".into(),
+        )
+    })
 }
