@@ -108,6 +108,15 @@ impl Segment {
 
 impl KeyTemplate {
     pub fn parse(source: &str) -> Result<KeyTemplate, String> {
+        // A key travels in a header, a query string or a JSON field, and
+        // a control character (a line break, NUL) is sent in none of them
+        // as itself: every key such a template spells would be refused.
+        if let Some(control) = source.chars().find(|c| c.is_control()) {
+            return Err(format!(
+                "`{}` holds the control character {control:?}, which no key can carry; remove it",
+                source.escape_debug()
+            ));
+        }
         let mut parts = Vec::new();
         let mut literal = String::new();
         let mut rest = source;
@@ -409,6 +418,23 @@ mod tests {
         assert!(template.has_business_prefix());
         assert_eq!(template.max_len(|_| None), Some(4 + 8 + 1 + 36));
         assert_eq!(template.predictability(), Predictability::Unpredictable);
+    }
+
+    #[test]
+    fn a_control_character_is_refused_wherever_it_is() {
+        for source in [
+            "pay:{uuid}\n",
+            "pay:\u{0}{uuid}",
+            "pay:\r\n{uuid}",
+            "\u{7f}{uuid}",
+        ] {
+            let why = KeyTemplate::parse(source).unwrap_err();
+            assert!(why.contains("control character"), "{source:?}: {why}");
+        }
+        assert_eq!(
+            KeyTemplate::parse("pay:{uuid}\n").unwrap_err(),
+            "`pay:{uuid}\\n` holds the control character '\\n', which no key can carry; remove it"
+        );
     }
 
     #[test]
