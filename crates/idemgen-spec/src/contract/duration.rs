@@ -92,11 +92,18 @@ fn parse_units(text: &str) -> Result<f64, String> {
             .parse()
             .map_err(|_| format!("`{}` in `{text}` is not a number", &rest[..number_len]))?;
         rest = &rest[number_len..];
+        // The unit runs to the next number, so a unit that is not ASCII
+        // (`µs`, a full-width `ｓ`) is named whole in the message.
         let unit_len = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
+            .find(|c: char| c.is_ascii_digit() || c == '.')
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         let Some(factor) = unit_ms(unit) else {
+            if unit.trim_start() != unit {
+                return Err(format!(
+                    "`{text}` has a blank between its number and unit; write them together, like `18s`"
+                ));
+            }
             return Err(format!(
                 "unknown unit `{unit}` in `{text}`; use ms, s, m, h or d"
             ));
@@ -159,6 +166,26 @@ fn parse_iso8601(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unit_it_does_not_know_is_named_whole() {
+        assert_eq!(
+            parse_duration("1µs"),
+            Err("unknown unit `µs` in `1µs`; use ms, s, m, h or d".into())
+        );
+        assert_eq!(
+            parse_duration("18ｓ"),
+            Err("unknown unit `ｓ` in `18ｓ`; use ms, s, m, h or d".into())
+        );
+        assert_eq!(
+            parse_duration("18 s"),
+            Err(
+                "`18 s` has a blank between its number and unit; write them together, like `18s`"
+                    .into()
+            )
+        );
+        assert_eq!(parse_duration("5m30s"), Ok(330_000));
+    }
 
     #[test]
     fn parses_units_and_iso() {
