@@ -59,14 +59,22 @@ impl Documents {
         let Some(document) = self.open.get_mut(uri.as_str()) else {
             return;
         };
+        // One index for the whole message, kept up to date edit by edit:
+        // rebuilding it for each of a "replace all"'s thousands of edits
+        // would scan the whole text each time.
+        let mut index: Option<LineIndex> = None;
         for change in changes {
             match change.range {
-                None => document.text = change.text,
+                None => {
+                    document.text = change.text;
+                    index = None;
+                }
                 Some(range) => {
-                    let index = LineIndex::new(&document.text);
+                    let index = index.get_or_insert_with(|| LineIndex::new(&document.text));
                     let start = index.offset(&document.text, range.start);
                     let end = index.offset(&document.text, range.end).max(start);
                     document.text.replace_range(start..end, &change.text);
+                    index.replace(start, end, &change.text);
                 }
             }
         }
@@ -101,6 +109,23 @@ impl LineIndex {
                 .map(|(at, _)| at + 1),
         );
         LineIndex { starts }
+    }
+
+    /// Follows the text's `[start, end)` being replaced by `inserted`: the
+    /// line starts inside the old range go, those of the new text come,
+    /// and the ones after move by the difference in length.
+    pub fn replace(&mut self, start: usize, end: usize, inserted: &str) {
+        let first = self.starts.partition_point(|&line| line <= start);
+        let after = self.starts.partition_point(|&line| line <= end);
+        for line in &mut self.starts[after..] {
+            *line = *line - end + start + inserted.len();
+        }
+        let new_lines = inserted
+            .bytes()
+            .enumerate()
+            .filter(|(_, byte)| *byte == b'\n')
+            .map(|(at, _)| start + at + 1);
+        self.starts.splice(first..after, new_lines);
     }
 
     /// The byte offset of an LSP position, clamped to the line and text.
@@ -173,6 +198,32 @@ pub fn path_to_uri(path: &Path) -> Option<Uri> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_line_index_follows_edits_as_a_fresh_one_would_see_them() {
+        let mut text = "a\nbb\n\nccc\nd".to_string();
+        let mut index = super::LineIndex::new(&text);
+        // (start, end, inserted): inside a line, over line breaks, at the
+        // ends, a deletion, an insertion of several lines.
+        for (start, end, inserted) in [
+            (1, 1, "x"),
+            (0, 5, "q\n"),
+            (3, 3, "\n\nz\n"),
+            (text.len() - 1, text.len() - 1, "\ne"),
+            (2, 6, ""),
+            (0, 0, "\n"),
+        ] {
+            let end = end.min(text.len());
+            let start = start.min(end);
+            text.replace_range(start..end, inserted);
+            index.replace(start, end, inserted);
+            assert_eq!(
+                index.starts,
+                super::LineIndex::new(&text).starts,
+                "{text:?}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]
