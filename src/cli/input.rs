@@ -67,11 +67,17 @@ impl ConfigArgs {
 /// The spec and the files it references, with `overlays` applied; a load
 /// error is printed, and so is every overlay action that changed nothing.
 pub fn load_spec(spec: &Path, overlays: &[PathBuf]) -> Result<Workspace, ExitCode> {
-    let workspace =
-        Workspace::load_with_overlays(spec, &Default::default(), overlays).map_err(|error| {
-            print_load_error(&error);
-            ExitCode::from(EXIT_BAD_INPUT)
-        })?;
+    load_spec_telling(spec, overlays).map_err(|_| ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// [`load_spec`], handing back the error it printed, for reports that
+/// carry it too.
+pub fn load_spec_telling(
+    spec: &Path,
+    overlays: &[PathBuf],
+) -> Result<Workspace, Box<idemgen_spec::LoadError>> {
+    let workspace = Workspace::load_with_overlays(spec, &Default::default(), overlays)
+        .inspect_err(|error| print_load_error(error))?;
     for warning in &workspace.overlay_warnings {
         eprintln!("warning: {warning}");
     }

@@ -10,7 +10,7 @@ use super::{
     ColorChoice, EXIT_BAD_INPUT, EXIT_FINDINGS, LintArgs, LintFormat, input, print,
     print_load_error,
 };
-use idemgen_diagnostics::{Diagnostic, LintedFile, Report};
+use idemgen_diagnostics::{Diagnostic, LintedFile, LoadFailure, Report};
 use idemgen_lint::fix_loop::{FixOutcome, fix_document};
 use idemgen_lint::fix_overlay::overlay_fixes;
 use idemgen_lint::{LintOptions, RULES, baseline};
@@ -89,9 +89,19 @@ pub fn run(args: &LintArgs) -> ExitCode {
             Some(_) => Vec::new(),
             None => args.config.overlays_for(&config, path).to_vec(),
         };
-        let Ok(workspace) = input::load_spec(path, &overlays) else {
-            failed_to_load = true;
-            continue;
+        let workspace = match input::load_spec_telling(path, &overlays) {
+            Ok(workspace) => workspace,
+            Err(error) => {
+                failed_to_load = true;
+                report.load_failures.push(LoadFailure {
+                    file: error.file.clone(),
+                    line: error.location.map(|(_, line, _)| line),
+                    column: error.location.map(|(_, _, column)| column),
+                    message: error.message.clone(),
+                    help: error.help.clone(),
+                });
+                continue;
+            }
         };
         let linted = idemgen_lint::lint(&workspace, &options);
         let mut diagnostics = linted.diagnostics;

@@ -392,3 +392,55 @@ fn output_flag_writes_the_report_to_a_file() {
     let log: Value = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
     assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), 2);
 }
+
+/// A spec that does not load is an exit 2 with its error on stderr, and no
+/// format reports the run as clean: JSON gains `load_errors`, SARIF says
+/// the run did not succeed (schema-valid), JUnit has an erring case, the
+/// Markdown summary is ❌ and GitHub gets an `::error` annotation.
+#[test]
+fn a_spec_that_does_not_load_is_in_every_format_not_a_clean_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "openapi: 3.1.0\npaths: [\n").unwrap();
+    let bad = bad.to_str().unwrap();
+    let run = |format: &str| {
+        let run = crate::support::run::idemgen(&["lint", "--no-config", "--format", format, bad]);
+        assert_eq!(run.code, 2, "{format}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("invalid YAML"),
+            "{format}: {}",
+            run.stderr
+        );
+        run.stdout
+    };
+    let json: Value = serde_json::from_str(&run("json")).unwrap();
+    assert_eq!(json["load_errors"][0]["file"], bad);
+    assert!(json["load_errors"][0]["line"].is_number(), "{json}");
+    assert!(
+        json["load_errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid YAML")
+    );
+    let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false, "{sarif}");
+    assert_eq!(
+        invocation["toolExecutionNotifications"][0]["level"],
+        "error"
+    );
+    assert!(sarif_validator().is_valid(&sarif), "{sarif}");
+    let junit = run("junit");
+    assert!(
+        junit.contains(r#"errors="1""#) && junit.contains(r#"type="load-error""#),
+        "{junit}"
+    );
+    let markdown = run("markdown");
+    assert!(markdown.starts_with("### ❌ idemgen:"), "{markdown}");
+    assert!(markdown.contains("1 file could not be read"), "{markdown}");
+    let github = run("github");
+    assert!(
+        github.starts_with(&format!("::error file={bad},line=")),
+        "{github}"
+    );
+}

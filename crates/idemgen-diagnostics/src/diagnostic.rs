@@ -98,6 +98,20 @@ pub struct Report {
     pub baseline_matched: usize,
     /// Findings silenced by `x-idemgen-ignore`.
     pub suppressed: usize,
+    /// Root files that could not be read or parsed: nothing in them was
+    /// linted, which every format says rather than reporting them clean.
+    pub load_failures: Vec<LoadFailure>,
+}
+
+/// A root file that could not be read or parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    pub file: String,
+    /// Line and column (1-based) where the parser stopped, when known.
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+    pub help: String,
 }
 
 /// A rule as reporters describe it.

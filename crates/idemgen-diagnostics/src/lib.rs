@@ -8,5 +8,5 @@
 mod diagnostic;
 mod fix;
 
-pub use diagnostic::{Diagnostic, LintedFile, Location, Report, RuleInfo, Severity};
+pub use diagnostic::{Diagnostic, LintedFile, LoadFailure, Location, Report, RuleInfo, Severity};
 pub use fix::{Applicability, Edit, Fix};

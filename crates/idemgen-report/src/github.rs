@@ -10,6 +10,22 @@ use idemgen_diagnostics::{Diagnostic, Report, Severity};
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
+    for failure in &report.load_failures {
+        let mut properties = vec![format!(
+            "file={}",
+            escape_property(&super::checkout_relative(&failure.file))
+        )];
+        if let (Some(line), Some(column)) = (failure.line, failure.column) {
+            properties.push(format!("line={line}"));
+            properties.push(format!("col={column}"));
+        }
+        properties.push("title=idemgen: the file could not be read".into());
+        out.push_str(&format!(
+            "::error {}::{}\n",
+            properties.join(","),
+            escape_data(&format!("{}\nhelp: {}", failure.message, failure.help))
+        ));
+    }
     for diagnostic in &report.diagnostics {
         out.push_str(&annotation(report, diagnostic));
         out.push('\n');

@@ -22,10 +22,27 @@ pub fn render(report: &Report) -> String {
             })
         })
         .collect();
-    let document = json!({
+    let mut document = json!({
         "diagnostics": diagnostics,
         "summary": summary(report),
     });
+    // Only when a file could not be read, so a clean run's document is
+    // exactly the contract's.
+    if !report.load_failures.is_empty() {
+        document["load_errors"] = report
+            .load_failures
+            .iter()
+            .map(|failure| {
+                json!({
+                    "file": failure.file,
+                    "line": failure.line,
+                    "column": failure.column,
+                    "message": failure.message,
+                    "help": failure.help,
+                })
+            })
+            .collect();
+    }
     let mut text = serde_json::to_string_pretty(&document).expect("JSON values always serialise");
     text.push('\n');
     text

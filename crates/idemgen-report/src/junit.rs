@@ -6,7 +6,8 @@
 //! rule (`(document): duplicate-key`). A testcase with an error-level
 //! finding fails; warnings and notes leave it passing and are listed in its
 //! `<system-out>`. Every finding is one line,
-//! `error[window-too-short] spec.yaml:14:17: message`.
+//! `error[window-too-short] spec.yaml:14:17: message`. A file that could
+//! not be read is a suite of its own whose one testcase errs.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +39,20 @@ pub fn render(report: &Report) -> String {
         .collect();
     if !rest.is_empty() {
         junit.add_test_suite(suite(report, "idemgen", &[], &rest));
+    }
+    // A file that could not be read: one suite with one erroring case, so
+    // the CI's test view shows it rather than nothing.
+    for failure in &report.load_failures {
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status
+            .set_message(failure.message.as_str())
+            .set_type("load-error")
+            .set_description(format!("{} (help: {})", failure.message, failure.help));
+        let mut case = TestCase::new(format!("{}: could not be read", failure.file), status);
+        case.set_classname(failure.file.as_str());
+        let mut suite = TestSuite::new(failure.file.as_str());
+        suite.add_test_case(case);
+        junit.add_test_suite(suite);
     }
     let mut text = junit
         .to_string()

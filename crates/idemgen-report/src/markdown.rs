@@ -13,7 +13,7 @@ pub const MAX_ROWS: usize = 200;
 
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let icon = if report.errors() > 0 {
+    let icon = if report.errors() > 0 || !report.load_failures.is_empty() {
         "❌"
     } else if report.warnings() > 0 {
         "⚠️"
@@ -42,6 +42,19 @@ pub fn render(report: &Report) -> String {
             } else {
                 "are"
             }
+        );
+    }
+    for failure in &report.load_failures {
+        let place = match (failure.line, failure.column) {
+            (Some(line), Some(column)) => format!("{}:{line}:{column}", failure.file),
+            _ => failure.file.clone(),
+        };
+        let _ = writeln!(
+            out,
+            "❌ **`{}` could not be read**: {} ({})\n",
+            place.replace('`', "'"),
+            failure.message,
+            failure.help
         );
     }
     if report.diagnostics.is_empty() {

@@ -73,6 +73,28 @@ pub fn document(report: &Report) -> Value {
             },
         }]
     });
+    // A file that could not be read is a run that did not finish: SARIF
+    // says so in the invocation, so an upload is not taken for a clean
+    // scan that closes earlier alerts.
+    let notifications: Vec<Value> = report
+        .load_failures
+        .iter()
+        .map(|failure| {
+            let mut place = json!({"artifactLocation": artifact_location(&failure.file)});
+            if let (Some(line), Some(column)) = (failure.line, failure.column) {
+                place["region"] = json!({"startLine": line, "startColumn": column});
+            }
+            json!({
+                "level": "error",
+                "message": {"text": format!("{} (help: {})", failure.message, failure.help)},
+                "locations": [{"physicalLocation": place}],
+            })
+        })
+        .collect();
+    log["runs"][0]["invocations"] = json!([{
+        "executionSuccessful": notifications.is_empty(),
+        "toolExecutionNotifications": notifications,
+    }]);
     let home = option_env!("CARGO_PKG_HOMEPAGE")
         .filter(|uri| !uri.is_empty())
         .or(option_env!("CARGO_PKG_REPOSITORY").filter(|uri| !uri.is_empty()));

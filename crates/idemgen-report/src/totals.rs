@@ -25,7 +25,8 @@ pub fn notes(report: &Report) -> String {
     notes
 }
 
-/// `2 errors, 1 warning in 1 file (3 operations)`.
+/// `2 errors, 1 warning in 1 file (3 operations)`, then `; 1 file could
+/// not be read` when one could not.
 pub fn summary(report: &Report) -> String {
     let plural =
         |count: usize, word: &str| format!("{count} {word}{}", if count == 1 { "" } else { "s" });
@@ -37,10 +38,16 @@ pub fn summary(report: &Report) -> String {
     if infos > 0 {
         counts.push(plural(infos, "note"));
     }
-    format!(
+    let mut summary = format!(
         "{} in {} ({})",
         counts.join(", "),
         plural(report.files, "file"),
         plural(report.operations, "operation")
-    )
+    );
+    match report.load_failures.len() {
+        0 => {}
+        1 => summary.push_str("; 1 file could not be read"),
+        failed => summary.push_str(&format!("; {failed} files could not be read")),
+    }
+    summary
 }
