@@ -191,11 +191,19 @@ fn duration_arg(text: &str) -> Result<u64, String> {
     parse_duration(text)
 }
 
+/// `200ms,800ms`; an empty text is no retries, an empty item a mistake.
 fn retries_arg(text: &str) -> Result<Retries, String> {
+    if text.trim().is_empty() {
+        return Ok(Retries(Vec::new()));
+    }
     text.split(',')
         .map(str::trim)
-        .filter(|part| !part.is_empty())
-        .map(parse_duration)
+        .map(|part| match part {
+            "" => Err(format!(
+                "`{text}` has an empty delay between commas; write the delays like `200ms,800ms`, or `''` for no retries"
+            )),
+            part => parse_duration(part),
+        })
         .collect::<Result<Vec<_>, _>>()
         .map(Retries)
 }

@@ -508,6 +508,19 @@ fn usage_errors_exit_2() {
     assert_eq!(idemgen(&["frobnicate"]).code, 2);
     assert_eq!(idemgen(&["lint", "--format", "yaml", "x.yaml"]).code, 2);
     assert_eq!(idemgen(&["--help"]).code, 0);
+    // An empty item among the retry delays is a mistake, not "no retries";
+    // an empty list is.
+    let spec = "examples/payment-callback/openapi.yaml";
+    for retries in [",,,", "1s,,2s", "1s,"] {
+        let run = idemgen(&["window", spec, "--retries", retries]);
+        assert_eq!(run.code, 2, "{retries}");
+        assert!(
+            run.stderr.contains("has an empty delay between commas"),
+            "{}",
+            run.stderr
+        );
+    }
+    assert_eq!(idemgen(&["window", spec, "--retries", ""]).code, 0);
 }
 
 #[test]
