@@ -79,6 +79,7 @@ fn parse_units(text: &str) -> Result<f64, String> {
     }
     let mut total = 0.0;
     let mut rest = text;
+    let mut seen: Vec<f64> = Vec::new();
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -108,6 +109,13 @@ fn parse_units(text: &str) -> Result<f64, String> {
                 "unknown unit `{unit}` in `{text}`; use ms, s, m, h or d"
             ));
         };
+        // `1h1h` is a typo more often than a way to write `2h`.
+        if seen.contains(&factor) {
+            return Err(format!(
+                "`{text}` gives `{unit}` twice; write each unit once, like `1m30s`"
+            ));
+        }
+        seen.push(factor);
         total += number * factor;
         if total > MAX_MS as f64 {
             return Err(format!(
@@ -185,6 +193,14 @@ mod tests {
             )
         );
         assert_eq!(parse_duration("5m30s"), Ok(330_000));
+        assert_eq!(
+            parse_duration("1h1h"),
+            Err("`1h1h` gives `h` twice; write each unit once, like `1m30s`".into())
+        );
+        assert_eq!(
+            parse_duration("1m30min"),
+            Err("`1m30min` gives `min` twice; write each unit once, like `1m30s`".into())
+        );
     }
 
     #[test]
