@@ -26,6 +26,13 @@ pub fn split_ref(reference: &str) -> Result<RefTarget<'_>, RefProblem> {
     if lower.starts_with("http://") || lower.starts_with("https://") || lower.starts_with("//") {
         return Err(RefProblem::Remote);
     }
+    // Read as a path, `file:///etc/x.yaml` would be a file named
+    // `file:/etc/x.yaml` that "does not exist": say what it is instead.
+    if lower.starts_with("file:") {
+        return Err(RefProblem::Malformed(
+            "a `file:` URL is not followed; write the path relative to this file, like `common.yaml#/components/schemas/Key`".into(),
+        ));
+    }
     let (file, fragment) = match reference.split_once('#') {
         Some((file, fragment)) => (file, fragment),
         None => (reference, ""),
@@ -180,5 +187,13 @@ mod tests {
             split_ref("HTTP://example.com/a.yaml#/x"),
             Err(RefProblem::Remote)
         );
+        assert!(matches!(
+            split_ref("file:///etc/passwd"),
+            Err(RefProblem::Malformed(why)) if why.starts_with("a `file:` URL is not followed")
+        ));
+        assert!(matches!(
+            split_ref("FILE:common.yaml#/x"),
+            Err(RefProblem::Malformed(_))
+        ));
     }
 }
