@@ -123,7 +123,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
         for diagnostic in &diagnostics {
             let file = &diagnostic.location.file;
             if !report.sources.contains_key(file) {
-                if let Some(loaded) = workspace.files.iter().find(|f| &f.source.display == file) {
+                if let Some(loaded) = workspace.file_named(file) {
                     report
                         .sources
                         .insert(file.clone(), Arc::from(loaded.source.text.as_str()));

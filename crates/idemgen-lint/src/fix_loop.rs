@@ -180,11 +180,7 @@ fn apply(
     }
     let mut changed = Vec::new();
     for (display, mut edits) in by_file {
-        let Some(loaded) = workspace
-            .files
-            .iter()
-            .find(|loaded| loaded.source.display == display)
-        else {
+        let Some(loaded) = workspace.file_named(display) else {
             continue;
         };
         let before = &loaded.source.text;

@@ -84,10 +84,7 @@ fn action(
 pub fn workspace_edit(workspace: &Workspace, edits: &[Edit]) -> Option<WorkspaceEdit> {
     let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
     for edit in edits {
-        let loaded = workspace
-            .files
-            .iter()
-            .find(|loaded| loaded.source.display == edit.file)?;
+        let loaded = workspace.file_named(&edit.file)?;
         let text = &loaded.source.text;
         let range = LineIndex::new(text).range(text, edit.start, edit.end);
         changes

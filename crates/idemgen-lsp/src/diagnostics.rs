@@ -68,11 +68,7 @@ pub fn convert(
     }
     let mut out = Vec::new();
     for (display, findings) in by_file {
-        let Some(loaded) = workspace
-            .files
-            .iter()
-            .find(|loaded| loaded.source.display == display)
-        else {
+        let Some(loaded) = workspace.file_named(display) else {
             continue;
         };
         let uri = if std::ptr::eq(loaded, &workspace.files[0]) {

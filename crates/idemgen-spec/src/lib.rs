@@ -99,6 +99,13 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// The loaded file diagnostics and edits call `display`.
+    pub fn file_named(&self, display: &str) -> Option<&LoadedFile> {
+        self.files
+            .iter()
+            .find(|loaded| loaded.source.display == display)
+    }
+
     /// How many operations have an `x-idempotency` mapping of their own
     /// (not counting the document-level block).
     pub fn operations_with_a_contract_block(&self) -> usize {
