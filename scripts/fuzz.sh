@@ -91,7 +91,7 @@ results="$(mktemp -d)"
 running=0
 for target in "${targets[@]}"; do
     if [ "$running" -ge "$jobs" ]; then
-        wait -n
+        wait -n || true
         running=$((running - 1))
     fi
     run_target "$target" "$results/$target.row" "$results/$target.verdict" &
@@ -102,6 +102,11 @@ wait
 crashed=()
 printf '%-16s %12s %8s %8s  %s\n' target executions cov ft result
 for target in "${targets[@]}"; do
+    if [ ! -f "$results/$target.verdict" ]; then
+        printf '%-16s %12s %8s %8s  %s\n' "$target" '?' '?' '?' "NO RESULT: its run stopped early"
+        crashed+=("$target")
+        continue
+    fi
     cat "$results/$target.row"
     if [ "$(cat "$results/$target.verdict")" = crash ]; then
         crashed+=("$target")

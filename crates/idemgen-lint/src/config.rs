@@ -183,17 +183,18 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 /// memory.
 fn read_bounded(path: &Path) -> std::io::Result<String> {
     use std::io::Read;
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_CONFIG_BYTES + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
         return Err(std::io::Error::other(format!(
             "it is larger than the {} KiB limit of a configuration file",
             MAX_CONFIG_BYTES / 1024
         )));
     }
-    Ok(text)
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::other("it is not UTF-8 text; save it as UTF-8"))
 }
 
 /// Checks configuration text; `display` names the file in messages.

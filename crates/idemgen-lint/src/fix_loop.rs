@@ -45,6 +45,9 @@ pub struct BrokenFix {
     pub file: String,
     pub line: usize,
     pub column: usize,
+    /// Where the finding points in the tree: unlike its line, the same
+    /// after other fixes move the text.
+    pub pointer: String,
     pub title: String,
     /// What the loader said of the text with this fix applied.
     pub error: String,
@@ -101,41 +104,52 @@ pub fn fix_document(
                 outcome.applied += applied;
                 passes += 1;
             }
-            // This pass's fixes broke the text: each is tried alone; those
-            // that break it are left out from now on. When none does alone
-            // (only together), the first is applied by itself.
+            // This pass's fixes broke the text: halving finds each fix that
+            // breaks it alone (a few loads, not one per fix); those are left
+            // out from now on. When none does alone, only some together,
+            // the first half (which loads) is applied and the rest waits.
             Err(_) => {
-                let mut first_that_loads = None;
-                for found in &fixes {
-                    let Some(fix) = &found.fix else { continue };
-                    let mut alone = overlay.clone();
-                    let changed = apply(&workspace, &fix.edits, &mut alone);
-                    match Workspace::load_with(path, &alone) {
-                        Ok(loaded) => {
-                            first_that_loads.get_or_insert((alone, loaded, changed));
+                let mut broken = Vec::new();
+                find_broken(path, &workspace, &overlay, &fixes, &mut broken);
+                if broken.is_empty() {
+                    let first_half = &fixes[..fixes.len().div_ceil(2)];
+                    let edits: Vec<&Fix> = first_half
+                        .iter()
+                        .filter_map(|found| found.fix.as_ref())
+                        .collect();
+                    let (edits, applied) = compatible_edits(edits.into_iter());
+                    let mut next = overlay.clone();
+                    let changed = apply(&workspace, &edits, &mut next);
+                    if let Ok(loaded) = Workspace::load_with(path, &next) {
+                        for (path, display, before) in changed {
+                            originals.entry(path).or_insert((display, before));
                         }
-                        Err(error) => outcome.broken.push(BrokenFix {
-                            rule: found.rule,
-                            file: found.location.file.clone(),
-                            line: found.location.line,
-                            column: found.location.column,
-                            title: fix.title.clone(),
-                            error: error.message,
-                        }),
+                        overlay = next;
+                        workspace = loaded;
+                        outcome.applied += applied;
+                        passes += 1;
+                        continue;
                     }
+                    // Cannot happen (the first half loaded while halving);
+                    // stop rather than go round again.
+                    outcome.unfinished = true;
+                    break;
                 }
-                let none_broke_alone = !fixes
-                    .iter()
-                    .any(|found| outcome.broken.iter().any(|broken| is_same(broken, found)));
-                if let (true, Some((alone, loaded, changed))) = (none_broke_alone, first_that_loads)
-                {
-                    for (path, display, before) in changed {
-                        originals.entry(path).or_insert((display, before));
-                    }
-                    overlay = alone;
-                    workspace = loaded;
-                    outcome.applied += 1;
-                    passes += 1;
+                for (found, error) in broken {
+                    let title = found
+                        .fix
+                        .as_ref()
+                        .map(|fix| fix.title.clone())
+                        .unwrap_or_default();
+                    outcome.broken.push(BrokenFix {
+                        rule: found.rule,
+                        file: found.location.file.clone(),
+                        line: found.location.line,
+                        column: found.location.column,
+                        pointer: found.pointer.clone(),
+                        title,
+                        error,
+                    });
                 }
             }
         }
@@ -154,16 +168,44 @@ pub fn fix_document(
     Ok(outcome)
 }
 
-/// Whether `diagnostic` is the finding whose fix was found broken.
+/// Whether `diagnostic` is the finding whose fix was found broken (by
+/// rule, file, tree pointer and fix, which other fixes do not move).
 fn is_same(broken: &BrokenFix, diagnostic: &Diagnostic) -> bool {
     broken.rule == diagnostic.rule
         && broken.file == diagnostic.location.file
-        && broken.line == diagnostic.location.line
-        && broken.column == diagnostic.location.column
+        && broken.pointer == diagnostic.pointer
         && diagnostic
             .fix
             .as_ref()
             .is_some_and(|fix| fix.title == broken.title)
+}
+
+/// The fixes among `fixes` that leave text that does not load when applied
+/// alone, with the loader's message, found by halving: a set that loads
+/// holds none, a single fix that does not is one.
+fn find_broken<'d>(
+    path: &Path,
+    workspace: &Workspace,
+    overlay: &HashMap<PathBuf, String>,
+    fixes: &[&'d Diagnostic],
+    broken: &mut Vec<(&'d Diagnostic, String)>,
+) {
+    if fixes.is_empty() {
+        return;
+    }
+    let (edits, _) = compatible_edits(fixes.iter().filter_map(|found| found.fix.as_ref()));
+    let mut texts = overlay.clone();
+    apply(workspace, &edits, &mut texts);
+    let Err(error) = Workspace::load_with(path, &texts) else {
+        return;
+    };
+    if let [found] = fixes {
+        broken.push((found, error.message));
+        return;
+    }
+    let (first, second) = fixes.split_at(fixes.len() / 2);
+    find_broken(path, workspace, overlay, first, broken);
+    find_broken(path, workspace, overlay, second, broken);
 }
 
 /// Applies `edits` to the texts of `workspace`'s files, writing each new

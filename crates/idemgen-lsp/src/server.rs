@@ -63,9 +63,10 @@ struct Server {
     linter: Linter,
     /// Documents to lint once the queued messages are handled.
     dirty: BTreeSet<String>,
-    /// Documents whose diagnostics were pushed: one that stops being a
-    /// spec (emptied, another kind of file) gets an empty list, not its
-    /// old findings left in place; other files are never published to.
+    /// Documents that showed findings of their own lint: one that stops
+    /// being a spec (emptied, another kind of file) gets an empty list, not
+    /// its old findings left in place. Files that are not specs (a
+    /// referenced fragment shows its root's findings) are left alone.
     published: BTreeSet<String>,
     shutdown: bool,
     next_request: i32,
@@ -538,7 +539,7 @@ impl Server {
         };
         let version = document.version;
         let Some(checked) = outcome.checked else {
-            if self.published.contains(&outcome.uri) {
+            if self.published.remove(&outcome.uri) {
                 let uri = document.uri.clone();
                 self.push(uri, Vec::new(), Some(version));
             }
@@ -547,6 +548,11 @@ impl Server {
         let mut by_uri: HashMap<String, (Uri, Vec<lsp_types::Diagnostic>)> =
             checked.into_iter().collect();
         if let Some((uri, items)) = by_uri.remove(&outcome.uri) {
+            if items.is_empty() {
+                self.published.remove(&outcome.uri);
+            } else {
+                self.published.insert(outcome.uri.clone());
+            }
             self.push(uri, items, Some(version));
         }
         // Findings in referenced files are shown when those are open.
@@ -558,12 +564,7 @@ impl Server {
         }
     }
 
-    fn push(&mut self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
-        if diagnostics.is_empty() {
-            self.published.remove(uri.as_str());
-        } else {
-            self.published.insert(uri.as_str().to_string());
-        }
+    fn push(&self, uri: Uri, diagnostics: Vec<lsp_types::Diagnostic>, version: Option<i32>) {
         let params = PublishDiagnosticsParams {
             uri,
             diagnostics,

@@ -155,8 +155,13 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
         // The body of a frame without a length was not skipped, and ends
         // where the next frame's header begins: the header is taken from
         // there, so one bad frame costs only itself.
-        let header = match header.to_ascii_lowercase().find("content-length:") {
-            Some(at) if at > 0 && header.is_char_boundary(at) => &header[at..],
+        // The last match: the body before it may hold the words too. What
+        // came before in this frame was that body, not headers of its own.
+        let header = match header.to_ascii_lowercase().rfind("content-length:") {
+            Some(at) if at > 0 && header.is_char_boundary(at) => {
+                bad_header = None;
+                &header[at..]
+            }
             _ => header,
         };
         match header.split_once(':') {
@@ -246,7 +251,7 @@ fn decode(body: &[u8], replies: &Sender<Outgoing>) -> Incoming {
         // allows one (a number or a string), else `null`.
         Ok(Message::Notification(notification)) if id.is_some() => {
             let why = format!(
-                "the request `{}` has an id that is not an integer or a string",
+                "the request `{}` has an id that is not a 32-bit integer or a string",
                 notification.method
             );
             let id = id.filter(|id| id.is_number() || id.is_string());
@@ -390,6 +395,24 @@ mod tests {
         assert_eq!(ids[0], json!(1.5));
         assert_eq!(&ids[1..4], &[Value::Null, Value::Null, Value::Null]);
         assert!(ids[4].is_number(), "{:?}", ids[4]);
+    }
+
+    #[test]
+    fn a_frame_without_a_length_whose_body_has_lines_and_the_words_costs_only_itself() {
+        let input = "X-Other: 1\r\n\r\n{\r\n\"headers\": {\"Content-Length: 7\": 1}}".to_string()
+            + &frame(r#"{"jsonrpc":"2.0","id":2,"method":"shutdown"}"#)
+            + &frame(r#"{"jsonrpc":"2.0","method":"exit"}"#);
+        let (incoming, _) = frames(&input);
+        assert!(
+            incoming.iter().any(
+                |message| matches!(message, Incoming::Message(Message::Request(r)) if r.id == 2.into())
+            ),
+            "{incoming:?}"
+        );
+        assert!(matches!(
+            incoming.last(),
+            Some(Incoming::Message(Message::Notification(n))) if n.method == "exit"
+        ));
     }
 
     #[test]

@@ -19,7 +19,10 @@ pub fn render(report: &Report) -> String {
             properties.push(format!("line={line}"));
             properties.push(format!("col={column}"));
         }
-        properties.push("title=idemgen: the file could not be read".into());
+        properties.push(format!(
+            "title={}",
+            escape_property("idemgen: the file could not be read")
+        ));
         out.push_str(&format!(
             "::error {}::{}\n",
             properties.join(","),

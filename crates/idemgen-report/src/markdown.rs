@@ -58,7 +58,10 @@ pub fn render(report: &Report) -> String {
         );
     }
     if report.diagnostics.is_empty() {
-        let _ = writeln!(out, "No findings.");
+        let _ = match report.load_failures.is_empty() {
+            true => writeln!(out, "No findings."),
+            false => writeln!(out, "No findings in the files that could be read."),
+        };
         return out;
     }
     let _ = writeln!(out, "| Severity | Rule | Operation | Location | Message |");

@@ -100,9 +100,9 @@ fn parse_units(text: &str) -> Result<f64, String> {
             .unwrap_or(rest.len());
         let unit = &rest[..unit_len];
         let Some(factor) = unit_ms(unit) else {
-            if unit.trim_start() != unit {
+            if unit.contains(char::is_whitespace) {
                 return Err(format!(
-                    "`{text}` has a blank between its number and unit; write them together, like `18s`"
+                    "`{text}` has a blank in it; write numbers and units together, like `1m30s`"
                 ));
             }
             return Err(format!(
@@ -187,9 +187,12 @@ mod tests {
         );
         assert_eq!(
             parse_duration("18 s"),
+            Err("`18 s` has a blank in it; write numbers and units together, like `1m30s`".into())
+        );
+        assert_eq!(
+            parse_duration("1m 30s"),
             Err(
-                "`18 s` has a blank between its number and unit; write them together, like `18s`"
-                    .into()
+                "`1m 30s` has a blank in it; write numbers and units together, like `1m30s`".into()
             )
         );
         assert_eq!(parse_duration("5m30s"), Ok(330_000));
