@@ -53,6 +53,26 @@ pub struct BrokenFix {
     pub error: String,
 }
 
+impl BrokenFix {
+    /// The finding `found`, whose fix left text the loader refused with
+    /// `error`.
+    fn of(found: &Diagnostic, error: String) -> BrokenFix {
+        BrokenFix {
+            rule: found.rule,
+            file: found.location.file.clone(),
+            line: found.location.line,
+            column: found.location.column,
+            pointer: found.pointer.clone(),
+            title: found
+                .fix
+                .as_ref()
+                .map(|fix| fix.title.clone())
+                .unwrap_or_default(),
+            error,
+        }
+    }
+}
+
 /// Fixes the document at `path` and the files it references, in memory.
 /// The error is the original's when it does not load. A fix that would
 /// leave text that does not load is left out (`FixOutcome::broken`), as a
@@ -83,76 +103,51 @@ pub fn fix_document(
                 })
             })
             .collect();
-        let (edits, applied) =
-            compatible_edits(fixes.iter().filter_map(|found| found.fix.as_ref()));
-        if edits.is_empty() {
+        // Every fix has edits, so no fix is nothing left to do.
+        if fixes.is_empty() {
             break;
         }
         if passes == MAX_PASSES {
             outcome.unfinished = true;
             break;
         }
-        let mut next = overlay.clone();
-        let changed = apply(&workspace, &edits, &mut next);
-        match Workspace::load_with(path, &next) {
-            Ok(loaded) => {
-                for (path, display, before) in changed {
-                    originals.entry(path).or_insert((display, before));
-                }
-                overlay = next;
-                workspace = loaded;
-                outcome.applied += applied;
-                passes += 1;
-            }
+        let round = match try_round(path, &workspace, &overlay, &fixes) {
+            Ok(round) => round,
             // This pass's fixes broke the text: halving finds each fix that
             // breaks it alone (a few loads, not one per fix); those are left
             // out from now on. When none does alone, only some together,
-            // the first half (which loads) is applied and the rest waits.
+            // the first half (which loaded while halving) is applied and the
+            // rest waits for the next round.
             Err(_) => {
+                let (first, second) = fixes.split_at(fixes.len() / 2);
                 let mut broken = Vec::new();
-                find_broken(path, &workspace, &overlay, &fixes, &mut broken);
+                find_broken(path, &workspace, &overlay, first, &mut broken);
+                find_broken(path, &workspace, &overlay, second, &mut broken);
                 if broken.is_empty() {
-                    let first_half = &fixes[..fixes.len().div_ceil(2)];
-                    let edits: Vec<&Fix> = first_half
-                        .iter()
-                        .filter_map(|found| found.fix.as_ref())
-                        .collect();
-                    let (edits, applied) = compatible_edits(edits.into_iter());
-                    let mut next = overlay.clone();
-                    let changed = apply(&workspace, &edits, &mut next);
-                    if let Ok(loaded) = Workspace::load_with(path, &next) {
-                        for (path, display, before) in changed {
-                            originals.entry(path).or_insert((display, before));
+                    match try_round(path, &workspace, &overlay, first) {
+                        Ok(round) => round,
+                        // Cannot happen (it loaded while halving); stop
+                        // rather than go round again.
+                        Err(_) => {
+                            outcome.unfinished = true;
+                            break;
                         }
-                        overlay = next;
-                        workspace = loaded;
-                        outcome.applied += applied;
-                        passes += 1;
-                        continue;
                     }
-                    // Cannot happen (the first half loaded while halving);
-                    // stop rather than go round again.
-                    outcome.unfinished = true;
-                    break;
-                }
-                for (found, error) in broken {
-                    let title = found
-                        .fix
-                        .as_ref()
-                        .map(|fix| fix.title.clone())
-                        .unwrap_or_default();
-                    outcome.broken.push(BrokenFix {
-                        rule: found.rule,
-                        file: found.location.file.clone(),
-                        line: found.location.line,
-                        column: found.location.column,
-                        pointer: found.pointer.clone(),
-                        title,
-                        error,
-                    });
+                } else {
+                    for (found, error) in broken {
+                        outcome.broken.push(BrokenFix::of(found, error));
+                    }
+                    continue;
                 }
             }
+        };
+        for (path, display, before) in round.changed {
+            originals.entry(path).or_insert((display, before));
         }
+        overlay = round.texts;
+        workspace = round.workspace;
+        outcome.applied += round.applied;
+        passes += 1;
     }
     for (path, (display, before)) in originals {
         let after = overlay.remove(&path).unwrap_or_default();
@@ -180,6 +175,38 @@ fn is_same(broken: &BrokenFix, diagnostic: &Diagnostic) -> bool {
             .is_some_and(|fix| fix.title == broken.title)
 }
 
+/// `fixes` applied together (those whose edits collide with an earlier
+/// one's wait) to the texts so far, and loaded.
+struct Round {
+    /// Every file's text after the round, by path.
+    texts: HashMap<PathBuf, String>,
+    workspace: Workspace,
+    /// Each file the round changed: path, display name, text before.
+    changed: Vec<(PathBuf, String, String)>,
+    /// How many fixes it applied.
+    applied: usize,
+}
+
+/// Applies `fixes` to `overlay`'s texts and loads the result; the error is
+/// the loader's when the text no longer loads.
+fn try_round(
+    path: &Path,
+    workspace: &Workspace,
+    overlay: &HashMap<PathBuf, String>,
+    fixes: &[&Diagnostic],
+) -> Result<Round, Box<LoadError>> {
+    let (edits, applied) = compatible_edits(fixes.iter().filter_map(|found| found.fix.as_ref()));
+    let mut texts = overlay.clone();
+    let changed = apply(workspace, &edits, &mut texts);
+    let workspace = Workspace::load_with(path, &texts)?;
+    Ok(Round {
+        texts,
+        workspace,
+        changed,
+        applied,
+    })
+}
+
 /// The fixes among `fixes` that leave text that does not load when applied
 /// alone, with the loader's message, found by halving: a set that loads
 /// holds none, a single fix that does not is one.
@@ -193,10 +220,7 @@ fn find_broken<'d>(
     if fixes.is_empty() {
         return;
     }
-    let (edits, _) = compatible_edits(fixes.iter().filter_map(|found| found.fix.as_ref()));
-    let mut texts = overlay.clone();
-    apply(workspace, &edits, &mut texts);
-    let Err(error) = Workspace::load_with(path, &texts) else {
+    let Err(error) = try_round(path, workspace, overlay, fixes) else {
         return;
     };
     if let [found] = fixes {
