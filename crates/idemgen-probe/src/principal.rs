@@ -58,7 +58,7 @@ pub fn parse(values: &[String]) -> Result<Vec<Principal>, String> {
         })?;
         let header = header.trim();
         let value = value.trim();
-        if header.is_empty() || !header.bytes().all(is_token_byte) {
+        if header.is_empty() || !header.bytes().all(idemgen_spec::http_token::is_token_byte) {
             return Err(format!(
                 "--as {name}: the text before `:` is not a header name (letters, digits, `-`); write --as {name}='Header: value'"
             ));
@@ -115,11 +115,6 @@ fn sorted_headers(principal: &Principal) -> Vec<(String, &str)> {
         .collect();
     headers.sort();
     headers
-}
-
-/// RFC 9110 token characters, which a header name consists of.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 /// What [`redact`] replaces a credential with.

@@ -11,6 +11,7 @@
 
 pub mod analysis;
 pub mod contract;
+pub mod http_token;
 pub mod json_escapes;
 pub mod json_parse;
 pub mod key_names;

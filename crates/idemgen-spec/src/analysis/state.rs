@@ -108,8 +108,7 @@ fn key_name_problem(location: KeyLocation, name: &str) -> Option<(String, String
             "name the header, query parameter or body field that carries the key, e.g. `name: Idempotency-Key`".into(),
         ));
     }
-    let is_token_char = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-    let bad = name.chars().find(|&c| !is_token_char(c))?;
+    let bad = crate::http_token::first_non_token_char(name)?;
     (location == KeyLocation::Header).then(|| {
         (
             format!("`key.name` {name:?} is not an HTTP header name: it holds {bad:?}"),
