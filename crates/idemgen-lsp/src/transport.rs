@@ -154,9 +154,9 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
         }
         // The body of a frame without a length was not skipped, and ends
         // where the next frame's header begins: the header is taken from
-        // there, so one bad frame costs only itself.
-        // The last match: the body before it may hold the words too. What
-        // came before in this frame was that body, not headers of its own.
+        // there (the last match: the body may hold the words too), and what
+        // came before it was that body, not headers of this frame, so one
+        // bad frame costs only itself.
         let header = match header.to_ascii_lowercase().rfind("content-length:") {
             Some(at) if at > 0 && header.is_char_boundary(at) => {
                 bad_header = None;
