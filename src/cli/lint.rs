@@ -241,8 +241,7 @@ fn warn_of_unfinished_and_broken(path: &Path, outcome: &FixOutcome) {
     }
     for broken in &outcome.broken {
         eprintln!(
-            "warning: {}:{}:{}: the fix for `{}` ({}) was not applied: the text it wrote does not load ({})\n  help: this is a fault in idemgen's fix, not in the spec; please report it with the file, and fix this finding by hand",
-            broken.file, broken.line, broken.column, broken.rule, broken.title, broken.error
+            "warning: {broken}\n  help: this is a fault in idemgen's fix, not in the spec; please report it with the file, and fix this finding by hand"
         );
     }
 }

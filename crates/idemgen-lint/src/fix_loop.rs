@@ -73,6 +73,18 @@ impl BrokenFix {
     }
 }
 
+/// `FILE:LINE:COLUMN: the fix for `rule` (title) was not applied: …`, the
+/// warning a run prints for it.
+impl std::fmt::Display for BrokenFix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: the fix for `{}` ({}) was not applied: the text it wrote does not load ({})",
+            self.file, self.line, self.column, self.rule, self.title, self.error
+        )
+    }
+}
+
 /// Fixes the document at `path` and the files it references, in memory.
 /// The error is the original's when it does not load. A fix that would
 /// leave text that does not load is left out (`FixOutcome::broken`), as a
@@ -83,15 +95,27 @@ pub fn fix_document(
     options: &LintOptions,
     unsafe_fixes: bool,
 ) -> Result<FixOutcome, Box<LoadError>> {
+    fix_findings(path, unsafe_fixes, |workspace| {
+        lint(workspace, options).diagnostics
+    })
+}
+
+/// [`fix_document`] with the findings (and so the fixes) of each round
+/// from `findings`: the loop does not depend on where its fixes come from,
+/// and a test can hand it one that is broken on purpose.
+fn fix_findings(
+    path: &Path,
+    unsafe_fixes: bool,
+    findings: impl Fn(&Workspace) -> Vec<Diagnostic>,
+) -> Result<FixOutcome, Box<LoadError>> {
     let mut overlay: HashMap<PathBuf, String> = HashMap::new();
     let mut originals: BTreeMap<PathBuf, (String, String)> = BTreeMap::new();
     let mut outcome = FixOutcome::default();
     let mut workspace = Workspace::load_with(path, &overlay)?;
     let mut passes = 0;
     loop {
-        let linted = lint(&workspace, options);
-        let fixes: Vec<&Diagnostic> = linted
-            .diagnostics
+        let found = findings(&workspace);
+        let fixes: Vec<&Diagnostic> = found
             .iter()
             .filter(|diagnostic| {
                 diagnostic.fix.as_ref().is_some_and(|fix| {
@@ -313,6 +337,97 @@ mod tests {
             applicability: Applicability::Safe,
             edits,
         }
+    }
+
+    /// A spec with findings whose fixes are sound (undeclared answers).
+    const SPEC: &str = "openapi: 3.1.0
+info: {title: t, version: '1'}
+x-idempotency:
+  client: {timeout: 5s, retries: [200ms, 800ms]}
+  server: {max-processing: 3s}
+  store: {dialect: sqlite, table: idempotent_record}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      x-idempotency:
+        key: {in: header, name: Idempotency-Key, format: '{uuid}'}
+      responses:
+        '200': {description: ok}
+";
+
+    /// A finding at `/info` whose fix writes an unclosed flow sequence
+    /// after the `info` line: text that does not load.
+    fn broken_on_purpose(workspace: &Workspace) -> Diagnostic {
+        let source = &workspace.files[0].source;
+        let line_end = source.text.find("'1'}").unwrap() + 4;
+        Diagnostic {
+            rule: "broken-on-purpose",
+            severity: idemgen_diagnostics::Severity::Error,
+            message: "a finding whose fix breaks the text".into(),
+            location: idemgen_diagnostics::Location {
+                file: source.display.clone(),
+                line: 2,
+                column: 1,
+                offset: 0,
+                length: 0,
+            },
+            pointer: "/info".into(),
+            operation: None,
+            help: None,
+            label: None,
+            fix: Some(Fix {
+                title: "Break the text".into(),
+                applicability: Applicability::Safe,
+                edits: vec![Edit {
+                    file: source.display.clone(),
+                    start: line_end,
+                    end: line_end,
+                    replacement: "\nbroken: [".into(),
+                }],
+            }),
+        }
+    }
+
+    #[test]
+    fn a_fix_that_breaks_the_text_is_left_out_named_and_the_others_still_apply() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("openapi.yaml");
+        std::fs::write(&path, SPEC).unwrap();
+        let options = LintOptions::default();
+        let sound = fix_document(&path, &options, true).unwrap();
+        assert!(sound.applied > 0 && sound.broken.is_empty(), "{sound:?}");
+
+        // The broken fix is offered every round, as a rule would offer it
+        // again on text it still finds wrong.
+        let outcome = fix_findings(&path, true, |workspace| {
+            let mut found = lint(workspace, &options).diagnostics;
+            found.insert(found.len() / 2, broken_on_purpose(workspace));
+            found
+        })
+        .unwrap();
+        assert_eq!(outcome.broken.len(), 1, "{:?}", outcome.broken);
+        let broken = &outcome.broken[0];
+        assert_eq!(
+            (broken.rule, broken.pointer.as_str(), broken.title.as_str()),
+            ("broken-on-purpose", "/info", "Break the text")
+        );
+        assert_eq!((broken.line, broken.column), (2, 1));
+        assert!(broken.error.contains("YAML"), "{}", broken.error);
+        let display = path.display();
+        assert_eq!(
+            broken.to_string(),
+            format!(
+                "{display}:2:1: the fix for `broken-on-purpose` (Break the text) was not applied: the text it wrote does not load ({})",
+                broken.error
+            )
+        );
+        assert!(!outcome.unfinished);
+        // Every sound fix applied, as without the broken one.
+        assert_eq!(outcome.applied, sound.applied);
+        assert_eq!(outcome.files.len(), 1);
+        assert_eq!(outcome.files[0].after, sound.files[0].after);
+        assert!(!outcome.files[0].after.contains("broken"));
     }
 
     #[test]

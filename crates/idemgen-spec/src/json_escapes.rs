@@ -5,9 +5,13 @@
 //! characters a pair loses are re-added as spaces after the string's
 //! closing quote, where JSON ignores them.
 
-/// Whether the text starts like a JSON document.
+/// Whether the text starts like a JSON document: `{` or `[` after JSON's
+/// whitespace only. Other characters Rust calls whitespace (a form feed,
+/// U+0085) are text to YAML, where `\f{"a": 1}: b` is a block mapping
+/// whose first key starts with the form feed.
 pub fn looks_like_json(text: &str) -> bool {
-    text.trim_start().starts_with(['{', '['])
+    text.trim_start_matches([' ', '\t', '\n', '\r'])
+        .starts_with(['{', '['])
 }
 
 /// The text with surrogate escapes rewritten, or `None` when it has none.
@@ -88,6 +92,15 @@ fn escape_value(bytes: &[u8], index: usize) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_json_whitespace_may_come_before_a_json_document() {
+        assert!(looks_like_json(" \t\r\n{\"a\": 1}"));
+        assert!(looks_like_json("[1]"));
+        assert!(!looks_like_json("\u{c}{\"a\": 1}: b"));
+        assert!(!looks_like_json("\u{85}[1]"));
+        assert!(!looks_like_json("# c\n{}"));
+    }
 
     #[test]
     fn pairs_become_32_bit_escapes_with_padding() {

@@ -506,19 +506,21 @@ fn entries_added_after_an_explicit_first_key_start_at_its_question_mark() {
     );
 }
 
-/// Found by the `fix` fuzz target, not fixed yet (docs/src/fuzzing.md): a
-/// JSON-looking root flow mapping (after a form feed) whose quoted scalar
-/// runs over block-style lines, so an operation is a flow mapping written
-/// across lines of a block layout. The declared responses it gets are
-/// indented as the block lines are, which the flow mapping's own
-/// indentation does not allow, and the text does not load. `lint --fix`
-/// leaves such a fix out and says so (the `idemgen` test
-/// `fix::a_fix_that_breaks_the_text_is_left_out_and_reported`).
+/// Found by the `fix` fuzz target: a spec that starts with a form feed
+/// and then `{"…`. A form feed is whitespace to Rust's `trim_start` but
+/// text to YAML, so the line is the first key of a block mapping; the
+/// editor took the file for JSON and wrote the declared responses as JSON
+/// entries (`,\n      "responses": {…}`) after the last line of a block
+/// mapping, and the text did not load. A file is JSON only when `{` or
+/// `[` follows JSON's own whitespace.
 #[test]
-#[ignore = "known, not fixed yet"]
-fn a_flow_root_over_block_lines_gets_responses_that_load_known() {
+fn a_form_feed_before_a_brace_starts_a_yaml_key_not_a_json_document() {
     support::fix_keeping_the_rest(
         "openapi.json",
-        include_str!("known/flow-root-over-block-lines.json"),
+        include_str!("found/form-feed-before-a-brace.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        "\u{c}{\"a\":\"b\": 1\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      x-idempotency: {key: {in: header, name: Idempotency-Key, format: '{uuid}'}, window: 24h}\n      responses:\n        '200': {description: ok}\n",
     );
 }
