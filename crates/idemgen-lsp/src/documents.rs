@@ -74,7 +74,7 @@ impl Documents {
                     let start = index.offset(&document.text, range.start);
                     let end = index.offset(&document.text, range.end).max(start);
                     document.text.replace_range(start..end, &change.text);
-                    index.replace(start, end, &change.text);
+                    index.replace(&document.text, start, end, &change.text);
                 }
             }
         }
@@ -94,38 +94,49 @@ impl Documents {
     }
 }
 
-/// Byte offset of each line's start, for position conversion.
+/// Byte offset of each line's start, for position conversion. Lines end
+/// at `\n`, `\r\n` or a `\r` alone, as LSP (and YAML) count them.
 pub struct LineIndex {
     starts: Vec<usize>,
 }
 
+/// Whether a line starts at byte `at` of `text`: after a `\n`, or after a
+/// `\r` that no `\n` follows.
+fn starts_a_line(text: &[u8], at: usize) -> bool {
+    match at.checked_sub(1).map(|before| text[before]) {
+        Some(b'\n') => true,
+        Some(b'\r') => text.get(at) != Some(&b'\n'),
+        _ => false,
+    }
+}
+
 impl LineIndex {
     pub fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
         let mut starts = vec![0];
-        starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|(_, byte)| *byte == b'\n')
-                .map(|(at, _)| at + 1),
-        );
+        starts.extend((1..=bytes.len()).filter(|&at| starts_a_line(bytes, at)));
         LineIndex { starts }
     }
 
-    /// Follows the text's `[start, end)` being replaced by `inserted`: the
-    /// line starts inside the old range go, those of the new text come,
-    /// and the ones after move by the difference in length.
-    pub fn replace(&mut self, start: usize, end: usize, inserted: &str) {
-        let first = self.starts.partition_point(|&line| line <= start);
-        let after = self.starts.partition_point(|&line| line <= end);
-        for line in &mut self.starts[after..] {
-            *line = *line - end + start + inserted.len();
-        }
-        let new_lines = inserted
-            .bytes()
-            .enumerate()
-            .filter(|(_, byte)| *byte == b'\n')
-            .map(|(at, _)| start + at + 1);
-        self.starts.splice(first..after, new_lines);
+    /// Follows `[start, end)` of the text being replaced by `inserted`;
+    /// `text` is the text after. Line starts before the edit stay, those
+    /// after it move by the difference in length, and those in between
+    /// are found again (one byte either side too: a `\r` before the edit
+    /// and a `\n` after it may now be one line break, or no longer).
+    pub fn replace(&mut self, text: &str, start: usize, end: usize, inserted: &str) {
+        let new_end = start + inserted.len();
+        let first = self.starts.partition_point(|&line| line < start.max(1));
+        let after = self.starts.partition_point(|&line| line <= end + 1);
+        let moved: Vec<usize> = self.starts[after..]
+            .iter()
+            .map(|&line| line - end + new_end)
+            .collect();
+        self.starts.truncate(first);
+        let bytes = text.as_bytes();
+        self.starts.extend(
+            (start.max(1)..=(new_end + 1).min(bytes.len())).filter(|&at| starts_a_line(bytes, at)),
+        );
+        self.starts.extend(moved);
     }
 
     /// The byte offset of an LSP position, clamped to the line and text.
@@ -211,16 +222,54 @@ mod tests {
             (text.len() - 1, text.len() - 1, "\ne"),
             (2, 6, ""),
             (0, 0, "\n"),
+            // A lone `\r` breaks a line; one before a `\n` does not.
+            (1, 1, "\rr"),
+            (2, 2, "\n"),
+            (2, 3, ""),
+            (0, 0, "x\r"),
+            (text.len(), text.len(), "\r"),
         ] {
             let end = end.min(text.len());
             let start = start.min(end);
             text.replace_range(start..end, inserted);
-            index.replace(start, end, inserted);
+            index.replace(&text, start, end, inserted);
             assert_eq!(
                 index.starts,
                 super::LineIndex::new(&text).starts,
                 "{text:?}"
             );
+        }
+    }
+
+    /// Every edit of every short text made of `a`, `\r` and `\n`: the
+    /// index after the edit is the one the new text would get.
+    #[test]
+    fn the_line_index_follows_every_edit_around_carriage_returns() {
+        let mut texts = vec![String::new()];
+        for _ in 0..4 {
+            let longer: Vec<String> = texts
+                .iter()
+                .filter(|text| text.len() == texts.last().unwrap().len())
+                .flat_map(|text| ["a", "\r", "\n"].map(|c| format!("{text}{c}")))
+                .collect();
+            texts.extend(longer);
+        }
+        for text in &texts {
+            for end in 0..=text.len() {
+                for start in 0..=end {
+                    for inserted in ["", "\r", "\n", "\r\n", "a\r", "\nb"] {
+                        let mut edited = text.clone();
+                        edited.replace_range(start..end, inserted);
+                        let mut index = super::LineIndex::new(text);
+                        index.replace(&edited, start, end, inserted);
+                        assert_eq!(
+                            index.starts,
+                            super::LineIndex::new(&edited).starts,
+                            "{text:?} [{start}, {end}) ← {inserted:?}"
+                        );
+                    }
+                }
+            }
         }
     }
 

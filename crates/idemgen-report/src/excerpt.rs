@@ -34,6 +34,15 @@ impl Excerpt {
         line: usize,
         column: usize,
     ) -> Excerpt {
+        // A `\r` alone breaks a line in YAML: as `\n` (the same length),
+        // the lines here are the ones the finding's line counts.
+        let by_lines;
+        let source = if source.contains('\r') {
+            by_lines = idemgen_spec::lines_by_yaml(source);
+            by_lines.as_str()
+        } else {
+            source
+        };
         let offset = floor_char_boundary(source, offset.min(source.len()));
         let line_start = source[..offset].rfind('\n').map_or(0, |at| at + 1);
         let mut starts = vec![line_start];
@@ -168,6 +177,18 @@ mod tests {
             (header.line(), header.column()),
             (0, long[..offset].chars().count())
         );
+    }
+
+    #[test]
+    fn a_carriage_return_alone_ends_a_line() {
+        let text = "a: 1\rb: 2\rc: 3\rd: 4\r";
+        let offset = text.find("c:").unwrap();
+        let excerpt = Excerpt::new("x.yaml", text, offset, 1, 3, 1);
+        assert_eq!(excerpt.text, "a: 1\nb: 2\nc: 3\nd: 4\n");
+        let at = excerpt.span.offset();
+        assert_eq!(&excerpt.text[at..at + 1], "c");
+        let header = excerpt.read_span(&excerpt.span, 0, 0).unwrap();
+        assert_eq!((header.line(), header.column()), (2, 0));
     }
 
     #[test]

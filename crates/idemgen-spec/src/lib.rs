@@ -31,7 +31,7 @@ use std::path::{Component, Path, PathBuf};
 
 pub use node::{Entry, Mapping, Node, Span, Value};
 pub use overlay::OverlayWarning;
-pub use source::{FileId, SourceFile};
+pub use source::{FileId, SourceFile, lines_by_yaml};
 pub use version::OpenApiVersion;
 
 use refs::{RefProblem, split_ref};

@@ -23,12 +23,12 @@ pub struct SourceFile {
     /// Byte offset of every `CHECKPOINT_EVERY`-th character; empty when
     /// the text is ASCII and characters are bytes.
     checkpoints: Vec<usize>,
-    /// Whether lines end in `\r\n`, found on first use: fixes ask once
+    /// How the file breaks its lines, found on first use: fixes ask once
     /// per edit, and a search of a 4 MB file per edit adds up.
-    crlf: std::sync::OnceLock<bool>,
-    /// Whether a `\r` breaks a line alone, found on first use, for the
-    /// same reason.
-    lone_cr: std::sync::OnceLock<bool>,
+    line_break: std::sync::OnceLock<&'static str>,
+    /// The text with lone `\r`s made `\n` (see `text_by_lines`), made on
+    /// first use; `None` when it has none and is the text itself.
+    by_lines: std::sync::OnceLock<Option<String>>,
     /// Where the flow collection opening at a byte ends, as the fix engine
     /// found it: every fix that adds to the document's root asks for the
     /// root's end, a scan of the whole file each time.
@@ -50,8 +50,8 @@ impl SourceFile {
             display,
             text,
             checkpoints,
-            crlf: std::sync::OnceLock::new(),
-            lone_cr: std::sync::OnceLock::new(),
+            line_break: std::sync::OnceLock::new(),
+            by_lines: std::sync::OnceLock::new(),
             flow_ends: Default::default(),
         }
     }
@@ -66,19 +66,36 @@ impl SourceFile {
         *known.entry(start).or_insert_with(find)
     }
 
-    /// Whether the file's lines end in `\r\n`.
-    pub fn uses_crlf(&self) -> bool {
-        *self.crlf.get_or_init(|| self.text.contains("\r\n"))
+    /// The line break the file uses, as its first line ends: `\n`,
+    /// `\r\n`, or `\r` alone (a line break of its own in YAML); `\n` for
+    /// a file of one line. Text a fix adds ends its lines the same way.
+    pub fn line_break(&self) -> &'static str {
+        self.line_break.get_or_init(|| {
+            let bytes = self.text.as_bytes();
+            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+                Some(at) if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') => "\r\n",
+                Some(at) if bytes[at] == b'\r' => "\r",
+                _ => "\n",
+            }
+        })
     }
 
-    /// Whether the text has a `\r` not followed by `\n`: a line break of
-    /// its own in YAML, where lines counted by `\n` disagree.
-    pub fn has_lone_cr(&self) -> bool {
-        *self.lone_cr.get_or_init(|| {
-            self.text
-                .match_indices('\r')
-                .any(|(at, _)| self.text.as_bytes().get(at + 1) != Some(&b'\n'))
-        })
+    /// The text with every `\r` that breaks a line alone (not before a
+    /// `\n`) made `\n`. YAML breaks lines there; code that finds lines by
+    /// `\n` (the fix editor, the report's excerpts) then sees YAML's lines,
+    /// and since one byte replaces one, every offset still holds.
+    pub fn text_by_lines(&self) -> &str {
+        self.by_lines
+            .get_or_init(|| {
+                let bytes = self.text.as_bytes();
+                let lone = |at: usize| bytes.get(at + 1) != Some(&b'\n');
+                self.text
+                    .match_indices('\r')
+                    .any(|(at, _)| lone(at))
+                    .then(|| lines_by_yaml(&self.text))
+            })
+            .as_deref()
+            .unwrap_or(&self.text)
     }
 
     /// Byte offset of the character at `char_index` (clamped to the end).
@@ -95,5 +112,44 @@ impl SourceFile {
             .char_indices()
             .nth(rest)
             .map_or(self.text.len(), |(offset, _)| start + offset)
+    }
+}
+
+/// `text` with every `\r` not followed by `\n` made `\n`: the same length,
+/// so offsets into one are offsets into the other.
+pub fn lines_by_yaml(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices('\r') {
+        if bytes.get(at + 1) != Some(&b'\n') {
+            out.push_str(&text[copied..at]);
+            out.push('\n');
+            copied = at + 1;
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(text: &str) -> SourceFile {
+        SourceFile::new("a.yaml".into(), "a.yaml".into(), text.to_string())
+    }
+
+    #[test]
+    fn a_lone_carriage_return_is_a_line_break_of_the_same_length() {
+        let cr = source("a: 1\rb: é\r\nc: 3\r");
+        assert_eq!(cr.text_by_lines(), "a: 1\nb: é\r\nc: 3\n");
+        assert_eq!(cr.text_by_lines().len(), cr.text.len());
+        assert_eq!(cr.line_break(), "\r");
+        let crlf = source("a: 1\r\nb: 2\n");
+        assert_eq!(crlf.text_by_lines(), crlf.text);
+        assert_eq!(crlf.line_break(), "\r\n");
+        assert_eq!(source("a: 1\nb: 2\r\n").line_break(), "\n");
+        assert_eq!(source("a: 1").line_break(), "\n");
     }
 }

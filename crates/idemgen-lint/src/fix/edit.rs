@@ -39,17 +39,23 @@ impl<'a> Editor<'a> {
         self.workspace.file(file)
     }
 
+    /// A file's text with YAML's line breaks as `\n` (a lone `\r` is one),
+    /// which is how this editor finds lines; offsets are the file's.
+    fn text(&self, file: FileId) -> &'a str {
+        self.source(file).text_by_lines()
+    }
+
     fn byte(&self, file: FileId, char_index: u32) -> usize {
         self.source(file).byte_offset(char_index as usize)
     }
 
     fn is_json(&self, file: FileId) -> bool {
-        looks_like_json(&self.source(file).text)
+        looks_like_json(self.text(file))
     }
 
     /// The node's text after any `&anchor` or `!tag`.
     fn body(&self, node: &Node) -> &'a str {
-        let text = &self.source(node.span.file).text;
+        let text = self.text(node.span.file);
         let mut rest = &text[self.byte(node.span.file, node.span.start).min(text.len())..];
         // An anchor or a tag ends at a blank or a flow indicator
         // (`&a{…}` is an anchored flow mapping); a verbatim tag
@@ -74,7 +80,7 @@ impl<'a> Editor<'a> {
 
     /// Minified JSON: no space after `:` where the file has its first one.
     fn is_tight(&self, file: FileId) -> bool {
-        let text = &self.source(file).text;
+        let text = self.text(file);
         self.is_json(file)
             && text
                 .find("\":")
@@ -93,13 +99,6 @@ impl<'a> Editor<'a> {
     }
 
     fn push(&mut self, file: FileId, start: usize, end: usize, replacement: String) {
-        // YAML breaks lines at a `\r` alone too, where the lines this
-        // editor counts (by `\n`) would put new text mid-line: such a
-        // file gets no fix.
-        if self.source(file).has_lone_cr() {
-            self.refused = true;
-            return;
-        }
         // A mapping with a key twice: the tree keeps one copy, the text
         // has both, and parsers disagree on which wins, so an edit could
         // land in the copy nobody reads and come back every pass. Such a
@@ -109,10 +108,9 @@ impl<'a> Editor<'a> {
             return;
         }
         let display = self.source(file).display.clone();
-        let replacement = if self.source(file).uses_crlf() {
-            replacement.replace('\n', "\r\n")
-        } else {
-            replacement
+        let replacement = match self.source(file).line_break() {
+            "\n" => replacement,
+            line_break => replacement.replace('\n', line_break),
         };
         // Two insertions at one point made by one fix are one insertion.
         self.edits.push(Edit {
@@ -145,7 +143,7 @@ impl<'a> Editor<'a> {
     pub fn replace_scalar(&mut self, span: Span, value: &Emit) -> Option<()> {
         let start = self.byte(span.file, span.start);
         let end = self.value_end_at(span);
-        let old = &self.source(span.file).text[start..end];
+        let old = &self.text(span.file)[start..end];
         if old.starts_with(['*', '&', '!', '|', '>']) || old.contains('\n') {
             return None;
         }
@@ -242,7 +240,7 @@ impl<'a> Editor<'a> {
         match anchor {
             None => {
                 let open = self.byte(file, map.span.start)
-                    + self.source(file).text[self.byte(file, map.span.start)..].find('{')?;
+                    + self.text(file)[self.byte(file, map.span.start)..].find('{')?;
                 let body = if json {
                     value.json_inline(tight)
                 } else {
@@ -256,7 +254,7 @@ impl<'a> Editor<'a> {
                 // no value (`{a:!b}`) has an empty value the parser places
                 // past the closing brace.
                 let close = self.value_end(map).saturating_sub(1);
-                let text = &self.source(file).text;
+                let text = self.text(file);
                 let before_brace = if text.as_bytes().get(close) == Some(&b'}') {
                     close
                 } else {
@@ -321,7 +319,7 @@ impl<'a> Editor<'a> {
                 return None;
             }
             let line_start = self.line_start(file, first.span);
-            let prefix = &self.source(file).text[line_start..self.byte(file, first.span.start)];
+            let prefix = &self.text(file)[line_start..self.byte(file, first.span.start)];
             let dash = prefix.rfind('-')?;
             let column = prefix[..dash].chars().count();
             let at = self.line_end_after_node(last);
@@ -342,7 +340,7 @@ impl<'a> Editor<'a> {
         match items.last() {
             None => {
                 let start = self.byte(file, list.span.start);
-                let open = start + self.source(file).text[start..].find('[')?;
+                let open = start + self.text(file)[start..].find('[')?;
                 let text = render(self, None);
                 let comma = if tight { "," } else { ", " };
                 self.push_into_empty(file, open + 1, text, comma);
@@ -364,7 +362,7 @@ impl<'a> Editor<'a> {
     /// The quote character of an existing key, to write new keys alike.
     fn quote_of(&self, entry: &Entry) -> Option<char> {
         let file = entry.key_span.file;
-        self.source(file).text[self.byte(file, entry.key_span.start)..]
+        self.text(file)[self.byte(file, entry.key_span.start)..]
             .chars()
             .next()
             .filter(|c| matches!(c, '"' | '\''))
@@ -375,7 +373,7 @@ impl<'a> Editor<'a> {
     fn entry_column(&self, entry: &Entry) -> usize {
         let file = entry.key_span.file;
         let start = self.line_start(file, entry.key_span);
-        let before = &self.source(file).text[start..self.byte(file, entry.key_span.start)];
+        let before = &self.text(file)[start..self.byte(file, entry.key_span.start)];
         match before.trim_end_matches([' ', '\t']).strip_suffix('?') {
             Some(ahead) if ahead.is_empty() || ahead.ends_with([' ', '\t']) => {
                 ahead.chars().count()
@@ -385,7 +383,7 @@ impl<'a> Editor<'a> {
     }
 
     fn line_start(&self, file: FileId, span: Span) -> usize {
-        let text = &self.source(file).text;
+        let text = self.text(file);
         let at = self.byte(file, span.start);
         text[..at].rfind('\n').map_or(0, |newline| newline + 1)
     }
@@ -393,7 +391,7 @@ impl<'a> Editor<'a> {
     /// The whitespace before `span` on its line, if only whitespace is.
     fn line_indent(&self, file: FileId, span: Span) -> Option<String> {
         let start = self.line_start(file, span);
-        let prefix = &self.source(file).text[start..self.byte(file, span.start)];
+        let prefix = &self.text(file)[start..self.byte(file, span.start)];
         prefix
             .chars()
             .all(|c| c == ' ' || c == '\t')
@@ -447,7 +445,7 @@ impl<'a> Editor<'a> {
     /// (a line holding only `:`) has an empty span before its `:`; without
     /// this, trimming back from it would cross into the line above.
     fn past_indicator(&self, file: FileId, key_end: u32) -> usize {
-        let text = &self.source(file).text;
+        let text = self.text(file);
         let at = self.byte(file, key_end).min(text.len());
         let blanks = text[at..].len() - text[at..].trim_start_matches([' ', '\t']).len();
         match text[at + blanks..].starts_with(':') {
@@ -459,7 +457,7 @@ impl<'a> Editor<'a> {
     /// From `at`, back over trailing whitespace, then forward to the end
     /// of that line.
     fn end_of_line(&self, file: FileId, at: usize) -> usize {
-        let text = &self.source(file).text;
+        let text = self.text(file);
         let content_end = text[..at.min(text.len())].trim_end().len();
         match text[content_end..].find('\n') {
             // Before a CRLF's `\r`, so the inserted line ends the same way.
@@ -483,7 +481,7 @@ impl<'a> Editor<'a> {
     /// before trailing blanks, flow collections after their bracket.
     fn value_end(&self, node: &Node) -> usize {
         let file = node.span.file;
-        let text = &self.source(file).text;
+        let text = self.text(file);
         let start = self.byte(file, node.span.start).min(text.len());
         let end = self.byte(file, node.span.end).min(text.len()).max(start);
         match text[start..].chars().next() {

@@ -280,12 +280,14 @@ paths:
 }
 
 /// Found by the `fix` fuzz target: a `\r` not followed by `\n` (here
-/// before a vertical tab) is a line break to YAML, not to the fix engine,
-/// which counts lines by `\n`; a block it added after the line went into
-/// the middle of what YAML reads as two lines, and the fixed text did not
-/// load. A file with such a line break gets no fix (its findings stay).
+/// before a vertical tab) is a line break to YAML, and was not to the fix
+/// engine, which counted lines by `\n`; a block it added after the line
+/// went into the middle of what YAML reads as two lines, and the fixed
+/// text did not load. The engine now reads such a `\r` as a line break
+/// too, and a file whose lines end in `\r` alone gets its fixes with
+/// lines ended the same way.
 #[test]
-fn a_lone_carriage_return_line_break_gets_no_fix() {
+fn a_lone_carriage_return_is_a_line_break_to_the_fix_engine_too() {
     let spec = concat!(
         "openapi: 3.1.0\r\n",
         "true:\r\n",
@@ -306,8 +308,18 @@ fn a_lone_carriage_return_line_break_gets_no_fix() {
         "    post:\r\n",
         "      operationIscription: ok\r\n",
     );
-    let fixed = support::fix_keeping_the_rest("openapi.yaml", spec);
-    assert_eq!(fixed, spec);
+    support::fix_keeping_the_rest("openapi.yaml", spec);
+
+    let yaml = "openapi: 3.1.0\rinfo: {title: t, version: '1'}\rpaths:\r  /pay:\r    post:\r      operationId: pay\r      x-idempotency:\r        key: {in: header, name: Idempotency-Key, format: '{uuid}'}\r        window: 1s\r      responses:\r        '200': {description: ok}\r";
+    let json = "{\r  \"openapi\": \"3.1.0\",\r  \"info\": {\"title\": \"t\", \"version\": \"1\"},\r  \"paths\": {\r    \"/pay\": {\r      \"post\": {\r        \"operationId\": \"pay\",\r        \"x-idempotency\": {\"key\": {\"in\": \"header\", \"name\": \"Idempotency-Key\", \"format\": \"{uuid}\"}, \"window\": \"1s\"},\r        \"responses\": {\"200\": {\"description\": \"ok\"}}\r      }\r    }\r  }\r}\r";
+    for (name, spec) in [("openapi.yaml", yaml), ("openapi.json", json)] {
+        let fixed = support::fix_keeping_the_rest(name, spec);
+        assert!(fixed.len() > spec.len() + 500, "{name}: no fix applied");
+        assert!(
+            !fixed.contains('\n'),
+            "{name}: a line ends in \\n:\n{fixed}"
+        );
+    }
 }
 
 /// Found by the `fix` fuzz target: an operation written as an empty flow
