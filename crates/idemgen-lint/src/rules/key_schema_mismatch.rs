@@ -83,9 +83,12 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             problems.join(" and ")
         ),
     )
+    // Quoted and escaped as JSON, which is also YAML: the pattern's
+    // backslashes (`\.`) copied into a YAML double-quoted string as they
+    // are would be escapes YAML does not know.
     .with_help(format!(
-        "set `pattern: \"{}\"` and `maxLength: {max_length}`, so tools that read only the schema send keys the server accepts",
-        template.schema_pattern()
+        "set `pattern: {}` and `maxLength: {max_length}`, so tools that read only the schema send keys the server accepts",
+        Emit::str(template.schema_pattern()).json_compact()
     ))
     .with_fix(RULE.offered(fix));
 }

@@ -115,3 +115,47 @@ fn the_fix_writes_the_pattern_of_an_opaque_key() {
         "{after}"
     );
 }
+
+/// `key-schema-mismatch`'s help shows the pattern to set. Copied into
+/// YAML it must mean the pattern the fix writes: a format with a `.` gives
+/// a pattern with `\.`, which a YAML double-quoted string must escape.
+#[test]
+fn the_pattern_the_help_shows_is_the_one_the_fix_writes_once_pasted() {
+    let spec = "openapi: 3.1.0
+info: {title: t, version: '1'}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      parameters:
+        - {in: header, name: Idempotency-Key, required: true, schema: {type: string}}
+      x-idempotency:
+        key: {in: header, name: Idempotency-Key, format: 'pay.v1:{uuid}'}
+      responses:
+        '200': {description: ok}
+";
+    let found = findings(spec);
+    let mismatch = found
+        .iter()
+        .find(|finding| finding.rule == "key-schema-mismatch")
+        .expect("the key schema has no pattern");
+    let help = mismatch.help.as_deref().unwrap();
+    let shown = help
+        .strip_prefix("set `")
+        .and_then(|rest| rest.split_once("` and"))
+        .map(|(pattern, _)| pattern)
+        .unwrap_or_else(|| panic!("{help}"));
+    let pasted = idemgen_spec::parse_tree("schema.yaml", shown)
+        .unwrap_or_else(|error| panic!("{shown}: {}", error.message))
+        .to_json();
+    let fixed = crate::support::fix_keeping_the_rest("openapi.yaml", spec);
+    let written = idemgen_spec::parse_tree("openapi.yaml", &fixed)
+        .unwrap()
+        .to_json()["paths"]["/pay"]["post"]["parameters"][0]["schema"]["pattern"]
+        .clone();
+    assert!(
+        written.as_str().unwrap().starts_with("^pay\\.v1:"),
+        "{written}"
+    );
+    assert_eq!(pasted["pattern"], written);
+}
