@@ -82,10 +82,11 @@ pub fn location(workspace: &Workspace, span: Span) -> Location {
     let file = workspace.file(span.file);
     let offset = file.byte_offset(span.start as usize);
     let end = file.byte_offset(span.end as usize).max(offset);
-    let first_line_end = file.text[offset..end]
-        .find('\n')
-        .map_or(end, |at| offset + at);
-    let trimmed = file.text[offset..first_line_end].trim_end();
+    // By YAML's lines (a `\r` alone ends one) and its blanks (a vertical
+    // tab is text).
+    let text = file.text_by_lines();
+    let first_line_end = text[offset..end].find('\n').map_or(end, |at| offset + at);
+    let trimmed = text[offset..first_line_end].trim_end_matches([' ', '\t', '\r']);
     Location {
         file: file.display.clone(),
         line: span.line as usize,

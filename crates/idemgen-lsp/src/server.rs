@@ -309,7 +309,7 @@ impl Server {
                 let items = self
                     .documents
                     .get(&at.text_document.uri)
-                    .filter(|document| !document.text.trim_start().starts_with('{'))
+                    .filter(|document| !idemgen_spec::json_escapes::looks_like_json(&document.text))
                     .map(|document| completion::complete(&document.text, at.position))
                     .unwrap_or_default();
                 json!(CompletionResponse::Array(items))

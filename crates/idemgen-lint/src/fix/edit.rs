@@ -9,6 +9,11 @@ use idemgen_spec::{Entry, FileId, LoadProblem, Node, SourceFile, Span, Value, Wo
 use super::emit::{Emit, yaml_key};
 use super::{Edit, Offer};
 
+/// YAML's white space: blanks and line breaks. Rust's `trim` also takes
+/// a vertical tab, a form feed or U+0085, which are text to YAML (a plain
+/// scalar may be nothing else).
+const YAML_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
 /// Collects the edits of one fix.
 pub struct Editor<'a> {
     workspace: &'a Workspace,
@@ -458,7 +463,9 @@ impl<'a> Editor<'a> {
     /// of that line.
     fn end_of_line(&self, file: FileId, at: usize) -> usize {
         let text = self.text(file);
-        let content_end = text[..at.min(text.len())].trim_end().len();
+        let content_end = text[..at.min(text.len())]
+            .trim_end_matches(YAML_SPACE)
+            .len();
         match text[content_end..].find('\n') {
             // Before a CRLF's `\r`, so the inserted line ends the same way.
             Some(newline) if text[..content_end + newline].ends_with('\r') => {
@@ -495,13 +502,13 @@ impl<'a> Editor<'a> {
             Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => self
                 .source(file)
                 .flow_end(start, || flow_end(text, start))
-                .unwrap_or(start + text[start..end].trim_end().len()),
+                .unwrap_or(start + text[start..end].trim_end_matches(YAML_SPACE).len()),
             // A mapping without braces (a block one, or a pair in a flow
             // sequence, `[a: b]`, `["a": b]`) ends where its last value
             // does: its span may run on over a comment after it, and one
             // that starts with a quoted key is not a quoted scalar.
             Some(_) if matches!(node.value, Value::Map(_) | Value::Seq(_)) => {
-                let trimmed = start + text[start..end].trim_end().len();
+                let trimmed = start + text[start..end].trim_end_matches(YAML_SPACE).len();
                 match &node.value {
                     Value::Map(entries) => match entries.last() {
                         Some(entry) if is_empty_value(&entry.value) => {
@@ -542,14 +549,18 @@ impl<'a> Editor<'a> {
             }
             // A block scalar's text may hold ` #`, and so may a quoted one
             // after a tag or an anchor: their spans are taken as they are.
-            Some('|' | '>' | '!' | '&') => start + text[start..end].trim_end().len(),
+            Some('|' | '>' | '!' | '&') => {
+                start + text[start..end].trim_end_matches(YAML_SPACE).len()
+            }
             // A plain scalar ends before a comment (` #` cannot be part of
             // one), which its span may cover.
-            _ if after_block_header(&text[..start]) => start + text[start..end].trim_end().len(),
+            _ if after_block_header(&text[..start]) => {
+                start + text[start..end].trim_end_matches(YAML_SPACE).len()
+            }
             _ => {
                 let body = &text[start..end];
                 let body = comment_start(body).map_or(body, |at| &body[..at]);
-                start + body.trim_end().len()
+                start + body.trim_end_matches(YAML_SPACE).len()
             }
         }
     }
@@ -592,10 +603,14 @@ impl<'a> Editor<'a> {
 /// scalar's header (`|`, `>-`, `|2+`, a comment after it): the scalar's
 /// span then starts at its content, where ` #` is text, not a comment.
 fn after_block_header(before: &str) -> bool {
-    let line = before.trim_end().rsplit('\n').next().unwrap_or("");
+    let line = before
+        .trim_end_matches(YAML_SPACE)
+        .rsplit('\n')
+        .next()
+        .unwrap_or("");
     let line = comment_start(line)
         .map_or(line, |at| &line[..at])
-        .trim_end();
+        .trim_end_matches(YAML_SPACE);
     let token = line.rsplit([' ', '\t']).next().unwrap_or("");
     token.starts_with(['|', '>'])
         && token[1..]
@@ -721,7 +736,7 @@ fn merge_insertions(edits: Vec<Edit>) -> Vec<Edit> {
     let flush = |group: &mut Vec<Edit>, merged: &mut Vec<Edit>| {
         group.sort_by_key(|edit| {
             let first_line = first_line(&edit.replacement);
-            let item = first_line.trim_start().starts_with("- ");
+            let item = first_line.trim_start_matches(YAML_SPACE).starts_with("- ");
             (std::cmp::Reverse(indent(first_line)), !item)
         });
         let mut parts = group.drain(..);

@@ -536,3 +536,21 @@ fn a_form_feed_before_a_brace_starts_a_yaml_key_not_a_json_document() {
         "\u{c}{\"a\":\"b\": 1\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      x-idempotency: {key: {in: header, name: Idempotency-Key, format: '{uuid}'}, window: 24h}\n      responses:\n        '200': {description: ok}\n",
     );
 }
+
+/// Found by the `fix` fuzz target: a value that is a vertical tab alone,
+/// on the line after its key (a plain scalar: to YAML a vertical tab is
+/// text, not white space). Rust's `trim_end` took it for white space, so
+/// the value seemed to end at its key, the new entries went between the
+/// two, and the fixed text did not load. The editor trims only YAML's
+/// white space (blanks and line breaks).
+#[test]
+fn a_vertical_tab_is_a_value_not_white_space() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/vertical-tab-value.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses:\n       \u{b}\n",
+    );
+}
