@@ -25,7 +25,11 @@ pub fn complete(text: &str, position: Position) -> Vec<CompletionItem> {
     let line_start = index.offset(text, Position::new(position.line, 0));
     let before = &text[line_start..cursor];
     let (indent, is_item, typed) = split_line(before);
-    let lines = text[..line_start].lines().rev();
+    // Lines as the index counts them: a `\r` alone ends one too.
+    let lines = text[..line_start]
+        .split(['\n', '\r'])
+        .rev()
+        .filter(|line| !line.is_empty());
     let Some(section) = section_above(lines, indent) else {
         // Outside any block: offer the extensions themselves.
         return if typed.contains(':') {
@@ -167,6 +171,16 @@ mod tests {
         assert_eq!(key, ["in", "name", "format", "max-length", "scope"]);
         let outside = labels("paths:\n  /pay:\n    post:\n      x-|");
         assert_eq!(outside, [BLOCK_KEY, IGNORE_KEY]);
+        // Lines that end in a `\r` alone, or in `\r\n`, are lines too.
+        for line_break in ["\r", "\r\n"] {
+            let text = format!("{HEAD}        key:\n          in: header\n          |")
+                .replace('\n', line_break);
+            assert_eq!(
+                labels(&text),
+                ["in", "name", "format", "max-length", "scope"],
+                "{line_break:?}"
+            );
+        }
     }
 
     #[test]

@@ -63,7 +63,11 @@ pub fn looks_like_openapi(text: &str) -> bool {
     }
     ["openapi:", "'openapi':", "\"openapi\":"]
         .iter()
-        .any(|key| text.starts_with(key) || text.contains(&format!("\n{key}")))
+        .any(|key| {
+            text.starts_with(key)
+                || text.contains(&format!("\n{key}"))
+                || text.contains(&format!("\r{key}"))
+        })
 }
 
 #[cfg(test)]
@@ -94,6 +98,8 @@ mod tests {
         // Not at the top level, or only mentioned.
         assert!(!looks_like_openapi("info:\n  openapi: 3\n"));
         assert!(!looks_like_openapi("# an openapi: file\nname: x\n"));
+        // After a line that ends in a `\r` alone, a line break to YAML.
+        assert!(looks_like_openapi("# a header\ropenapi: 3.1.0\r"));
         // Far down, as in Stripe's spec.
         let late = format!("components:\n{}openapi: 3.0.0\n", "  x: y\n".repeat(20_000));
         assert!(looks_like_openapi(&late));

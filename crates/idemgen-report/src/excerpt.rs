@@ -34,35 +34,26 @@ impl Excerpt {
         line: usize,
         column: usize,
     ) -> Excerpt {
-        // A `\r` alone breaks a line in YAML: as `\n` (the same length),
-        // the lines here are the ones the finding's line counts.
-        let by_lines;
-        let source = if source.contains('\r') {
-            by_lines = idemgen_spec::lines_by_yaml(source);
-            by_lines.as_str()
-        } else {
-            source
-        };
         let offset = floor_char_boundary(source, offset.min(source.len()));
-        let line_start = source[..offset].rfind('\n').map_or(0, |at| at + 1);
-        let mut starts = vec![line_start];
+        let finding_start = line_start(source, offset);
+        let mut starts = vec![finding_start];
         while starts.len() <= CONTEXT_LINES && starts[0] > 0 {
-            let previous = source[..starts[0] - 1].rfind('\n').map_or(0, |at| at + 1);
+            let previous = line_start(source, starts[0] - 1);
             starts.insert(0, previous);
         }
         let finding_line = starts.len() - 1;
         let mut lines: Vec<(usize, &str)> = starts
             .iter()
-            .map(|&start| (start, line_at(source, start)))
+            .map(|&start| (start, line_at(source, start).0))
             .collect();
-        let mut next = line_start + lines[finding_line].1.len() + 1;
+        let mut next = line_at(source, finding_start).1;
         for _ in 0..CONTEXT_LINES {
             if next >= source.len() {
                 break;
             }
-            let text = line_at(source, next);
+            let (text, after) = line_at(source, next);
             lines.push((next, text));
-            next += text.len() + 1;
+            next = after;
         }
 
         let mut text = String::new();
@@ -122,9 +113,33 @@ fn window(line: &str, focus: usize) -> (String, usize) {
     (shown, focus_in_shown)
 }
 
-fn line_at(source: &str, start: usize) -> &str {
-    let rest = &source[start..];
-    &rest[..rest.find('\n').unwrap_or(rest.len())]
+/// Whether a line break ends at byte `at`: a `\n`, or a `\r` that no `\n`
+/// follows (YAML's line breaks; a CRLF's `\r` is part of its `\n`'s).
+fn breaks_at(bytes: &[u8], at: usize) -> bool {
+    match bytes[at] {
+        b'\n' => true,
+        b'\r' => bytes.get(at + 1) != Some(&b'\n'),
+        _ => false,
+    }
+}
+
+/// Where the line holding byte `at` starts.
+fn line_start(source: &str, at: usize) -> usize {
+    let bytes = source.as_bytes();
+    (0..at.min(bytes.len()))
+        .rev()
+        .find(|&before| breaks_at(bytes, before))
+        .map_or(0, |line_break| line_break + 1)
+}
+
+/// The line starting at `start`, without its line break, and where the
+/// next line starts.
+fn line_at(source: &str, start: usize) -> (&str, usize) {
+    let bytes = source.as_bytes();
+    match (start..bytes.len()).find(|&at| breaks_at(bytes, at)) {
+        Some(line_break) => (&source[start..line_break], line_break + 1),
+        None => (&source[start..], bytes.len() + 1),
+    }
 }
 
 fn floor_char_boundary(text: &str, mut at: usize) -> usize {

@@ -23,9 +23,10 @@ pub struct SourceFile {
     /// Byte offset of every `CHECKPOINT_EVERY`-th character; empty when
     /// the text is ASCII and characters are bytes.
     checkpoints: Vec<usize>,
-    /// How the file breaks its lines, found on first use: fixes ask once
-    /// per edit, and a search of a 4 MB file per edit adds up.
-    line_break: std::sync::OnceLock<&'static str>,
+    /// The one line break the file uses, found on first use (`None` when
+    /// it mixes them): fixes ask once per edit, and a search of a 4 MB file
+    /// per edit adds up.
+    line_break: std::sync::OnceLock<Option<&'static str>>,
     /// The text with lone `\r`s made `\n` (see `text_by_lines`), made on
     /// first use; `None` when it has none and is the text itself.
     by_lines: std::sync::OnceLock<Option<String>>,
@@ -66,18 +67,39 @@ impl SourceFile {
         *known.entry(start).or_insert_with(find)
     }
 
-    /// The line break the file uses, as its first line ends: `\n`,
-    /// `\r\n`, or `\r` alone (a line break of its own in YAML); `\n` for
-    /// a file of one line. Text a fix adds ends its lines the same way.
-    pub fn line_break(&self) -> &'static str {
-        self.line_break.get_or_init(|| {
-            let bytes = self.text.as_bytes();
-            match bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
-                Some(at) if bytes[at] == b'\r' && bytes.get(at + 1) == Some(&b'\n') => "\r\n",
-                Some(at) if bytes[at] == b'\r' => "\r",
-                _ => "\n",
+    /// The line break of the line that holds byte `at`: `\n`, `\r\n`, or
+    /// `\r` alone (a line break of its own in YAML); for the last line, the
+    /// one before it; `\n` in a file of one line. Text a fix adds there
+    /// ends its lines the same way, also in a file that mixes them.
+    pub fn line_break_at(&self, at: usize) -> &'static str {
+        let only = *self.line_break.get_or_init(|| {
+            let mut kinds = line_breaks(self.text.as_bytes(), 0);
+            let first = kinds.next();
+            match first {
+                Some(kind) if kinds.any(|other| other != kind) => None,
+                Some(kind) => Some(kind),
+                None => Some("\n"),
             }
-        })
+        });
+        if let Some(kind) = only {
+            return kind;
+        }
+        let bytes = self.text.as_bytes();
+        let at = at.min(bytes.len());
+        if let Some(kind) = line_breaks(bytes, at).next() {
+            return kind;
+        }
+        let before = bytes[..at]
+            .iter()
+            .rposition(|&b| b == b'\n' || b == b'\r')
+            .map_or(0, |last| {
+                if bytes[last] == b'\n' && last > 0 && bytes[last - 1] == b'\r' {
+                    last - 1
+                } else {
+                    last
+                }
+            });
+        line_breaks(bytes, before).next().unwrap_or("\n")
     }
 
     /// The text with every `\r` that breaks a line alone (not before a
@@ -115,6 +137,25 @@ impl SourceFile {
     }
 }
 
+/// The line breaks of `text` from byte `from` on, in order.
+fn line_breaks(text: &[u8], from: usize) -> impl Iterator<Item = &'static str> + '_ {
+    let mut at = from;
+    std::iter::from_fn(move || {
+        let found = at
+            + text
+                .get(at..)?
+                .iter()
+                .position(|&b| b == b'\n' || b == b'\r')?;
+        let kind = match (text[found], text.get(found + 1)) {
+            (b'\r', Some(b'\n')) => "\r\n",
+            (b'\r', _) => "\r",
+            _ => "\n",
+        };
+        at = found + kind.len();
+        Some(kind)
+    })
+}
+
 /// `text` with every `\r` not followed by `\n` made `\n`: the same length,
 /// so offsets into one are offsets into the other.
 pub fn lines_by_yaml(text: &str) -> String {
@@ -145,11 +186,24 @@ mod tests {
         let cr = source("a: 1\rb: é\r\nc: 3\r");
         assert_eq!(cr.text_by_lines(), "a: 1\nb: é\r\nc: 3\n");
         assert_eq!(cr.text_by_lines().len(), cr.text.len());
-        assert_eq!(cr.line_break(), "\r");
-        let crlf = source("a: 1\r\nb: 2\n");
+        let crlf = source("a: 1\r\nb: 2\r\n");
         assert_eq!(crlf.text_by_lines(), crlf.text);
-        assert_eq!(crlf.line_break(), "\r\n");
-        assert_eq!(source("a: 1\nb: 2\r\n").line_break(), "\n");
-        assert_eq!(source("a: 1").line_break(), "\n");
+    }
+
+    #[test]
+    fn a_line_break_is_the_one_of_the_line_at_hand() {
+        assert_eq!(source("a: 1\rb: 2\r").line_break_at(0), "\r");
+        assert_eq!(source("a: 1\r\nb: 2\r\n").line_break_at(7), "\r\n");
+        assert_eq!(source("a: 1").line_break_at(2), "\n");
+        // A first line in LF, then CRLF: each line its own, the last line
+        // (no break of its own) the one before it.
+        let mixed = source("a: 1\nb: 2\r\nc: 3\rd: 4");
+        assert_eq!(mixed.line_break_at(2), "\n");
+        assert_eq!(mixed.line_break_at(4), "\n");
+        assert_eq!(mixed.line_break_at(6), "\r\n");
+        assert_eq!(mixed.line_break_at(9), "\r\n");
+        assert_eq!(mixed.line_break_at(13), "\r");
+        assert_eq!(mixed.line_break_at(18), "\r");
+        assert_eq!(mixed.line_break_at(99), "\r");
     }
 }

@@ -113,7 +113,7 @@ impl<'a> Editor<'a> {
             return;
         }
         let display = self.source(file).display.clone();
-        let replacement = match self.source(file).line_break() {
+        let replacement = match self.source(file).line_break_at(start) {
             "\n" => replacement,
             line_break => replacement.replace('\n', line_break),
         };

@@ -285,7 +285,9 @@ paths:
 /// went into the middle of what YAML reads as two lines, and the fixed
 /// text did not load. The engine now reads such a `\r` as a line break
 /// too, and a file whose lines end in `\r` alone gets its fixes with
-/// lines ended the same way.
+/// lines ended the same way. (The fuzzed input itself holds `paths`
+/// twice, so it now gets no fix for that reason, `duplicate-key`; the two
+/// specs after it, YAML and JSON, check the line breaks.)
 #[test]
 fn a_lone_carriage_return_is_a_line_break_to_the_fix_engine_too() {
     let spec = concat!(
