@@ -321,7 +321,15 @@ fn a_lone_carriage_return_is_a_line_break_to_the_fix_engine_too() {
             !fixed.contains('\n'),
             "{name}: a line ends in \\n:\n{fixed}"
         );
-    }
+    } // A file that mixes them: each added line ends as the line it
+    // follows, so it keeps the one `\n` and the one `\r\n` it had.
+    let mixed = yaml
+        .replacen('\r', "\n", 1)
+        .replace("\r  /pay", "\r\n  /pay");
+    let fixed = support::fix_keeping_the_rest("openapi.yaml", &mixed);
+    assert!(fixed.len() > mixed.len() + 500, "no fix applied");
+    assert_eq!(fixed.matches('\n').count(), 2, "{fixed:?}");
+    assert_eq!(fixed.matches("\r\n").count(), 1, "{fixed:?}");
 }
 
 /// Found by the `fix` fuzz target: an operation written as an empty flow
