@@ -101,6 +101,15 @@ enum Flaw {
     /// Keeps every promise, but every execution answers the same bytes
     /// (no payment id), so a second execution does not show in the body.
     SameAnswerEachTime,
+    /// Check-then-write whose every execution answers the same bytes, and
+    /// whose replays say `Idempotent-Replayed: true`: the double charge
+    /// shows only in answers that are not marked.
+    CheckThenWriteSameAnswer,
+    /// As `CheckThenWriteSameAnswer`, with first answers that say
+    /// `Idempotent-Replayed: false`.
+    CheckThenWriteMarkedFalse,
+    /// Every request: 503 with `Retry-After` (a service that is down).
+    AlwaysUnavailable,
     /// Keys its store by the key alone, not by (tenant, key).
     IgnoresTenant,
     /// Processes a request that carries no tenant.
@@ -254,13 +263,26 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         // Long enough that scheduling noise on a busy machine does not
         // decide which request overlaps which.
         std::thread::sleep(Duration::from_millis(150));
-        if flaw == Flaw::SameAnswerEachTime {
+        if matches!(
+            flaw,
+            Flaw::SameAnswerEachTime
+                | Flaw::CheckThenWriteSameAnswer
+                | Flaw::CheckThenWriteMarkedFalse
+        ) {
             return br#"{"status":"paid"}"#.to_vec();
         }
         let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
         format!(r#"{{"payment_id":{id},"status":"paid"{echo}}}"#).into_bytes()
     };
-    if flaw == Flaw::CheckThenWrite {
+    if flaw == Flaw::AlwaysUnavailable {
+        let mut down = reply(503, r#"{"title":"unavailable"}"#);
+        down.headers.push(("Retry-After", "1".into()));
+        return down;
+    }
+    if matches!(
+        flaw,
+        Flaw::CheckThenWrite | Flaw::CheckThenWriteSameAnswer | Flaw::CheckThenWriteMarkedFalse
+    ) {
         if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
             return replayed(answer.clone());
         }
@@ -272,9 +294,13 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
                 answer: answer.clone(),
             },
         );
+        let headers = match flaw {
+            Flaw::CheckThenWriteMarkedFalse => vec![("Idempotent-Replayed", "false".into())],
+            _ => Vec::new(),
+        };
         return Reply {
             status: 200,
-            headers: Vec::new(),
+            headers,
             body: answer,
         };
     }
@@ -1173,6 +1199,52 @@ fn check_then_write_runs_the_business_step_twice() {
     eprintln!("{text}");
     assert_eq!(table.status.code(), Some(1));
     assert!(text.contains("FAIL  burst"), "{text}");
+}
+
+/// Every execution answers the same bytes, so the double charge shows
+/// only in the answers: several without `Idempotent-Replayed: true` from a
+/// service whose replays carry it are several first answers.
+#[test]
+fn check_then_write_with_one_answer_each_time_still_shows_in_unmarked_answers() {
+    let (_dir, spec) = spec_file();
+    for flaw in [
+        Flaw::CheckThenWriteSameAnswer,
+        Flaw::CheckThenWriteMarkedFalse,
+    ] {
+        let (code, checks, report) = probe_json(&spec, &serve(flaw));
+        assert_eq!(code, 1, "{report:#}");
+        assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+        assert!(
+            evidence(&checks, "burst").contains("the business step ran"),
+            "{report:#}"
+        );
+        // `Idempotent-Replayed: false` is no replay.
+        assert!(
+            !checks["burst"]["summary"]
+                .as_str()
+                .unwrap()
+                .contains("replayed"),
+            "{report:#}"
+        );
+        assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+        assert!(
+            evidence(&checks, "in-progress").contains("the business step ran again"),
+            "{report:#}"
+        );
+        assert_eq!(outcome(&checks, "replay"), "pass", "{report:#}");
+    }
+}
+
+/// A service that answers nothing but 503 has nothing to show of its
+/// honesty while a request runs, nor of its `Retry-After`: those checks do
+/// not apply, they do not pass.
+#[test]
+fn checks_of_a_running_attempt_do_not_apply_when_nothing_succeeds() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::AlwaysUnavailable));
+    for id in ["burst", "in-progress", "retry-after"] {
+        assert_eq!(outcome(&checks, id), "not-applicable", "{id}: {report:#}");
+    }
 }
 
 #[test]

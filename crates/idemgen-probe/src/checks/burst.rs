@@ -15,7 +15,8 @@
 //! idempotency store each let one request through.
 //!
 //! **What a failure means.** The step ran more than once for one key (two
-//! different 2xx bodies, or unmarked first answers from two instances), a
+//! different 2xx bodies, or several unmarked first answers from a service
+//! that marks its replays with `Idempotent-Replayed: true`), a
 //! duplicate got an answer that is neither the in-progress status nor the
 //! first answer, an in-progress answer had no `Retry-After`, or a request
 //! got no answer at all. When no request succeeds the check does not apply:
@@ -26,7 +27,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, Mutex};
 
-use super::{Probe, Settled, tally};
+use super::{Probe, Settled, marked_replay, tally};
 use crate::check::declare_check;
 use crate::http::{Answer, SendError, excerpt};
 use crate::request::{Event, KeyUse};
@@ -79,21 +80,28 @@ impl Probe<'_> {
             "{total} identical requests at once: {}",
             tally(&answers, self)
         );
+        // Requests the server left unanswered fail the check even when the
+        // probe's budget or deadline then stopped the rest.
+        let unanswered: Vec<&SendError> = lost
+            .iter()
+            .filter(|error| matches!(error, SendError::Transport(_)))
+            .collect();
+        if let Some(first) = unanswered.first() {
+            check.fail(format!(
+                "{} of {total} requests got no answer ({first})",
+                unanswered.len()
+            ));
+        }
         if let Some(error) = lost
             .iter()
             .find(|error| !matches!(error, SendError::Transport(_)))
         {
-            check.outcome = Outcome::NotApplicable;
+            if check.outcome != Outcome::Fail {
+                check.outcome = Outcome::NotApplicable;
+            }
             check.stopped_early = true;
             check.evidence.push(error.to_string());
             return (check, Settled(None));
-        }
-        if !lost.is_empty() {
-            check.fail(format!(
-                "{} of {total} requests got no answer ({})",
-                lost.len(),
-                lost[0]
-            ));
         }
 
         let successes: Vec<&Answer> = answers.iter().filter(|a| a.is_success()).collect();
@@ -129,27 +137,34 @@ impl Probe<'_> {
         let unmarked: Vec<&Answer> = successes
             .iter()
             .copied()
-            .filter(|answer| answer.header("idempotent-replayed").is_none())
+            .filter(|answer| !marked_replay(answer))
             .collect();
         let firsts = unmarked.len();
         let mut first_instances: Vec<usize> =
             unmarked.iter().map(|answer| answer.instance).collect();
         first_instances.sort_unstable();
         first_instances.dedup();
-        // A service that marks its replays, yet gave first answers on two
-        // instances, ran the step on each, even if the outputs match. When
-        // the burst held no replay, one more request tells.
+        // A service that marks its replays, yet gave several unmarked 2xx
+        // answers, gave several first answers: it ran the step for each,
+        // even if the outputs match. When the burst held no replay, one
+        // more request tells.
         let marks_replays = || {
             firsts < successes.len()
                 || self
                     .settle(&request)
-                    .is_ok_and(|answer| answer.header("idempotent-replayed").is_some())
+                    .is_ok_and(|answer| marked_replay(&answer))
         };
-        if bodies.len() == 1 && first_instances.len() > 1 && marks_replays() {
-            check.fail(format!(
-                "{firsts} unmarked 2xx answers (first answers, since replays carry `Idempotent-Replayed`) from {}: each ran the step for the same key; the instances do not share one idempotency store",
-                self.instance_names(&first_instances)
-            ));
+        if bodies.len() == 1 && firsts > 1 && marks_replays() {
+            if first_instances.len() > 1 {
+                check.fail(format!(
+                    "{firsts} unmarked 2xx answers (first answers, since replays carry `Idempotent-Replayed: true`) from {}: each ran the step for the same key; the instances do not share one idempotency store",
+                    self.instance_names(&first_instances)
+                ));
+            } else {
+                check.fail(format!(
+                    "{firsts} unmarked 2xx answers (first answers, since this service marks its replays with `Idempotent-Replayed: true`): the business step ran {firsts} times for one key"
+                ));
+            }
         } else if firsts > 1 && bodies.len() == 1 {
             check.warn(format!(
                 "{firsts} 2xx answers without `Idempotent-Replayed`: replays are unmarked, or the step ran {firsts} times with identical output"

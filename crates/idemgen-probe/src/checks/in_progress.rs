@@ -12,16 +12,19 @@
 //! not true yet, or does the work twice.
 //!
 //! **What a failure means.** A duplicate got an empty 2xx, a different 2xx
-//! body (the step ran again), an in-progress answer without `Retry-After`,
-//! or another status. A 429 or 503 with `Retry-After` is a warning: not the
+//! body (the step ran again), the first answer unmarked from a service
+//! that marks its replays with `Idempotent-Replayed: true` (a first answer:
+//! the step ran again), an in-progress answer without `Retry-After`, or
+//! another status. A 429 or 503 with `Retry-After` is a warning: not the
 //! contract's answer, but one a client retries. When the first attempt
-//! finished before a duplicate could be sent, the check does not apply:
-//! slow the business step down to exercise it.
+//! finished before a duplicate could be sent, or no attempt succeeded, the
+//! check does not apply: slow the business step down, or give the service
+//! a request it accepts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Probe, tally};
+use super::{Probe, marked_replay, tally};
 use crate::check::declare_check;
 use crate::http::{Answer, SendError};
 use crate::request::{Event, KeyUse};
@@ -120,11 +123,28 @@ impl Probe<'_> {
             );
             return check;
         }
+        if !first.is_success() {
+            // Nothing succeeded, so nothing shows whether a duplicate ran
+            // the step: what the duplicates got says nothing of honesty.
+            check.outcome = Outcome::NotApplicable;
+            check.evidence.push(
+                "no attempt succeeded, so nothing shows whether a duplicate ran the business step; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
+                    .into(),
+            );
+            return check;
+        }
         let mut reran: Vec<&Answer> = Vec::new();
+        // The first answer again, unmarked: a replay that raced the first
+        // answer's delivery, or, from a service that marks its replays, a
+        // duplicate that ran the step with the same output.
+        let mut unmarked_again: Vec<&Answer> = Vec::new();
         for answer in &during {
             let same_as_first = answer.status == first.status && answer.body == first.body;
             if same_as_first {
-                continue; // a replay that raced the first answer's delivery
+                if !marked_replay(answer) {
+                    unmarked_again.push(answer);
+                }
+                continue;
             }
             if self.in_progress(answer) && !answer.is_success() {
                 match self.retry_after(answer) {
@@ -154,6 +174,18 @@ impl Probe<'_> {
                     self.plan.expect.in_progress
                 ));
             }
+        }
+        let marks_replays = || {
+            during.iter().any(marked_replay)
+                || self
+                    .settle(&request)
+                    .is_ok_and(|answer| marked_replay(&answer))
+        };
+        if !unmarked_again.is_empty() && !marked_replay(&first) && marks_replays() {
+            check.fail(format!(
+                "{} duplicate(s) sent while the first attempt ran got its answer unmarked, and this service marks its replays with `Idempotent-Replayed: true`: each was a first answer, the business step ran again",
+                unmarked_again.len()
+            ));
         }
         if !reran.is_empty() {
             check.fail(format!(

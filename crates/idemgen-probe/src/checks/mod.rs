@@ -180,6 +180,14 @@ impl Probe<'_> {
     }
 }
 
+/// Whether `answer` says it is a replay: `Idempotent-Replayed: true`. The
+/// header with another value (`false`) marks a first answer.
+fn marked_replay(answer: &Answer) -> bool {
+    answer
+        .header("idempotent-replayed")
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+}
+
 /// `1 × 200 OK, 7 × 429 Too Many Requests`, in order of first appearance.
 fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
@@ -187,7 +195,7 @@ fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
         let mut label = format!("{}", answer.status);
         if probe.in_progress(answer) && answer.header("retry-after").is_some() {
             label.push_str(" with Retry-After");
-        } else if answer.header("idempotent-replayed").is_some() && answer.is_success() {
+        } else if marked_replay(answer) && answer.is_success() {
             label.push_str(" replayed");
         }
         label.push_str(&probe.client.from(answer));
@@ -213,10 +221,7 @@ fn stored_answer_of(first: &Answer, other: &Answer) -> Option<&'static str> {
     if !other.is_success() {
         return None;
     }
-    let replayed = other
-        .header("idempotent-replayed")
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
-    if replayed {
+    if marked_replay(other) {
         Some("Idempotent-Replayed: true")
     } else if other.body == first.body {
         Some("a byte-identical 2xx body")

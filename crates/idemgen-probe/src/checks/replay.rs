@@ -19,7 +19,7 @@
 
 use idemgen_spec::contract::model::FailedPolicy;
 
-use super::{Probe, Settled};
+use super::{Probe, Settled, marked_replay};
 use crate::check::declare_check;
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
@@ -68,9 +68,7 @@ impl Probe<'_> {
             }
             return check;
         }
-        let replayed = answer
-            .header("idempotent-replayed")
-            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        let replayed = marked_replay(&answer);
         if answer.status == first.status && answer.body == first.body {
             check.summary = format!(
                 "{}{} with the first answer's {} bytes{}",

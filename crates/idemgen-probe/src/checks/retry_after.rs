@@ -13,8 +13,10 @@
 //! have succeeded.
 //!
 //! **What a failure means.** No final answer came within that time, or the
-//! held duplicate was answered after it. The check does not apply when the
-//! contract declares no `server.max-processing`.
+//! held duplicate was answered after it. A 429 or 503 with `Retry-After`
+//! is waited out like the in-progress answer. The check does not apply when
+//! the contract declares no `server.max-processing`, or when no attempt
+//! succeeded.
 
 use std::time::{Duration, Instant};
 
@@ -27,6 +29,9 @@ use crate::{CheckResult, Outcome};
 /// Retries, each after the advertised `Retry-After`, that a client may need
 /// beyond `server.max-processing` before the final answer.
 const RETRIES_PAST_MAX_PROCESSING: u32 = 3;
+/// Shortest wait between retries: a `Retry-After: 0` would otherwise spend
+/// the whole request budget in a second.
+const MIN_RETRY_WAIT: Duration = Duration::from_millis(100);
 
 declare_check!(
     "retry_after.rs",
@@ -64,13 +69,17 @@ impl Probe<'_> {
             let first = scope.spawn(|| self.client.send(&request));
             std::thread::sleep(Duration::from_millis(5));
             let started = Instant::now();
-            let mut waits: Vec<Answer> = Vec::new();
+            // Each in-progress answer's `Retry-After`, all that is kept of
+            // it: a server that answers fast with big bodies would
+            // otherwise fill memory.
+            let mut waits: Vec<Option<String>> = Vec::new();
             let outcome = loop {
                 let answer = match self.client.send(&request) {
                     Ok(answer) => answer,
                     Err(error) => break Err(error),
                 };
-                if answer.is_success() || !self.in_progress(&answer) {
+                if answer.is_success() || !(self.in_progress(&answer) || self.retry_later(&answer))
+                {
                     break Ok((answer, waits, started.elapsed(), true));
                 }
                 let elapsed = started.elapsed();
@@ -83,9 +92,9 @@ impl Probe<'_> {
                     .header("retry-after")
                     .and_then(|value| value.trim().parse::<u64>().ok())
                     .map_or(promised, Duration::from_secs);
-                waits.push(answer);
+                waits.push(answer.header("retry-after").map(str::to_string));
                 // The last retry goes out when the budget ends, not after.
-                std::thread::sleep(advertised.min(budget - elapsed));
+                std::thread::sleep(advertised.max(MIN_RETRY_WAIT).min(budget - elapsed));
             };
             let first = first
                 .join()
@@ -96,11 +105,12 @@ impl Probe<'_> {
             Ok(outcome) => outcome,
             Err(error) => return check.no_answer(error),
         };
-        let advertised = waits
+        let mut advertised = waits
             .iter()
-            .filter_map(|answer| answer.header("retry-after"))
+            .flatten()
             .map(|value| value.trim().to_string())
             .collect::<Vec<_>>();
+        advertised.dedup();
         let advertised = match advertised.first() {
             Some(value) if advertised.iter().all(|other| other == value) => {
                 format!("Retry-After: {value}")
@@ -108,10 +118,22 @@ impl Probe<'_> {
             Some(_) => format!("Retry-After: {}", advertised.join(", ")),
             None => "no Retry-After".into(),
         };
+        let first_succeeded = first.as_ref().is_ok_and(Answer::is_success);
         let first = match first {
             Ok(answer) => format!("{}{}", answer.describe(), self.client.from(&answer)),
             Err(error) => error.to_string(),
         };
+        if !last.is_success() && !first_succeeded {
+            // Nothing ran to a success: a final refusal shows nothing of
+            // how long a client is kept waiting for one.
+            check.outcome = Outcome::NotApplicable;
+            check.summary = format!(
+                "no attempt succeeded (the first attempt answered {first}, the duplicate {}{}): give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)",
+                last.describe(),
+                self.client.from(&last)
+            );
+            return check;
+        }
         let allowed = format!(
             "max-processing {} s + {RETRIES_PAST_MAX_PROCESSING} × Retry-After {} s",
             max_processing.as_secs_f64(),

@@ -15,7 +15,7 @@
 //! request is not a fresh 2xx, that part is not shown and is a warning. The
 //! check does not apply without `--as`.
 
-use super::Probe;
+use super::{Probe, marked_replay};
 use crate::check::declare_check;
 use crate::request::{Caller, Event, KeyUse};
 use crate::{CheckResult, Outcome};
@@ -90,9 +90,7 @@ impl Probe<'_> {
             ));
             check.evidence.push(format!("its body: {}", bare.excerpt()));
         }
-        let replayed = after
-            .header("idempotent-replayed")
-            .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"));
+        let replayed = marked_replay(&after);
         let conflict = after.status == self.plan.expect.conflict;
         let busy = self.in_progress(&after) && !after.is_success();
         if replayed || ((conflict || busy) && !after.is_success()) {
