@@ -3,7 +3,10 @@
 //! pair as YAML's 32-bit escape `\U0001F600`, and a lone surrogate as
 //! `\uFFFD`, keeping every position the parser reports unchanged: the two
 //! characters a pair loses are re-added as spaces after the string's
-//! closing quote, where JSON ignores them.
+//! closing quote, where JSON ignores them. Strings are told apart by
+//! counting quotes, so the loader rewrites only text that the YAML parser
+//! refuses as it is (strict JSON never gets here: the fast path reads the
+//! escapes itself).
 
 /// Whether the text starts like a JSON document: `{` or `[` after JSON's
 /// whitespace only. Other characters Rust calls whitespace (a form feed,

@@ -372,22 +372,12 @@ impl Workspace {
     ) -> Result<FileId, Box<LoadError>> {
         let id = FileId(self.files.len() as u32);
         let source = SourceFile::new(path, display, text);
-        let rewritten = json_escapes::looks_like_json(&source.text)
-            .then(|| json_escapes::rewrite_surrogates(&source.text))
-            .flatten();
-        let text = rewritten.as_deref().unwrap_or(&source.text);
-        // JSON takes the fast path when it is strict JSON; the YAML parser
-        // builds the same tree for it, only slower.
-        let parsed = json_escapes::looks_like_json(text)
-            .then(|| json_parse::parse(id, text))
-            .flatten()
-            .unwrap_or_else(|| parse::parse(id, text))
-            .map_err(|error| {
-                let mut located = located_error(&source, error.index, error.line, error.col);
-                located.message = error.message;
-                located.help = error.help;
-                Box::new(located)
-            })?;
+        let parsed = parse_text(id, &source.text).map_err(|error| {
+            let mut located = located_error(&source, error.index, error.line, error.col);
+            located.message = error.message;
+            located.help = error.help;
+            Box::new(located)
+        })?;
         for duplicate in parsed.duplicates {
             self.problems.push(LoadProblem::DuplicateKey {
                 key: duplicate.key,
@@ -597,18 +587,38 @@ pub(crate) fn located_error(
     }
 }
 
+/// The tree of one file's text. Strict JSON takes the fast path (the YAML
+/// parser builds the same tree for it, only slower); anything else goes to
+/// the YAML parser. JSON allows surrogate escapes (`\uD83D\uDE00`) that
+/// YAML refuses, so only when the YAML parser refuses the text is it read
+/// once more with them rewritten (`json_escapes`): that rewrite tells
+/// strings apart by counting quotes, which text that is not JSON can fool
+/// (a quote inside a plain scalar), and must not touch what loads as it is.
+fn parse_text(file: FileId, text: &str) -> Result<parse::Parsed, parse::ParseError> {
+    let json = json_escapes::looks_like_json(text);
+    if let Some(parsed) = json.then(|| json_parse::parse(file, text)).flatten() {
+        return parsed;
+    }
+    let refused = match parse::parse(file, text) {
+        Ok(parsed) => return Ok(parsed),
+        Err(error) => error,
+    };
+    let Some(rewritten) = json
+        .then(|| json_escapes::rewrite_surrogates(text))
+        .flatten()
+    else {
+        return Err(refused);
+    };
+    json_parse::parse(file, &rewritten)
+        .unwrap_or_else(|| parse::parse(file, &rewritten))
+        .map_err(|_| refused)
+}
+
 /// One document's text as a positioned tree (file 0), without following
 /// `$ref`s or checking the OpenAPI version: what a fix changed compares
 /// tree to tree.
 pub fn parse_tree(display: &str, text: &str) -> Result<Node, Box<LoadError>> {
-    let rewritten = json_escapes::looks_like_json(text)
-        .then(|| json_escapes::rewrite_surrogates(text))
-        .flatten();
-    let text = rewritten.as_deref().unwrap_or(text);
-    json_escapes::looks_like_json(text)
-        .then(|| json_parse::parse(FileId(0), text))
-        .flatten()
-        .unwrap_or_else(|| parse::parse(FileId(0), text))
+    parse_text(FileId(0), text)
         .map(|parsed| parsed.root)
         .map_err(|error| {
             let source = SourceFile::new(

@@ -564,3 +564,18 @@ fn a_vertical_tab_is_a_value_not_white_space() {
         "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses:\n       \u{b}\n",
     );
 }
+
+/// Found by the `fix` fuzz target: a JSON-looking spec that is YAML (a
+/// quote inside a plain scalar, `bpay"`) with a surrogate escape outside
+/// any string. The loader rewrote surrogate escapes, telling strings apart
+/// by counting quotes: the stray quote turned the count around, and the
+/// padding the rewrite adds after a string went inside the key
+/// `"/refunds"`, read as `"  /refunds"` until a fix moved the text. The
+/// rewrite now runs only on text the YAML parser refuses as it is.
+#[test]
+fn a_surrogate_escape_after_a_stray_quote_moves_no_key() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/surrogate-escape-after-a-stray-quote.json"),
+    );
+}

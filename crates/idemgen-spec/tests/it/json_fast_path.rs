@@ -198,3 +198,27 @@ mod generated {
         }
     }
 }
+
+/// JSON's surrogate escapes, which YAML refuses, wherever they are: in
+/// strict JSON (the fast path reads them), in JSON-looking YAML (read once
+/// more with them rewritten), and outside any string of text that fools a
+/// quote count, where the rewrite must not run: the `fix` fuzz target
+/// found a key read as `"  /refunds"`, the rewrite's padding put inside it.
+#[test]
+fn surrogate_escapes_are_read_and_never_move_other_text() {
+    let read = |text: &str| {
+        idemgen_spec::parse_tree("a.json", text)
+            .unwrap_or_else(|error| panic!("{text}: {}", error.message))
+            .to_json()
+    };
+    assert_eq!(read(r#"{"x": "\ud83d\ude00", "y": 1}"#)["x"], "😀");
+    assert_eq!(read(r#"{"x": "\ud800", "y": 1}"#)["x"], "\u{fffd}");
+    // Not strict JSON (a trailing comma): YAML, with the pair rewritten.
+    let trailing = read(r#"{"x": "\ud83d\ude00", "y": 1, }"#);
+    assert_eq!((&trailing["x"], &trailing["y"]), (&"😀".into(), &1.into()));
+    // A quote inside a plain scalar, then an escape outside any string.
+    let fooled = read("{\"a\": b\", \"c\": x\\ud83d\\ude00, \"/refunds\": 1}");
+    let keys: Vec<&String> = fooled.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["/refunds", "a", "c"], "{fooled}");
+    assert_eq!(fooled["c"], "x\\ud83d\\ude00");
+}
