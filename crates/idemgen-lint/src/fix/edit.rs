@@ -499,10 +499,16 @@ impl<'a> Editor<'a> {
             // A flow collection ends at its closing bracket; its span may
             // run on over a comment after it, and text added there would be
             // commented out.
-            Some('{' | '[') if matches!(node.value, Value::Map(_) | Value::Seq(_)) => self
-                .source(file)
-                .flow_end(start, || flow_end(text, start))
-                .unwrap_or(start + text[start..end].trim_end_matches(YAML_SPACE).len()),
+            // One that starts at its first key (a pair whose key is a flow
+            // mapping, `{a: 1}: 8`) is not one: the brace is the key's.
+            Some('{' | '[')
+                if matches!(node.value, Value::Map(_) | Value::Seq(_))
+                    && !starts_at_its_first_child(node) =>
+            {
+                self.source(file)
+                    .flow_end(start, || flow_end(text, start))
+                    .unwrap_or(start + text[start..end].trim_end_matches(YAML_SPACE).len())
+            }
             // A mapping without braces (a block one, or a pair in a flow
             // sequence, `[a: b]`, `["a": b]`) ends where its last value
             // does: its span may run on over a comment after it, and one

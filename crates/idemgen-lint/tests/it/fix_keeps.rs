@@ -579,3 +579,21 @@ fn a_surrogate_escape_after_a_stray_quote_moves_no_key() {
         include_str!("found/surrogate-escape-after-a-stray-quote.json"),
     );
 }
+
+/// Found by the `fix` fuzz target: a list item that is a pair whose key
+/// is a flow mapping (`{name: …}: 8`). The item starts with `{`, so the
+/// editor took it for a flow mapping and ended it at the key's closing
+/// brace: the new parameter went between the key and its `: 8`, and the
+/// fixed text did not load. A collection whose span starts at its first
+/// key is not a flow one, however it starts.
+#[test]
+fn a_pair_with_a_flow_mapping_for_its_key_ends_after_its_value() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/flow-mapping-as-a-key-in-a-list.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters: [{name: X-Other, in: header}: 8]\n      responses:\n        '200': {description: ok}\n",
+    );
+}
