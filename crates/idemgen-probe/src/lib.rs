@@ -7,6 +7,7 @@
 //! the keys, [`checks`] sends and judges (one check a file, registered in
 //! [`CHECKS`] with a [`check::Check`] each), [`report`] shows the outcome;
 //! [`http`] keeps the client safe (loopback, no redirects, bounded);
+//! [`server_text`] makes what the service sent safe to print;
 //! [`principal`] holds the `--as` credentials and keeps them out of the
 //! report.
 
@@ -18,6 +19,7 @@ pub mod principal;
 pub mod report;
 pub mod request;
 mod sample;
+mod server_text;
 
 use std::time::Duration;
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use super::Probe;
 use crate::check::declare_check;
-use crate::http::{Answer, SendError};
+use crate::http::{Answer, SendError, shown_header};
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
@@ -99,7 +99,7 @@ impl Probe<'_> {
         let advertised = waits
             .iter()
             .filter_map(|answer| answer.header("retry-after"))
-            .map(|value| value.trim().to_string())
+            .map(|value| shown_header(value.trim()))
             .collect::<Vec<_>>();
         let advertised = match advertised.first() {
             Some(value) if advertised.iter().all(|other| other == value) => {
