@@ -94,7 +94,8 @@ pub struct ProbeArgs {
     /// Longest wait for one answer.
     #[arg(long, default_value = "10s", value_parser = duration_arg, value_name = "DURATION")]
     pub timeout: u64,
-    /// Longest the whole probe may take; no request is sent after it.
+    /// Longest the whole probe may take; no request is sent, or waited
+    /// for, after it.
     #[arg(long, default_value = "2m", value_parser = duration_arg, value_name = "DURATION")]
     pub deadline: u64,
     /// Request body (JSON) to send instead of the spec's example.

@@ -2,13 +2,18 @@
 //! followed, a timeout on every request, a total request budget and a
 //! deadline for the whole run.
 
+use std::io::Read;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ureq::http::{self, Uri};
 
-/// Largest response body read; a longer one is cut (and then differs).
+use crate::server_text::{BODY_CHARS, HEADER_CHARS, printable};
+
+/// Largest response body read: a longer one is cut there and the answer
+/// marked [`Answer::cut`], so the checks compare the first 1 MiB and the
+/// evidence says the rest was not read.
 const MAX_BODY_BYTES: u64 = 1024 * 1024;
 
 pub struct Outgoing {
@@ -23,7 +28,10 @@ pub struct Outgoing {
 pub struct Answer {
     pub status: u16,
     pub headers: Vec<(String, String)>,
+    /// At most [`MAX_BODY_BYTES`] of it.
     pub body: Vec<u8>,
+    /// The body was longer than [`MAX_BODY_BYTES`] and `body` is its start.
+    pub cut: bool,
     /// Index of the `--base-url` that answered.
     pub instance: usize,
     /// When it was sent and when the answer was complete, since the probe
@@ -65,6 +73,8 @@ pub struct Client {
     turn: AtomicUsize,
     started: Instant,
     deadline: Instant,
+    /// `--timeout`, the longest one request may take.
+    timeout: Duration,
     sent: AtomicUsize,
     max_requests: usize,
 }
@@ -81,35 +91,47 @@ impl Answer {
         (200..300).contains(&self.status)
     }
 
+    /// A header's value as a report may show it ([`shown_header`]).
+    pub fn shown_header(&self, name: &str) -> Option<String> {
+        self.header(name).map(shown_header)
+    }
+
     /// `429 Too Many Requests` (plus `Retry-After: 1` when present).
     pub fn describe(&self) -> String {
         let mut text = format!("{} {}", self.status, reason(self.status));
-        if let Some(value) = self.header("retry-after") {
+        if let Some(value) = self.shown_header("retry-after") {
             text.push_str(&format!(" (Retry-After: {value})"));
         }
         text.trim_end().to_string()
     }
 
-    /// The body as text for evidence: at most 160 characters, one line.
+    /// The body as text for evidence ([`excerpt`]), saying when the probe
+    /// read only its first 1 MiB.
     pub fn excerpt(&self) -> String {
-        excerpt(&self.body)
+        let excerpt = excerpt(&self.body);
+        if self.cut {
+            format!("{excerpt} (only the first 1 MiB of a longer body was read)")
+        } else {
+            excerpt
+        }
     }
 }
 
+/// A body as text for evidence: one line, at most [`BODY_CHARS`]
+/// characters, made [`printable`].
 pub fn excerpt(body: &[u8]) -> String {
     if body.is_empty() {
         return "(empty body)".into();
     }
-    let text = String::from_utf8_lossy(body);
-    let one_line: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if one_line.chars().count() > 160 {
-        format!("{}…", one_line.chars().take(160).collect::<String>())
-    } else {
-        one_line
-    }
+    // Decoding only what can show keeps a 1 MiB body from being copied.
+    let start = &body[..body.len().min(4 * BODY_CHARS + 4)];
+    printable(&String::from_utf8_lossy(start), BODY_CHARS)
+}
+
+/// A header value from the service as a report may show it: one line, at
+/// most [`HEADER_CHARS`] characters, made [`printable`].
+pub fn shown_header(value: &str) -> String {
+    printable(value, HEADER_CHARS)
 }
 
 impl Client {
@@ -148,6 +170,7 @@ impl Client {
             turn: AtomicUsize::new(0),
             started,
             deadline: started + deadline,
+            timeout,
             sent: AtomicUsize::new(0),
             max_requests,
         })
@@ -192,19 +215,31 @@ impl Client {
         let request = builder
             .body(outgoing.body.clone().unwrap_or_default())
             .map_err(|error| SendError::Transport(format!("cannot build the request: {error}")))?;
-        // With several instances, say which one did not answer.
+        // No request outlives the deadline: the deadline bounds the whole
+        // probe, the timeout each request.
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        // With several instances, say which one did not answer; a request
+        // the deadline cut short is out of time, not unanswered.
         let lost = |why: String| {
+            if left < self.timeout && Instant::now() >= self.deadline {
+                return SendError::Deadline;
+            }
             SendError::Transport(if self.bases.len() < 2 {
                 why
             } else {
                 format!("{} {why}", self.bases[instance])
             })
         };
+        let request = self
+            .agent
+            .configure_request(request)
+            .timeout_global(Some(self.timeout.min(left)))
+            .build();
         let sent = self.started.elapsed();
         let response = self
             .agent
             .run(request)
-            .map_err(|error| lost(error.to_string()))?;
+            .map_err(|error| lost(transport_error(&error.to_string())))?;
         let status = response.status().as_u16();
         let headers = response
             .headers()
@@ -216,21 +251,32 @@ impl Client {
                 )
             })
             .collect();
-        let body = response
+        // One byte past the limit tells a longer body from one that fits.
+        let mut body = Vec::new();
+        response
             .into_body()
-            .with_config()
-            .limit(MAX_BODY_BYTES)
-            .read_to_vec()
-            .map_err(|error| lost(format!("reading the answer: {error}")))?;
+            .into_reader()
+            .take(MAX_BODY_BYTES + 1)
+            .read_to_end(&mut body)
+            .map_err(|error| lost(transport_error(&format!("reading the answer: {error}"))))?;
+        let cut = body.len() as u64 > MAX_BODY_BYTES;
+        body.truncate(MAX_BODY_BYTES as usize);
         Ok(Answer {
             status,
             headers,
             body,
+            cut,
             instance,
             sent,
             received: self.started.elapsed(),
         })
     }
+}
+
+/// Why a request got no answer, as a report may show it: the client's
+/// message can quote what the service sent (a malformed status line).
+fn transport_error(why: &str) -> String {
+    printable(why, BODY_CHARS)
 }
 
 /// One `--base-url`: http, a host, no query, loopback unless allowed, and
@@ -322,5 +368,149 @@ fn reason(status: u16) -> &'static str {
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A server on loopback that answers every request with `answer` (or
+    /// holds it unanswered when `None`); returns its base URL.
+    fn serve(answer: Option<Vec<u8>>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let answer = answer.clone();
+                std::thread::spawn(move || {
+                    let mut head = Vec::new();
+                    let mut byte = [0];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        match stream.read(&mut byte) {
+                            Ok(1) => head.push(byte[0]),
+                            _ => return,
+                        }
+                    }
+                    match answer {
+                        Some(answer) => {
+                            let _ = stream.write_all(&answer);
+                        }
+                        None => std::thread::sleep(Duration::from_secs(30)),
+                    }
+                });
+            }
+        });
+        base
+    }
+
+    fn get() -> Outgoing {
+        Outgoing {
+            method: "GET".into(),
+            target: "/".into(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    fn answer_with(headers: &[(&str, &str)], body: &[u8]) -> Answer {
+        Answer {
+            status: 429,
+            headers: headers
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect(),
+            body: body.to_vec(),
+            cut: false,
+            instance: 0,
+            sent: Duration::ZERO,
+            received: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn header_values_and_bodies_show_bounded_and_inert() {
+        let hostile = format!("1\u{9b}31mC1RED \u{202e}evil{}", "9".repeat(60_000));
+        let answer = answer_with(&[("Retry-After", &hostile)], hostile.as_bytes());
+        let described = answer.describe();
+        assert!(
+            described.starts_with("429 Too Many Requests (Retry-After: 1 31mC1RED \u{FFFD}evil99")
+        );
+        assert!(described.ends_with("…)"), "{described}");
+        let frame = "429 Too Many Requests (Retry-After: )".chars().count();
+        assert_eq!(described.chars().count(), frame + HEADER_CHARS + 1);
+        let excerpt = answer.excerpt();
+        assert!(
+            excerpt.starts_with("1 31mC1RED \u{FFFD}evil99"),
+            "{excerpt}"
+        );
+        assert_eq!(excerpt.chars().count(), BODY_CHARS + 1);
+        assert_eq!(
+            answer.shown_header("retry-after"),
+            Some(shown_header(&hostile))
+        );
+    }
+
+    #[test]
+    fn no_request_outlives_the_deadline() {
+        let base = serve(None);
+        let deadline = Duration::from_secs(1);
+        let client =
+            Client::connect(&[base], false, Duration::from_secs(20), deadline, 10).unwrap();
+        let started = Instant::now();
+        let error = client.send(&get()).unwrap_err();
+        assert!(started.elapsed() < deadline * 4, "{:?}", started.elapsed());
+        // Out of time, not a service that does not answer.
+        assert!(matches!(error, SendError::Deadline), "{error}");
+        assert!(matches!(client.send(&get()), Err(SendError::Deadline)));
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_cut_and_says_so() {
+        let limit = MAX_BODY_BYTES as usize;
+        for (length, cut) in [(limit, false), (limit + 10, true)] {
+            let mut response =
+                format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n").into_bytes();
+            response.extend(std::iter::repeat_n(b'a', length));
+            let base = serve(Some(response));
+            let client = Client::connect(
+                &[base],
+                false,
+                Duration::from_secs(10),
+                Duration::from_secs(20),
+                10,
+            )
+            .unwrap();
+            let answer = client.send(&get()).unwrap();
+            assert_eq!((answer.body.len(), answer.cut), (limit, cut));
+            assert_eq!(
+                answer.excerpt().contains("only the first 1 MiB"),
+                cut,
+                "{}",
+                answer.excerpt()
+            );
+        }
+    }
+
+    #[test]
+    fn a_transport_error_quoting_the_server_is_printable() {
+        let base = serve(Some(b"HTTP/1.1 2\x1b[31m\xc2\x9b0 X\r\n\r\n".to_vec()));
+        let client = Client::connect(
+            &[base],
+            false,
+            Duration::from_secs(5),
+            Duration::from_secs(10),
+            10,
+        )
+        .unwrap();
+        let error = client.send(&get()).unwrap_err().to_string();
+        assert!(
+            error.chars().all(|c| !c.is_control()) && error.chars().count() < 200,
+            "{error}"
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! the keys, [`checks`] sends and judges (one check a file, registered in
 //! [`CHECKS`] with a [`check::Check`] each), [`report`] shows the outcome;
 //! [`http`] keeps the client safe (loopback, no redirects, bounded);
+//! [`server_text`] makes what the service sent safe to print;
 //! [`principal`] holds the `--as` credentials and keeps them out of the
 //! report.
 
@@ -18,6 +19,7 @@ pub mod principal;
 pub mod report;
 pub mod request;
 mod sample;
+mod server_text;
 
 use std::time::Duration;
 
@@ -79,6 +81,9 @@ pub struct CheckResult {
     pub stopped_early: bool,
 }
 
+/// Most evidence (or warning) lines one check keeps.
+const MAX_LINES: usize = 12;
+
 impl CheckResult {
     pub fn new(check: &check::Check) -> CheckResult {
         CheckResult {
@@ -100,12 +105,19 @@ impl CheckResult {
         self.warnings.push(why);
     }
 
-    /// Repeated lines (one per answer) once each.
+    /// Repeated lines (one per answer) once each, and at most
+    /// [`MAX_LINES`] of each kind: a server that answers each request of a
+    /// big burst differently would otherwise bury the verdict.
     pub fn dedup(&mut self) {
-        let mut seen = std::collections::HashSet::new();
-        self.evidence.retain(|line| seen.insert(line.clone()));
-        let mut seen = std::collections::HashSet::new();
-        self.warnings.retain(|line| seen.insert(line.clone()));
+        for lines in [&mut self.evidence, &mut self.warnings] {
+            let mut seen = std::collections::HashSet::new();
+            lines.retain(|line| seen.insert(line.clone()));
+            if lines.len() > MAX_LINES {
+                let more = lines.len() - (MAX_LINES - 1);
+                lines.truncate(MAX_LINES - 1);
+                lines.push(format!("… and {more} more such lines"));
+            }
+        }
     }
 
     /// The check could not finish: out of budget or time is not a verdict,
@@ -442,4 +454,22 @@ fn describe_plan(plan: &Plan, event: &request::Event) -> Vec<String> {
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_keeps_each_line_once_and_a_bounded_number_of_them() {
+        let mut check = CheckResult::new(&checks::CHECKS[0]);
+        for value in 0..100 {
+            check.warn(format!("Retry-After: `{value}` is not whole seconds"));
+            check.warn("the same line each time".into());
+        }
+        check.dedup();
+        assert_eq!(check.warnings.len(), MAX_LINES);
+        assert_eq!(check.warnings[1], "the same line each time");
+        assert_eq!(check.warnings[MAX_LINES - 1], "… and 90 more such lines");
+    }
 }

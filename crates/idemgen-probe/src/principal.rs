@@ -6,6 +6,8 @@
 //! the `unauthenticated` check sends a request without any of their headers.
 //! No message here quotes what the user wrote after `=`: it is a secret.
 
+use crate::server_text::CUT;
+
 /// One `--as` name and its headers, in the order given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -142,7 +144,12 @@ pub fn secrets(principals: &[Principal]) -> Vec<String> {
     secrets
 }
 
-/// `text` with every secret replaced by [`REDACTED`].
+/// Shortest beginning of a credential looked for right before a cut
+/// (`sk_…`); two characters could be anything.
+const MIN_CUT_PREFIX: usize = 3;
+
+/// `text` with every secret replaced by [`REDACTED`], also a secret that an
+/// excerpt cut: its beginning right before the cut mark (`…`).
 pub fn redact(text: &str, secrets: &[String]) -> String {
     let mut text = text.to_string();
     for secret in secrets {
@@ -150,7 +157,43 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
             text = text.replace(secret.as_str(), REDACTED);
         }
     }
-    text
+    if !text.contains(CUT) {
+        return text;
+    }
+    let mut redacted = String::with_capacity(text.len());
+    let mut pieces = text.split(CUT).peekable();
+    while let Some(piece) = pieces.next() {
+        if pieces.peek().is_none() {
+            redacted.push_str(piece);
+            break;
+        }
+        match cut_secret(piece, secrets) {
+            0 => redacted.push_str(piece),
+            len => {
+                redacted.push_str(&piece[..piece.len() - len]);
+                redacted.push_str(REDACTED);
+            }
+        }
+        redacted.push(CUT);
+    }
+    redacted
+}
+
+/// Length in bytes of the longest beginning of a secret that `text` ends
+/// with (at least [`MIN_CUT_PREFIX`] characters), or 0.
+fn cut_secret(text: &str, secrets: &[String]) -> usize {
+    secrets
+        .iter()
+        .flat_map(|secret| {
+            secret
+                .char_indices()
+                .skip(MIN_CUT_PREFIX)
+                .map(|(end, _)| &secret[..end])
+        })
+        .filter(|beginning| text.ends_with(beginning))
+        .map(str::len)
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]
@@ -245,5 +288,31 @@ mod tests {
             ),
             r#"{"seen":"[redacted]","token":"[redacted]","n":7}"#
         );
+    }
+
+    #[test]
+    fn redacts_a_credential_an_excerpt_cut() {
+        let principals = parse(&args(&[
+            "alice=Authorization: Bearer sk_live_0123456789abcdefghijklmnopqrstuvwxyzSECRET",
+        ]))
+        .unwrap();
+        let secrets = secrets(&principals);
+        let body = format!(
+            r#"{{"debug":"{} saw Bearer sk_live_0123456789abcdefghijklmnopqrstuvwxyzSECRET"}}"#,
+            "x".repeat(120)
+        );
+        let excerpt = crate::http::excerpt(body.as_bytes());
+        assert!(
+            excerpt.ends_with("saw Bearer sk_live_0123456789…"),
+            "{excerpt}"
+        );
+        let shown = redact(&format!("200 OK: {excerpt} (then more)"), &secrets);
+        assert!(shown.ends_with("saw [redacted]… (then more)"), "{shown}");
+        assert!(!shown.contains("sk_"), "{shown}");
+        // The credential alone, cut after the scheme.
+        assert_eq!(redact("token sk_live_01…", &secrets), "token [redacted]…");
+        // Two characters could be anything; a cut elsewhere is left alone.
+        assert_eq!(redact("Be… and sk…", &secrets), "Be… and sk…");
+        assert_eq!(redact("plain text…", &secrets), "plain text…");
     }
 }

@@ -111,13 +111,13 @@ pub fn json(report: &Report) -> Value {
 pub fn junit(report: &Report) -> String {
     let mut junit = quick_junit::Report::new("idemgen probe");
     for operation in &report.operations {
-        let mut suite = TestSuite::new(format!(
+        let mut suite = TestSuite::new(xml_text(&format!(
             "{} ({} {})",
             operation.name, operation.method, operation.path
-        ));
+        )));
         if let Some(why) = &operation.skipped {
             let mut case = TestCase::new("probe", TestCaseStatus::skipped());
-            case.set_system_out(why.as_str());
+            case.set_system_out(xml_text(why));
             suite.add_test_case(case);
         }
         for check in &operation.checks {
@@ -125,28 +125,23 @@ pub fn junit(report: &Report) -> String {
                 Outcome::Pass => TestCaseStatus::success(),
                 Outcome::NotApplicable => {
                     let mut status = TestCaseStatus::skipped();
-                    status.set_message(check.summary.as_str());
+                    status.set_message(xml_text(&check.summary));
                     status
                 }
                 Outcome::Fail => {
                     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                    status.set_message(
-                        check
-                            .evidence
-                            .first()
-                            .map_or(check.summary.as_str(), String::as_str),
-                    );
-                    status.set_description(check.evidence.join("\n"));
+                    status.set_message(xml_text(check.evidence.first().unwrap_or(&check.summary)));
+                    status.set_description(xml_text(&check.evidence.join("\n")));
                     status
                 }
             };
             let mut case = TestCase::new(check.id, status);
-            case.set_classname(operation.name.as_str());
+            case.set_classname(xml_text(&operation.name));
             let mut out = check.summary.clone();
             for warning in &check.warnings {
                 out.push_str(&format!("\nwarning: {warning}"));
             }
-            case.set_system_out(out);
+            case.set_system_out(xml_text(&out));
             suite.add_test_case(case);
         }
         junit.add_test_suite(suite);
@@ -158,4 +153,85 @@ pub fn junit(report: &Report) -> String {
         text.push('\n');
     }
     text
+}
+
+/// `text` with the characters XML 1.0 cannot hold replaced by `�`: server
+/// text comes [`printable`](crate::server_text::printable) already, but a
+/// spec's names and the user's values reach the report too (an
+/// operationId may hold any escaped character).
+fn xml_text(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' => c,
+            c if c >= '\u{10000}' => c,
+            _ => '\u{FFFD}',
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::server_text::{HEADER_CHARS, printable};
+    use crate::{CheckResult, OperationReport};
+
+    #[test]
+    fn junit_is_valid_xml_whatever_the_text_holds() {
+        let hostile = "a\u{FFFE}b\u{FFFF}c\u{1}d\u{1b}[31me\u{9b}f\u{202E}g\u{DFFFF}";
+        let check = |outcome| CheckResult {
+            id: "replay",
+            outcome,
+            summary: format!("raw {hostile}"),
+            evidence: vec![
+                format!("raw {hostile}"),
+                format!("shown {}", printable(hostile, HEADER_CHARS)),
+            ],
+            warnings: vec![format!("raw {hostile}")],
+            stopped_early: false,
+        };
+        let operation = |name: &str, skipped: Option<String>| OperationReport {
+            name: name.into(),
+            method: "POST".into(),
+            path: "/pay".into(),
+            profile: "stripe".into(),
+            request: Vec::new(),
+            skipped,
+            checks: vec![
+                check(Outcome::Pass),
+                check(Outcome::Fail),
+                check(Outcome::NotApplicable),
+            ],
+        };
+        let report = Report {
+            spec: "openapi.yaml".into(),
+            base_urls: vec!["http://127.0.0.1:1".into()],
+            operations: vec![
+                operation(&format!("op{hostile}"), None),
+                operation("skipped", Some(format!("raw {hostile}"))),
+            ],
+            requests: 1,
+            elapsed: Duration::ZERO,
+        };
+        let xml = junit(&report);
+        let document =
+            roxmltree::Document::parse(&xml).unwrap_or_else(|error| panic!("{error}\n{xml}"));
+        let failure = document
+            .descendants()
+            .find(|node| node.has_tag_name("failure"))
+            .unwrap();
+        let message = failure.attribute("message").unwrap();
+        assert!(
+            message.starts_with("raw a\u{FFFD}b\u{FFFD}c\u{FFFD}d"),
+            "{message}"
+        );
+        let description = failure.text().unwrap();
+        assert!(
+            description.contains("shown a\u{FFFD}b\u{FFFD}c d [31me f\u{FFFD}g\u{FFFD}"),
+            "{description}"
+        );
+        // The parser does refuse what XML forbids.
+        assert!(roxmltree::Document::parse("<a>\u{FFFE}</a>").is_err());
+    }
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::check::Check;
-use super::http::{Answer, Client, SendError};
+use super::http::{Answer, Client, SendError, shown_header};
 use super::request::{Event, KeyUse, Plan};
 use super::{CheckResult, Outcome};
 
@@ -110,7 +110,8 @@ impl Probe<'_> {
                 "Retry-After: {seconds}, the contract's in-progress retry-after is {promised} s"
             )),
             Err(_) => Some(format!(
-                "Retry-After: `{value}` is not whole seconds (an HTTP date works, but seconds are what the contract says)"
+                "Retry-After: `{}` is not whole seconds (an HTTP date works, but seconds are what the contract says)",
+                shown_header(value)
             )),
         })
     }

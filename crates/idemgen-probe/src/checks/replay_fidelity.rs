@@ -3,11 +3,11 @@
 //! **What it checks.** After the burst settled on a successful first
 //! answer, the same request once more (waiting out in-progress answers) is
 //! the first answer whole: the same status (a `201 Created` is replayed as
-//! `201`, not `200`), the same `Content-Type`, the same body byte for byte,
-//! and every header the spec declares on that response (its exact code,
-//! else its range such as `2XX`, else `default`; `Location`, `ETag`,
-//! `Link`, a rate-limit or request-id header) with the first answer's
-//! value. `Date` (the time of each answer) and the replay mark
+//! `201`, not `200`), the same `Content-Type`, the same body byte for byte
+//! (the first 1 MiB of a longer one: the probe reads no more), and every
+//! header the spec declares on that response (its exact code, else its
+//! range such as `2XX`, else `default`; `Location`, `ETag`, `Link`, a
+//! rate-limit or request-id header) with the first answer's value. `Date` (the time of each answer) and the replay mark
 //! (`Idempotent-Replayed`) are left out, and so is `Set-Cookie`, which must
 //! not be replayed: the replay may not carry the first answer's cookie.
 //!
@@ -27,7 +27,7 @@
 
 use super::{Probe, Settled};
 use crate::check::declare_check;
-use crate::http::Answer;
+use crate::http::{Answer, shown_header};
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
@@ -75,9 +75,9 @@ impl Probe<'_> {
         }
         if replay.body != first.body {
             check.fail(format!(
-                "body: first {} bytes, replay {} bytes: {}",
-                first.body.len(),
-                replay.body.len(),
+                "body: first {}, replay {}: {}",
+                body_size(first),
+                body_size(&replay),
                 replay.excerpt()
             ));
         }
@@ -109,6 +109,8 @@ impl Probe<'_> {
             .filter(|cookie| first_cookies.contains(cookie))
             .collect();
         if !replayed_cookies.is_empty() {
+            let replayed_cookies: Vec<String> =
+                replayed_cookies.into_iter().map(shown_header).collect();
             check.fail(format!(
                 "the replay repeats the first answer's Set-Cookie `{}`: a stored session handed to whoever retries",
                 replayed_cookies.join("`, `")
@@ -126,6 +128,12 @@ impl Probe<'_> {
     }
 }
 
+/// `12 bytes`, or `over 1048576 bytes` for a body the probe cut.
+fn body_size(answer: &Answer) -> String {
+    let over = if answer.cut { "over " } else { "" };
+    format!("{over}{} bytes", answer.body.len())
+}
+
 /// Every value of `name` in `answer`.
 fn all<'a>(answer: &'a Answer, name: &str) -> Vec<&'a str> {
     answer
@@ -136,6 +144,9 @@ fn all<'a>(answer: &'a Answer, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// A header value of either answer as evidence, or `none`.
 fn shown(value: Option<&str>) -> String {
-    value.map_or("none".to_string(), |value| format!("`{value}`"))
+    value.map_or("none".to_string(), |value| {
+        format!("`{}`", shown_header(value))
+    })
 }

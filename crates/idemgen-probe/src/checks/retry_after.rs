@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use super::Probe;
 use crate::check::declare_check;
-use crate::http::{Answer, SendError};
+use crate::http::{Answer, SendError, shown_header};
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
@@ -108,7 +108,7 @@ impl Probe<'_> {
         let mut advertised = waits
             .iter()
             .flatten()
-            .map(|value| value.trim().to_string())
+            .map(|value| shown_header(value.trim()))
             .collect::<Vec<_>>();
         advertised.dedup();
         let advertised = match advertised.first() {
