@@ -148,13 +148,10 @@ impl Probe<'_> {
         // answers, gave several first answers: it ran the step for each,
         // even if the outputs match. When the burst held no replay, one
         // more request tells.
-        let marks_replays = || {
-            firsts < successes.len()
-                || self
-                    .settle(&request)
-                    .is_ok_and(|answer| marked_replay(&answer))
-        };
-        if bodies.len() == 1 && firsts > 1 && marks_replays() {
+        if bodies.len() == 1
+            && firsts > 1
+            && self.marks_replays(successes.iter().copied(), &request)
+        {
             if first_instances.len() > 1 {
                 check.fail(format!(
                     "{firsts} unmarked 2xx answers (first answers, since replays carry `Idempotent-Replayed: true`) from {}: each ran the step for the same key; the instances do not share one idempotency store",

@@ -175,13 +175,10 @@ impl Probe<'_> {
                 ));
             }
         }
-        let marks_replays = || {
-            during.iter().any(marked_replay)
-                || self
-                    .settle(&request)
-                    .is_ok_and(|answer| marked_replay(&answer))
-        };
-        if !unmarked_again.is_empty() && !marked_replay(&first) && marks_replays() {
+        if !unmarked_again.is_empty()
+            && !marked_replay(&first)
+            && self.marks_replays(during.iter(), &request)
+        {
             check.fail(format!(
                 "{} duplicate(s) sent while the first attempt ran got its answer unmarked, and this service marks its replays with `Idempotent-Replayed: true`: each was a first answer, the business step ran again",
                 unmarked_again.len()

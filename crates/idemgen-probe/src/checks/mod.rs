@@ -116,6 +116,21 @@ impl Probe<'_> {
         })
     }
 
+    /// Whether the service marks its replays with `Idempotent-Replayed:
+    /// true`: one of `answers` is so marked, or, when none is, one more
+    /// `request` (its key already used) gets a marked replay. An unmarked
+    /// 2xx from such a service is a first answer.
+    fn marks_replays<'a>(
+        &self,
+        mut answers: impl Iterator<Item = &'a Answer>,
+        request: &super::http::Outgoing,
+    ) -> bool {
+        answers.any(marked_replay)
+            || self
+                .settle(request)
+                .is_ok_and(|answer| marked_replay(&answer))
+    }
+
     /// Sends `request`, waiting out in-progress answers (bounded).
     fn settle(&self, request: &super::http::Outgoing) -> Result<Answer, SendError> {
         let mut answer = self.client.send(request)?;
