@@ -491,6 +491,21 @@ impl<'a> Editor<'a> {
         let text = self.text(file);
         let start = self.byte(file, node.span.start).min(text.len());
         let end = self.byte(file, node.span.end).min(text.len()).max(start);
+        // A flow collection ends at its closing bracket, also after an
+        // anchor or a tag (`! {…}`); its span may run on over a comment
+        // after it, and text added there would be commented out. One that
+        // starts at its first key (a pair whose key is a flow mapping,
+        // `{a: 1}: 8`) is not one: the brace is the key's.
+        if matches!(node.value, Value::Map(_) | Value::Seq(_)) && !starts_at_its_first_child(node) {
+            let body = self.body(node);
+            if body.starts_with(['{', '[']) {
+                let open = text.len() - body.len();
+                return self
+                    .source(file)
+                    .flow_end(open, || flow_end(text, open))
+                    .unwrap_or(start + text[start..end].trim_end_matches(YAML_SPACE).len());
+            }
+        }
         match text[start..].chars().next() {
             // An empty value in a flow collection (a key with no `:`
             // before `,`) has a span the parser starts at the indicator
@@ -499,16 +514,6 @@ impl<'a> Editor<'a> {
             // A flow collection ends at its closing bracket; its span may
             // run on over a comment after it, and text added there would be
             // commented out.
-            // One that starts at its first key (a pair whose key is a flow
-            // mapping, `{a: 1}: 8`) is not one: the brace is the key's.
-            Some('{' | '[')
-                if matches!(node.value, Value::Map(_) | Value::Seq(_))
-                    && !starts_at_its_first_child(node) =>
-            {
-                self.source(file)
-                    .flow_end(start, || flow_end(text, start))
-                    .unwrap_or(start + text[start..end].trim_end_matches(YAML_SPACE).len())
-            }
             // A mapping without braces (a block one, or a pair in a flow
             // sequence, `[a: b]`, `["a": b]`) ends where its last value
             // does: its span may run on over a comment after it, and one

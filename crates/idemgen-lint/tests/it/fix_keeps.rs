@@ -597,3 +597,22 @@ fn a_pair_with_a_flow_mapping_for_its_key_ends_after_its_value() {
         "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters: [{name: X-Other, in: header}: 8]\n      responses:\n        '200': {description: ok}\n",
     );
 }
+
+/// Found by the `fix` fuzz target: an operation written as a flow mapping
+/// after a tag (`"post": ! {`). The editor read the mapping's end off its
+/// first character, the tag, took it for a mapping without braces, and
+/// ended it at its last value: an empty flow mapping, whose closing brace
+/// was then taken for the operation's, so the declared responses went
+/// inside it. A flow collection's bracket is looked for past its anchor
+/// or tag.
+#[test]
+fn a_tagged_flow_operation_ends_at_its_own_brace() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/tagged-flow-operation.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post: ! {operationId: pay, x-idempotency: {key: {in: header, name: Idempotency-Key, format: '{uuid}'}, window: 24h}, tags: {}}\n",
+    );
+}
