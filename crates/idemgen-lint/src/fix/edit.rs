@@ -54,8 +54,16 @@ impl<'a> Editor<'a> {
         self.source(file).byte_offset(char_index as usize)
     }
 
+    /// Whether the file is written as JSON: it starts with a bracket that
+    /// opens its root, not a YAML block mapping whose first key is a flow
+    /// mapping (`{a: 1}: b`).
     fn is_json(&self, file: FileId) -> bool {
         looks_like_json(self.text(file))
+            && self
+                .workspace
+                .files
+                .get(file.0 as usize)
+                .is_some_and(|loaded| !starts_at_its_first_child(&loaded.root))
     }
 
     /// The node's text after any `&anchor` or `!tag`.

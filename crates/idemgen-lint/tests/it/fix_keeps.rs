@@ -616,3 +616,20 @@ fn a_tagged_flow_operation_ends_at_its_own_brace() {
         "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post: ! {operationId: pay, x-idempotency: {key: {in: header, name: Idempotency-Key, format: '{uuid}'}, window: 24h}, tags: {}}\n",
     );
 }
+
+/// Found by the `fix` fuzz target: a YAML document whose first key is a
+/// flow mapping (`{…}: 3.1.0`). It starts with `{`, so the editor took the
+/// file for JSON and wrote JSON entries (`,\n"x-idempotency": {…}`) after
+/// block mappings' last lines, and the fixed text did not load. A file is
+/// JSON to the editor only when that bracket opens its root.
+#[test]
+fn a_flow_mapping_as_the_first_key_is_yaml_not_json() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/flow-mapping-as-the-first-key.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        "{a: 1}: b\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters:\n        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}\n      responses:\n        '200': {description: ok}\n",
+    );
+}
