@@ -17,9 +17,9 @@
 //! the step ran again), an in-progress answer without `Retry-After`, or
 //! another status. A 429 or 503 with `Retry-After` is a warning: not the
 //! contract's answer, but one a client retries. When the first attempt
-//! finished before a duplicate could be sent, or no attempt succeeded, the
-//! check does not apply: slow the business step down, or give the service
-//! a request it accepts.
+//! finished before a duplicate could be sent, or no attempt ran to an
+//! answer (a 2xx or a final 4xx), the check does not apply: slow the
+//! business step down, or give the service a request it accepts.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -123,12 +123,13 @@ impl Probe<'_> {
             );
             return check;
         }
-        if !first.is_success() {
-            // Nothing succeeded, so nothing shows whether a duplicate ran
-            // the step: what the duplicates got says nothing of honesty.
+        if !self.ran(&first) {
+            // No attempt ran to its end (the service answered only "busy",
+            // "later" or 5xx): what the duplicates got says nothing of how
+            // it treats them while one runs.
             check.outcome = Outcome::NotApplicable;
             check.evidence.push(
-                "no attempt succeeded, so nothing shows whether a duplicate ran the business step; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
+                "no attempt ran to an answer (a 2xx or a final 4xx), so nothing shows how duplicates are treated while one runs; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
                     .into(),
             );
             return check;
@@ -141,7 +142,7 @@ impl Probe<'_> {
         for answer in &during {
             let same_as_first = answer.status == first.status && answer.body == first.body;
             if same_as_first {
-                if !marked_replay(answer) {
+                if answer.is_success() && !marked_replay(answer) {
                     unmarked_again.push(answer);
                 }
                 continue;

@@ -94,6 +94,17 @@ impl Probe<'_> {
             && answer.header("retry-after").is_some()
     }
 
+    /// Whether `answer` shows an attempt ran to its end: a 2xx, or a final
+    /// 4xx (a business refusal, a conflict). Not the in-progress answer,
+    /// not "try again later", not a 5xx: a service that is down answers
+    /// those without running anything.
+    fn ran(&self, answer: &Answer) -> bool {
+        answer.is_success()
+            || ((400..500).contains(&answer.status)
+                && !self.in_progress(answer)
+                && !self.retry_later(answer))
+    }
+
     /// Evidence about an in-progress answer's `Retry-After`: `Err` when
     /// absent, `Ok(Some(warning))` when it disagrees with the contract.
     fn retry_after(&self, answer: &Answer) -> Result<Option<String>, String> {

@@ -16,13 +16,13 @@
 //! held duplicate was answered after it. A 429 or 503 with `Retry-After`
 //! is waited out like the in-progress answer. The check does not apply when
 //! the contract declares no `server.max-processing`, or when no attempt
-//! succeeded.
+//! ran to an answer (a 2xx or a final 4xx).
 
 use std::time::{Duration, Instant};
 
 use super::Probe;
 use crate::check::declare_check;
-use crate::http::{Answer, SendError, shown_header};
+use crate::http::{SendError, shown_header};
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
@@ -118,17 +118,17 @@ impl Probe<'_> {
             Some(_) => format!("Retry-After: {}", advertised.join(", ")),
             None => "no Retry-After".into(),
         };
-        let first_succeeded = first.as_ref().is_ok_and(Answer::is_success);
+        let first_ran = first.as_ref().is_ok_and(|answer| self.ran(answer));
         let first = match first {
             Ok(answer) => format!("{}{}", answer.describe(), self.client.from(&answer)),
             Err(error) => error.to_string(),
         };
-        if !last.is_success() && !first_succeeded {
-            // Nothing ran to a success: a final refusal shows nothing of
-            // how long a client is kept waiting for one.
+        if !first_ran && !self.ran(&last) {
+            // No attempt ran to an answer (only "busy", "later" or 5xx):
+            // nothing shows how long a client waits for one that did.
             check.outcome = Outcome::NotApplicable;
             check.summary = format!(
-                "no attempt succeeded (the first attempt answered {first}, the duplicate {}{}): give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)",
+                "no attempt ran to an answer, a 2xx or a final 4xx (the first attempt answered {first}, the duplicate {}{}): give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)",
                 last.describe(),
                 self.client.from(&last)
             );
