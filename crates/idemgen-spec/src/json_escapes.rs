@@ -6,7 +6,12 @@
 //! closing quote, where JSON ignores them. Strings are told apart by
 //! counting quotes, so the loader rewrites only text that the YAML parser
 //! refuses as it is (strict JSON never gets here: the fast path reads the
-//! escapes itself).
+//! escapes itself), and keeps what it reads only when every rewritten
+//! escape is inside a double-quoted string of the tree read
+//! ([`Rewritten::only_in_strings`]): a quote in a plain scalar turns the
+//! count around.
+
+use crate::node::{Node, Value};
 
 /// Whether the text starts like a JSON document: `{` or `[` after JSON's
 /// whitespace only. Other characters Rust calls whitespace (a form feed,
@@ -17,12 +22,98 @@ pub fn looks_like_json(text: &str) -> bool {
         .starts_with(['{', '['])
 }
 
+/// A text with its surrogate escapes rewritten.
+pub struct Rewritten {
+    pub text: String,
+    /// Where each rewritten escape starts, in bytes (the same in the text
+    /// before and after).
+    escapes: Vec<usize>,
+}
+
+impl std::ops::Deref for Rewritten {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl Rewritten {
+    /// Whether every rewritten escape is inside a double-quoted scalar (a
+    /// value or a key) of `root`, the tree read from [`Rewritten::text`].
+    /// When the quote count was fooled, one is not: it was in a plain
+    /// scalar, whose text the rewrite changed, or outside any scalar.
+    pub fn only_in_strings(&self, root: &Node) -> bool {
+        let mut starts = Vec::new();
+        collect_string_starts(root, &mut starts);
+        starts.sort_unstable();
+        starts.dedup();
+        // Character indices to byte offsets, in one walk of the text.
+        let mut bytes_at = Vec::with_capacity(starts.len());
+        let mut wanted = starts.iter().peekable();
+        for (char_index, (byte, _)) in self.text.char_indices().enumerate() {
+            while wanted.next_if(|&&start| start as usize == char_index).is_some() {
+                bytes_at.push(byte);
+            }
+            if wanted.peek().is_none() {
+                break;
+            }
+        }
+        let strings: Vec<(usize, usize)> = bytes_at
+            .into_iter()
+            .filter_map(|start| Some((start, double_quoted_end(&self.text, start)?)))
+            .collect();
+        self.escapes.iter().all(|&escape| {
+            let after = strings.partition_point(|&(start, _)| start < escape);
+            after > 0 && escape < strings[after - 1].1
+        })
+    }
+}
+
+/// The character index of every string scalar and every key.
+fn collect_string_starts(node: &Node, starts: &mut Vec<u32>) {
+    match &node.value {
+        Value::Str(_) => starts.push(node.span.start),
+        Value::Map(entries) => {
+            for entry in entries {
+                starts.push(entry.key_span.start);
+                collect_string_starts(&entry.value, starts);
+            }
+        }
+        Value::Seq(items) => {
+            for item in items {
+                collect_string_starts(item, starts);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Where the double-quoted scalar starting at byte `start` ends (its
+/// closing quote), or `None` when no double quote is there.
+fn double_quoted_end(text: &str, start: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    if bytes.get(start) != Some(&b'"') {
+        return None;
+    }
+    let mut index = start + 1;
+    while index < bytes.len() {
+        match bytes[index] {
+            b'\\' => index += 2,
+            b'"' => return Some(index),
+            _ => index += 1,
+        }
+    }
+    None
+}
+
 /// The text with surrogate escapes rewritten, or `None` when it has none.
-pub fn rewrite_surrogates(text: &str) -> Option<String> {
+pub fn rewrite_surrogates(text: &str) -> Option<Rewritten> {
     if !has_surrogate_escape(text) {
         return None;
     }
     let bytes = text.as_bytes();
+    let mut escapes = Vec::new();
     let mut out = String::with_capacity(text.len());
     let mut index = 0;
     let mut in_string = false;
@@ -44,6 +135,7 @@ pub fn rewrite_surrogates(text: &str) -> Option<String> {
                 let high = escape_value(bytes, index);
                 match high {
                     Some(high @ 0xD800..=0xDBFF) => {
+                        escapes.push(index);
                         out.push_str(&text[copied_from..index]);
                         match escape_value(bytes, index + 6) {
                             Some(low @ 0xDC00..=0xDFFF) => {
@@ -60,6 +152,7 @@ pub fn rewrite_surrogates(text: &str) -> Option<String> {
                         copied_from = index;
                     }
                     Some(0xDC00..=0xDFFF) => {
+                        escapes.push(index);
                         out.push_str(&text[copied_from..index]);
                         out.push_str("\\uFFFD");
                         index += 6;
@@ -74,7 +167,7 @@ pub fn rewrite_surrogates(text: &str) -> Option<String> {
         }
     }
     out.push_str(&text[copied_from.min(text.len())..]);
-    Some(out)
+    Some(Rewritten { text: out, escapes })
 }
 
 fn has_surrogate_escape(text: &str) -> bool {
@@ -108,7 +201,7 @@ mod tests {
     #[test]
     fn pairs_become_32_bit_escapes_with_padding() {
         let text = r#"{"a": "x\uD83D\uDE00y", "b": 1}"#;
-        let rewritten = rewrite_surrogates(text).unwrap();
+        let rewritten = rewrite_surrogates(text).unwrap().text;
         assert_eq!(rewritten, r#"{"a": "x\U0001F600y"  , "b": 1}"#);
         assert_eq!(rewritten.len(), text.len());
     }
@@ -116,14 +209,14 @@ mod tests {
     #[test]
     fn lone_surrogates_and_escaped_backslashes() {
         assert_eq!(
-            rewrite_surrogates(r#"["\uD800"]"#).unwrap(),
+            rewrite_surrogates(r#"["\uD800"]"#).unwrap().text,
             r#"["\uFFFD"]"#
         );
         let text = r#"["\\uD83D", "\uDE00"]"#;
         assert_eq!(
-            rewrite_surrogates(text).unwrap(),
+            rewrite_surrogates(text).unwrap().text,
             r#"["\\uD83D", "\uFFFD"]"#
         );
-        assert_eq!(rewrite_surrogates(r#"{"a": "plain"}"#), None);
+        assert!(rewrite_surrogates(r#"{"a": "plain"}"#).is_none());
     }
 }

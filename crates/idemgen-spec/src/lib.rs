@@ -609,9 +609,10 @@ fn parse_text(file: FileId, text: &str) -> Result<parse::Parsed, parse::ParseErr
     else {
         return Err(refused);
     };
-    json_parse::parse(file, &rewritten)
-        .unwrap_or_else(|| parse::parse(file, &rewritten))
-        .map_err(|_| refused)
+    match json_parse::parse(file, &rewritten).unwrap_or_else(|| parse::parse(file, &rewritten)) {
+        Ok(parsed) if rewritten.only_in_strings(&parsed.root) => Ok(parsed),
+        _ => Err(refused),
+    }
 }
 
 /// One document's text as a positioned tree (file 0), without following

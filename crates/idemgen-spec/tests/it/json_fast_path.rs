@@ -221,4 +221,14 @@ fn surrogate_escapes_are_read_and_never_move_other_text() {
     let keys: Vec<&String> = fooled.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["/refunds", "a", "c"], "{fooled}");
     assert_eq!(fooled["c"], "x\\ud83d\\ude00");
+    // Two stray quotes turn the count around and back: the rewrite reached
+    // a plain scalar (`c`) and padded a key (`d`) before it rewrote the
+    // real string (`f`), and the text then loaded with a wrong key and
+    // value. Such a text is refused with the YAML parser's own error.
+    let text = r#"{"a": b", "c": x\ud83d\ude00, "d": e", "f": "\ud83d\ude00"}"#;
+    assert!(
+        idemgen_spec::parse_tree("a.json", text).is_err(),
+        "{text} was read as {:?}",
+        idemgen_spec::parse_tree("a.json", text).map(|root| root.to_json())
+    );
 }
