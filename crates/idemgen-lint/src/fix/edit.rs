@@ -519,9 +519,6 @@ impl<'a> Editor<'a> {
             // before `,`) has a span the parser starts at the indicator
             // after it: it ends where it starts.
             Some(',' | '}' | ']') if matches!(node.value, Value::Null) => start,
-            // A flow collection ends at its closing bracket; its span may
-            // run on over a comment after it, and text added there would be
-            // commented out.
             // A mapping without braces (a block one, or a pair in a flow
             // sequence, `[a: b]`, `["a": b]`) ends where its last value
             // does: its span may run on over a comment after it, and one
