@@ -110,6 +110,17 @@ enum Flaw {
     CheckThenWriteMarkedFalse,
     /// Every request: 503 with `Retry-After` (a service that is down).
     AlwaysUnavailable,
+    /// Every request: 401 (the probe's credential is wrong), before any
+    /// work.
+    RefusesEveryone,
+    /// Claims the key, runs the step, answers 500 and never releases the
+    /// claim: every retry is told "in progress" until the key's window
+    /// ends.
+    FailsAndKeepsItsClaim,
+    /// No claim: every request runs the step, and the ones that finish
+    /// after the first meet its row (a unique index) and answer 500; the
+    /// step ran for each.
+    RunsThenMeetsAUniqueIndex,
     /// Keys its store by the key alone, not by (tenant, key).
     IgnoresTenant,
     /// Processes a request that carries no tenant.
@@ -279,6 +290,36 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         down.headers.push(("Retry-After", "1".into()));
         return down;
     }
+    if flaw == Flaw::RefusesEveryone {
+        return reply(401, r#"{"title":"unauthenticated"}"#);
+    }
+    if flaw == Flaw::RunsThenMeetsAUniqueIndex {
+        if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
+            return replayed(answer.clone());
+        }
+        let answer = work();
+        if records.lock().unwrap().contains_key(&key) {
+            // The insert waited on the first attempt's row lock, so this
+            // answer comes last and took longest.
+            std::thread::sleep(Duration::from_millis(100));
+            return reply(
+                500,
+                r#"{"title":"duplicate key value violates unique constraint"}"#,
+            );
+        }
+        records.lock().unwrap().insert(
+            key,
+            Record::Done {
+                body: request.body,
+                answer: answer.clone(),
+            },
+        );
+        return Reply {
+            status: 200,
+            headers: Vec::new(),
+            body: answer,
+        };
+    }
     if matches!(
         flaw,
         Flaw::CheckThenWrite | Flaw::CheckThenWriteSameAnswer | Flaw::CheckThenWriteMarkedFalse
@@ -337,6 +378,9 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         return reply(401, r#"{"title":"unauthenticated"}"#);
     }
     let answer = work();
+    if flaw == Flaw::FailsAndKeepsItsClaim {
+        return reply(500, r#"{"title":"the payment provider failed"}"#);
+    }
     if flaw != Flaw::StaysInProgress {
         records.lock().unwrap().insert(
             key,
@@ -1292,6 +1336,50 @@ fn an_in_progress_answer_without_retry_after_is_caught() {
         "{report:#}"
     );
     assert_eq!(outcome(&checks, "conflict"), "pass");
+}
+
+/// A service that refuses the probe's credential ran nothing: a pass
+/// would say its duplicates were handled when none was.
+#[test]
+fn checks_of_a_running_attempt_do_not_apply_when_every_request_is_refused() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::RefusesEveryone));
+    for id in ["burst", "in-progress", "retry-after"] {
+        assert_eq!(outcome(&checks, id), "not-applicable", "{id}: {report:#}");
+    }
+}
+
+/// The first attempt failed after its claim and the claim was never
+/// released: its duplicates are told "in progress" long past
+/// max-processing, the stale lease `retry-after` exists for, whatever the
+/// first attempt answered.
+#[test]
+fn a_claim_kept_after_a_failed_attempt_fails_retry_after() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::FailsAndKeepsItsClaim));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "retry-after"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "retry-after").contains("no final answer within"),
+        "{report:#}"
+    );
+}
+
+/// Duplicates that ran the step and then failed on a unique index answer
+/// 500 after the first attempt's 200: the 200 is the attempt that ran,
+/// and the duplicates' answers show the step ran again.
+#[test]
+fn duplicates_that_ran_and_then_failed_fail_in_progress() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::RunsThenMeetsAUniqueIndex));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "in-progress"), "fail", "{report:#}");
+    let summary = checks["in-progress"]["summary"].as_str().unwrap();
+    assert!(summary.contains("answered 200 OK"), "{summary}");
+    assert!(
+        evidence(&checks, "in-progress").contains("500 Internal Server Error"),
+        "{report:#}"
+    );
 }
 
 #[test]

@@ -105,6 +105,12 @@ impl Answer {
         text.trim_end().to_string()
     }
 
+    /// Whether the two bodies are the same, as far as the probe read them:
+    /// a body cut at 1 MiB is not the same as one that ended there.
+    pub fn same_body(&self, other: &Answer) -> bool {
+        self.cut == other.cut && self.body == other.body
+    }
+
     /// The body as text for evidence ([`excerpt`]), saying when the probe
     /// read only its first 1 MiB.
     pub fn excerpt(&self) -> String {
@@ -511,6 +517,19 @@ mod tests {
         assert!(
             error.chars().all(|c| !c.is_control()) && error.chars().count() < 200,
             "{error}"
+        );
+        assert!(error.contains("invalid response status"), "{error}");
+        // This client names the fault without quoting the line; a message
+        // that does quote the service is made inert and bounded all the
+        // same.
+        let quoted = transport_error(&format!(
+            "bad status line `2\u{1b}[31m\u{9b}0 X{}`",
+            "x".repeat(10_000)
+        ));
+        assert!(quoted.contains("[31m"), "{quoted}");
+        assert!(
+            quoted.chars().all(|c| !c.is_control()) && quoted.chars().count() <= BODY_CHARS + 1,
+            "{quoted}"
         );
     }
 }

@@ -294,6 +294,9 @@ pub fn run(
     let secrets = principal::secrets(&options.request.principals);
     for operation in &mut operations {
         redact_operation(operation, &secrets);
+        for check in &mut operation.checks {
+            check.dedup();
+        }
     }
     Ok(Report {
         spec: spec.to_string(),

@@ -52,7 +52,10 @@ impl Rewritten {
         let mut bytes_at = Vec::with_capacity(starts.len());
         let mut wanted = starts.iter().peekable();
         for (char_index, (byte, _)) in self.text.char_indices().enumerate() {
-            while wanted.next_if(|&&start| start as usize == char_index).is_some() {
+            while wanted
+                .next_if(|&&start| start as usize == char_index)
+                .is_some()
+            {
                 bytes_at.push(byte);
             }
             if wanted.peek().is_none() {

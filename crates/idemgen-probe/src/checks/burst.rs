@@ -108,7 +108,7 @@ impl Probe<'_> {
         // Each distinct 2xx body, with the first answer that carried it.
         let mut bodies: Vec<&Answer> = Vec::new();
         for answer in &successes {
-            if !bodies.iter().any(|seen| seen.body == answer.body) {
+            if !bodies.iter().any(|seen| seen.same_body(answer)) {
                 bodies.push(answer);
             }
         }
@@ -179,7 +179,6 @@ impl Probe<'_> {
                 others.push(answer);
             }
         }
-        check.dedup();
         let settled = successes
             .first()
             .map(|answer| (*answer).clone())
@@ -218,7 +217,6 @@ impl Probe<'_> {
                 .evidence
                 .push(format!("its body: {}", answer.excerpt()));
         }
-        check.dedup();
         let in_progress = answers.iter().filter(|a| self.in_progress(a)).count();
         if in_progress == 0 && total > 1 && check.outcome == Outcome::Pass {
             let first = successes[0];

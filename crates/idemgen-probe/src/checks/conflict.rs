@@ -60,8 +60,11 @@ impl Probe<'_> {
         );
         if answer.status != expect {
             check.fail(format!("expected {expect}: {}", answer.excerpt()));
-            let first_body = settled.0.as_ref().map(|first| first.body.as_slice());
-            if answer.is_success() && first_body == Some(answer.body.as_slice()) {
+            let replayed = settled
+                .0
+                .as_ref()
+                .is_some_and(|first| first.same_body(&answer));
+            if answer.is_success() && replayed {
                 check.evidence.push(
                     "it is the first answer replayed: the request fingerprint is ignored, so a different payment under a reused key is silently dropped"
                         .into(),

@@ -91,10 +91,13 @@ impl Probe<'_> {
             }
         }
         // Which request reached the server first is unknown. The one that
-        // did the work gave a final answer (not "in progress"), one with a
-        // body when some are empty, and, of those, took longest.
+        // did the work ran to an answer (a 2xx or a business refusal, not a
+        // 5xx a duplicate may have met), else gave a final one (not "in
+        // progress"), one with a body when some are empty, and, of those,
+        // took longest.
         answers.sort_by_key(|answer| {
             (
+                self.ran(answer),
                 answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer)),
                 !answer.body.is_empty(),
                 answer.received - answer.sent,
@@ -124,12 +127,14 @@ impl Probe<'_> {
             return check;
         }
         if !self.ran(&first) {
-            // No attempt ran to its end (the service answered only "busy",
-            // "later" or 5xx): what the duplicates got says nothing of how
-            // it treats them while one runs.
+            // No attempt ran to its end (the answer that sorts first is the
+            // best there is: the service answered only "busy", "later", a
+            // 5xx or a refusal before running anything): what the
+            // duplicates got says nothing of how it treats them while one
+            // runs.
             check.outcome = Outcome::NotApplicable;
             check.evidence.push(
-                "no attempt ran to an answer (a 2xx or a final 4xx), so nothing shows how duplicates are treated while one runs; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
+                "no attempt ran to an answer (a 2xx or a business refusal), so nothing shows how duplicates are treated while one runs; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
                     .into(),
             );
             return check;
@@ -140,7 +145,7 @@ impl Probe<'_> {
         // duplicate that ran the step with the same output.
         let mut unmarked_again: Vec<&Answer> = Vec::new();
         for answer in &during {
-            let same_as_first = answer.status == first.status && answer.body == first.body;
+            let same_as_first = answer.status == first.status && answer.same_body(&first);
             if same_as_first {
                 if answer.is_success() && !marked_replay(answer) {
                     unmarked_again.push(answer);
@@ -203,7 +208,6 @@ impl Probe<'_> {
                 ));
             }
         }
-        check.dedup();
         check
     }
 }

@@ -43,6 +43,11 @@ pub const CHECKS: &[Check] = &[
 
 /// Most replay attempts that meet an in-progress answer before giving up.
 const REPLAY_ATTEMPTS: usize = 4;
+/// 4xx answers a business step gives once it ran and refused (payment
+/// declined, a conflict with the resource's state, a resource gone, a
+/// request it understood and will not carry out): final, and stored for
+/// replays like a 2xx.
+const BUSINESS_REFUSALS: [u16; 4] = [402, 409, 410, 422];
 /// Longest wait honoured from a `Retry-After`.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(2);
 
@@ -94,13 +99,16 @@ impl Probe<'_> {
             && answer.header("retry-after").is_some()
     }
 
-    /// Whether `answer` shows an attempt ran to its end: a 2xx, or a final
-    /// 4xx (a business refusal, a conflict). Not the in-progress answer,
-    /// not "try again later", not a 5xx: a service that is down answers
-    /// those without running anything.
+    /// Whether `answer` shows an attempt ran to its end: a 2xx, or a
+    /// business refusal ([`BUSINESS_REFUSALS`], or the contract's conflict
+    /// status). Not the in-progress answer, not "try again later", not a
+    /// 5xx, and not a 4xx a service gives before it runs anything (a bad
+    /// credential, an unknown route, a body it cannot read): a probe that
+    /// met only those tested nothing.
     fn ran(&self, answer: &Answer) -> bool {
         answer.is_success()
-            || ((400..500).contains(&answer.status)
+            || ((BUSINESS_REFUSALS.contains(&answer.status)
+                || answer.status == self.plan.expect.conflict)
                 && !self.in_progress(answer)
                 && !self.retry_later(answer))
     }
@@ -250,7 +258,7 @@ fn stored_answer_of(first: &Answer, other: &Answer) -> Option<&'static str> {
     }
     if marked_replay(other) {
         Some("Idempotent-Replayed: true")
-    } else if other.body == first.body {
+    } else if other.same_body(first) {
         Some("a byte-identical 2xx body")
     } else {
         None

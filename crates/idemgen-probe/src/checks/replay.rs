@@ -69,7 +69,7 @@ impl Probe<'_> {
             return check;
         }
         let replayed = marked_replay(&answer);
-        if answer.status == first.status && answer.body == first.body {
+        if answer.status == first.status && answer.same_body(first) {
             check.summary = format!(
                 "{}{} with the first answer's {} bytes{}",
                 answer.describe(),

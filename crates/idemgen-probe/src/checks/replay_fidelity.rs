@@ -73,7 +73,7 @@ impl Probe<'_> {
                 shown(replay.header("content-type"))
             ));
         }
-        if replay.body != first.body {
+        if !replay.same_body(first) {
             check.fail(format!(
                 "body: first {}, replay {}: {}",
                 body_size(first),

@@ -16,7 +16,9 @@
 //! held duplicate was answered after it. A 429 or 503 with `Retry-After`
 //! is waited out like the in-progress answer. The check does not apply when
 //! the contract declares no `server.max-processing`, or when no attempt
-//! ran to an answer (a 2xx or a final 4xx).
+//! ran to an answer (a 2xx or a business refusal) and the duplicates were
+//! not kept waiting on one: the service answered only 5xx, "try again
+//! later", or a refusal before running anything.
 
 use std::time::{Duration, Instant};
 
@@ -105,30 +107,24 @@ impl Probe<'_> {
             Ok(outcome) => outcome,
             Err(error) => return check.no_answer(error),
         };
-        let mut advertised = waits
-            .iter()
-            .flatten()
-            .map(|value| shown_header(value.trim()))
-            .collect::<Vec<_>>();
-        advertised.dedup();
-        let advertised = match advertised.first() {
-            Some(value) if advertised.iter().all(|other| other == value) => {
-                format!("Retry-After: {value}")
-            }
-            Some(_) => format!("Retry-After: {}", advertised.join(", ")),
-            None => "no Retry-After".into(),
-        };
+        let advertised = advertised_waits(&waits);
         let first_ran = first.as_ref().is_ok_and(|answer| self.ran(answer));
         let first = match first {
             Ok(answer) => format!("{}{}", answer.describe(), self.client.from(&answer)),
             Err(error) => error.to_string(),
         };
-        if !first_ran && !self.ran(&last) {
-            // No attempt ran to an answer (only "busy", "later" or 5xx):
-            // nothing shows how long a client waits for one that did.
+        // A duplicate still told "in progress" when the budget ran out is
+        // kept waiting on an attempt, whatever the first request got (a
+        // 5xx after its claim, a timeout): the stale lease this check is
+        // for.
+        let kept_waiting = !settled && self.in_progress(&last);
+        if !first_ran && !self.ran(&last) && !kept_waiting {
+            // No attempt ran to an answer (only "busy", "later", a 5xx or
+            // a refusal before running anything): nothing shows how long
+            // a client waits for one that did.
             check.outcome = Outcome::NotApplicable;
             check.summary = format!(
-                "no attempt ran to an answer, a 2xx or a final 4xx (the first attempt answered {first}, the duplicate {}{}): give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)",
+                "no attempt ran to an answer, a 2xx or a business refusal (the first attempt answered {first}, the duplicate {}{}): give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)",
                 last.describe(),
                 self.client.from(&last)
             );
@@ -178,5 +174,29 @@ impl Probe<'_> {
             ));
         }
         check
+    }
+}
+
+/// At most this many distinct `Retry-After` values are named; a server
+/// that alternates them would otherwise fill the summary.
+const ADVERTISED_SHOWN: usize = 4;
+
+/// The `Retry-After` values the client was told, each once, in the order
+/// first seen.
+fn advertised_waits(waits: &[Option<String>]) -> String {
+    let mut distinct: Vec<String> = Vec::new();
+    for value in waits.iter().flatten() {
+        let shown = shown_header(value.trim());
+        if !distinct.contains(&shown) {
+            distinct.push(shown);
+        }
+    }
+    match distinct.len() {
+        0 => "no Retry-After".into(),
+        count if count <= ADVERTISED_SHOWN => format!("Retry-After: {}", distinct.join(", ")),
+        count => format!(
+            "Retry-After: {}, … ({count} different values)",
+            distinct[..ADVERTISED_SHOWN].join(", ")
+        ),
     }
 }
