@@ -5,13 +5,13 @@
 //! that is not the first answer whole). Then against the real
 //! payment-callback example when it is in the tree.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -98,6 +98,10 @@ enum Flaw {
     /// says "in progress, retry in 1 s" long past `server.max-processing`
     /// (an attempt whose claim is never released).
     StaysInProgress,
+    /// As `StaysInProgress`, and the first request for a key is read 40 ms
+    /// late, so the duplicate sent after it claims the key and runs (as a
+    /// busy scheduler may order them).
+    StaysInProgressFirstReadLate,
     /// Keeps every promise, but every execution answers the same bytes
     /// (no payment id), so a second execution does not show in the body.
     SameAnswerEachTime,
@@ -345,6 +349,11 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
             body: answer,
         };
     }
+    if flaw == Flaw::StaysInProgressFirstReadLate
+        && FIRST_ARRIVALS.lock().unwrap().insert(key.clone())
+    {
+        std::thread::sleep(Duration::from_millis(40));
+    }
     {
         let mut records = records.lock().unwrap();
         match records.get(&key) {
@@ -381,7 +390,10 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     if flaw == Flaw::FailsAndKeepsItsClaim {
         return reply(500, r#"{"title":"the payment provider failed"}"#);
     }
-    if flaw != Flaw::StaysInProgress {
+    if !matches!(
+        flaw,
+        Flaw::StaysInProgress | Flaw::StaysInProgressFirstReadLate
+    ) {
         records.lock().unwrap().insert(
             key,
             Record::Done {
@@ -404,6 +416,10 @@ fn replayed(answer: Vec<u8>) -> Reply {
         body: answer,
     }
 }
+
+/// Keys some request has already carried, for
+/// [`Flaw::StaysInProgressFirstReadLate`].
+static FIRST_ARRIVALS: LazyLock<Mutex<HashSet<String>>> = LazyLock::new(Mutex::default);
 
 /// Payment ids come from one business database, whichever instance and
 /// idempotency store served the request.
@@ -1403,6 +1419,19 @@ fn in_progress_long_past_max_processing_is_caught() {
     // Within the budget the duplicates were honest; the burst passes.
     assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
     assert!(started.elapsed() < Duration::from_secs(30), "{report:#}");
+}
+
+/// The probe's two requests reach the service in the other order: the
+/// duplicate runs and the first is told to wait, so the first is the
+/// client that waits, and it waits past the budget.
+#[test]
+fn a_client_kept_waiting_is_caught_whichever_request_arrived_first() {
+    let (_dir, spec) = spec_file();
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::StaysInProgressFirstReadLate));
+    assert_eq!(code, 1);
+    assert_eq!(outcome(&checks, "retry-after"), "fail", "{report:#}");
+    let summary = checks["retry-after"]["summary"].as_str().unwrap();
+    assert!(summary.contains("still 429"), "{summary}");
 }
 
 #[test]

@@ -52,14 +52,9 @@ impl Probe<'_> {
         // Set once any answer is final (not "in progress"): no more
         // duplicates are needed after that.
         let settled = AtomicBool::new(false);
-        let is_final = |answer: &Result<Answer, SendError>| {
-            answer.as_ref().is_ok_and(|answer| {
-                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer))
-            })
-        };
         let send = || {
             let answer = self.client.send(&request);
-            if is_final(&answer) {
+            if answer.as_ref().is_ok_and(|answer| self.is_final(answer)) {
                 settled.store(true, Ordering::SeqCst);
             }
             answer
@@ -98,7 +93,7 @@ impl Probe<'_> {
         answers.sort_by_key(|answer| {
             (
                 self.ran(answer),
-                answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer)),
+                self.is_final(answer),
                 !answer.body.is_empty(),
                 answer.received - answer.sent,
             )

@@ -99,6 +99,12 @@ impl Probe<'_> {
             && answer.header("retry-after").is_some()
     }
 
+    /// A final answer: a 2xx, or anything but the in-progress answer and
+    /// "try again later".
+    fn is_final(&self, answer: &Answer) -> bool {
+        answer.is_success() || !(self.in_progress(answer) || self.retry_later(answer))
+    }
+
     /// Whether `answer` shows an attempt ran to its end: a 2xx, or a
     /// business refusal ([`BUSINESS_REFUSALS`], or the contract's conflict
     /// status). Not the in-progress answer, not "try again later", not a

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::Probe;
 use crate::check::declare_check;
-use crate::http::{SendError, shown_header};
+use crate::http::{Answer, Outgoing, SendError, shown_header};
 use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
@@ -67,44 +67,36 @@ impl Probe<'_> {
         let promised = Duration::from_secs(self.plan.expect.retry_after_ms.div_ceil(1000).max(1));
         let budget = max_processing + promised * RETRIES_PAST_MAX_PROCESSING;
         let request = self.plan.request(event, KeyUse::Valid);
+        let started = Instant::now();
         let (first, outcome) = std::thread::scope(|scope| {
             let first = scope.spawn(|| self.client.send(&request));
             std::thread::sleep(Duration::from_millis(5));
-            let started = Instant::now();
-            // Each in-progress answer's `Retry-After`, all that is kept of
-            // it: a server that answers fast with big bodies would
-            // otherwise fill memory.
-            let mut waits: Vec<Option<String>> = Vec::new();
-            let outcome = loop {
-                let answer = match self.client.send(&request) {
-                    Ok(answer) => answer,
-                    Err(error) => break Err(error),
-                };
-                if answer.is_success() || !(self.in_progress(&answer) || self.retry_later(&answer))
-                {
-                    break Ok((answer, waits, started.elapsed(), true));
-                }
-                let elapsed = started.elapsed();
-                if elapsed >= budget {
-                    break Ok((answer, waits, elapsed, false));
-                }
-                // What the client is told to wait; a missing or unreadable
-                // Retry-After (failed elsewhere) counts as the contract's.
-                let advertised = answer
-                    .header("retry-after")
-                    .and_then(|value| value.trim().parse::<u64>().ok())
-                    .map_or(promised, Duration::from_secs);
-                waits.push(answer.header("retry-after").map(str::to_string));
-                // The last retry goes out when the budget ends, not after.
-                std::thread::sleep(advertised.max(MIN_RETRY_WAIT).min(budget - elapsed));
-            };
+            let outcome = self
+                .client
+                .send(&request)
+                .and_then(|answer| self.wait_out(&request, answer, started, budget, promised));
             let first = first
                 .join()
                 .unwrap_or_else(|_| Err(SendError::Transport("the sender panicked".into())));
             (first, outcome)
         });
-        let (last, waits, elapsed, settled) = match outcome {
-            Ok(outcome) => outcome,
+        // The two requests may reach the service in either order. When the
+        // one sent first was told to wait and the other ran at once, the
+        // first is the client that waits.
+        let (first, outcome) = match (first, outcome) {
+            (Ok(early), Ok(ran)) if ran.waits.is_empty() && !self.is_final(&early) => {
+                let waited = self.wait_out(&request, early, started, budget, promised);
+                (Ok(ran.last), waited)
+            }
+            other => other,
+        };
+        let Waited {
+            last,
+            waits,
+            elapsed,
+            settled,
+        } = match outcome {
+            Ok(waited) => waited,
             Err(error) => return check.no_answer(error),
         };
         let advertised = advertised_waits(&waits);
@@ -174,6 +166,55 @@ impl Probe<'_> {
             ));
         }
         check
+    }
+}
+
+/// A client's wait for the final answer: the last answer, each in-progress
+/// answer's `Retry-After`, and whether it ended final within the budget.
+struct Waited {
+    last: Answer,
+    /// Each in-progress answer's `Retry-After`, all that is kept of it: a
+    /// server that answers fast with big bodies would otherwise fill
+    /// memory.
+    waits: Vec<Option<String>>,
+    elapsed: Duration,
+    settled: bool,
+}
+
+impl Probe<'_> {
+    /// Waits each advertised `Retry-After` and sends `request` again, from
+    /// `answer` on, until a final answer or the budget (counted from
+    /// `started`) ends.
+    fn wait_out(
+        &self,
+        request: &Outgoing,
+        mut answer: Answer,
+        started: Instant,
+        budget: Duration,
+        promised: Duration,
+    ) -> Result<Waited, SendError> {
+        let mut waits = Vec::new();
+        loop {
+            let elapsed = started.elapsed();
+            if self.is_final(&answer) || elapsed >= budget {
+                return Ok(Waited {
+                    settled: self.is_final(&answer),
+                    last: answer,
+                    waits,
+                    elapsed,
+                });
+            }
+            // What the client is told to wait; a missing or unreadable
+            // Retry-After (failed elsewhere) counts as the contract's.
+            let advertised = answer
+                .header("retry-after")
+                .and_then(|value| value.trim().parse::<u64>().ok())
+                .map_or(promised, Duration::from_secs);
+            waits.push(answer.header("retry-after").map(str::to_string));
+            // The last retry goes out when the budget ends, not after.
+            std::thread::sleep(advertised.max(MIN_RETRY_WAIT).min(budget - elapsed));
+            answer = self.client.send(request)?;
+        }
     }
 }
 
