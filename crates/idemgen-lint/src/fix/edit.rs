@@ -157,7 +157,10 @@ impl<'a> Editor<'a> {
         let start = self.byte(span.file, span.start);
         let end = self.value_end_at(span);
         let old = &self.text(span.file)[start..end];
-        if old.starts_with(['*', '&', '!', '|', '>']) || old.contains('\n') {
+        // A value without text of its own (a flow key with neither `:`
+        // nor value, `{retries, …}`) has nothing to replace: writing there
+        // would glue the value to the key.
+        if old.is_empty() || old.starts_with(['*', '&', '!', '|', '>']) || old.contains('\n') {
             return None;
         }
         let text = if self.is_json(span.file) {

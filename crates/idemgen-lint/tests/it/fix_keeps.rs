@@ -633,3 +633,20 @@ fn a_flow_mapping_as_the_first_key_is_yaml_not_json() {
         "{a: 1}: b\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters:\n        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}\n      responses:\n        '200': {description: ok}\n",
     );
 }
+
+/// Found by the `fix` fuzz target: a key in a flow mapping with neither
+/// `:` nor value (`client: {timeout: 5s, retries, …}`). Its null value has
+/// no text, so "replacing" it wrote the new value straight after the key
+/// (`retries[1s, 2s, 4s],`), which does not load. A value without text of
+/// its own is not replaced.
+#[test]
+fn a_flow_key_without_a_colon_gets_no_value_glued_to_it() {
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/flow-key-without-a-colon.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nx-idempotency:\n  client: {timeout: 5s, retries, max-attempts: 3}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses:\n        '200': {description: ok}\n",
+    );
+}
