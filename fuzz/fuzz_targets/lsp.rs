@@ -47,18 +47,36 @@ fn initialize() -> Vec<u8> {
     out
 }
 
-/// The LSP position (line, UTF-16 column) of byte `offset` in `text`.
+/// The LSP position (line, UTF-16 column) of byte `offset` in `text`. A
+/// line ends at `\n`, `\r\n` or a lone `\r`: the protocol names all
+/// three, so client and server count the same lines.
 fn position(text: &str, offset: usize) -> Value {
-    let before = &text[..offset];
-    let line = before.matches('\n').count();
-    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
-    let character: usize = before[line_start..].chars().map(char::len_utf16).sum();
+    let bytes = text.as_bytes();
+    let mut line = 0;
+    let mut line_start = 0;
+    for (at, byte) in bytes[..offset].iter().enumerate() {
+        let ends_line = match byte {
+            b'\n' => true,
+            b'\r' => bytes.get(at + 1) != Some(&b'\n'),
+            _ => false,
+        };
+        if ends_line {
+            line += 1;
+            line_start = at + 1;
+        }
+    }
+    let character: usize = text[line_start..offset].chars().map(char::len_utf16).sum();
     json!({"line": line, "character": character})
 }
 
+/// A char boundary of `text` from arbitrary bytes, never between the two
+/// halves of a `\r\n` (no position names that place).
 fn boundary(text: &str, offset: u32) -> usize {
+    let bytes = text.as_bytes();
     let mut at = offset as usize % (text.len() + 1);
-    while !text.is_char_boundary(at) {
+    while !text.is_char_boundary(at)
+        || (at > 0 && bytes[at - 1] == b'\r' && bytes.get(at) == Some(&b'\n'))
+    {
         at -= 1;
     }
     at
