@@ -284,6 +284,11 @@ impl<'a> Editor<'a> {
                 // would be written twice.
                 let key_end = self.byte(file, entry.key_span.end);
                 if at <= key_end && before_brace != usize::MAX {
+                    // A brace before the last key is not this mapping's:
+                    // its end was misread, so there is no safe place.
+                    if key_end > before_brace {
+                        return None;
+                    }
                     at = trailing_comma(&text[key_end..before_brace])
                         .map_or(before_brace, |comma| key_end + comma);
                 }

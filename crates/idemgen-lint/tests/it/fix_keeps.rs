@@ -650,3 +650,17 @@ fn a_flow_key_without_a_colon_gets_no_value_glued_to_it() {
         "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nx-idempotency:\n  client: {timeout: 5s, retries, max-attempts: 3}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses:\n        '200': {description: ok}\n",
     );
 }
+
+/// Found by the `fix` fuzz target (run 21), a panic: a JSON-looking
+/// operation whose last entry is a tagged double-quoted string running
+/// over many lines (`! "x-idempotd, … createRefu~nd"`). The brace read as
+/// the operation's end came before that entry's key, and slicing the text
+/// between them panicked. A mapping whose end comes before its last key
+/// gets no entry added.
+#[test]
+fn a_mapping_end_read_before_its_last_key_is_no_place_to_add() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/tagged-string-over-a-flow-mapping-end.json"),
+    );
+}
