@@ -18,7 +18,7 @@
 //! another status. A 429 or 503 with `Retry-After` is a warning: not the
 //! contract's answer, but one a client retries. When the first attempt
 //! finished before a duplicate could be sent, or no attempt ran to an
-//! answer (a 2xx or a final 4xx), the check does not apply: slow the
+//! answer (a 2xx or a business refusal), the check does not apply: slow the
 //! business step down, or give the service a request it accepts.
 
 use std::sync::atomic::{AtomicBool, Ordering};

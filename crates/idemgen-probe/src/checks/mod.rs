@@ -115,8 +115,7 @@ impl Probe<'_> {
         answer.is_success()
             || ((BUSINESS_REFUSALS.contains(&answer.status)
                 || answer.status == self.plan.expect.conflict)
-                && !self.in_progress(answer)
-                && !self.retry_later(answer))
+                && self.is_final(answer))
     }
 
     /// Evidence about an in-progress answer's `Retry-After`: `Err` when

@@ -7,9 +7,10 @@
 //! (the first 1 MiB of a longer one: the probe reads no more), and every
 //! header the spec declares on that response (its exact code, else its
 //! range such as `2XX`, else `default`; `Location`, `ETag`, `Link`, a
-//! rate-limit or request-id header) with the first answer's value. `Date` (the time of each answer) and the replay mark
-//! (`Idempotent-Replayed`) are left out, and so is `Set-Cookie`, which must
-//! not be replayed: the replay may not carry the first answer's cookie.
+//! rate-limit or request-id header) with the first answer's value. `Date`
+//! (the time of each answer) and the replay mark (`Idempotent-Replayed`)
+//! are left out, and so is `Set-Cookie`, which must not be replayed: the
+//! replay may not carry the first answer's cookie.
 //!
 //! **Why it matters.** A retry is how a client learns the outcome of a
 //! request whose answer it lost; the replay is the only answer it ever

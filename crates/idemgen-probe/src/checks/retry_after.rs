@@ -196,21 +196,22 @@ impl Probe<'_> {
         let mut waits = Vec::new();
         loop {
             let elapsed = started.elapsed();
-            if self.is_final(&answer) || elapsed >= budget {
+            let settled = self.is_final(&answer);
+            if settled || elapsed >= budget {
                 return Ok(Waited {
-                    settled: self.is_final(&answer),
                     last: answer,
                     waits,
                     elapsed,
+                    settled,
                 });
             }
             // What the client is told to wait; a missing or unreadable
             // Retry-After (failed elsewhere) counts as the contract's.
-            let advertised = answer
-                .header("retry-after")
+            let header = answer.header("retry-after");
+            let advertised = header
                 .and_then(|value| value.trim().parse::<u64>().ok())
                 .map_or(promised, Duration::from_secs);
-            waits.push(answer.header("retry-after").map(str::to_string));
+            waits.push(header.map(str::to_string));
             // The last retry goes out when the budget ends, not after.
             std::thread::sleep(advertised.max(MIN_RETRY_WAIT).min(budget - elapsed));
             answer = self.client.send(request)?;
