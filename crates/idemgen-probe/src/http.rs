@@ -482,16 +482,7 @@ mod tests {
             let mut response =
                 format!("HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\n").into_bytes();
             response.extend(std::iter::repeat_n(b'a', length));
-            let base = serve(Some(response));
-            let client = Client::connect(
-                &[base],
-                false,
-                Duration::from_secs(10),
-                Duration::from_secs(20),
-                10,
-            )
-            .unwrap();
-            let answer = client.send(&get()).unwrap();
+            let answer = canned(response).send(&get()).unwrap();
             assert_eq!((answer.body.len(), answer.cut), (limit, cut));
             assert_eq!(
                 answer.excerpt().contains("only the first 1 MiB"),
@@ -502,17 +493,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_transport_error_quoting_the_server_is_printable() {
-        let base = serve(Some(b"HTTP/1.1 2\x1b[31m\xc2\x9b0 X\r\n\r\n".to_vec()));
-        let client = Client::connect(
+    /// A client of a server that answers every request with `response`.
+    fn canned(response: Vec<u8>) -> Client {
+        let base = serve(Some(response));
+        Client::connect(
             &[base],
             false,
-            Duration::from_secs(5),
             Duration::from_secs(10),
+            Duration::from_secs(20),
             10,
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    #[test]
+    fn a_transport_error_is_printable_whatever_the_server_sent() {
+        let client = canned(b"HTTP/1.1 2\x1b[31m\xc2\x9b0 X\r\n\r\n".to_vec());
         let error = client.send(&get()).unwrap_err().to_string();
         assert!(
             error.chars().all(|c| !c.is_control()) && error.chars().count() < 200,
