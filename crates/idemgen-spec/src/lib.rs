@@ -691,6 +691,12 @@ pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, Box<LoadError
             "the file is UTF-16 encoded".into(),
             "save it as UTF-8",
         ));
+    } else if looks_wide_without_a_byte_order_mark(&bytes) {
+        return Err(LoadError::plain(
+            display,
+            "the file looks UTF-16 or UTF-32 encoded (NUL bytes among its first characters)".into(),
+            "save it as UTF-8",
+        ));
     }
     String::from_utf8(bytes).map_err(|error| {
         LoadError::plain(
@@ -702,6 +708,14 @@ pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, Box<LoadError
             "save it as UTF-8; binary files are not API descriptions",
         )
     })
+}
+
+/// Whether the first bytes mix NULs with others, as ASCII text written in
+/// UTF-16 or UTF-32 does (RFC 4627's detection). A NUL is never part of a
+/// YAML or JSON text, so UTF-8 text does not start so.
+fn looks_wide_without_a_byte_order_mark(bytes: &[u8]) -> bool {
+    let first = &bytes[..bytes.len().min(4)];
+    first.len() >= 2 && first.contains(&0) && first.iter().any(|&byte| byte != 0)
 }
 
 /// Calls `visit` with every `$ref` string in a tree, skipping example

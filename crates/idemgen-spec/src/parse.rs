@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span as ParserSpan, Tag};
 
 use super::node::{Entry, Mapping, Node, Span, Value};
 use super::source::FileId;
@@ -72,9 +72,10 @@ pub fn parse(file: FileId, text: &str) -> Result<Parsed, ParseError> {
     while let Some(next) = parser.next_event() {
         let (event, span) = next.map_err(|error| {
             let marker = error.marker();
+            let (message, help) = scan_error_words(error.info(), text, marker.index());
             ParseError {
-                message: format!("invalid YAML/JSON: {}", error.info()),
-                help: "fix the syntax at this position; a YAML linter shows more context".into(),
+                message,
+                help,
                 index: marker.index(),
                 line: marker.line(),
                 col: marker.col(),
@@ -173,11 +174,12 @@ impl Builder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let tag_suffix = tag.as_ref().map(|tag| tag.suffix.as_str());
-                let value = scalar_value(&text, style, tag_suffix);
+                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
+                let value = scalar_value(&text, style, tag.as_deref());
                 self.finish(Node { value, span }, anchor)?;
             }
-            Event::SequenceStart(anchor, _) => {
+            Event::SequenceStart(anchor, tag) => {
+                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
                 if self.stack.len() >= MAX_DEPTH {
                     return Err(error_here(
                         format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -190,7 +192,8 @@ impl Builder {
                     items: Vec::new(),
                 });
             }
-            Event::MappingStart(anchor, _) => {
+            Event::MappingStart(anchor, tag) => {
+                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
                 if self.stack.len() >= MAX_DEPTH {
                     return Err(error_here(
                         format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -285,7 +288,16 @@ impl Builder {
                 index,
                 ..
             }) => match pending_key.take() {
-                None => *pending_key = Some((key_text(&node), node.span)),
+                None => {
+                    let Some(key) = key_text(&node) else {
+                        return Err(self.limit_error(
+                            &node,
+                            "a key that is a list or a mapping: keys in an OpenAPI document are strings".into(),
+                            "write the key as a string (OpenAPI keeps YAML keys to scalars so the document reads the same as JSON)",
+                        ));
+                    };
+                    *pending_key = Some((key, node.span));
+                }
                 Some((key, key_span)) => {
                     if index.is_none() && entries.len() >= INDEX_KEYS_FROM {
                         *index = Some(
@@ -330,21 +342,84 @@ fn clamp(value: usize) -> u32 {
     u32::try_from(value).unwrap_or(u32::MAX)
 }
 
-/// A mapping key as text: scalars as written, anything else as a marker.
-fn key_text(node: &Node) -> Box<str> {
-    match &node.value {
+/// A mapping key as text; `None` for a list or a mapping, which no JSON
+/// text (and so no OpenAPI document) can hold as a key.
+fn key_text(node: &Node) -> Option<Box<str>> {
+    Some(match &node.value {
         Value::Str(text) => text.clone(),
         Value::Int(number) => number.to_string().into(),
         Value::Float(number) => number.to_string().into(),
         Value::Bool(flag) => flag.to_string().into(),
         Value::Null => "null".into(),
-        Value::Seq(_) | Value::Map(_) => "<complex key>".into(),
+        Value::Seq(_) | Value::Map(_) => return None,
+    })
+}
+
+/// The tags of YAML's JSON schema, the only ones OpenAPI allows (so that a
+/// YAML document reads the same as its JSON form).
+const JSON_SCHEMA_TAGS: [&str; 7] = ["null", "bool", "int", "float", "str", "seq", "map"];
+const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
+
+/// Refuses a tag outside the JSON schema: idemgen cannot say what an
+/// application tag (`!include`, `!!binary`) would have made of the value,
+/// and reading it as if untagged would check a different document.
+fn check_tag(tag: Option<&Tag>) -> Result<(), (String, &'static str)> {
+    let Some(tag) = tag else { return Ok(()) };
+    if is_non_specific(tag) {
+        return Ok(());
     }
+    let full = format!("{}{}", tag.handle, tag.suffix);
+    if full
+        .strip_prefix(CORE_TAG_PREFIX)
+        .is_some_and(|name| JSON_SCHEMA_TAGS.contains(&name))
+    {
+        return Ok(());
+    }
+    let written = match full.strip_prefix(CORE_TAG_PREFIX) {
+        Some(name) => format!("!!{name}"),
+        None if tag.handle == "!" => format!("!{}", tag.suffix),
+        None => format!("!<{full}>"),
+    };
+    Err((
+        format!("the YAML tag `{written}` is not allowed in an OpenAPI document"),
+        "remove the tag; OpenAPI allows only the JSON schema's (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)",
+    ))
+}
+
+/// The non-specific tag `!`: a scalar so tagged is a string.
+fn is_non_specific(tag: &Tag) -> bool {
+    format!("{}{}", tag.handle, tag.suffix) == "!"
+}
+
+/// Words a scanner error; a few of them get a clearer message than the
+/// scanner's own.
+fn scan_error_words(info: &str, text: &str, index: usize) -> (String, String) {
+    if info == "recursion limit exceeded" {
+        return (
+            // The scanner counts open brackets in a byte.
+            "brackets nested deeper than 255 levels".into(),
+            "real API descriptions nest far less; flatten the structure or use $ref".into(),
+        );
+    }
+    let mut message = format!("invalid YAML/JSON: {info}");
+    if info == "found unprintable character" {
+        // The snippet cannot show it: name it.
+        if let Some(found) = text.chars().nth(index) {
+            message.push_str(&format!(" U+{:04X}", u32::from(found)));
+        }
+    }
+    (
+        message,
+        "fix the syntax at this position; a YAML linter shows more context".into(),
+    )
 }
 
 /// Resolves a scalar with the YAML 1.2 core schema (which JSON also fits).
-fn scalar_value(text: &str, style: ScalarStyle, tag: Option<&str>) -> Value {
-    if style != ScalarStyle::Plain || tag == Some("str") {
+fn scalar_value(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
+    let tagged_str = tag.is_some_and(|tag| {
+        is_non_specific(tag) || format!("{}{}", tag.handle, tag.suffix) == "tag:yaml.org,2002:str"
+    });
+    if style != ScalarStyle::Plain || tagged_str {
         return Value::Str(text.into());
     }
     match text {
@@ -481,5 +556,69 @@ mod tests {
     fn empty_input_is_an_error() {
         assert!(parse(FileId(0), "").is_err());
         assert!(parse(FileId(0), "# only a comment\n").is_err());
+    }
+
+    #[test]
+    fn a_key_that_is_a_list_or_a_mapping_is_refused_where_it_is() {
+        for text in [
+            "a: 1\n? [x, y]\n: 2\n",
+            "a: 1\n{x: y}: 2\n",
+            "a: &k {x: y}\n*k : 2\n",
+        ] {
+            let error = parse(FileId(0), text).err().unwrap();
+            assert!(
+                error
+                    .message
+                    .contains("keys in an OpenAPI document are strings"),
+                "{text:?}: {}",
+                error.message
+            );
+            assert_eq!(error.line, 2, "{text:?}");
+        }
+        // Two different such keys were once one duplicate `<complex key>`.
+        assert!(parse(FileId(0), "? [a, b]\n: c\n? {x: y}\n: d\n").is_err());
+    }
+
+    #[test]
+    fn tags_outside_the_json_schema_are_refused_and_named() {
+        for (text, named) in [
+            ("a: !!binary aGVsbG8=\n", "`!!binary`"),
+            ("a: !include common.yaml\n", "`!include`"),
+            (
+                "a: !<tag:example.com,2000:x> 1\n",
+                "`!<tag:example.com,2000:x>`",
+            ),
+            ("a: !!set {x, y}\n", "`!!set`"),
+        ] {
+            let error = parse(FileId(0), text).err().unwrap();
+            assert!(error.message.contains(named), "{text:?}: {}", error.message);
+            assert!(error.help.contains("!!str"), "{}", error.help);
+        }
+    }
+
+    #[test]
+    fn json_schema_tags_are_read_and_the_non_specific_tag_makes_a_string() {
+        let node = root(
+            "a: !!str 12\nb: !!int 12\nc: ! 12\nd: !!map {x: 1}\ne: !<tag:yaml.org,2002:str> 1\n",
+        );
+        assert_eq!(node.get("a").unwrap().as_str(), Some("12"));
+        assert!(matches!(node.get("b").unwrap().value, Value::Int(12)));
+        assert_eq!(node.get("c").unwrap().as_str(), Some("12"));
+        assert!(node.get("d").unwrap().get("x").is_some());
+        assert_eq!(node.get("e").unwrap().as_str(), Some("1"));
+    }
+
+    #[test]
+    fn brackets_nested_past_the_scanner_limit_say_so() {
+        let text = format!("a: {}{}", "[".repeat(300), "]".repeat(300));
+        let error = parse(FileId(0), &text).err().unwrap();
+        assert!(error.message.contains("nested deeper"), "{}", error.message);
+        assert!(error.help.contains("flatten"), "{}", error.help);
+    }
+
+    #[test]
+    fn an_unprintable_character_is_named() {
+        let error = parse(FileId(0), "a: x\u{0}y\n").err().unwrap();
+        assert!(error.message.ends_with("U+0000"), "{}", error.message);
     }
 }

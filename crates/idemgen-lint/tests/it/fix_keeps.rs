@@ -435,9 +435,15 @@ fn an_item_added_to_an_indentless_sequence_goes_before_a_new_entry() {
 /// the empty entry between the two did not load.
 #[test]
 fn entries_added_to_a_flow_mapping_with_a_trailing_comma_go_before_it() {
-    support::fix_keeping_the_rest(
+    // The key found was a mapping, now refused when the file loads; the
+    // same shape with a string key still reaches the editor.
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.json",
         include_str!("found/flow-operation-trailing-comma.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        "{\"openapi\": \"3.1.0\", \"info\": {\"title\": \"t\", \"version\": \"1\"}, \"paths\": {\"/refunds\": {\"post\": {\"operationId\": \"createRefund\",\n         \"responses\": {\"201\": {\"description\": \"created\"}}, \"notes\"\n          , }}}}\n",
     );
 }
 
@@ -518,7 +524,8 @@ fn a_flow_key_without_a_value_before_a_trailing_comma_gets_one_comma() {
 /// is now the `?`'s for such a key.
 #[test]
 fn entries_added_after_an_explicit_first_key_start_at_its_question_mark() {
-    support::fix_keeping_the_rest(
+    // The key found was a mapping, now refused when the file loads.
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.yaml",
         include_str!("found/explicit-first-key.yaml"),
     );
@@ -585,14 +592,16 @@ fn a_surrogate_escape_after_a_stray_quote_moves_no_key() {
 /// editor took it for a flow mapping and ended it at the key's closing
 /// brace: the new parameter went between the key and its `: 8`, and the
 /// fixed text did not load. A collection whose span starts at its first
-/// key is not a flow one, however it starts.
+/// key is not a flow one, however it starts. Such a key is now refused
+/// when the file loads (keys in an OpenAPI document are strings), so the
+/// input no longer reaches the editor.
 #[test]
-fn a_pair_with_a_flow_mapping_for_its_key_ends_after_its_value() {
-    support::fix_keeping_the_rest(
+fn a_pair_with_a_flow_mapping_for_its_key_is_refused_before_any_fix() {
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.json",
         include_str!("found/flow-mapping-as-a-key-in-a-list.json"),
     );
-    support::fix_keeping_the_rest(
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.yaml",
         "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters: [{name: X-Other, in: header}: 8]\n      responses:\n        '200': {description: ok}\n",
     );
@@ -621,14 +630,16 @@ fn a_tagged_flow_operation_ends_at_its_own_brace() {
 /// flow mapping (`{…}: 3.1.0`). It starts with `{`, so the editor took the
 /// file for JSON and wrote JSON entries (`,\n"x-idempotency": {…}`) after
 /// block mappings' last lines, and the fixed text did not load. A file is
-/// JSON to the editor only when that bracket opens its root.
+/// JSON to the editor only when that bracket opens its root. Such a key is
+/// now refused when the file loads (keys in an OpenAPI document are
+/// strings), so the input no longer reaches the editor.
 #[test]
-fn a_flow_mapping_as_the_first_key_is_yaml_not_json() {
-    support::fix_keeping_the_rest(
+fn a_flow_mapping_as_the_first_key_is_refused_before_any_fix() {
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.yaml",
         include_str!("found/flow-mapping-as-the-first-key.yaml"),
     );
-    support::fix_keeping_the_rest(
+    support::refused_for_a_key_that_is_not_a_string(
         "openapi.json",
         "{a: 1}: b\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters:\n        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}\n      responses:\n        '200': {description: ok}\n",
     );

@@ -28,6 +28,24 @@ pub fn fix_keeping_the_rest(name: &str, text: &str) -> String {
         .unwrap_or_else(|| panic!("the original does not load:\n{text}"))
 }
 
+/// Checks that `text` (as `name`) does not load because one of its keys is
+/// a list or a mapping: such an input never reaches the fix engine.
+pub fn refused_for_a_key_that_is_not_a_string(name: &str, text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    match idemgen_spec::Workspace::load(&path) {
+        Ok(_) => panic!("a key that is a list or a mapping loaded:\n{text}"),
+        Err(error) => assert!(
+            error
+                .message
+                .contains("keys in an OpenAPI document are strings"),
+            "{}",
+            error.message
+        ),
+    }
+}
+
 /// `idemgen lint`'s findings on `text`, read as `spec.yaml`.
 pub fn findings(text: &str) -> Vec<idemgen_diagnostics::Diagnostic> {
     let workspace = idemgen_spec::Workspace::from_text(

@@ -64,3 +64,24 @@ fn a_duration_too_large_for_a_number_is_not_echoed_as_inf() {
         "{messages:?}"
     );
 }
+
+#[test]
+fn utf16_and_utf32_without_a_byte_order_mark_are_named() {
+    let text = r#"{"openapi": "3.1.0"}"#;
+    let utf16le: Vec<u8> = text.encode_utf16().flat_map(u16::to_le_bytes).collect();
+    let utf16be: Vec<u8> = text.encode_utf16().flat_map(u16::to_be_bytes).collect();
+    let utf32le: Vec<u8> = text
+        .chars()
+        .flat_map(|c| u32::from(c).to_le_bytes())
+        .collect();
+    for bytes in [utf16le, utf16be, utf32le] {
+        let error = idemgen_spec::decode(bytes, "api.json").unwrap_err();
+        assert!(
+            error.message.contains("UTF-16 or UTF-32"),
+            "{}",
+            error.message
+        );
+        assert_eq!(error.help, "save it as UTF-8");
+    }
+    assert!(idemgen_spec::decode(text.as_bytes().to_vec(), "api.json").is_ok());
+}
