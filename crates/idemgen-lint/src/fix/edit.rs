@@ -277,13 +277,13 @@ impl<'a> Editor<'a> {
                     usize::MAX
                 };
                 let mut at = self.value_end(&entry.value).min(before_brace);
-                // A key with no value before the brace (`{a: }`) has an
-                // empty value the parser places at its key: the new entry
-                // goes before the brace, after the empty value's `: `, and
-                // before a trailing comma there (`{a: , }`), or the comma
-                // would be written twice.
+                // A key with no value before the brace (`{a: }`, `{a :}`)
+                // has an empty value the parser places at its key or at
+                // its `:`: the new entry goes before the brace, after the
+                // `:`, and before a trailing comma there (`{a: , }`), or
+                // the comma would be written twice.
                 let key_end = self.byte(file, entry.key_span.end);
-                if at <= key_end && before_brace != usize::MAX {
+                if (at <= key_end || is_empty_value(&entry.value)) && before_brace != usize::MAX {
                     // A brace before the last key is not this mapping's:
                     // its end was misread, so there is no safe place.
                     if key_end > before_brace {

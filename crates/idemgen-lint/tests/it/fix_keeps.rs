@@ -371,12 +371,19 @@ fn a_file_with_a_duplicate_key_gets_no_fix() {
 }
 
 /// Found by the `fix` fuzz target: a one-line flow operation whose last
-/// entry has no value (`{operationId: }`) and a comment after it.
+/// entry has no value (`{operationId: }`) and a comment after it; later,
+/// one whose key has blanks before its colon (`{operatioInd  :}`), where
+/// the parser places the empty value at the colon and the new entries
+/// went before it.
 #[test]
 fn a_contract_added_to_a_flow_operation_with_an_empty_value_loads() {
     support::fix_keeping_the_rest(
         "openapi.yaml",
         include_str!("found/flow-operation-empty-value.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/flow-key-with-blanks-before-its-colon.yaml"),
     );
 }
 
