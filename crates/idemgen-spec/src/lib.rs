@@ -40,6 +40,9 @@ use refs::{RefProblem, split_ref};
 pub const MAX_FILE_BYTES: u64 = 32 * 1024 * 1024;
 /// Most files one document may pull in through `$ref`s.
 pub const MAX_FILES: usize = 20_000;
+/// Most text one document and the files it pulls in may hold together:
+/// the per-file limit alone would let `$ref`s read 20,000 files of 32 MiB.
+pub const MAX_WORKSPACE_BYTES: usize = 128 * 1024 * 1024;
 /// Most `$ref` problems reported per document.
 const MAX_REF_PROBLEMS: usize = 1000;
 /// Longest chain of `$ref`s to `$ref`s followed before giving up.
@@ -97,6 +100,8 @@ pub struct Workspace {
     /// counted on first use (a fix asks it for every operation without
     /// one, which would otherwise walk every operation each time).
     contract_blocks: std::sync::OnceLock<usize>,
+    /// Bytes of text loaded so far, against [`MAX_WORKSPACE_BYTES`].
+    text_bytes: usize,
 }
 
 impl Workspace {
@@ -178,6 +183,7 @@ impl Workspace {
             overlays: Vec::new(),
             overlay_warnings: Vec::new(),
             contract_blocks: std::sync::OnceLock::new(),
+            text_bytes: 0,
         };
         workspace.add_file(normalize(&real_path), display, text)?;
         for overlay_path in overlays {
@@ -370,6 +376,21 @@ impl Workspace {
         display: String,
         text: String,
     ) -> Result<FileId, Box<LoadError>> {
+        self.text_bytes += text.len();
+        if self.text_bytes > MAX_WORKSPACE_BYTES {
+            let root = self
+                .files
+                .first()
+                .map_or(&display, |root| &root.source.display);
+            return Err(LoadError::plain(
+                root,
+                format!(
+                    "the document and the files its `$ref`s reach hold more than {} MiB of text (the limit was passed at {display})",
+                    MAX_WORKSPACE_BYTES / (1024 * 1024)
+                ),
+                "split the API into smaller documents, or bundle only what it uses",
+            ));
+        }
         let id = FileId(self.files.len() as u32);
         let source = SourceFile::new(path, display, text);
         let parsed = parse_text(id, &source.text).map_err(|error| {

@@ -85,3 +85,33 @@ fn utf16_and_utf32_without_a_byte_order_mark_are_named() {
     }
     assert!(idemgen_spec::decode(text.as_bytes().to_vec(), "api.json").is_ok());
 }
+
+#[test]
+fn files_reached_through_refs_are_limited_in_total_too() {
+    // Each file is under the per-file limit; together they are not.
+    let dir = tempfile::tempdir().unwrap();
+    let part = format!(r#"{{"x": "{}"}}"#, "a".repeat(30 * 1024 * 1024));
+    let mut refs = Vec::new();
+    for index in 0..5 {
+        std::fs::write(dir.path().join(format!("part{index}.json")), &part).unwrap();
+        refs.push(format!(r##"{{"$ref": "part{index}.json#/x"}}"##));
+    }
+    let root = dir.path().join("api.json");
+    std::fs::write(
+        &root,
+        format!(
+            r#"{{"openapi": "3.1.0", "info": {{"title": "t", "version": "1"}}, "paths": {{}}, "x-parts": [{}]}}"#,
+            refs.join(", ")
+        ),
+    )
+    .unwrap();
+    let error = Workspace::load(&root)
+        .err()
+        .expect("130 MiB of text loaded");
+    assert!(
+        error.message.contains("more than 128 MiB of text"),
+        "{}",
+        error.message
+    );
+    assert!(error.file.ends_with("api.json"), "{}", error.file);
+}
