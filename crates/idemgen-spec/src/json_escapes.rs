@@ -12,6 +12,7 @@
 //! count around.
 
 use crate::node::{Node, Value};
+use crate::quoted::quoted_scalar_end;
 
 /// Whether the text starts like a JSON document: `{` or `[` after JSON's
 /// whitespace only. Other characters Rust calls whitespace (a form feed,
@@ -64,7 +65,8 @@ impl Rewritten {
         }
         let strings: Vec<(usize, usize)> = bytes_at
             .into_iter()
-            .filter_map(|start| Some((start, double_quoted_end(&self.text, start)?)))
+            .filter(|&start| self.text.as_bytes().get(start) == Some(&b'"'))
+            .filter_map(|start| Some((start, quoted_scalar_end(&self.text, start)?)))
             .collect();
         self.escapes.iter().all(|&escape| {
             let after = strings.partition_point(|&(start, _)| start < escape);
@@ -90,24 +92,6 @@ fn collect_string_starts(node: &Node, starts: &mut Vec<u32>) {
         }
         _ => {}
     }
-}
-
-/// Where the double-quoted scalar starting at byte `start` ends (its
-/// closing quote), or `None` when no double quote is there.
-fn double_quoted_end(text: &str, start: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    if bytes.get(start) != Some(&b'"') {
-        return None;
-    }
-    let mut index = start + 1;
-    while index < bytes.len() {
-        match bytes[index] {
-            b'\\' => index += 2,
-            b'"' => return Some(index),
-            _ => index += 1,
-        }
-    }
-    None
 }
 
 /// The text with surrogate escapes rewritten, or `None` when it has none.

@@ -19,6 +19,7 @@ pub mod node;
 pub mod operations;
 pub mod overlay;
 pub mod parse;
+pub mod quoted;
 pub mod refs;
 pub mod security;
 mod source;

@@ -4,6 +4,7 @@
 //! and key quoting). Nothing outside the edited range changes.
 
 use idemgen_spec::json_escapes::looks_like_json;
+use idemgen_spec::quoted::quoted_scalar_end;
 use idemgen_spec::{Entry, FileId, LoadProblem, Node, SourceFile, Span, Value, Workspace};
 
 use super::emit::{Emit, yaml_key};
@@ -545,32 +546,7 @@ impl<'a> Editor<'a> {
                     _ => trimmed,
                 }
             }
-            Some('"') => {
-                let mut escaped = false;
-                for (offset, c) in text[start + 1..].char_indices() {
-                    match c {
-                        '\\' if !escaped => escaped = true,
-                        '"' if !escaped => return start + 1 + offset + 1,
-                        _ => escaped = false,
-                    }
-                }
-                end
-            }
-            Some('\'') => {
-                let bytes = text.as_bytes();
-                let mut at = start + 1;
-                while at < bytes.len() {
-                    if bytes[at] == b'\'' {
-                        if bytes.get(at + 1) == Some(&b'\'') {
-                            at += 2;
-                            continue;
-                        }
-                        return at + 1;
-                    }
-                    at += 1;
-                }
-                end
-            }
+            Some('"' | '\'') => quoted_scalar_end(text, start).unwrap_or(end),
             // A block scalar's text may hold ` #`, and so may a quoted one
             // after a tag or an anchor: their spans are taken as they are.
             Some('|' | '>' | '!' | '&') => {
@@ -718,16 +694,8 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
                 }
             }
             b'"' | b'\'' if scalar_can_start => {
-                at += 1;
-                while at < bytes.len() {
-                    match bytes[at] {
-                        b'\\' if byte == b'"' => at += 1,
-                        b'\'' if byte == b'\'' && bytes.get(at + 1) == Some(&b'\'') => at += 1,
-                        closing if closing == byte => break,
-                        _ => {}
-                    }
-                    at += 1;
-                }
+                // To the closing quote, which the steps below pass.
+                at = quoted_scalar_end(text, at).map_or(bytes.len(), |end| end - 1);
             }
             b'#' if at == start || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r') => {
                 at += text[at..].find('\n').unwrap_or(text.len() - at);
