@@ -96,6 +96,10 @@ problem_kinds! {
     InternalError = "internal-error", "internal error";
     /// The operation's business logic is not written yet (501).
     NotImplemented = "not-implemented", "not implemented";
+    /// No operation is served at the request's path (404).
+    NotFound = "not-found", "not found";
+    /// The path is served, not with the request's method (405, with `Allow`).
+    MethodNotAllowed = "method-not-allowed", "method not allowed";
 }
 
 impl ProblemKind {

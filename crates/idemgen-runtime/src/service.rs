@@ -8,11 +8,13 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::engine::{Idempotency, Operation};
 use crate::metrics;
+use crate::problem::ProblemKind;
+use crate::reply::Reply;
 use crate::run_to_end::RunToEndService;
 
 /// Records deleted per purge statement.
@@ -59,6 +61,37 @@ async fn metrics_text(State(probes): State<Probes>) -> impl IntoResponse {
         [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
         metrics::render(probes.idempotency.collector(probes.operations)),
     )
+}
+
+/// `router` with problem answers where axum would send an empty body: a
+/// path nothing serves (404) and a method its path does not take (405;
+/// axum still adds `Allow`). Call it on the finished router, since the
+/// 405 answer reaches only the routes registered before it.
+pub fn with_problem_fallbacks(router: Router) -> Router {
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    Reply::refusal(
+        ProblemKind::NotFound,
+        StatusCode::NOT_FOUND,
+        &format!("no operation is served at `{}`", uri.path()),
+    )
+    .into_response()
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    Reply::refusal(
+        ProblemKind::MethodNotAllowed,
+        StatusCode::METHOD_NOT_ALLOWED,
+        &format!(
+            "`{}` does not take {method}; `Allow` lists the methods it does",
+            uri.path()
+        ),
+    )
+    .into_response()
 }
 
 /// Purges expired records every `every` (at least a second) in the

@@ -133,10 +133,16 @@ impl App {
         Ok(request)
     }
 
-    /// Every operation of the spec, plus `GET /healthz` and `GET /metrics`.
+    /// Every operation of the spec, plus `GET /healthz` and `GET /metrics`;
+    /// any other path or method is a problem answer (404, 405).
     pub fn router(&self) -> Router {
-        routes::router().with_state(self.clone()).merge(
-            idemgen_runtime::service::health_and_metrics(self.idempotency.clone(), operations::ALL),
+        idemgen_runtime::service::with_problem_fallbacks(
+            routes::router().with_state(self.clone()).merge(
+                idemgen_runtime::service::health_and_metrics(
+                    self.idempotency.clone(),
+                    operations::ALL,
+                ),
+            ),
         )
     }
 }

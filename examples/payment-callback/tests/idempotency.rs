@@ -88,6 +88,53 @@ async fn health_and_metrics_are_served() {
     );
 }
 
+/// A path no operation serves and a method a path does not take are
+/// problem answers too (404, and 405 with `Allow`), not empty bodies.
+#[tokio::test]
+async fn unknown_paths_and_methods_are_problem_answers() {
+    let Some(app) = app().await else { return };
+    let unknown = app
+        .router()
+        .oneshot(
+            Request::get("/idemgen-no-such-path")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        unknown.headers()["content-type"],
+        "application/problem+json"
+    );
+    let problem = body_text(unknown.into_body()).await;
+    assert!(
+        problem.contains("\"type\":\"urn:idemgen:problem:not-found\""),
+        "{problem}"
+    );
+    let wrong_method = app
+        .router()
+        .oneshot(Request::delete("/healthz").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        wrong_method.headers()["content-type"],
+        "application/problem+json"
+    );
+    assert!(
+        wrong_method.headers()["allow"]
+            .to_str()
+            .unwrap()
+            .contains("GET")
+    );
+    let problem = body_text(wrong_method.into_body()).await;
+    assert!(
+        problem.contains("\"type\":\"urn:idemgen:problem:method-not-allowed\""),
+        "{problem}"
+    );
+}
+
 async fn body_text(body: Body) -> String {
     let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap();
     String::from_utf8_lossy(&bytes).into_owned()
