@@ -72,12 +72,14 @@ struct Server {
     next_request: i32,
 }
 
-/// Answers `initialize`; requests before it get `ServerNotInitialized`.
+/// Answers `initialize`; requests before it get `ServerNotInitialized`,
+/// and one with bad parameters `InvalidParams`, after which the client
+/// may try again (as often as it likes: a loop, not recursion).
 fn handshake(transport: &Transport) -> Option<Server> {
-    let (id, params) = loop {
-        match transport.incoming.recv().ok()? {
+    let (id, params, refresh) = loop {
+        let (id, params) = match transport.incoming.recv().ok()? {
             Incoming::Message(Message::Request(request)) if request.method == "initialize" => {
-                break (request.id, request.params);
+                (request.id, request.params)
             }
             Incoming::Message(Message::Request(request)) => {
                 send_error(
@@ -86,26 +88,24 @@ fn handshake(transport: &Transport) -> Option<Server> {
                     ErrorCode::ServerNotInitialized,
                     "the server is not initialized yet".into(),
                 );
+                continue;
             }
             Incoming::Message(Message::Notification(note)) if note.method == "exit" => return None,
-            _ => {}
-        }
-    };
-    // The protocol names it `workspace.diagnostics`; lsp-types reads
-    // `diagnostic`, so the raw parameters are asked.
-    let refresh = ["diagnostics", "diagnostic"]
-        .iter()
-        .any(|key| params["capabilities"]["workspace"][key]["refreshSupport"] == Value::Bool(true));
-    let params: InitializeParams = match serde_json::from_value(params) {
-        Ok(params) => params,
-        Err(error) => {
-            send_error(
+            _ => continue,
+        };
+        // The protocol names it `workspace.diagnostics`; lsp-types reads
+        // `diagnostic`, so the raw parameters are asked.
+        let refresh = ["diagnostics", "diagnostic"].iter().any(|key| {
+            params["capabilities"]["workspace"][key]["refreshSupport"] == Value::Bool(true)
+        });
+        match serde_json::from_value::<InitializeParams>(params) {
+            Ok(params) => break (id, params, refresh),
+            Err(error) => send_error(
                 &transport.outgoing,
                 id,
                 ErrorCode::InvalidParams,
                 format!("bad initialize parameters: {error}"),
-            );
-            return handshake(transport);
+            ),
         }
     };
     let pull = params
@@ -604,4 +604,65 @@ fn send_error(
     message: String,
 ) {
     send(outgoing, Response::new_err(id, code as i32, message));
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::fuzzing::session;
+
+    fn frame(message: &Value) -> Vec<u8> {
+        let body = message.to_string();
+        let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+        out.extend_from_slice(body.as_bytes());
+        out
+    }
+
+    /// Every message the server wrote, in order.
+    fn replies(output: &[u8]) -> Vec<Value> {
+        let text = String::from_utf8_lossy(output);
+        let mut messages = Vec::new();
+        let mut rest: &str = &text;
+        while let Some(at) = rest.find("\r\n\r\n") {
+            let length: usize = rest[..at]
+                .trim()
+                .strip_prefix("Content-Length: ")
+                .and_then(|length| length.parse().ok())
+                .expect("a Content-Length header");
+            let body = &rest[at + 4..at + 4 + length];
+            messages.push(serde_json::from_str(body).unwrap());
+            rest = &rest[at + 4 + length..];
+        }
+        messages
+    }
+
+    #[test]
+    fn any_number_of_bad_initialize_requests_is_answered_and_a_good_one_still_works() {
+        let bad = frame(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": 5}}),
+        );
+        let mut input = bad.repeat(20_000);
+        input.extend(frame(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"capabilities": {}}}),
+        ));
+        input.extend(frame(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}),
+        ));
+        input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+        let replies = replies(&session(input));
+        assert_eq!(replies.len(), 20_002);
+        assert!(
+            replies[..20_000]
+                .iter()
+                .all(|reply| reply["id"] == 1 && reply["error"]["code"] == -32602),
+            "{:?}",
+            &replies[..2]
+        );
+        assert!(replies[20_000]["result"]["capabilities"].is_object());
+        assert_eq!(
+            replies[20_001],
+            json!({"jsonrpc": "2.0", "id": 3, "result": null})
+        );
+    }
 }
