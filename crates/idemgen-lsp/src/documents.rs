@@ -140,6 +140,8 @@ impl LineIndex {
     }
 
     /// The byte offset of an LSP position, clamped to the line and text.
+    /// A line ends before its line break, all of a `\r\n` (as the protocol
+    /// and clients count it): between the two is no position.
     pub fn offset(&self, text: &str, position: Position) -> usize {
         let Some(&line_start) = self.starts.get(position.line as usize) else {
             return text.len();
@@ -147,7 +149,10 @@ impl LineIndex {
         let line_end = self
             .starts
             .get(position.line as usize + 1)
-            .map_or(text.len(), |next| next - 1);
+            .map_or(text.len(), |next| {
+                let crlf = *next >= line_start + 2 && &text.as_bytes()[next - 2..*next] == b"\r\n";
+                if crlf { next - 2 } else { next - 1 }
+            });
         let mut units = 0u32;
         for (at, character) in text[line_start..line_end].char_indices() {
             if units >= position.character {
@@ -309,6 +314,44 @@ mod tests {
         assert_eq!(document.text, "window: 18s # ok\n");
         assert_eq!(document.version, 2);
         assert_eq!(document.path.as_deref(), Some(Path::new("/tmp/a.yaml")));
+    }
+
+    fn edited(text: &str, edits: &[((u32, u32), (u32, u32), &str)]) -> String {
+        let uri = Uri::from_str("file:///tmp/a.yaml").unwrap();
+        let mut documents = Documents::default();
+        documents.open(uri.clone(), 1, text.into());
+        let changes = edits
+            .iter()
+            .map(|&(start, end, text)| TextDocumentContentChangeEvent {
+                range: Some(Range::new(
+                    Position::new(start.0, start.1),
+                    Position::new(end.0, end.1),
+                )),
+                range_length: None,
+                text: text.into(),
+            })
+            .collect();
+        documents.change(&uri, 2, changes);
+        documents.get(&uri).unwrap().text.clone()
+    }
+
+    /// A character past a line's end means its end, before the line
+    /// break: never between the `\r` and `\n` of a CRLF, which would
+    /// split the break in two.
+    #[test]
+    fn a_position_past_the_end_of_a_crlf_line_is_before_its_line_break() {
+        let text = "a: 1\r\nb: 2\r\n";
+        assert_eq!(edited(text, &[((0, 5), (0, 5), "x")]), "a: 1x\r\nb: 2\r\n");
+        assert_eq!(
+            edited(text, &[((0, 99), (0, 99), "x")]),
+            "a: 1x\r\nb: 2\r\n"
+        );
+        assert_eq!(edited(text, &[((0, 3), (0, 5), "2")]), "a: 2\r\nb: 2\r\n");
+        // Joining two lines from past the first one's end.
+        assert_eq!(edited(text, &[((0, 5), (1, 0), " ")]), "a: 1 b: 2\r\n");
+        let index = LineIndex::new(text);
+        assert_eq!(index.offset(text, Position::new(0, 5)), 4);
+        assert_eq!(index.offset(text, Position::new(1, 9)), 10);
     }
 
     #[test]
