@@ -71,8 +71,11 @@ impl Documents {
                 }
                 Some(range) => {
                     let index = index.get_or_insert_with(|| LineIndex::new(&document.text));
-                    let start = index.offset(&document.text, range.start);
-                    let end = index.offset(&document.text, range.end).max(start);
+                    // An inverted range is read the right way round, as
+                    // clients' own document models read it.
+                    let from = index.offset(&document.text, range.start);
+                    let to = index.offset(&document.text, range.end);
+                    let (start, end) = (from.min(to), from.max(to));
                     document.text.replace_range(start..end, &change.text);
                     index.replace(&document.text, start, end, &change.text);
                 }
@@ -316,22 +319,21 @@ mod tests {
         assert_eq!(document.path.as_deref(), Some(Path::new("/tmp/a.yaml")));
     }
 
-    fn edited(text: &str, edits: &[((u32, u32), (u32, u32), &str)]) -> String {
+    /// `text` after one `didChange` that replaces `start..end` (line,
+    /// character) with `inserted`.
+    fn edited(text: &str, start: (u32, u32), end: (u32, u32), inserted: &str) -> String {
         let uri = Uri::from_str("file:///tmp/a.yaml").unwrap();
         let mut documents = Documents::default();
         documents.open(uri.clone(), 1, text.into());
-        let changes = edits
-            .iter()
-            .map(|&(start, end, text)| TextDocumentContentChangeEvent {
-                range: Some(Range::new(
-                    Position::new(start.0, start.1),
-                    Position::new(end.0, end.1),
-                )),
-                range_length: None,
-                text: text.into(),
-            })
-            .collect();
-        documents.change(&uri, 2, changes);
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(
+                Position::new(start.0, start.1),
+                Position::new(end.0, end.1),
+            )),
+            range_length: None,
+            text: inserted.into(),
+        };
+        documents.change(&uri, 2, vec![change]);
         documents.get(&uri).unwrap().text.clone()
     }
 
@@ -341,17 +343,25 @@ mod tests {
     #[test]
     fn a_position_past_the_end_of_a_crlf_line_is_before_its_line_break() {
         let text = "a: 1\r\nb: 2\r\n";
-        assert_eq!(edited(text, &[((0, 5), (0, 5), "x")]), "a: 1x\r\nb: 2\r\n");
-        assert_eq!(
-            edited(text, &[((0, 99), (0, 99), "x")]),
-            "a: 1x\r\nb: 2\r\n"
-        );
-        assert_eq!(edited(text, &[((0, 3), (0, 5), "2")]), "a: 2\r\nb: 2\r\n");
+        assert_eq!(edited(text, (0, 5), (0, 5), "x"), "a: 1x\r\nb: 2\r\n");
+        assert_eq!(edited(text, (0, 99), (0, 99), "x"), "a: 1x\r\nb: 2\r\n");
+        assert_eq!(edited(text, (0, 3), (0, 5), "2"), "a: 2\r\nb: 2\r\n");
         // Joining two lines from past the first one's end.
-        assert_eq!(edited(text, &[((0, 5), (1, 0), " ")]), "a: 1 b: 2\r\n");
+        assert_eq!(edited(text, (0, 5), (1, 0), " "), "a: 1 b: 2\r\n");
         let index = LineIndex::new(text);
         assert_eq!(index.offset(text, Position::new(0, 5)), 4);
         assert_eq!(index.offset(text, Position::new(1, 9)), 10);
+    }
+
+    /// An end before the start names the same text as the range written
+    /// the right way round (as clients' own document models read it).
+    #[test]
+    fn an_inverted_range_replaces_the_text_between_its_ends() {
+        assert_eq!(
+            edited("window: 16s\n", (0, 11), (0, 8), "18s"),
+            "window: 18s\n"
+        );
+        assert_eq!(edited("a\nb\nc\n", (2, 0), (1, 0), ""), "a\nc\n");
     }
 
     #[test]
