@@ -112,11 +112,23 @@ impl Request {
             // Not routed by axum (a hand-written dispatcher): no parameters.
             Err(_) => HashMap::new(),
         };
+        // Decoding replaces bytes that are not UTF-8 with U+FFFD, so
+        // `?tenant=%ff` and `?tenant=%fe` would read as one tenant (or key,
+        // or fingerprint): refused instead, as a path segment is.
+        let raw_query = parts.uri.query().unwrap_or("");
+        if let Some(name) = not_utf8_query_pair(raw_query) {
+            return Err(Reply::refusal(
+                ProblemKind::InvalidParameters,
+                StatusCode::BAD_REQUEST,
+                &format!("query parameter `{name}` is not UTF-8 text once percent-decoded"),
+            )
+            .into_response());
+        }
         let query = Query::<HashMap<String, String>>::try_from_uri(&parts.uri)
             .map(|Query(query)| query)
             .unwrap_or_default();
         let principal = parts.extensions.remove::<Principal>();
-        let query_pairs = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+        let query_pairs = form_urlencoded::parse(raw_query.as_bytes())
             .map(|(name, value)| (name.into_owned(), value.into_owned()))
             .collect();
         Ok(Request {
@@ -414,6 +426,41 @@ fn invalid_path(error: &FailedToDeserializePathParams) -> Reply {
         StatusCode::BAD_REQUEST,
         &detail,
     )
+}
+
+/// The name (as decoded, lossily) of the first `name=value` pair of
+/// `query` whose name or value is not UTF-8 once `+` and `%XX` are
+/// decoded as `application/x-www-form-urlencoded` does.
+fn not_utf8_query_pair(query: &str) -> Option<String> {
+    fn decodes_to_utf8(text: &str) -> bool {
+        let bytes = text.as_bytes();
+        let mut decoded = Vec::with_capacity(bytes.len());
+        let mut at = 0;
+        while at < bytes.len() {
+            let hex = |i: usize| bytes.get(i).and_then(|b| (*b as char).to_digit(16));
+            match (bytes[at], hex(at + 1), hex(at + 2)) {
+                (b'%', Some(high), Some(low)) => {
+                    decoded.push((high * 16 + low) as u8);
+                    at += 3;
+                }
+                (byte, _, _) => {
+                    decoded.push(byte);
+                    at += 1;
+                }
+            }
+        }
+        std::str::from_utf8(&decoded).is_ok()
+    }
+    query
+        .split('&')
+        .map(|pair| pair.split_once('=').unwrap_or((pair, "")))
+        .find(|(name, value)| !decodes_to_utf8(name) || !decodes_to_utf8(value))
+        .map(|(name, _)| {
+            form_urlencoded::parse(name.as_bytes())
+                .next()
+                .map(|(name, _)| name.into_owned())
+                .unwrap_or_default()
+        })
 }
 
 fn too_large() -> Response {

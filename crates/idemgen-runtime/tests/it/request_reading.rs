@@ -48,3 +48,59 @@ async fn a_path_parameter_that_is_not_utf8_is_refused_by_name() {
         "path parameter `order_no` is not UTF-8 text once percent-decoded"
     );
 }
+
+/// The query value as the runtime reads it, or the refusal.
+async fn read_query(uri: &str) -> (StatusCode, String) {
+    async fn tenant(request: axum::extract::Request) -> Response {
+        match idemgen_runtime::Request::read(request).await {
+            Ok(read) => {
+                let pairs = read.query_pairs.clone();
+                let last = read.query.get("tenant").cloned().unwrap_or_default();
+                format!("{pairs:?} {last}").into_response()
+            }
+            Err(refused) => refused,
+        }
+    }
+    let router = Router::new().route("/notes", get(tenant));
+    let response = router
+        .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    (response.status(), body_text(response).await)
+}
+
+/// `?tenant=%ff` and `?tenant=%fe` were both read as `"\u{fffd}"`: two
+/// tenants (or keys, or fingerprinted queries) sent apart became one, and
+/// the second was replayed the first one's answer. A query that is not
+/// UTF-8 once percent-decoded is refused, as a path segment is.
+#[tokio::test]
+async fn a_query_value_that_is_not_utf8_is_refused_not_merged_with_another() {
+    assert_eq!(
+        read_query("/notes?tenant=caf%C3%A9+1").await,
+        (
+            StatusCode::OK,
+            r#"[("tenant", "café 1")] café 1"#.to_string()
+        )
+    );
+    for uri in ["/notes?tenant=%ff", "/notes?tenant=%fe", "/notes?a=1&%ff=x"] {
+        let (status, body) = read_query(uri).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{uri}: {body}");
+        let problem: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(problem["type"], "urn:idemgen:problem:invalid-parameters");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .contains("is not UTF-8 text once percent-decoded"),
+            "{uri}: {body}"
+        );
+    }
+    // A literal U+FFFD, sent percent-encoded, is text like any other.
+    assert_eq!(
+        read_query("/notes?tenant=%EF%BF%BD").await,
+        (
+            StatusCode::OK,
+            "[(\"tenant\", \"\u{fffd}\")] \u{fffd}".to_string()
+        )
+    );
+}
