@@ -77,6 +77,9 @@ problem_kinds! {
     SchemaMismatch = "schema-mismatch", "request does not match its schema";
     /// A path, query or header parameter that does not fit its schema.
     InvalidParameters = "invalid-parameters", "invalid parameters";
+    /// A body declared as something other than UTF-8 JSON: another media
+    /// type or charset, or a content coding (415).
+    UnsupportedMediaType = "unsupported-media-type", "unsupported media type";
     /// A body over the size limit (413).
     BodyTooLarge = "body-too-large", "request body too large";
     /// A body that did not arrive in time (408).

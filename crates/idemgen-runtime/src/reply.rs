@@ -146,15 +146,20 @@ impl Request {
 
     /// The JSON body as `T`; on failure a `400` problem to return as is.
     pub fn json<T: DeserializeOwned>(&self) -> Result<T, Reply> {
+        if let Some(why) = not_plain_json(&self.headers) {
+            return Err(unsupported_media_type(&why));
+        }
         serde_json::from_slice(&self.body).map_err(|error| {
             Reply::refusal(ProblemKind::InvalidBody, StatusCode::BAD_REQUEST, &error.to_string())
         })
     }
 
     /// The JSON body as `T`, for typed input checked before the key is
-    /// claimed: a body that is not JSON is `400`, JSON that does not fit
-    /// `T` (a missing field, a wrong type) is `422`, both as
-    /// `application/problem+json` saying where. A whole number written
+    /// claimed: a body declared as something other than UTF-8 JSON (its
+    /// `Content-Type`, charset or `Content-Encoding`) is `415`, a body
+    /// that is not JSON is `400`, JSON that does not fit `T` (a missing
+    /// field, a wrong type) is `422`, all as `application/problem+json`
+    /// saying where. A whole number written
     /// with a fraction (`1999.0`) fits an integer field, as it fits JSON
     /// Schema's `integer`.
     ///
@@ -183,6 +188,9 @@ impl Request {
     /// that declares no `422`) for JSON that does not fit `T`.
     pub fn body_as_or<T: DeserializeOwned>(&self, mismatch: u16) -> Result<T, Reply> {
         let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+        if let Some(why) = not_plain_json(&self.headers) {
+            return Err(unsupported_media_type(&why));
+        }
         let mut value: serde_json::Value = serde_json::from_slice(&self.body).map_err(|error| {
             Reply::refusal(ProblemKind::InvalidBody, 
                 StatusCode::BAD_REQUEST,
@@ -425,6 +433,58 @@ fn invalid_path(error: &FailedToDeserializePathParams) -> Reply {
         ProblemKind::InvalidParameters,
         StatusCode::BAD_REQUEST,
         &detail,
+    )
+}
+
+/// Why a body with these headers is not plain UTF-8 JSON as sent: a
+/// `Content-Type` that is not JSON (`application/json`, `…+json`) or names
+/// another charset, or a content coding. No `Content-Type` at all is read
+/// as JSON (RFC 9110 lets the recipient look at the data).
+fn not_plain_json(headers: &HeaderMap) -> Option<String> {
+    for coding in headers.get_all(header::CONTENT_ENCODING) {
+        let coding = String::from_utf8_lossy(coding.as_bytes());
+        if coding
+            .split(',')
+            .any(|coding| !coding.trim().eq_ignore_ascii_case("identity"))
+        {
+            return Some(format!(
+                "the body is sent with `Content-Encoding: {coding}`, which is not decoded here"
+            ));
+        }
+    }
+    let mut types = headers.get_all(header::CONTENT_TYPE).iter();
+    let content_type = match (types.next(), types.next()) {
+        (None, _) => return None,
+        (Some(value), None) => String::from_utf8_lossy(value.as_bytes()).into_owned(),
+        (Some(_), Some(_)) => return Some("`Content-Type` is sent more than once".to_string()),
+    };
+    let mut parts = content_type.split(';');
+    let media_type = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = media_type == "application/json"
+        || (media_type.ends_with("+json") && media_type.contains('/'));
+    if !json {
+        return Some(format!("the body is declared `{content_type}`, not JSON"));
+    }
+    for parameter in parts {
+        let (name, value) = parameter.split_once('=').unwrap_or((parameter, ""));
+        if name.trim().eq_ignore_ascii_case("charset")
+            && !["utf-8", "utf8"]
+                .iter()
+                .any(|utf8| value.trim().trim_matches('"').eq_ignore_ascii_case(utf8))
+        {
+            return Some(format!(
+                "the body is declared `{content_type}`, and JSON is read as UTF-8 only"
+            ));
+        }
+    }
+    None
+}
+
+fn unsupported_media_type(why: &str) -> Reply {
+    Reply::refusal(
+        ProblemKind::UnsupportedMediaType,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        &format!("{why}; send the body as UTF-8 JSON (`application/json`)"),
     )
 }
 

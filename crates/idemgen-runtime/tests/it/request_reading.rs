@@ -104,3 +104,64 @@ async fn a_query_value_that_is_not_utf8_is_refused_not_merged_with_another() {
         )
     );
 }
+
+/// A body whose headers say it is not JSON as sent (another media type, a
+/// charset other than UTF-8, a content coding) was read as UTF-8 JSON all
+/// the same: `charset=utf-16` or `Content-Encoding: gzip` over plain JSON
+/// bytes went through as if neither were said. Such a body is refused
+/// with 415 before anything is claimed; JSON under any `…+json` type, or
+/// with no `Content-Type` at all, is read.
+#[test]
+fn a_body_declared_as_something_other_than_json_is_415() {
+    #[derive(serde::Deserialize)]
+    struct Pay {
+        #[allow(dead_code)]
+        amount: u32,
+    }
+    let request = |headers: &[(&str, &str)]| {
+        let mut request = idemgen_runtime::Request::new(axum::http::Method::POST, "/pay");
+        request.body = r#"{"amount": 5}"#.into();
+        for (name, value) in headers {
+            request.headers.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        request
+    };
+    for headers in [
+        &[][..],
+        &[("content-type", "application/json")],
+        &[("content-type", "Application/JSON; charset=\"UTF-8\"")],
+        &[("content-type", "application/merge-patch+json")],
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "identity"),
+        ],
+    ] {
+        assert!(request(headers).body_as::<Pay>().is_ok(), "{headers:?}");
+    }
+    for headers in [
+        &[("content-type", "text/plain")][..],
+        &[("content-type", "application/x-www-form-urlencoded")],
+        &[("content-type", "application/json; charset=utf-16")],
+        &[("content-type", "application/jsonx")],
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", "gzip"),
+        ],
+    ] {
+        let refused = request(headers).body_as_or::<Pay>(400).err().unwrap();
+        assert_eq!(
+            refused.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{headers:?}"
+        );
+        assert_eq!(refused.content_type, "application/problem+json");
+        let problem: Value = serde_json::from_slice(&refused.body).unwrap();
+        assert_eq!(
+            problem["type"], "urn:idemgen:problem:unsupported-media-type",
+            "{headers:?}"
+        );
+    }
+}
