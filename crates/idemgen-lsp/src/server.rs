@@ -608,9 +608,16 @@ fn send_error(
 
 #[cfg(test)]
 mod tests {
+    use std::io::{self, Read, Write};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Duration;
+
     use serde_json::{Value, json};
 
+    use super::serve_over;
     use crate::fuzzing::session;
+    use crate::transport::Transport;
 
     fn frame(message: &Value) -> Vec<u8> {
         let body = message.to_string();
@@ -663,6 +670,117 @@ mod tests {
         assert_eq!(
             replies[20_001],
             json!({"jsonrpc": "2.0", "id": 3, "result": null})
+        );
+    }
+
+    /// A client that sends `initialize`, `requests` requests, `shutdown`
+    /// and `exit`, frame by frame as the server reads them.
+    struct Sender {
+        requests: usize,
+        next: usize,
+        pending: io::Cursor<Vec<u8>>,
+        /// Frames the server has taken so far.
+        taken: Arc<AtomicUsize>,
+    }
+
+    impl Read for Sender {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            if self.pending.position() as usize == self.pending.get_ref().len() {
+                let message = match self.next {
+                    0 => {
+                        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}})
+                    }
+                    n if n <= self.requests => {
+                        json!({"jsonrpc": "2.0", "id": n, "method": "idemgen/unknown"})
+                    }
+                    n if n == self.requests + 1 => {
+                        json!({"jsonrpc": "2.0", "id": n, "method": "shutdown"})
+                    }
+                    n if n == self.requests + 2 => json!({"jsonrpc": "2.0", "method": "exit"}),
+                    _ => return Ok(0),
+                };
+                self.next += 1;
+                self.taken.store(self.next, Ordering::SeqCst);
+                self.pending = io::Cursor::new(frame(&message));
+            }
+            self.pending.read(buffer)
+        }
+    }
+
+    /// A client's end of the server's output that is not read until opened.
+    #[derive(Clone, Default)]
+    struct Unread {
+        open: Arc<(Mutex<bool>, Condvar)>,
+        written: Arc<Mutex<Vec<u8>>>,
+    }
+
+    impl Unread {
+        fn start_reading(&self) {
+            *self.open.0.lock().unwrap() = true;
+            self.open.1.notify_all();
+        }
+    }
+
+    impl Write for Unread {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            let (open, opened) = &*self.open;
+            drop(
+                opened
+                    .wait_while(open.lock().unwrap(), |open| !*open)
+                    .unwrap(),
+            );
+            self.written.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A client that writes requests and does not read the answers must
+    /// not make the server queue them without bound: it stops reading (as
+    /// a full pipe would), and goes on when the client reads.
+    #[test]
+    fn a_client_that_does_not_read_stops_the_server_reading_until_it_does() {
+        const REQUESTS: usize = 100_000;
+        let taken = Arc::new(AtomicUsize::new(0));
+        let input = Sender {
+            requests: REQUESTS,
+            next: 0,
+            pending: io::Cursor::new(Vec::new()),
+            taken: Arc::clone(&taken),
+        };
+        let output = Unread::default();
+        let server = {
+            let output = output.clone();
+            std::thread::spawn(move || {
+                serve_over(Transport::over(io::BufReader::new(input), output))
+            })
+        };
+        // Until the server stops taking requests (or has taken them all).
+        let mut seen = 0;
+        loop {
+            std::thread::sleep(Duration::from_millis(200));
+            let now = taken.load(Ordering::SeqCst);
+            if now == seen || now > REQUESTS {
+                break;
+            }
+            seen = now;
+        }
+        let taken_unread = taken.load(Ordering::SeqCst);
+        output.start_reading();
+        assert!(server.join().unwrap(), "shutdown came before exit");
+        assert!(
+            taken_unread < REQUESTS / 10,
+            "the server took {taken_unread} of {REQUESTS} requests while nothing was read"
+        );
+        let replies = replies(&output.written.lock().unwrap());
+        assert_eq!(replies.len(), REQUESTS + 2);
+        assert!(
+            replies[1..=REQUESTS]
+                .iter()
+                .all(|reply| reply["error"]["code"] == -32601)
         );
     }
 }

@@ -9,7 +9,7 @@
 use std::io::{self, BufRead, Write};
 use std::thread;
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
+use crossbeam_channel::{Receiver, Sender, bounded};
 use lsp_server::{ErrorCode, Message};
 use serde_json::{Value, json};
 
@@ -18,6 +18,13 @@ const MAX_BODY_BYTES: usize = 96 * 1024 * 1024;
 
 /// The longest header line kept (`Content-Length: …` takes 30 bytes).
 const MAX_HEADER_LINE_BYTES: usize = 8 * 1024;
+
+/// Messages queued each way between the threads. When a client stops
+/// reading, the writer blocks on the full pipe, then whoever answers
+/// blocks here, and then the reader stops reading: the client's own
+/// writes block, as they would with any server, instead of the answers
+/// piling up in memory. Enough for a burst of edits to coalesce.
+const QUEUED_MESSAGES: usize = 64;
 
 /// What the reader hands the server loop.
 #[derive(Debug)]
@@ -49,8 +56,7 @@ pub struct Transport {
 }
 
 impl Transport {
-    /// Starts the reader and writer threads on stdin and stdout. The
-    /// reader's channel is unbounded so queued edits can be coalesced.
+    /// Starts the reader and writer threads on stdin and stdout.
     pub fn stdio() -> Transport {
         Transport::over(io::BufReader::new(io::stdin()), io::stdout())
     }
@@ -61,7 +67,7 @@ impl Transport {
         mut input: impl BufRead + Send + 'static,
         mut output: impl Write + Send + 'static,
     ) -> Transport {
-        let (outgoing, to_write) = unbounded::<Outgoing>();
+        let (outgoing, to_write) = bounded::<Outgoing>(QUEUED_MESSAGES);
         let writer = thread::Builder::new()
             .name("lsp-writer".into())
             .spawn(move || {
@@ -76,7 +82,7 @@ impl Transport {
                 }
             })
             .expect("spawning the writer thread");
-        let (to_server, incoming) = unbounded::<Incoming>();
+        let (to_server, incoming) = bounded::<Incoming>(QUEUED_MESSAGES);
         let replies = outgoing.clone();
         thread::Builder::new()
             .name("lsp-reader".into())
@@ -90,7 +96,10 @@ impl Transport {
     }
 
     /// Flushes what is queued for the client and waits for the writer.
+    /// The reader, if it still runs, holds a sender of answers: with the
+    /// server's queue gone its next message ends it.
     pub fn finish(self) {
+        drop(self.incoming);
         drop(self.outgoing);
         let _ = self.writer.join();
     }
@@ -292,6 +301,7 @@ fn write_frame(out: &mut impl Write, body: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crossbeam_channel::unbounded;
 
     fn frames(text: &str) -> (Vec<Incoming>, Vec<Outgoing>) {
         let (to_server, incoming) = unbounded();
