@@ -109,14 +109,17 @@ impl Transport {
 fn read_loop(input: &mut impl BufRead, to_server: &Sender<Incoming>, replies: &Sender<Outgoing>) {
     loop {
         let incoming = match read_frame(input) {
-            Ok(None) => return,
-            Ok(Some(body)) => decode(&body, replies),
-            Err(error) if error.kind() == io::ErrorKind::InvalidData => {
-                let why = error.to_string();
+            Ok(None) | Err(_) => return,
+            Ok(Some(Frame::Body(body))) => decode(&body, replies),
+            Ok(Some(Frame::Bad { why, body })) => {
+                // Answered before the body is skipped: the client may be
+                // waiting for the answer, not sending that body.
                 let _ = replies.send(error_without_id(ErrorCode::ParseError, &why));
-                Incoming::Malformed(why)
+                if to_server.send(Incoming::Malformed(why)).is_err() || skip(input, body).is_err() {
+                    return;
+                }
+                continue;
             }
-            Err(_) => return,
         };
         let is_exit =
             matches!(&incoming, Incoming::Message(Message::Notification(n)) if n.method == "exit");
@@ -126,9 +129,19 @@ fn read_loop(input: &mut impl BufRead, to_server: &Sender<Incoming>, replies: &S
     }
 }
 
-/// One frame's body, `None` at end of input. A bad header is
-/// `InvalidData`, after which the frame's body (if any) is skipped.
-fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
+/// What one frame's header says.
+enum Frame {
+    Body(Vec<u8>),
+    /// A header that is bad, and the length of the body that follows it
+    /// (to be skipped; 0 when it gave none).
+    Bad {
+        why: String,
+        body: usize,
+    },
+}
+
+/// One frame, `None` at end of input.
+fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Frame>> {
     let mut length: Option<usize> = None;
     let mut bad_header = None;
     let mut line = Vec::new();
@@ -184,27 +197,20 @@ fn read_frame(input: &mut impl BufRead) -> io::Result<Option<Vec<u8>>> {
             None => bad_header = Some(format!("malformed header line `{header}`")),
         }
     }
-    let length = match (length, bad_header) {
-        (Some(length), None) if length <= MAX_BODY_BYTES => length,
-        (Some(length), None) => {
-            skip(input, length)?;
-            return Err(invalid(format!(
-                "a {length}-byte message is larger than the {MAX_BODY_BYTES}-byte limit"
-            )));
+    let (why, body) = match (length, bad_header) {
+        (Some(length), None) if length <= MAX_BODY_BYTES => {
+            let mut body = vec![0; length];
+            input.read_exact(&mut body)?;
+            return Ok(Some(Frame::Body(body)));
         }
-        (Some(length), Some(why)) => {
-            skip(input, length)?;
-            return Err(invalid(why));
-        }
-        (None, why) => {
-            return Err(invalid(
-                why.unwrap_or_else(|| "no Content-Length header".into()),
-            ));
-        }
+        (Some(length), None) => (
+            format!("a {length}-byte message is larger than the {MAX_BODY_BYTES}-byte limit"),
+            length,
+        ),
+        (Some(length), Some(why)) => (why, length),
+        (None, why) => (why.unwrap_or_else(|| "no Content-Length header".into()), 0),
     };
-    let mut body = vec![0; length];
-    input.read_exact(&mut body)?;
-    Ok(Some(body))
+    Ok(Some(Frame::Bad { why, body }))
 }
 
 /// Reads one header line into `line`, at most [`MAX_HEADER_LINE_BYTES`] of
@@ -236,10 +242,6 @@ fn read_header_line(input: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<
 
 fn skip(input: &mut impl BufRead, bytes: usize) -> io::Result<()> {
     io::copy(&mut io::Read::take(input, bytes as u64), &mut io::sink()).map(drop)
-}
-
-fn invalid(why: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, why)
 }
 
 /// A body as a message; anything else is answered here.
@@ -435,5 +437,48 @@ mod tests {
             matches!(&incoming[1], Incoming::Message(Message::Notification(n)) if n.method == "exit")
         );
         assert_eq!(outgoing.len(), 1);
+    }
+
+    /// A client that sends `header` and then neither more nor hangs up.
+    struct Stalls {
+        header: io::Cursor<Vec<u8>>,
+        until: Receiver<()>,
+    }
+
+    impl io::Read for Stalls {
+        fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+            let read = self.header.read(buffer)?;
+            if read == 0 {
+                let _ = self.until.recv(); // blocks until the test lets go
+            }
+            Ok(read)
+        }
+    }
+
+    /// The answer to a frame whose header is bad goes out when the header
+    /// has been read, not once its body has: a client that waits for it
+    /// (a billion-gigabyte length, a body never sent) is told at once.
+    #[test]
+    fn a_bad_frame_is_answered_before_its_body_is_skipped() {
+        for header in [
+            "Content-Length: 1000000000000000\r\n\r\n{}",
+            "Content-Length: 500\r\nbogus\r\n\r\n{}",
+        ] {
+            let (release, until) = unbounded::<()>();
+            let mut input = io::BufReader::new(Stalls {
+                header: io::Cursor::new(header.as_bytes().to_vec()),
+                until,
+            });
+            let (to_server, _incoming) = unbounded();
+            let (replies, outgoing) = unbounded();
+            let reader = thread::spawn(move || read_loop(&mut input, &to_server, &replies));
+            let reply = outgoing.recv_timeout(std::time::Duration::from_secs(10));
+            drop(release);
+            reader.join().unwrap();
+            let Ok(Outgoing::Raw(reply)) = reply else {
+                panic!("{header:?}: no answer while the body is awaited: {reply:?}")
+            };
+            assert_eq!(reply["error"]["code"], -32700, "{reply}");
+        }
     }
 }
