@@ -77,8 +77,9 @@ impl Request {
         if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
             return Err(too_large());
         }
-        // The only error left for a bounded read is a body over the limit
-        // (or a client that went away, who will not see the answer anyway).
+        // A bounded read fails for a body over the limit (413), or for one
+        // hyper cannot parse (a chunk size past u64, a chunk extension too
+        // long) or a client that went away (400; it will not see it).
         // A client that sends its body slowly would hold the connection
         // and up to a megabyte of memory for as long as it likes: it gets
         // [`BODY_READ_TIMEOUT`].
@@ -88,7 +89,7 @@ impl Request {
         )
         .await
         {
-            Ok(read) => read.map_err(|_| too_large())?,
+            Ok(read) => read.map_err(|error| unreadable_body(&error))?,
             Err(_) => {
                 return Err(Reply::refusal(ProblemKind::BodyTooSlow, 
                     StatusCode::REQUEST_TIMEOUT,
@@ -521,6 +522,24 @@ fn not_utf8_query_pair(query: &str) -> Option<String> {
                 .map(|(name, _)| name.into_owned())
                 .unwrap_or_default()
         })
+}
+
+/// The answer to a body `error` stopped reading: 413 over the limit,
+/// else 400 saying what hyper found.
+fn unreadable_body(error: &axum::Error) -> Response {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if current.is::<http_body_util::LengthLimitError>() {
+            return too_large();
+        }
+        cause = current.source();
+    }
+    Reply::refusal(
+        ProblemKind::InvalidBody,
+        StatusCode::BAD_REQUEST,
+        &format!("the body could not be read: {error}; nothing was processed or recorded"),
+    )
+    .into_response()
 }
 
 fn too_large() -> Response {

@@ -75,3 +75,45 @@ async fn trickled_headers_and_bodies_are_cut_off() {
     assert!(waited < BODY_READ_TIMEOUT + slack, "{waited:?}");
     server.abort();
 }
+
+/// A chunked body hyper cannot parse (a chunk size past `u64`, a chunk
+/// extension too long) was answered 413 "body too large", as if it were
+/// over the limit. It is malformed: 400, and a body that is over the limit
+/// is still 413.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_chunked_body_is_400_not_413() {
+    let router = Router::new().route("/pay", post(echo));
+    let (address, _server) = support::serve_on_a_free_port(router, HEADER_TIMEOUT);
+    let head = "POST /pay HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+                Transfer-Encoding: chunked\r\n\r\n";
+    let malformed = [
+        format!("{head}ffffffffffffffffffff\r\nab\r\n0\r\n\r\n"),
+        format!("{head}2;{}\r\nab\r\n0\r\n\r\n", "x".repeat(100_000)),
+    ];
+    let over_limit = format!(
+        "{head}{:x}\r\n{}\r\n0\r\n\r\n",
+        idemgen_runtime::MAX_BODY_BYTES + 1,
+        "a".repeat(idemgen_runtime::MAX_BODY_BYTES + 1)
+    );
+    let answers = tokio::task::spawn_blocking(move || {
+        malformed
+            .iter()
+            .chain([&over_limit])
+            .map(|request| {
+                let mut stream = support::connect(&address);
+                let _ = stream.write_all(request.as_bytes());
+                until_closed(stream).0
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for answer in &answers[..2] {
+        assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+        assert!(
+            answer.contains("urn:idemgen:problem:invalid-body"),
+            "{answer}"
+        );
+    }
+    assert!(answers[2].starts_with("HTTP/1.1 413 "), "{}", answers[2]);
+}
