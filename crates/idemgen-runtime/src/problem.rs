@@ -80,6 +80,9 @@ problem_kinds! {
     /// A body declared as something other than UTF-8 JSON: another media
     /// type or charset, or a content coding (415).
     UnsupportedMediaType = "unsupported-media-type", "unsupported media type";
+    /// A transfer coding other than `chunked`, which is all hyper undoes
+    /// (501).
+    UnsupportedTransferCoding = "unsupported-transfer-coding", "transfer coding not implemented";
     /// A body over the size limit (413).
     BodyTooLarge = "body-too-large", "request body too large";
     /// A body that did not arrive in time (408).

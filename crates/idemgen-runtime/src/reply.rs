@@ -69,6 +69,19 @@ impl Request {
     /// beyond), path parameters (when routed by axum), query and headers.
     pub async fn read(request: axum::extract::Request) -> Result<Request, Response> {
         let (mut parts, body) = request.into_parts();
+        // hyper undoes `chunked` only: a body under any other transfer
+        // coding would be read as if it had none.
+        if let Some(coding) = unsupported_transfer_coding(&parts.headers) {
+            return Err(Reply::refusal(
+                ProblemKind::UnsupportedTransferCoding,
+                StatusCode::NOT_IMPLEMENTED,
+                &format!(
+                    "the transfer coding `{coding}` is not implemented here; send the body \
+                     chunked or with a Content-Length"
+                ),
+            )
+            .into_response());
+        }
         let declared = parts
             .headers
             .get(header::CONTENT_LENGTH)
@@ -435,6 +448,21 @@ fn invalid_path(error: &FailedToDeserializePathParams) -> Reply {
         StatusCode::BAD_REQUEST,
         &detail,
     )
+}
+
+/// The first transfer coding of the request that is not `chunked`.
+fn unsupported_transfer_coding(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|value| {
+            String::from_utf8_lossy(value.as_bytes())
+                .split(',')
+                .map(|coding| coding.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        // An empty list element is no coding (RFC 9110, section 5.6.1).
+        .find(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("chunked"))
 }
 
 /// Why a body with these headers is not plain UTF-8 JSON as sent: a

@@ -117,3 +117,48 @@ async fn a_malformed_chunked_body_is_400_not_413() {
     }
     assert!(answers[2].starts_with("HTTP/1.1 413 "), "{}", answers[2]);
 }
+
+/// `Transfer-Encoding: gzip, chunked` was read as plain chunked: hyper
+/// undoes `chunked` only, and the body, gzip or not, went on as if no
+/// other coding were named. A transfer coding the server does not
+/// implement is 501 (RFC 9112, section 6.1), before anything is read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_coding_other_than_chunked_is_501() {
+    let router = Router::new().route("/pay", post(echo));
+    let (address, _server) = support::serve_on_a_free_port(router, HEADER_TIMEOUT);
+    let request = |codings: &str| {
+        format!(
+            "POST /pay HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Transfer-Encoding: {codings}\r\n\r\n2\r\n{{}}\r\n0\r\n\r\n"
+        )
+    };
+    let requests = [
+        request("gzip, chunked"),
+        request("x-custom, chunked"),
+        request("chunked"),
+        request("Chunked"),
+    ];
+    let answers = tokio::task::spawn_blocking(move || {
+        requests
+            .iter()
+            .map(|request| {
+                let mut stream = support::connect(&address);
+                let _ = stream.write_all(request.as_bytes());
+                until_closed(stream).0
+            })
+            .collect::<Vec<_>>()
+    })
+    .await
+    .unwrap();
+    for answer in &answers[..2] {
+        assert!(answer.starts_with("HTTP/1.1 501 "), "{answer}");
+        assert!(
+            answer.contains("urn:idemgen:problem:unsupported-transfer-coding"),
+            "{answer}"
+        );
+    }
+    for answer in &answers[2..] {
+        assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+        assert!(answer.ends_with("{}"), "{answer}");
+    }
+}
