@@ -2,13 +2,15 @@
 //!
 //! One worker thread lints; the server loop keeps answering while it does.
 //! Jobs queued while the worker is busy coalesce: of several for one
-//! document only the newest is linted. Results carry the document version
-//! they were computed for, and the server drops any that a newer edit has
+//! document only the newest waits, and the waiting jobs all read the
+//! newest snapshot of the open documents, so edits during a long lint
+//! cost no memory per edit. Results carry the document version they were
+//! computed for, and the server drops any that a newer edit has
 //! overtaken, so stale diagnostics are never published over fresh ones.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
 
@@ -31,35 +33,94 @@ pub struct Outcome {
 }
 
 pub struct Linter {
-    jobs: Sender<Job>,
+    queue: Arc<Queue>,
     pub results: Receiver<Outcome>,
 }
 
 impl Linter {
     pub fn start() -> Linter {
-        let (jobs, queue) = unbounded::<Job>();
+        let queue = Arc::new(Queue::default());
         let (done, results) = unbounded::<Outcome>();
+        let worker_queue = Arc::clone(&queue);
         std::thread::Builder::new()
             .name("lsp-linter".into())
-            .spawn(move || work(&queue, &done))
+            .spawn(move || work(&worker_queue, &done))
             .expect("spawning the linter thread");
-        Linter { jobs, results }
+        Linter { queue, results }
     }
 
     pub fn submit(&self, job: Job) {
-        let _ = self.jobs.send(job);
+        self.queue.push(job);
     }
 }
 
-fn work(queue: &Receiver<Job>, done: &Sender<Outcome>) {
-    while let Ok(first) = queue.recv() {
-        // Everything queued meanwhile: keep only the newest job per document.
-        let mut newest: Vec<Job> = vec![first];
-        while let Ok(job) = queue.try_recv() {
-            newest.retain(|queued| queued.uri != job.uri);
-            newest.push(job);
+impl Drop for Linter {
+    fn drop(&mut self) {
+        self.queue.close();
+    }
+}
+
+/// The jobs waiting for the worker.
+#[derive(Default)]
+struct Queue {
+    waiting: Mutex<Waiting>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct Waiting {
+    jobs: Vec<Job>,
+    closed: bool,
+}
+
+impl Queue {
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues `job` in place of any waiting one of its document. The
+    /// others read `job`'s snapshot from now on: it is newer, and holds
+    /// their own document's text at the version they carry unless that
+    /// changed too (then their job is replaced as well, or its result is
+    /// dropped as stale).
+    fn push(&self, job: Job) {
+        let mut waiting = self.lock();
+        waiting.jobs.retain(|queued| queued.uri != job.uri);
+        for queued in &mut waiting.jobs {
+            queued.overlay = Arc::clone(&job.overlay);
         }
-        for job in newest {
+        waiting.jobs.push(job);
+        self.ready.notify_one();
+    }
+
+    /// Every waiting job, oldest first; `None` once closed.
+    fn take(&self) -> Option<Vec<Job>> {
+        let mut waiting = self.lock();
+        loop {
+            if !waiting.jobs.is_empty() {
+                return Some(std::mem::take(&mut waiting.jobs));
+            }
+            if waiting.closed {
+                return None;
+            }
+            waiting = self
+                .ready
+                .wait(waiting)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    fn close(&self) {
+        self.lock().closed = true;
+        self.ready.notify_all();
+    }
+}
+
+fn work(queue: &Queue, done: &Sender<Outcome>) {
+    while let Some(jobs) = queue.take() {
+        for job in jobs {
             // A bug in a rule must not take the server down with it.
             let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 check(&job.uri, &job.path, &job.overlay, &job.options)
@@ -93,14 +154,14 @@ mod tests {
 
     #[test]
     fn of_the_jobs_queued_meanwhile_only_the_newest_per_document_is_linted() {
-        let (jobs, queue) = unbounded();
+        let queue = Queue::default();
         let (done, results) = unbounded();
         for version in 1..=5 {
-            jobs.send(job("a", version)).unwrap();
+            queue.push(job("a", version));
         }
-        jobs.send(job("b", 1)).unwrap();
-        jobs.send(job("a", 6)).unwrap();
-        drop(jobs);
+        queue.push(job("b", 1));
+        queue.push(job("a", 6));
+        queue.close();
         work(&queue, &done);
         drop(done);
         let linted: Vec<(String, i32)> = results
@@ -114,5 +175,55 @@ mod tests {
                 ("file:///nonexistent/a.yaml".to_string(), 6)
             ]
         );
+    }
+
+    /// Each job carries a snapshot of every open document's text. Edits
+    /// that arrive during one long lint must not keep a snapshot each: of
+    /// the jobs waiting, all but the newest snapshot are let go.
+    #[test]
+    fn jobs_waiting_for_a_long_lint_hold_one_snapshot_of_the_texts() {
+        let linter = Linter::start();
+        let paths: String = (0..3_000)
+            .map(|at| {
+                format!("  /p{at}:\n    post:\n      responses: {{'200': {{description: ok}}}}\n")
+            })
+            .collect();
+        let slow = Job {
+            overlay: Arc::new(HashMap::from([(
+                PathBuf::from("/nonexistent/slow.yaml"),
+                format!("openapi: 3.1.0\ninfo: {{title: t, version: '1'}}\npaths:\n{paths}"),
+            )])),
+            ..job("slow", 1)
+        };
+        linter.submit(slow);
+        let mut snapshots = Vec::new();
+        for version in 1..=50 {
+            let overlay = Arc::new(HashMap::from([(
+                PathBuf::from("/nonexistent/a.yaml"),
+                "x: 1\n".repeat(1_000),
+            )]));
+            snapshots.push(Arc::downgrade(&overlay));
+            let name = if version % 2 == 0 { "a" } else { "b" };
+            linter.submit(Job {
+                overlay,
+                ..job(name, version)
+            });
+        }
+        let held = snapshots
+            .iter()
+            .filter(|snapshot| snapshot.strong_count() > 0)
+            .count();
+        assert!(held <= 2, "{held} snapshots held by waiting jobs");
+        // And the newest job of each document is still linted.
+        let mut latest = HashMap::new();
+        while latest.get("file:///nonexistent/a.yaml") != Some(&50)
+            || latest.get("file:///nonexistent/b.yaml") != Some(&49)
+        {
+            let outcome = linter
+                .results
+                .recv_timeout(std::time::Duration::from_secs(60))
+                .expect("the newest jobs are linted");
+            latest.insert(outcome.uri, outcome.version);
+        }
     }
 }
