@@ -24,8 +24,15 @@ use serde_json::Value as Json;
 use serde_json_path::JsonPath;
 
 use crate::node::{Node, Value};
+use crate::parse::{MAX_DEPTH, MAX_NODES};
 use crate::source::SourceFile;
 use crate::{LoadError, located_error};
+
+/// Most steps a query with `..` may take, counted as the sum over every
+/// node of its depth (what `$..*` visits) times the deepest depth for each
+/// `..` after the first: each one visits every node below every node the
+/// one before it reached, and the query engine holds all they reach.
+const MAX_QUERY_STEPS: usize = 50_000_000;
 
 /// An overlay action that did nothing, with where it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +84,22 @@ pub(crate) fn apply(
     let actions = read_actions(overlay, source)?;
     let mut warnings = Vec::new();
     let mut mirror = root.to_json();
+    let mut shape = Shape::of(&mirror);
     for action in &actions {
+        let too_far = |node: &Node, query: &str, steps: usize| {
+            error_at(
+                source,
+                node,
+                format!(
+                    "action {}: `{query}` would take about {steps} steps over this document (each `..` visits every node below the nodes the query reached before it), more than the {MAX_QUERY_STEPS} allowed",
+                    action.number
+                ),
+                "name the path down to the nodes, with one `..` at most, e.g. `$.paths..parameters`",
+            )
+        };
+        if let Some(steps) = shape.query_steps(&mirror, action.target_text) {
+            return Err(too_far(action.target_node, action.target_text, steps));
+        }
         let paths = select(&action.target, &mirror);
         if paths.is_empty() {
             warnings.push(OverlayWarning {
@@ -116,6 +138,10 @@ pub(crate) fn apply(
             }
             Change::Update(value) => (*value).clone(),
             Change::Copy(from, copy_node) => {
+                let from_text = copy_node.as_str().unwrap_or_default();
+                if let Some(steps) = shape.query_steps(&mirror, from_text) {
+                    return Err(too_far(copy_node, from_text, steps));
+                }
                 let sources = select(from, &mirror);
                 let [path] = sources.as_slice() else {
                     return Err(error_at(
@@ -135,6 +161,29 @@ pub(crate) fn apply(
                     .unwrap_or_else(|| (*copy_node).clone())
             }
         };
+        // Bounded before anything is written: an action applied to many
+        // nodes, or a copy of a list into itself repeated, grows the
+        // document without end.
+        let added = Shape::of(&value.to_json());
+        for path in &paths {
+            shape.values = shape.values.saturating_add(added.values);
+            shape.depth = shape.depth.max(path.len() + added.depth);
+        }
+        if shape.values > MAX_NODES || shape.depth > MAX_DEPTH {
+            let place = match &action.change {
+                Change::Copy(_, node) => *node,
+                _ => action.target_node,
+            };
+            return Err(error_at(
+                source,
+                place,
+                format!(
+                    "action {}: the document would hold more than {MAX_NODES} values or nest deeper than {MAX_DEPTH} levels",
+                    action.number
+                ),
+                "apply the change to fewer nodes, and never copy a node into itself",
+            ));
+        }
         for path in &paths {
             let Some(target) = node_at_mut(root, path) else {
                 continue;
@@ -158,6 +207,81 @@ pub(crate) fn apply(
         }
     }
     Ok(warnings)
+}
+
+/// How large a JSON tree is, for the limits above. `values` and `depth`
+/// only grow as actions apply (an upper bound: a merge may replace rather
+/// than add).
+struct Shape {
+    values: usize,
+    depth: usize,
+}
+
+impl Shape {
+    fn of(json: &Json) -> Shape {
+        let mut shape = Shape {
+            values: 0,
+            depth: 0,
+        };
+        walk(json, |depth| {
+            shape.values += 1;
+            shape.depth = shape.depth.max(depth);
+        });
+        shape
+    }
+
+    /// The steps `query` would take over `mirror` when they pass the
+    /// limit; `None` when they do not (or it has no `..`).
+    fn query_steps(&self, mirror: &Json, query: &str) -> Option<usize> {
+        let descendants = descendant_segments(query);
+        if descendants == 0 {
+            return None;
+        }
+        let mut depths = 0usize;
+        walk(mirror, |depth| depths = depths.saturating_add(depth));
+        let steps =
+            (1..descendants).fold(depths, |steps, _| steps.saturating_mul(self.depth.max(1)));
+        (steps > MAX_QUERY_STEPS).then_some(steps)
+    }
+}
+
+/// Calls `visit` with the depth of every value in `json` (the root's is 0),
+/// without recursion.
+fn walk(json: &Json, mut visit: impl FnMut(usize)) {
+    let mut stack = vec![(json, 0usize)];
+    while let Some((json, depth)) = stack.pop() {
+        visit(depth);
+        match json {
+            Json::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Json::Object(members) => stack.extend(members.values().map(|value| (value, depth + 1))),
+            _ => {}
+        }
+    }
+}
+
+/// How many descendant segments (`..`) a JSONPath query holds outside its
+/// string literals, filters included.
+fn descendant_segments(query: &str) -> usize {
+    let bytes = query.as_bytes();
+    let mut count = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            quote @ (b'"' | b'\'') => {
+                at += 1;
+                while at < bytes.len() && bytes[at] != quote {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'.' if bytes.get(at + 1) == Some(&b'.') => {
+                count += 1;
+                at += 1;
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    count
 }
 
 /// Checks the document's shape and parses every action's JSONPath.
@@ -679,5 +803,62 @@ mod tests {
         assert_eq!(json, serde_json::json!({"a": 1}));
         assert_eq!((warnings[0].line, warnings[0].col), (4, 13));
         assert!(warnings[0].message.contains("selects nothing"));
+    }
+
+    #[test]
+    fn a_list_copied_into_itself_again_and_again_is_stopped_at_the_node_limit() {
+        let action = "  - target: $.x\n    copy: $.x\n";
+        let error = run(
+            "x: [1, 2, 3, 4, 5, 6, 7, 8]\n",
+            &format!("{HEAD}{}", action.repeat(60)),
+        )
+        .err()
+        .expect("the list doubled 60 times");
+        assert!(
+            error.message.contains("more than 4000000 values"),
+            "{}",
+            error.message
+        );
+        // Doubling 8 items passes 4,000,000 at the 19th copy.
+        assert!(error.message.starts_with("action 19:"), "{}", error.message);
+    }
+
+    #[test]
+    fn a_node_copied_below_itself_is_stopped_at_the_depth_limit() {
+        let action = "  - target: $.a\n    copy: $\n";
+        let error = run("a: {b: 1}\n", &format!("{HEAD}{}", action.repeat(300)))
+            .err()
+            .expect("the document nested itself 300 times");
+        assert!(
+            error.message.contains("deeper than 256 levels"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn a_query_whose_descendant_segments_multiply_past_the_limit_is_refused() {
+        let deep = format!("x: {}{{}}{}\n", "{a: ".repeat(200), "}".repeat(200));
+        let error = run(
+            &deep,
+            &format!("{HEAD}  - target: $..*..*..*..*\n    update: {{}}\n"),
+        )
+        .err()
+        .expect("the query was evaluated");
+        assert!(
+            error.message.contains("steps over this document"),
+            "{}",
+            error.message
+        );
+        // One `..` is a walk over the document, which is allowed.
+        assert!(
+            run(
+                &deep,
+                &format!("{HEAD}  - target: $..a\n    update: {{}}\n")
+            )
+            .is_ok()
+        );
+        // `..` inside a string names no descendant segment.
+        assert_eq!(descendant_segments("$['..'][?@.b == '..']..c"), 1);
     }
 }
