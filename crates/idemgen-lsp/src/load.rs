@@ -41,6 +41,21 @@ pub fn load(
         ));
     }
     let overlays = idemgen_lint::config::overlays_for(&options.overlays, &key);
+    // A pipe would block the read (and the server) until someone writes
+    // to it, maybe forever: as with `$ref`s, only regular files are read.
+    let unreadable = overlays.iter().find(|path| {
+        !overlay.contains_key(&idemgen_spec::normalize(path))
+            && std::fs::metadata(path)
+                .is_ok_and(|metadata| !metadata.is_file() && !metadata.is_dir())
+    });
+    if let Some(path) = unreadable {
+        return Loaded::Failed(LoadError::plain(
+            &path.display().to_string(),
+            "the Overlay document is not a regular file (a pipe or a device), so it is not read"
+                .into(),
+            "list a regular file under [overlays] in idemgen.toml",
+        ));
+    }
     match Workspace::load_with_overlays(&key, overlay, overlays) {
         Ok(workspace) => Loaded::Spec(Box::new(workspace)),
         Err(error) => Loaded::Failed(error),
@@ -86,6 +101,45 @@ mod tests {
             panic!("a huge spec must not load")
         };
         assert!(error.message.contains("larger than"), "{}", error.message);
+    }
+
+    /// An Overlay document idemgen.toml lists that is a pipe (or another
+    /// file that is not a regular one) would block the read forever, and
+    /// the server with it: it is reported, not read.
+    #[cfg(unix)]
+    #[test]
+    fn an_overlay_that_is_a_pipe_is_reported_not_read() {
+        let dir = std::env::temp_dir().join(format!("idemgen-lsp-fifo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("overlay.yaml");
+        let _ = std::fs::remove_file(&fifo);
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !made.is_ok_and(|status| status.success()) {
+            eprintln!("SKIPPED: no mkfifo");
+            return;
+        }
+        let spec = dir.join("api.yaml");
+        let options = idemgen_lint::LintOptions {
+            overlays: HashMap::from([(spec.clone(), vec![fifo.clone()])]),
+            ..Default::default()
+        };
+        let overlay = HashMap::from([(
+            spec.clone(),
+            "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\n".to_string(),
+        )]);
+        let (done, loaded) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let message = match load(&spec, &overlay, &options) {
+                Loaded::Failed(error) => error.message,
+                Loaded::Spec(_) => "loaded".into(),
+                Loaded::NotOpenApi => "not OpenAPI".into(),
+            };
+            let _ = done.send(message);
+        });
+        let message = loaded.recv_timeout(std::time::Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&dir);
+        let message = message.expect("the load returns instead of waiting on the pipe");
+        assert!(message.contains("not a regular file"), "{message}");
     }
 
     #[test]
