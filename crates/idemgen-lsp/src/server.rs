@@ -18,10 +18,11 @@ use lsp_types::{
     DidCloseTextDocumentParams, DidOpenTextDocumentParams, DidSaveTextDocumentParams,
     DocumentDiagnosticParams, DocumentDiagnosticReport, DocumentDiagnosticReportResult,
     FullDocumentDiagnosticReport, GotoDefinitionParams, HoverParams, HoverProviderCapability,
-    InitializeParams, InitializeResult, MessageType, OneOf, PublishDiagnosticsParams, Registration,
-    RegistrationParams, RelatedFullDocumentDiagnosticReport, SaveOptions, ServerCapabilities,
-    ServerInfo, ShowMessageParams, TextDocumentSyncCapability, TextDocumentSyncKind,
-    TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri,
+    InitializeParams, InitializeResult, LogMessageParams, MessageType, OneOf,
+    PublishDiagnosticsParams, Registration, RegistrationParams,
+    RelatedFullDocumentDiagnosticReport, SaveOptions, ServerCapabilities, ServerInfo,
+    ShowMessageParams, TextDocumentSyncCapability, TextDocumentSyncKind, TextDocumentSyncOptions,
+    TextDocumentSyncSaveOptions, Uri,
 };
 use serde_json::{Value, json};
 
@@ -386,7 +387,7 @@ impl Server {
         let Notification { method, params } = note;
         match method.as_str() {
             lsp_types::notification::DidOpenTextDocument::METHOD => {
-                if let Ok(params) = serde_json::from_value::<DidOpenTextDocumentParams>(params) {
+                if let Some(params) = self.read::<DidOpenTextDocumentParams>(&method, params) {
                     let document = params.text_document;
                     self.dirty.insert(document.uri.as_str().to_string());
                     self.documents
@@ -394,7 +395,7 @@ impl Server {
                 }
             }
             lsp_types::notification::DidChangeTextDocument::METHOD => {
-                if let Ok(params) = serde_json::from_value::<DidChangeTextDocumentParams>(params) {
+                if let Some(params) = self.read::<DidChangeTextDocumentParams>(&method, params) {
                     let uri = params.text_document.uri;
                     self.documents.change(
                         &uri,
@@ -405,7 +406,7 @@ impl Server {
                 }
             }
             lsp_types::notification::DidCloseTextDocument::METHOD => {
-                if let Ok(params) = serde_json::from_value::<DidCloseTextDocumentParams>(params) {
+                if let Some(params) = self.read::<DidCloseTextDocumentParams>(&method, params) {
                     let uri = params.text_document.uri;
                     self.documents.close(&uri);
                     self.dirty.remove(uri.as_str());
@@ -415,7 +416,7 @@ impl Server {
                 }
             }
             lsp_types::notification::DidSaveTextDocument::METHOD => {
-                if let Ok(params) = serde_json::from_value::<DidSaveTextDocumentParams>(params) {
+                if let Some(params) = self.read::<DidSaveTextDocumentParams>(&method, params) {
                     if uri_to_path(&params.text_document.uri)
                         .is_some_and(|path| WorkspaceConfig::is_config(&path))
                     {
@@ -424,7 +425,7 @@ impl Server {
                 }
             }
             lsp_types::notification::DidChangeWatchedFiles::METHOD => {
-                if let Ok(params) = serde_json::from_value::<DidChangeWatchedFilesParams>(params) {
+                if let Some(params) = self.read::<DidChangeWatchedFilesParams>(&method, params) {
                     let config_changed = params.changes.iter().any(|change| {
                         uri_to_path(&change.uri)
                             .is_some_and(|path| WorkspaceConfig::is_config(&path))
@@ -436,6 +437,27 @@ impl Server {
             }
             lsp_types::notification::Initialized::METHOD if self.watch => self.watch_config(),
             _ => {} // notifications the server does not use are ignored, as the protocol says
+        }
+    }
+
+    /// A notification's parameters; ones that do not read are reported in
+    /// the client's log, as a notification gets no error response.
+    fn read<P: serde::de::DeserializeOwned>(&self, method: &str, params: Value) -> Option<P> {
+        match serde_json::from_value(params) {
+            Ok(params) => Some(params),
+            Err(error) => {
+                send(
+                    &self.outgoing,
+                    Notification::new(
+                        lsp_types::notification::LogMessage::METHOD.into(),
+                        LogMessageParams {
+                            typ: MessageType::ERROR,
+                            message: format!("idemgen: ignored {method}: bad parameters: {error}"),
+                        },
+                    ),
+                );
+                None
+            }
         }
     }
 
@@ -671,6 +693,38 @@ mod tests {
             replies[20_001],
             json!({"jsonrpc": "2.0", "id": 3, "result": null})
         );
+    }
+
+    /// A notification gets no answer, so one the server cannot read (a
+    /// version past i32, a missing field) would be dropped unseen, and the
+    /// document left out of step with the editor: the client's log says so.
+    #[test]
+    fn a_notification_with_bad_parameters_is_reported_in_the_log() {
+        let mut input = frame(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}}),
+        );
+        for params in [
+            json!({"textDocument": {"uri": "file:///tmp/a.yaml", "languageId": "yaml", "version": 2_147_483_648_u64, "text": ""}}),
+            json!({"textDocument": {"uri": "file:///tmp/a.yaml", "version": 2}}),
+        ] {
+            let method = if params["textDocument"]["text"].is_string() {
+                "textDocument/didOpen"
+            } else {
+                "textDocument/didChange"
+            };
+            input.extend(frame(
+                &json!({"jsonrpc": "2.0", "method": method, "params": params}),
+            ));
+        }
+        input.extend(frame(&json!({"jsonrpc": "2.0", "method": "exit"})));
+        let logged: Vec<String> = replies(&session(input))
+            .iter()
+            .filter(|message| message["method"] == "window/logMessage")
+            .map(|message| message["params"]["message"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(logged.len(), 2, "{logged:?}");
+        assert!(logged[0].contains("textDocument/didOpen"), "{logged:?}");
+        assert!(logged[1].contains("textDocument/didChange"), "{logged:?}");
     }
 
     /// A client that sends `initialize`, `requests` requests, `shutdown`
