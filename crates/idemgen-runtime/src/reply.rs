@@ -69,18 +69,29 @@ impl Request {
     /// beyond), path parameters (when routed by axum), query and headers.
     pub async fn read(request: axum::extract::Request) -> Result<Request, Response> {
         let (mut parts, body) = request.into_parts();
-        // hyper undoes `chunked` only: a body under any other transfer
-        // coding would be read as if it had none.
-        if let Some(coding) = unsupported_transfer_coding(&parts.headers) {
-            return Err(Reply::refusal(
-                ProblemKind::UnsupportedTransferCoding,
-                StatusCode::NOT_IMPLEMENTED,
-                &format!(
-                    "the transfer coding `{coding}` is not implemented here; send the body \
-                     chunked or with a Content-Length"
-                ),
-            )
-            .into_response());
+        // hyper undoes `chunked` only, and once: a body under any other
+        // transfer coding, or chunked twice, would be read as if it had none.
+        match transfer_codings(&parts.headers) {
+            TransferCodings::Chunked => {}
+            TransferCodings::Unsupported(coding) => {
+                return Err(Reply::refusal(
+                    ProblemKind::UnsupportedTransferCoding,
+                    StatusCode::NOT_IMPLEMENTED,
+                    &format!(
+                        "the transfer coding `{coding}` is not implemented here; send the body \
+                         chunked or with a Content-Length"
+                    ),
+                )
+                .into_response());
+            }
+            TransferCodings::ChunkedTwice => {
+                return Err(Reply::refusal(
+                    ProblemKind::InvalidBody,
+                    StatusCode::BAD_REQUEST,
+                    "the body is declared chunked more than once; chunk it once",
+                )
+                .into_response());
+            }
         }
         let declared = parts
             .headers
@@ -450,9 +461,17 @@ fn invalid_path(error: &FailedToDeserializePathParams) -> Reply {
     )
 }
 
-/// The first transfer coding of the request that is not `chunked`.
-fn unsupported_transfer_coding(headers: &HeaderMap) -> Option<String> {
-    headers
+/// What a request's `Transfer-Encoding` asks of the reader.
+enum TransferCodings {
+    /// None, or `chunked` once: what hyper undoes.
+    Chunked,
+    /// The first coding other than `chunked`.
+    Unsupported(String),
+    ChunkedTwice,
+}
+
+fn transfer_codings(headers: &HeaderMap) -> TransferCodings {
+    let codings: Vec<String> = headers
         .get_all(header::TRANSFER_ENCODING)
         .iter()
         .flat_map(|value| {
@@ -462,7 +481,18 @@ fn unsupported_transfer_coding(headers: &HeaderMap) -> Option<String> {
                 .collect::<Vec<_>>()
         })
         // An empty list element is no coding (RFC 9110, section 5.6.1).
-        .find(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("chunked"))
+        .filter(|coding| !coding.is_empty())
+        .collect();
+    if let Some(other) = codings
+        .iter()
+        .find(|coding| !coding.eq_ignore_ascii_case("chunked"))
+    {
+        return TransferCodings::Unsupported(other.clone());
+    }
+    if codings.len() > 1 {
+        return TransferCodings::ChunkedTwice;
+    }
+    TransferCodings::Chunked
 }
 
 /// Why a body with these headers is not plain UTF-8 JSON as sent: a

@@ -162,3 +162,27 @@ async fn a_transfer_coding_other_than_chunked_is_501() {
         assert!(answer.ends_with("{}"), "{answer}");
     }
 }
+
+/// `Transfer-Encoding: chunked, chunked` was read as chunked once: the
+/// body the client framed twice went on half undone. Chunked may be
+/// applied once only (RFC 9112, section 6.1): 400, nothing read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_chunked_twice_is_400() {
+    let router = Router::new().route("/pay", post(echo));
+    let (address, _server) = support::serve_on_a_free_port(router, HEADER_TIMEOUT);
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut stream = support::connect(&address);
+        let _ = stream.write_all(
+            b"POST /pay HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+              Transfer-Encoding: chunked, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        );
+        until_closed(stream).0
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
+    assert!(
+        answer.contains("urn:idemgen:problem:invalid-body"),
+        "{answer}"
+    );
+}
