@@ -348,6 +348,42 @@ fn malformed_messages_and_unknown_methods_get_errors_and_the_server_goes_on() {
     assert_eq!(client.stop(), 0);
 }
 
+/// A spec with a NUL byte in it (pasted, or typed by accident) is still a
+/// spec: `idemgen lint` refuses it with the parser's error, and so does
+/// the editor, instead of dropping every finding without a word.
+#[test]
+fn a_spec_with_a_nul_byte_gets_the_error_lint_reports() {
+    let (mut client, root) = server();
+    let (_, text) = window_too_short();
+    let text = text.replace("# <- needs 18s", "# <- needs\u{0} 18s");
+    let path = root.path().join("nul.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .args(["lint", "--no-config", "--format", "json"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let error = &report["load_errors"][0];
+    let uri = uri(&path);
+    client.open(&uri, &text);
+    let published = client.diagnostics(&uri);
+    let diagnostic = &published["diagnostics"][0];
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        diagnostic["message"].as_str().unwrap().starts_with(message),
+        "{published} / {report}"
+    );
+    assert_eq!(
+        diagnostic["range"]["start"],
+        position(
+            error["line"].as_u64().unwrap() as u32 - 1,
+            error["column"].as_u64().unwrap() as u32 - 1
+        )
+    );
+    assert_eq!(client.stop(), 0);
+}
+
 #[test]
 fn other_files_and_half_typed_yaml_never_crash_the_server() {
     let (mut client, root) = server();

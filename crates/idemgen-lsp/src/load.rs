@@ -66,13 +66,10 @@ pub fn load(
 /// that keeps the server quiet on every other YAML and JSON file. The key
 /// can be anywhere (Stripe's is on line 40,015), so the whole text is
 /// searched, for a line that starts with it (YAML) or for the quoted key
-/// (JSON).
+/// (JSON). A NUL byte does not make a spec binary data: `idemgen lint`
+/// reports the parser's error on it, and so must the editor.
 pub fn looks_like_openapi(text: &str) -> bool {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let head = &text.as_bytes()[..text.len().min(4096)];
-    if head.contains(&0) {
-        return false; // binary
-    }
     if idemgen_spec::json_escapes::looks_like_json(text) {
         return text.contains("\"openapi\"");
     }
@@ -147,7 +144,10 @@ mod tests {
         assert!(looks_like_openapi("openapi: 3.1.0\ninfo: {}\n"));
         assert!(looks_like_openapi("{\"openapi\":\"3.0.3\"}"));
         assert!(!looks_like_openapi("name: CI\non: push\n"));
-        assert!(!looks_like_openapi("openapi:\0\u{1}"));
+        assert!(!looks_like_openapi("\0\u{1}\u{2}openapi\u{fffd}\u{7f}"));
+        assert!(looks_like_openapi(
+            "openapi: 3.1.0\ninfo: {title: \"a\0\"}\n"
+        ));
         assert!(!looks_like_openapi(""));
         // Not at the top level, or only mentioned.
         assert!(!looks_like_openapi("info:\n  openapi: 3\n"));
