@@ -2,7 +2,8 @@
 //! writes text that still loads, leaves no fixable finding behind, keeps
 //! everything the original said (the tree before is contained in the tree
 //! after) except the values a fixable finding points at (`required: false`
-//! made `true`), and a second run changes nothing.
+//! made `true`), writes no key twice in one mapping, and a second run
+//! changes nothing.
 #![no_main]
 
 use std::path::PathBuf;

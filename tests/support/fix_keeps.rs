@@ -1,16 +1,17 @@
 //! What `lint --fix --unsafe-fixes` must do to any spec, checked on one
 //! file: the fixed text loads, no fixable finding is left, nothing the
 //! author wrote is lost or changed except where a fix offered on the
-//! original text points, and a second run changes nothing. Shared by the
-//! lint crate's tests and the `fix` fuzz target, which include this file
-//! beside `tree.rs` (as `mod tree`).
+//! original text points, no key is written twice in one mapping, and a
+//! second run changes nothing. Shared by the lint crate's tests and the
+//! `fix` fuzz target, which include this file beside `tree.rs` (as
+//! `mod tree`).
 
 use std::path::Path;
 
 use idemgen_lint::fix_loop::fix_document;
 use idemgen_lint::{LintOptions, lint};
 use idemgen_spec::refs::evaluate;
-use idemgen_spec::{Workspace, parse_tree};
+use idemgen_spec::{LoadProblem, Workspace, parse_tree};
 
 use super::tree;
 
@@ -57,6 +58,18 @@ pub fn fix_keeping_the_rest(path: &Path, text: &str) -> Option<String> {
             error.message, fixed.after
         )
     });
+    let duplicates = |workspace: &Workspace| {
+        workspace
+            .problems
+            .iter()
+            .filter(|problem| matches!(problem, LoadProblem::DuplicateKey { .. }))
+            .count()
+    };
+    assert!(
+        duplicates(&workspace) <= duplicates(&original),
+        "the fixes wrote a key twice in one mapping\n{}",
+        fixed.after
+    );
     let left: Vec<String> = lint(&workspace, &options)
         .diagnostics
         .iter()

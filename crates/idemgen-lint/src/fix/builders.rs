@@ -327,8 +327,18 @@ pub(crate) fn contract_block(
             }
             Some(block) => {
                 for (name, fields) in sections {
-                    for (field, value) in fields {
-                        editor.set(block, &[name, field], value)?;
+                    let has_section = context
+                        .workspace
+                        .deref(block)
+                        .is_some_and(|block| block.get(name).is_some());
+                    if has_section {
+                        for (field, value) in fields {
+                            editor.set(block, &[name, field], value)?;
+                        }
+                    } else {
+                        // One new section with all its fields: a `set` a
+                        // field would add the section once per field.
+                        editor.set(block, &[name], Emit::map(fields))?;
                     }
                 }
             }

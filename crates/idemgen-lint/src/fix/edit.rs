@@ -122,10 +122,17 @@ impl<'a> Editor<'a> {
             return;
         }
         let display = self.source(file).display.clone();
-        let replacement = match self.source(file).line_break_at(start) {
+        let mut replacement = match self.source(file).line_break_at(start) {
             "\n" => replacement,
             line_break => replacement.replace('\n', line_break),
         };
+        // A plain scalar may end in an indicator after a blank (`$ -`),
+        // which the parser reads again as a scalar's start when a flow
+        // indicator follows it at once (`$ -,` does not load): a blank
+        // keeps the comma apart.
+        if replacement.starts_with(',') && self.text(file)[..start].ends_with(['-', '?', ':']) {
+            replacement.insert(0, ' ');
+        }
         // Two insertions at one point made by one fix are one insertion.
         self.edits.push(Edit {
             file: display,

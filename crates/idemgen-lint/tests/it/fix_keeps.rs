@@ -682,3 +682,38 @@ fn a_mapping_end_read_before_its_last_key_is_no_place_to_add() {
         include_str!("found/tagged-string-over-a-flow-mapping-end.json"),
     );
 }
+
+/// Found by the `fix` fuzz target: a `parameters` flow list whose last
+/// item is a plain scalar ending in a dash after a blank (`$     -`). The
+/// parser reads `-,` as a new scalar's start, which no scalar may have,
+/// so the comma the new key parameter is written after must not touch it.
+#[test]
+fn an_item_added_after_a_plain_scalar_ending_in_a_dash_is_kept_apart() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/plain-scalar-ending-in-a-dash-before-a-new-item.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      parameters: [$ - ]\n      responses:\n        '200': {description: ok}\n",
+    );
+}
+
+/// Found while reading a fuzz case: a document-level `x-idempotency`
+/// without `client`, and an operation that gets a contract. The two
+/// guessed client fields were each added with a `client:` of their own, so
+/// the fixed text held the key twice (which parsers read differently); the
+/// target did not see it until it checked for keys written twice.
+#[test]
+fn a_new_document_section_is_written_once_with_all_its_fields() {
+    let fixed = support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\nx-idempotency:\n  server: {max-processing: 3s}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses:\n        '201': {description: ok}\n",
+    );
+    assert_eq!(fixed.matches("client:").count(), 1, "{fixed}");
+    let fixed = support::fix_keeping_the_rest(
+        "openapi.json",
+        "{\"openapi\": \"3.1.0\", \"info\": {\"title\": \"t\", \"version\": \"1\"},\n \"x-idempotency\": {\"server\": {\"max-processing\": \"3s\"}},\n \"paths\": {\"/pay\": {\"post\": {\"operationId\": \"pay\", \"responses\": {\"201\": {\"description\": \"ok\"}}}}}}\n",
+    );
+    assert_eq!(fixed.matches("\"client\"").count(), 1, "{fixed}");
+}
