@@ -732,12 +732,23 @@ pub fn decode(mut bytes: Vec<u8>, display: &str) -> Result<String, Box<LoadError
     })
 }
 
-/// Whether the first bytes mix NULs with others, as ASCII text written in
-/// UTF-16 or UTF-32 does (RFC 4627's detection). A NUL is never part of a
-/// YAML or JSON text, so UTF-8 text does not start so.
+/// Whether the first four bytes are ASCII text written in UTF-16 or UTF-32
+/// (RFC 4627's detection: where the NULs fall tells the encoding). A NUL
+/// is never part of a YAML or JSON text, so UTF-8 text does not start so.
 fn looks_wide_without_a_byte_order_mark(bytes: &[u8]) -> bool {
-    let first = &bytes[..bytes.len().min(4)];
-    first.len() >= 2 && first.contains(&0) && first.iter().any(|&byte| byte != 0)
+    let [a, b, c, d] = match bytes.get(..4) {
+        Some(&[a, b, c, d]) => [a, b, c, d],
+        _ => return false,
+    };
+    let nul = [a == 0, b == 0, c == 0, d == 0];
+    let wide = matches!(
+        nul,
+        [true, false, true, false]
+            | [false, true, false, true]
+            | [true, true, true, false]
+            | [false, true, true, true]
+    );
+    wide && [a, b, c, d].iter().all(u8::is_ascii)
 }
 
 /// Calls `visit` with every `$ref` string in a tree, skipping example

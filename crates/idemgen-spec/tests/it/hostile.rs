@@ -84,6 +84,8 @@ fn utf16_and_utf32_without_a_byte_order_mark_are_named() {
         assert_eq!(error.help, "save it as UTF-8");
     }
     assert!(idemgen_spec::decode(text.as_bytes().to_vec(), "api.json").is_ok());
+    // Binary noise with a NUL is no wide text: the parser names the NUL.
+    assert!(idemgen_spec::decode(b"\x00\x01\x02{[}]::".to_vec(), "api.json").is_ok());
 }
 
 #[test]
