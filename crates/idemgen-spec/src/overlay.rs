@@ -812,8 +812,7 @@ mod tests {
             "x: [1, 2, 3, 4, 5, 6, 7, 8]\n",
             &format!("{HEAD}{}", action.repeat(60)),
         )
-        .err()
-        .expect("the list doubled 60 times");
+        .expect_err("the list doubled 60 times");
         assert!(
             error.message.contains("more than 4000000 values"),
             "{}",
@@ -827,8 +826,7 @@ mod tests {
     fn a_node_copied_below_itself_is_stopped_at_the_depth_limit() {
         let action = "  - target: $.a\n    copy: $\n";
         let error = run("a: {b: 1}\n", &format!("{HEAD}{}", action.repeat(300)))
-            .err()
-            .expect("the document nested itself 300 times");
+            .expect_err("the document nested itself 300 times");
         assert!(
             error.message.contains("deeper than 256 levels"),
             "{}",
@@ -843,8 +841,7 @@ mod tests {
             &deep,
             &format!("{HEAD}  - target: $..*..*..*..*\n    update: {{}}\n"),
         )
-        .err()
-        .expect("the query was evaluated");
+        .expect_err("the query was evaluated");
         assert!(
             error.message.contains("steps over this document"),
             "{}",
