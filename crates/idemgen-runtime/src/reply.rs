@@ -496,16 +496,17 @@ fn transfer_codings(headers: &HeaderMap) -> TransferCodings {
 }
 
 /// Why a body with these headers is not plain UTF-8 JSON as sent: a
-/// `Content-Type` that is not JSON (`application/json`, `…+json`) or names
-/// another charset, or a content coding. No `Content-Type` at all is read
-/// as JSON (RFC 9110 lets the recipient look at the data).
+/// `Content-Type` that is not JSON (`application/json`, `text/json`,
+/// `…+json`) or names another charset, or a content coding. No
+/// `Content-Type` at all is read as JSON (RFC 9110 lets the recipient look
+/// at the data).
 fn not_plain_json(headers: &HeaderMap) -> Option<String> {
     for coding in headers.get_all(header::CONTENT_ENCODING) {
         let coding = String::from_utf8_lossy(coding.as_bytes());
-        if coding
-            .split(',')
-            .any(|coding| !coding.trim().eq_ignore_ascii_case("identity"))
-        {
+        // An empty list element is no coding (RFC 9110, section 5.6.1).
+        if coding.split(',').map(str::trim).any(|coding| {
+            !coding.is_empty() && !coding.eq_ignore_ascii_case("identity")
+        }) {
             return Some(format!(
                 "the body is sent with `Content-Encoding: {coding}`, which is not decoded here"
             ));
@@ -519,8 +520,13 @@ fn not_plain_json(headers: &HeaderMap) -> Option<String> {
     };
     let mut parts = content_type.split(';');
     let media_type = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
-    let json = media_type == "application/json"
-        || (media_type.ends_with("+json") && media_type.contains('/'));
+    // `application/json`, `text/json` (ASP.NET's APIs declare both) and
+    // any structured `…+json` type.
+    let json = media_type
+        .split_once('/')
+        .is_some_and(|(kind, subtype)| {
+            !kind.is_empty() && (subtype == "json" || subtype.ends_with("+json"))
+        });
     if !json {
         return Some(format!("the body is declared `{content_type}`, not JSON"));
     }

@@ -134,9 +134,17 @@ fn a_body_declared_as_something_other_than_json_is_415() {
         &[("content-type", "application/json")],
         &[("content-type", "Application/JSON; charset=\"UTF-8\"")],
         &[("content-type", "application/merge-patch+json")],
+        // ASP.NET's generated specs declare `text/json` beside
+        // `application/json`; a client may send either.
+        &[("content-type", "text/json")],
         &[
             ("content-type", "application/json"),
             ("content-encoding", "identity"),
+        ],
+        // An empty list element is no coding (RFC 9110, section 5.6.1).
+        &[
+            ("content-type", "application/json"),
+            ("content-encoding", ""),
         ],
     ] {
         assert!(request(headers).body_as::<Pay>().is_ok(), "{headers:?}");
@@ -146,6 +154,7 @@ fn a_body_declared_as_something_other_than_json_is_415() {
         &[("content-type", "application/x-www-form-urlencoded")],
         &[("content-type", "application/json; charset=utf-16")],
         &[("content-type", "application/jsonx")],
+        &[("content-type", "/json")],
         &[
             ("content-type", "application/json"),
             ("content-encoding", "gzip"),
