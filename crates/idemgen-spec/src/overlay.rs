@@ -28,10 +28,12 @@ use crate::parse::{MAX_DEPTH, MAX_NODES};
 use crate::source::SourceFile;
 use crate::{LoadError, located_error};
 
-/// Most steps a query with `..` may take, counted as the sum over every
-/// node of its depth (what `$..*` visits) times the deepest depth for each
-/// `..` after the first: each one visits every node below every node the
-/// one before it reached, and the query engine holds all they reach.
+/// Most steps a query may take, which the query engine may hold at once:
+/// with a `..`, the sum over every node of its depth (what `$..*` visits),
+/// times the deepest depth for each further `..` (each one visits every
+/// node below every node the one before it reached); without, the number
+/// of values; either way times the selectors of every union (`[0,0,0]`
+/// reaches one node three times).
 const MAX_QUERY_STEPS: usize = 50_000_000;
 
 /// An overlay action that did nothing, with where it is written.
@@ -86,18 +88,24 @@ pub(crate) fn apply(
     let mut mirror = root.to_json();
     let mut shape = Shape::of(&mirror);
     for action in &actions {
-        let too_far = |node: &Node, query: &str, steps: usize| {
+        let too_far = |node: &Node, query: &str, steps: Option<usize>| {
             error_at(
                 source,
                 node,
-                format!(
-                    "action {}: `{query}` would take about {steps} steps over this document (each `..` visits every node below the nodes the query reached before it), more than the {MAX_QUERY_STEPS} allowed",
-                    action.number
-                ),
-                "name the path down to the nodes, with one `..` at most, e.g. `$.paths..parameters`",
+                match steps {
+                    Some(steps) => format!(
+                        "action {}: `{query}` would take about {steps} steps over this document (each `..` visits every node below the nodes the query reached before it, each union selector reaches its nodes again), more than the {MAX_QUERY_STEPS} allowed",
+                        action.number
+                    ),
+                    None => format!(
+                        "action {}: `{query}` holds a query from the root (`$`) inside a filter, which would read the whole document again for every node the filter tests",
+                        action.number
+                    ),
+                },
+                "name the path down to the nodes, with one `..` at most and filters that test the current node (`@`), e.g. `$.paths..parameters[?@.in == 'header']`",
             )
         };
-        if let Some(steps) = shape.query_steps(&mirror, action.target_text) {
+        if let Err(steps) = shape.query_cost(&mirror, action.target_text) {
             return Err(too_far(action.target_node, action.target_text, steps));
         }
         let paths = select(&action.target, &mirror);
@@ -134,12 +142,13 @@ pub(crate) fn apply(
                     remove_node(root, path);
                     remove_json(&mut mirror, path);
                 }
+                shape = Shape::of(&mirror);
                 continue;
             }
             Change::Update(value) => (*value).clone(),
             Change::Copy(from, copy_node) => {
                 let from_text = copy_node.as_str().unwrap_or_default();
-                if let Some(steps) = shape.query_steps(&mirror, from_text) {
+                if let Err(steps) = shape.query_cost(&mirror, from_text) {
                     return Err(too_far(copy_node, from_text, steps));
                 }
                 let sources = select(from, &mirror);
@@ -200,7 +209,16 @@ pub(crate) fn apply(
                     "an update merges a mapping into a mapping, concatenates a list to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
                 ));
             }
-            let json = target.to_json();
+        }
+        // The mirror follows once per node changed, not once per time a
+        // union reached it.
+        let mut changed = paths;
+        changed.sort();
+        changed.dedup();
+        for path in &changed {
+            let Some(json) = node_at(root, path).map(Node::to_json) else {
+                continue;
+            };
             if let Some(slot) = json_at_mut(&mut mirror, path) {
                 *slot = json;
             }
@@ -209,9 +227,9 @@ pub(crate) fn apply(
     Ok(warnings)
 }
 
-/// How large a JSON tree is, for the limits above. `values` and `depth`
-/// only grow as actions apply (an upper bound: a merge may replace rather
-/// than add).
+/// How large a JSON tree is, for the limits above. An update or a copy
+/// adds its value's size for every node it reaches (an upper bound: a
+/// merge may replace rather than add); a remove counts the tree again.
 struct Shape {
     values: usize,
     depth: usize,
@@ -230,18 +248,27 @@ impl Shape {
         shape
     }
 
-    /// The steps `query` would take over `mirror` when they pass the
-    /// limit; `None` when they do not (or it has no `..`).
-    fn query_steps(&self, mirror: &Json, query: &str) -> Option<usize> {
-        let descendants = descendant_segments(query);
-        if descendants == 0 {
-            return None;
+    /// Whether `query` may run over `mirror`: `Err(Some(steps))` when it
+    /// would take more than [`MAX_QUERY_STEPS`], `Err(None)` when a filter
+    /// in it queries from the root.
+    fn query_cost(&self, mirror: &Json, query: &str) -> Result<(), Option<usize>> {
+        let reading = read_query(query);
+        if reading.root_in_filter {
+            return Err(None);
         }
-        let mut depths = 0usize;
-        walk(mirror, |depth| depths = depths.saturating_add(depth));
-        let steps =
-            (1..descendants).fold(depths, |steps, _| steps.saturating_mul(self.depth.max(1)));
-        (steps > MAX_QUERY_STEPS).then_some(steps)
+        let base = if reading.descendants == 0 {
+            self.values
+        } else {
+            let mut depths = 0usize;
+            walk(mirror, |depth| depths = depths.saturating_add(depth));
+            (1..reading.descendants)
+                .fold(depths, |steps, _| steps.saturating_mul(self.depth.max(1)))
+        };
+        let steps = base.saturating_mul(reading.union_reach);
+        if steps > MAX_QUERY_STEPS {
+            return Err(Some(steps));
+        }
+        Ok(())
     }
 }
 
@@ -259,11 +286,28 @@ fn walk(json: &Json, mut visit: impl FnMut(usize)) {
     }
 }
 
-/// How many descendant segments (`..`) a JSONPath query holds outside its
-/// string literals, filters included.
-fn descendant_segments(query: &str) -> usize {
-    let bytes = query.as_bytes();
-    let mut count = 0;
+/// What makes a JSONPath query costly, read off its text outside string
+/// literals (the query has parsed already).
+struct QueryReading {
+    /// Descendant segments (`..`), filters included.
+    descendants: usize,
+    /// The product of the selectors of every bracket (`[0,1]` is 2).
+    union_reach: usize,
+    /// A `$` after the first character: a query from the root inside a
+    /// filter, run again for every node the filter tests.
+    root_in_filter: bool,
+}
+
+fn read_query(query: &str) -> QueryReading {
+    let bytes = query.trim_start().as_bytes();
+    let mut reading = QueryReading {
+        descendants: 0,
+        union_reach: 1,
+        root_in_filter: false,
+    };
+    // The selectors counted so far in each open bracket, and how many
+    // parentheses (function arguments, groupings) are open inside it.
+    let mut brackets: Vec<(usize, usize)> = Vec::new();
     let mut at = 0;
     while at < bytes.len() {
         match bytes[at] {
@@ -274,14 +318,36 @@ fn descendant_segments(query: &str) -> usize {
                 }
             }
             b'.' if bytes.get(at + 1) == Some(&b'.') => {
-                count += 1;
+                reading.descendants += 1;
                 at += 1;
+            }
+            b'$' if at > 0 => reading.root_in_filter = true,
+            b'[' => brackets.push((1, 0)),
+            b'(' => {
+                if let Some((_, parens)) = brackets.last_mut() {
+                    *parens += 1;
+                }
+            }
+            b')' => {
+                if let Some((_, parens)) = brackets.last_mut() {
+                    *parens = parens.saturating_sub(1);
+                }
+            }
+            b',' => {
+                if let Some((selectors, 0)) = brackets.last_mut() {
+                    *selectors += 1;
+                }
+            }
+            b']' => {
+                if let Some((selectors, _)) = brackets.pop() {
+                    reading.union_reach = reading.union_reach.saturating_mul(selectors);
+                }
             }
             _ => {}
         }
         at += 1;
     }
-    count
+    reading
 }
 
 /// Checks the document's shape and parses every action's JSONPath.
@@ -856,6 +922,51 @@ mod tests {
             .is_ok()
         );
         // `..` inside a string names no descendant segment.
-        assert_eq!(descendant_segments("$['..'][?@.b == '..']..c"), 1);
+        assert_eq!(read_query("$['..'][?@.b == '..']..c").descendants, 1);
+    }
+
+    #[test]
+    fn unions_that_reach_nodes_again_and_filters_that_query_from_the_root_are_refused() {
+        let spec = format!("x: {}1{}\n", "[".repeat(10), "]".repeat(10));
+        let union = "[0,0,0,0,0,0,0,0,0,0]".repeat(8);
+        let error = run(
+            &spec,
+            &format!("{HEAD}  - target: \"$.x{union}\"\n    update: [2]\n"),
+        )
+        .expect_err("a hundred million paths were selected");
+        assert!(
+            error.message.contains("steps over this document"),
+            "{}",
+            error.message
+        );
+        let items: Vec<String> = (0..1000).map(|n| n.to_string()).collect();
+        let spec = format!("x: [{}]\n", items.join(", "));
+        let error = run(
+            &spec,
+            &format!("{HEAD}  - target: \"$.x[?$.x[?$.x[?$.x]]]\"\n    remove: true\n"),
+        )
+        .expect_err("a billion steps were taken");
+        assert!(
+            error.message.contains("query from the root"),
+            "{}",
+            error.message
+        );
+        // A union that names nodes once each, a filter on the current
+        // node and a function's arguments cost nothing more.
+        let reading = read_query("$.paths['/a','/b'][?match(@.operationId, 'p.*') && @.x]");
+        assert_eq!((reading.union_reach, reading.root_in_filter), (2, false));
+        let overlay = format!("{HEAD}  - target: \"$.x['a','b']\"\n    update: {{c: 1}}\n");
+        assert!(run("x: {a: {}, b: {}}\n", &overlay).is_ok());
+    }
+
+    #[test]
+    fn a_remove_gives_back_room_for_later_actions() {
+        let items: Vec<String> = (0..200_000).map(|n| (n % 10).to_string()).collect();
+        let spec = format!("x: []\ny: [{}]\n", items.join(","));
+        // Each round adds 200,000 values and takes them away again:
+        // counted only as added, 25 rounds would pass the 4,000,000 limit.
+        let round = "  - target: $.x\n    copy: $.y\n  - target: $.x\n    remove: true\n  - target: $\n    update: {x: []}\n";
+        let applied = run(&spec, &format!("{HEAD}{}", round.repeat(25)));
+        assert!(applied.is_ok(), "{}", applied.err().unwrap().message);
     }
 }
