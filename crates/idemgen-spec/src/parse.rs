@@ -174,12 +174,13 @@ impl Builder {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
-                let value = scalar_value(&text, style, tag.as_deref());
+                let value = scalar_value(&text, style, tag.as_deref())
+                    .map_err(|(message, help)| error_here(message, help))?;
                 self.finish(Node { value, span }, anchor)?;
             }
             Event::SequenceStart(anchor, tag) => {
-                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
+                json_schema_tag(tag.as_deref(), Kind::Seq)
+                    .map_err(|(message, help)| error_here(message, help))?;
                 if self.stack.len() >= MAX_DEPTH {
                     return Err(error_here(
                         format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -193,7 +194,8 @@ impl Builder {
                 });
             }
             Event::MappingStart(anchor, tag) => {
-                check_tag(tag.as_deref()).map_err(|(message, help)| error_here(message, help))?;
+                json_schema_tag(tag.as_deref(), Kind::Map)
+                    .map_err(|(message, help)| error_here(message, help))?;
                 if self.stack.len() >= MAX_DEPTH {
                     return Err(error_here(
                         format!("nesting deeper than {MAX_DEPTH} levels"),
@@ -360,30 +362,58 @@ fn key_text(node: &Node) -> Option<Box<str>> {
 const JSON_SCHEMA_TAGS: [&str; 7] = ["null", "bool", "int", "float", "str", "seq", "map"];
 const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
-/// Refuses a tag outside the JSON schema: idemgen cannot say what an
-/// application tag (`!include`, `!!binary`) would have made of the value,
-/// and reading it as if untagged would check a different document.
-fn check_tag(tag: Option<&Tag>) -> Result<(), (String, &'static str)> {
-    let Some(tag) = tag else { return Ok(()) };
+/// The node a tag is written on.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Scalar,
+    Seq,
+    Map,
+}
+
+/// The JSON schema's name of `tag` (`"int"` for `!!int`); `None` for no
+/// tag or the non-specific `!`. Refuses a tag outside the JSON schema, or
+/// one that does not fit its node (`!!str {…}`): idemgen cannot say what
+/// an application tag (`!include`, `!!binary`) would have made of the
+/// value, and reading it as if untagged would check a different document.
+fn json_schema_tag(
+    tag: Option<&Tag>,
+    kind: Kind,
+) -> Result<Option<&'static str>, (String, &'static str)> {
+    let Some(tag) = tag else { return Ok(None) };
     if is_non_specific(tag) {
-        return Ok(());
+        return Ok(None);
     }
     let full = format!("{}{}", tag.handle, tag.suffix);
-    if full
-        .strip_prefix(CORE_TAG_PREFIX)
-        .is_some_and(|name| JSON_SCHEMA_TAGS.contains(&name))
-    {
-        return Ok(());
-    }
-    let written = match full.strip_prefix(CORE_TAG_PREFIX) {
-        Some(name) => format!("!!{name}"),
-        None if tag.handle == "!" => format!("!{}", tag.suffix),
-        None => format!("!<{full}>"),
+    let name = full.strip_prefix(CORE_TAG_PREFIX);
+    let Some(known) = name.and_then(|name| JSON_SCHEMA_TAGS.iter().find(|known| **known == name))
+    else {
+        let written = match name {
+            Some(name) => format!("!!{name}"),
+            None if tag.handle == "!" => format!("!{}", tag.suffix),
+            None => format!("!<{full}>"),
+        };
+        return Err((
+            format!("the YAML tag `{written}` is not allowed in an OpenAPI document"),
+            "remove the tag; OpenAPI allows only the JSON schema's (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)",
+        ));
     };
-    Err((
-        format!("the YAML tag `{written}` is not allowed in an OpenAPI document"),
-        "remove the tag; OpenAPI allows only the JSON schema's (!!str, !!int, !!float, !!bool, !!null, !!seq, !!map)",
-    ))
+    let fits = match kind {
+        Kind::Seq => *known == "seq",
+        Kind::Map => *known == "map",
+        Kind::Scalar => !matches!(*known, "seq" | "map"),
+    };
+    if !fits {
+        let node = match kind {
+            Kind::Seq => "a list",
+            Kind::Map => "a mapping",
+            Kind::Scalar => "a scalar",
+        };
+        return Err((
+            format!("the YAML tag `!!{known}` is written on {node}"),
+            "remove the tag, or write the value it names",
+        ));
+    }
+    Ok(Some(known))
 }
 
 /// The non-specific tag `!`: a scalar so tagged is a string.
@@ -414,14 +444,37 @@ fn scan_error_words(info: &str, text: &str, index: usize) -> (String, String) {
     )
 }
 
-/// Resolves a scalar with the YAML 1.2 core schema (which JSON also fits).
-fn scalar_value(text: &str, style: ScalarStyle, tag: Option<&Tag>) -> Value {
-    let tagged_str = tag.is_some_and(|tag| {
-        is_non_specific(tag) || format!("{}{}", tag.handle, tag.suffix) == "tag:yaml.org,2002:str"
-    });
-    if style != ScalarStyle::Plain || tagged_str {
-        return Value::Str(text.into());
+/// Resolves a scalar with the YAML 1.2 core schema (which JSON also fits),
+/// or by its tag: `!!int "12"` is the integer 12, `!!int abc` an error.
+fn scalar_value(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&Tag>,
+) -> Result<Value, (String, &'static str)> {
+    let name = json_schema_tag(tag, Kind::Scalar)?;
+    if tag.is_some_and(is_non_specific) || name == Some("str") {
+        return Ok(Value::Str(text.into()));
     }
+    let Some(wanted) = name else {
+        if style != ScalarStyle::Plain {
+            return Ok(Value::Str(text.into()));
+        }
+        return Ok(plain_value(text));
+    };
+    match (wanted, plain_value(text)) {
+        ("null", Value::Null) => Ok(Value::Null),
+        ("bool", value @ Value::Bool(_)) | ("int", value @ Value::Int(_)) => Ok(value),
+        ("float", value @ Value::Float(_)) => Ok(value),
+        ("float", Value::Int(number)) => Ok(Value::Float(number as f64)),
+        _ => Err((
+            format!("`{text}` is not what its YAML tag `!!{wanted}` says"),
+            "remove the tag, or write the value it names",
+        )),
+    }
+}
+
+/// A plain scalar's value under the YAML 1.2 core schema.
+fn plain_value(text: &str) -> Value {
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
         "true" | "True" | "TRUE" => return Value::Bool(true),
@@ -599,13 +652,37 @@ mod tests {
     #[test]
     fn json_schema_tags_are_read_and_the_non_specific_tag_makes_a_string() {
         let node = root(
-            "a: !!str 12\nb: !!int 12\nc: ! 12\nd: !!map {x: 1}\ne: !<tag:yaml.org,2002:str> 1\n",
+            "a: !!str 12\nb: !!int 12\nc: ! 12\nd: !!map {x: 1}\ne: !<tag:yaml.org,2002:str> 1\nf: !!int \"12\"\ng: !!float 1\nh: !!null ''\n",
         );
         assert_eq!(node.get("a").unwrap().as_str(), Some("12"));
         assert!(matches!(node.get("b").unwrap().value, Value::Int(12)));
         assert_eq!(node.get("c").unwrap().as_str(), Some("12"));
         assert!(node.get("d").unwrap().get("x").is_some());
         assert_eq!(node.get("e").unwrap().as_str(), Some("1"));
+        // A tag says what a quoted scalar is, too.
+        assert!(matches!(node.get("f").unwrap().value, Value::Int(12)));
+        assert!(matches!(node.get("g").unwrap().value, Value::Float(x) if x == 1.0));
+        assert!(matches!(node.get("h").unwrap().value, Value::Null));
+    }
+
+    #[test]
+    fn a_json_schema_tag_that_does_not_fit_its_node_is_refused() {
+        for (text, said) in [
+            ("a: !!str {x: 1}\n", "`!!str` is written on a mapping"),
+            ("a: !!map [1]\n", "`!!map` is written on a list"),
+            ("a: !!seq x\n", "`!!seq` is written on a scalar"),
+            (
+                "a: !!int abc\n",
+                "`abc` is not what its YAML tag `!!int` says",
+            ),
+            (
+                "a: !!bool 'yes'\n",
+                "`yes` is not what its YAML tag `!!bool` says",
+            ),
+        ] {
+            let error = parse(FileId(0), text).err().unwrap();
+            assert!(error.message.contains(said), "{text:?}: {}", error.message);
+        }
     }
 
     #[test]
