@@ -129,7 +129,8 @@ impl<'a> Editor<'a> {
         // A plain scalar may end in an indicator after a blank (`$ -`),
         // which the parser reads again as a scalar's start when a flow
         // indicator follows it at once (`$ -,` does not load): a blank
-        // keeps the comma apart.
+        // keeps the comma apart. It goes after any such last character,
+        // blank before it or not, as it changes no value.
         if replacement.starts_with(',') && self.text(file)[..start].ends_with(['-', '?', ':']) {
             replacement.insert(0, ' ');
         }
