@@ -74,7 +74,11 @@ fn utf16_and_utf32_without_a_byte_order_mark_are_named() {
         .chars()
         .flat_map(|c| u32::from(c).to_le_bytes())
         .collect();
-    for bytes in [utf16le, utf16be, utf32le] {
+    let utf32be: Vec<u8> = text
+        .chars()
+        .flat_map(|c| u32::from(c).to_be_bytes())
+        .collect();
+    for bytes in [utf16le, utf16be, utf32le, utf32be] {
         let error = idemgen_spec::decode(bytes, "api.json").unwrap_err();
         assert!(
             error.message.contains("UTF-16 or UTF-32"),
