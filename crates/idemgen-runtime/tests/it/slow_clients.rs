@@ -23,6 +23,23 @@ async fn echo(request: axum::extract::Request) -> axum::response::Response {
 }
 
 /// Everything the server sends until it closes the connection, and when.
+/// Sends each raw request on a connection of its own and reads each
+/// answer until the server closes the connection.
+async fn answers_to(address: String, requests: Vec<String>) -> Vec<String> {
+    tokio::task::spawn_blocking(move || {
+        requests
+            .iter()
+            .map(|request| {
+                let mut stream = support::connect(&address);
+                let _ = stream.write_all(request.as_bytes());
+                until_closed(stream).0
+            })
+            .collect()
+    })
+    .await
+    .unwrap()
+}
+
 fn until_closed(mut stream: TcpStream) -> (String, Duration) {
     let started = Instant::now();
     stream
@@ -95,19 +112,8 @@ async fn a_malformed_chunked_body_is_400_not_413() {
         idemgen_runtime::MAX_BODY_BYTES + 1,
         "a".repeat(idemgen_runtime::MAX_BODY_BYTES + 1)
     );
-    let answers = tokio::task::spawn_blocking(move || {
-        malformed
-            .iter()
-            .chain([&over_limit])
-            .map(|request| {
-                let mut stream = support::connect(&address);
-                let _ = stream.write_all(request.as_bytes());
-                until_closed(stream).0
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
+    let requests = malformed.iter().cloned().chain([over_limit]).collect();
+    let answers = answers_to(address, requests).await;
     for answer in &answers[..2] {
         assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
         assert!(
@@ -138,18 +144,7 @@ async fn a_transfer_coding_other_than_chunked_is_501() {
         request("chunked"),
         request("Chunked"),
     ];
-    let answers = tokio::task::spawn_blocking(move || {
-        requests
-            .iter()
-            .map(|request| {
-                let mut stream = support::connect(&address);
-                let _ = stream.write_all(request.as_bytes());
-                until_closed(stream).0
-            })
-            .collect::<Vec<_>>()
-    })
-    .await
-    .unwrap();
+    let answers = answers_to(address, requests.to_vec()).await;
     for answer in &answers[..2] {
         assert!(answer.starts_with("HTTP/1.1 501 "), "{answer}");
         assert!(
@@ -170,16 +165,16 @@ async fn a_transfer_coding_other_than_chunked_is_501() {
 async fn a_body_chunked_twice_is_400() {
     let router = Router::new().route("/pay", post(echo));
     let (address, _server) = support::serve_on_a_free_port(router, HEADER_TIMEOUT);
-    let answer = tokio::task::spawn_blocking(move || {
-        let mut stream = support::connect(&address);
-        let _ = stream.write_all(
-            b"POST /pay HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
-              Transfer-Encoding: chunked, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
-        );
-        until_closed(stream).0
-    })
-    .await
-    .unwrap();
+    let answers = answers_to(
+        address,
+        vec![
+            "POST /pay HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+             Transfer-Encoding: chunked, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
+                .to_string(),
+        ],
+    )
+    .await;
+    let answer = &answers[0];
     assert!(answer.starts_with("HTTP/1.1 400 "), "{answer}");
     assert!(
         answer.contains("urn:idemgen:problem:invalid-body"),
