@@ -310,7 +310,11 @@ fn refused(security: &Security, refusal: &Refusal) -> Response {
 /// The credential `scheme` reads from `request`.
 pub(crate) fn credential(scheme: &Scheme, request: &Request) -> Credential {
     let found = match scheme.kind {
-        SchemeKind::Bearer => authorization(request, "Bearer").map(Credential::Bearer),
+        // A b64token holds no blank (RFC 6750, section 2.1): `Bearer a b`
+        // is no token, not the token `a b` for the verifier to judge.
+        SchemeKind::Bearer => authorization(request, "Bearer")
+            .filter(|token| !token.contains(char::is_whitespace))
+            .map(Credential::Bearer),
         SchemeKind::Basic => {
             authorization(request, "Basic").and_then(|encoded| decode_basic(&encoded))
         }
@@ -471,6 +475,15 @@ mod tests {
             );
         }
         request
+    }
+
+    #[test]
+    fn a_bearer_token_with_a_blank_inside_is_no_token() {
+        let read = |value: &str| credential(&BEARER, &request(&[("authorization", value)]));
+        assert!(matches!(read("Bearer tok-alice"), Credential::Bearer(token) if token == "tok-alice"));
+        assert!(matches!(read("bearer  tok-alice "), Credential::Bearer(token) if token == "tok-alice"));
+        assert!(matches!(read("Bearer tok-alice extra"), Credential::Missing));
+        assert!(matches!(read("Bearer tok\talice"), Credential::Missing));
     }
 
     async fn check(
