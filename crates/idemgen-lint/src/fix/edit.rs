@@ -239,7 +239,7 @@ impl<'a> Editor<'a> {
             .or(entries.last());
         if !self.is_flow(map) {
             let anchor = anchor?;
-            let column = self.entry_column(entries.first()?);
+            let column = self.block_column(entries)?;
             let quote = self.quote_of(&entries[0]);
             let at = self.line_end_after(anchor);
             let unit = self.yaml_unit(file);
@@ -398,8 +398,22 @@ impl<'a> Editor<'a> {
             .filter(|c| matches!(c, '"' | '\''))
     }
 
-    /// The column a block mapping's entries start at: its first key's, or
-    /// for an explicit key (`? key`) the `?`'s, two before the key.
+    /// The column a block mapping's entries start at: the least of its
+    /// keys' columns. An explicit key (`? key`) counts at its `?`, and one
+    /// written on the line after its `?` (`? # note` then the key) sits
+    /// further in than the mapping, as no plain key or `?` does.
+    fn block_column(&self, entries: &[Entry]) -> Option<usize> {
+        entries
+            .iter()
+            // An empty key's span is placed wherever the parser was.
+            .filter(|entry| entry.key_span.start != entry.key_span.end)
+            .map(|entry| self.entry_column(entry))
+            .min()
+            .or_else(|| entries.first().map(|entry| self.entry_column(entry)))
+    }
+
+    /// The column an entry starts at: its key's, or for an explicit key
+    /// (`? key`) the `?`'s, two before the key.
     fn entry_column(&self, entry: &Entry) -> usize {
         let file = entry.key_span.file;
         let start = self.line_start(file, entry.key_span);

@@ -540,6 +540,17 @@ fn entries_added_after_an_explicit_first_key_start_at_its_question_mark() {
         "openapi.yaml",
         "? notes\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      ? operationId\n      : pay\n      responses: {'200': {description: ok}}\n",
     );
+    // Later (run 26): the explicit key written on the line after its `?`
+    // (`? # note`, then ` key`), one column in; the new block went to
+    // that column, where it belonged to no mapping.
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        include_str!("found/explicit-key-on-the-line-after-its-question-mark.yaml"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "? # a note\n notes\nopenapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      operationId: pay\n      responses: {'200': {description: ok}}\n",
+    );
 }
 
 /// Found by the `fix` fuzz target: a spec that starts with a form feed
