@@ -569,8 +569,14 @@ impl<'a> Editor<'a> {
                 }
             }
             Some('"' | '\'') => quoted_scalar_end(text, start).unwrap_or(end),
-            // A block scalar's text may hold ` #`, and so may a quoted one
-            // after a tag or an anchor: their spans are taken as they are.
+            // A quoted scalar after a tag or an anchor ends at its closing
+            // quote, as one without does (its span may run on past a
+            // comma); a block scalar's text may hold ` #`, and so may
+            // other tagged text: their spans are taken as they are.
+            Some('!' | '&') if self.body(node).starts_with(['"', '\'']) => {
+                let quote = text.len() - self.body(node).len();
+                quoted_scalar_end(text, quote).unwrap_or(end)
+            }
             Some('|' | '>' | '!' | '&') => {
                 start + text[start..end].trim_end_matches(YAML_SPACE).len()
             }
@@ -718,6 +724,17 @@ fn flow_end(text: &str, start: usize) -> Option<usize> {
             b'"' | b'\'' if scalar_can_start => {
                 // To the closing quote, which the steps below pass.
                 at = quoted_scalar_end(text, at).map_or(bytes.len(), |end| end - 1);
+            }
+            // A tag or an anchor (`! "…"`, `&a "…"`): a scalar may still
+            // start after it, so what came before it is kept.
+            b'!' | b'&' if scalar_can_start => {
+                at += match text[at..].strip_prefix("!<") {
+                    Some(verbatim) => verbatim.find('>').map_or(text.len() - at, |end| end + 3),
+                    None => text[at..]
+                        .find([' ', '\t', '\n', '\r', '{', '}', '[', ']', ','])
+                        .unwrap_or(text.len() - at),
+                };
+                continue;
             }
             b'#' if at == start || matches!(bytes[at - 1], b' ' | b'\t' | b'\n' | b'\r') => {
                 at += text[at..].find('\n').unwrap_or(text.len() - at);

@@ -694,6 +694,24 @@ fn a_mapping_end_read_before_its_last_key_is_no_place_to_add() {
     );
 }
 
+/// Found by the `fix` fuzz target (run 27): the same tagged string, with a
+/// brace inside it and a trailing comma after it. The editor read the
+/// mapping's end inside the string (a quote after a tag did not open one
+/// to it) and the string's end at its span's, past the comma, and the new
+/// entries went inside the string. A tag or an anchor now keeps a quote
+/// after it a string's start, and a tagged quoted value ends at its quote.
+#[test]
+fn a_tagged_string_with_a_brace_inside_keeps_new_entries_outside_it() {
+    support::fix_keeping_the_rest(
+        "openapi.json",
+        include_str!("found/tagged-string-spanning-lines-before-a-trailing-comma.json"),
+    );
+    support::fix_keeping_the_rest(
+        "openapi.yaml",
+        "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post: {operationId: pay, summary: ! \"a {b}\n      c}\", }\n",
+    );
+}
+
 /// Found by the `fix` fuzz target: a `parameters` flow list whose last
 /// item is a plain scalar ending in a dash after a blank (`$     -`). The
 /// parser reads `-,` as a new scalar's start, which no scalar may have,
