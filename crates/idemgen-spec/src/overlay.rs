@@ -170,6 +170,12 @@ pub(crate) fn apply(
                     .unwrap_or_else(|| (*copy_node).clone())
             }
         };
+        // Where an error about what this action writes points: the copy's
+        // query, or the target.
+        let place = match &action.change {
+            Change::Copy(_, node) => *node,
+            _ => action.target_node,
+        };
         // Bounded before anything is written: an action applied to many
         // nodes, or a copy of a list into itself repeated, grows the
         // document without end.
@@ -179,10 +185,6 @@ pub(crate) fn apply(
             shape.depth = shape.depth.max(path.len() + added.depth);
         }
         if shape.values > MAX_NODES || shape.depth > MAX_DEPTH {
-            let place = match &action.change {
-                Change::Copy(_, node) => *node,
-                _ => action.target_node,
-            };
             return Err(error_at(
                 source,
                 place,
@@ -198,10 +200,6 @@ pub(crate) fn apply(
                 continue;
             };
             if let Err(why) = merge(target, &value) {
-                let place = match &action.change {
-                    Change::Copy(_, node) => *node,
-                    _ => action.target_node,
-                };
                 return Err(error_at(
                     source,
                     place,
