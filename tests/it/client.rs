@@ -63,7 +63,7 @@ fn generated_client_carries_the_schedule_and_keeps_what_is_yours() {
     let (spec, out_text) = (spec.to_str().unwrap(), out.to_str().unwrap());
     let first = idemgen(&["gen", spec, "--client", "-o", out_text]);
     assert!(
-        first.contains("6 created, 0 updated, 0 unchanged"),
+        first.contains("7 created, 0 updated, 0 unchanged"),
         "{first}"
     );
     let lib = std::fs::read_to_string(out.join("src/lib.rs")).unwrap();
@@ -88,7 +88,7 @@ fn generated_client_carries_the_schedule_and_keeps_what_is_yours() {
     std::fs::write(&manifest, &text).unwrap();
     let again = idemgen(&["gen", spec, "--client", "-o", out_text]);
     assert!(
-        again.contains("0 created, 0 updated, 6 unchanged"),
+        again.contains("0 created, 0 updated, 7 unchanged"),
         "{again}"
     );
     assert_eq!(std::fs::read_to_string(&manifest).unwrap(), text);
@@ -109,6 +109,57 @@ fn generated_client_carries_the_schedule_and_keeps_what_is_yours() {
         std::fs::read_to_string(out.join("src/lib.rs")).unwrap(),
         "// mine\n"
     );
+}
+
+/// Lint levels may silence a finding; they do not make generated code
+/// unsafe. A 6 s window under a schedule whose attempts start as late as
+/// 11 s, with both window rules turned down in idemgen.toml: `gen` and
+/// `gen --client` refuse, exit 2, and name the fields to change.
+#[test]
+fn a_schedule_that_outlasts_the_window_is_not_generated_whatever_the_lint_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec_text =
+        std::fs::read_to_string(build::root().join("examples/payment-callback/openapi.yaml"))
+            .unwrap()
+            .replacen("window: 18s", "window: 6s", 1);
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, spec_text).unwrap();
+    std::fs::write(
+        dir.path().join("idemgen.toml"),
+        "[rules]\nwindow-too-short = \"warning\"\nwindow-below-retry-span = \"off\"\n",
+    )
+    .unwrap();
+    for client in [true, false] {
+        let out = dir.path().join(if client { "client" } else { "service" });
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_idemgen"));
+        command
+            .current_dir(dir.path())
+            .arg("gen")
+            .arg(&spec)
+            .arg("-o")
+            .arg(&out);
+        if client {
+            command.arg("--client");
+        }
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "client: {client}: {stderr}");
+        for needle in [
+            "onPayCallback",
+            "window: 6000 ms",
+            "openapi.yaml:",
+            "`client.timeout`",
+            "`server.max-processing`",
+            "at least 14000 ms",
+            "whatever idemgen.toml sets",
+        ] {
+            assert!(
+                stderr.contains(needle),
+                "client: {client}: no {needle:?} in {stderr}"
+            );
+        }
+        assert!(!out.exists(), "client: {client}: nothing is written");
+    }
 }
 
 /// Specs under `tests/codegen_fixtures/` whose clients are linted too.
@@ -284,7 +335,7 @@ fn run(dialect: Dialect) {
         "{call:?}"
     );
     if dialect != Dialect::Sqlite {
-        assert_eq!(seen.len(), 3, "told in progress once: {call:?}");
+        assert!(seen.len() >= 3, "told in progress at least once: {call:?}");
     }
     assert!(
         call.replayed,
@@ -304,7 +355,7 @@ fn run(dialect: Dialect) {
     let call = exchange(&db, &server, Fault::Unavailable { times: 2 }, &driver);
     assert_eq!(
         outcomes(&call),
-        ["server-error 503", "server-error 503", "answered 200"],
+        ["retryable 503", "retryable 503", "answered 200"],
         "{call:?}"
     );
     assert!(
@@ -371,19 +422,19 @@ fn outcomes(call: &Call) -> Vec<&str> {
 }
 
 /// Each retry waited at least what the attempt before asks (its timeout
-/// and then the backoff; the backoff after a failure; the `Retry-After` of
-/// an in-progress answer) and started no later than the schedule's latest
-/// start.
+/// after a timeout; the `Retry-After` of an in-progress answer; after a
+/// 503 any part of the backoff's slot) and started no later than the
+/// schedule's last latest start, the bound the window was checked against.
 fn assert_starts(call: &Call, latest: &[u64]) {
+    let last = *latest.last().unwrap();
     for (index, attempt) in call.attempts.iter().enumerate().skip(1) {
         let before = &call.attempts[index - 1];
-        let backoff = RETRIES_MS[index - 1];
         let wait = match before.outcome.as_str() {
-            "timed-out" => CLIENT_TIMEOUT_MS + backoff,
+            "timed-out" => CLIENT_TIMEOUT_MS,
             in_progress if in_progress.starts_with("in-progress ") => {
                 in_progress["in-progress ".len()..].parse().unwrap()
             }
-            _ => backoff,
+            _ => 0,
         };
         let gap = attempt.at_ms - before.at_ms;
         assert!(
@@ -391,10 +442,9 @@ fn assert_starts(call: &Call, latest: &[u64]) {
             "retry {index} came {gap} ms after the attempt before, not after at least {wait} ms: {call:?}"
         );
         assert!(
-            attempt.at_ms <= latest[index] + SLACK_MS,
-            "retry {index} started at {} ms, past the schedule's {} ms: {call:?}",
+            attempt.at_ms <= last + SLACK_MS,
+            "retry {index} started at {} ms, past the schedule's last start {last} ms: {call:?}",
             attempt.at_ms,
-            latest[index]
         );
     }
 }

@@ -41,6 +41,7 @@
 //! timings, faults, conditions), not the exact thread interleaving.
 
 mod check;
+mod clients;
 mod history;
 mod rng;
 mod system;
@@ -78,6 +79,102 @@ fn postgres_nemesis() {
 #[test]
 fn galera_nemesis() {
     run(Dialect::Mysql, "galera_nemesis");
+}
+
+/// The client half: payers built on the generated client, killed and
+/// resumed, through a misbehaving balancer (`nemesis/clients.rs`).
+#[test]
+fn sqlite_client_nemesis() {
+    run_clients(Dialect::Sqlite, "sqlite_client_nemesis");
+}
+
+#[test]
+fn mysql_client_nemesis() {
+    run_clients(Dialect::Mysql, "mysql_client_nemesis");
+}
+
+#[test]
+fn postgres_client_nemesis() {
+    run_clients(Dialect::Postgres, "postgres_client_nemesis");
+}
+
+fn run_clients(dialect: Dialect, test: &str) {
+    if std::env::var("IDEMGEN_TEST_NEMESIS").as_deref() != Ok("1") {
+        say(&format!(
+            "SKIPPED: set IDEMGEN_TEST_NEMESIS=1 to run the randomized fault suite ({test})"
+        ));
+        return;
+    }
+    if crate::support::skip::generated_builds_skipped() {
+        return;
+    }
+    let server_url = match dialect.server_env_var() {
+        None => None,
+        Some(variable) => match std::env::var(variable) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                say(&format!("SKIPPED: set {variable} to run ({test})"));
+                return;
+            }
+        },
+    };
+    let ledger = system::ledger_binary(dialect);
+    let payer = clients::payer();
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let budget =
+        Duration::from_secs(env_number("IDEMGEN_NEMESIS_CLIENT_BUDGET_SECS").unwrap_or(40));
+    let most = env_number("IDEMGEN_NEMESIS_HISTORIES").unwrap_or(u64::MAX);
+    let base_seed = env_number("IDEMGEN_NEMESIS_SEED").unwrap_or_else(rng::random_seed);
+    say(&format!(
+        "client nemesis {dialect:?}: seed {base_seed} (replay: IDEMGEN_TEST_NEMESIS=1 IDEMGEN_TEST_GENERATED_BUILDS=1 IDEMGEN_NEMESIS_SEED={base_seed} cargo test --test it nemesis::{test})"
+    ));
+    let started = Instant::now();
+    let mut tally = clients::Tally::default();
+    let mut last = Duration::ZERO;
+    for n in 0..most {
+        if n > 0 && started.elapsed() + last > budget {
+            break;
+        }
+        let seed = base_seed.wrapping_add(n);
+        let history_started = Instant::now();
+        let violations = clients::run(
+            seed,
+            dialect,
+            server_url.as_deref(),
+            &ledger,
+            &payer,
+            &mut tally,
+        );
+        last = history_started.elapsed();
+        say(&format!(
+            "client nemesis {dialect:?} history seed {seed}: {} violations, {:.1} s",
+            violations.len(),
+            last.as_secs_f64()
+        ));
+        if !violations.is_empty() {
+            for violation in &violations {
+                say(violation);
+            }
+            panic!(
+                "{dialect:?}: a client history broke an invariant; replay with IDEMGEN_TEST_NEMESIS=1 IDEMGEN_TEST_GENERATED_BUILDS=1 IDEMGEN_NEMESIS_SEED={seed} IDEMGEN_NEMESIS_HISTORIES=1 cargo test --test it nemesis::{test}"
+            );
+        }
+    }
+    say(&format!(
+        "client nemesis {dialect:?} summary: {} histories, {} calls, {} attempts, {} payer kills, {} restarts that resumed, balancer faults {:?}, {} database connections killed, outcomes {:?}, gave up or window closed: {} reconciled to one booking, {} to none, {} violations, wall {:.1} s",
+        tally.histories,
+        tally.calls,
+        tally.attempts,
+        tally.kills,
+        tally.resumes,
+        tally.faults,
+        tally.database_kills,
+        tally.outcomes,
+        tally.reconciled_booked,
+        tally.reconciled_none,
+        tally.violations,
+        started.elapsed().as_secs_f64()
+    ));
 }
 
 /// Printed past the harness's capture, like the other suites' skips.

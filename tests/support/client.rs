@@ -142,8 +142,8 @@ pub struct Call {
 pub struct CallAttempt {
     /// When it started, in ms after the first attempt.
     pub at_ms: u64,
-    /// `answered 200`, `in-progress 1000`, `server-error 503`,
-    /// `timed-out`, `connection`.
+    /// `answered 200`, `in-progress 1000`, `retryable 503`,
+    /// `timed-out`, `not-sent`, `connection`.
     pub outcome: String,
 }
 

@@ -5,7 +5,7 @@
 //!
 //! Usage: client-driver BASE_URL ORDER_NO AMOUNT
 
-use pay_client::{Client, Error, Key, Outcome, Tried, models};
+use pay_client::{Client, Key, Outcome, Tried, models};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
@@ -29,19 +29,14 @@ async fn main() {
             "ok": true,
             "status": status_of(&answer.response),
             "replayed": answer.replayed,
-            "key": answer.key,
-            "attempts": attempts(&answer.attempts),
+            "key": answer.key(),
+            "attempts": attempts(&answer.call.attempts),
         }),
         Err(error) => serde_json::json!({
             "ok": false,
             "error": error.to_string(),
             "key": error.key(),
-            "attempts": match &error {
-                Error::GaveUp { attempts, .. }
-                | Error::Conflict { attempts, .. }
-                | Error::Refused { attempts, .. } => self::attempts(attempts),
-                _ => serde_json::json!([]),
-            },
+            "attempts": error.call().map_or(serde_json::json!([]), |call| attempts(&call.attempts)),
         }),
     };
     println!("{report}");
@@ -61,8 +56,9 @@ fn attempts(attempts: &[Tried]) -> serde_json::Value {
                 Outcome::InProgress { retry_after } => {
                     format!("in-progress {}", retry_after.map_or(0, |wait| wait.as_millis()))
                 }
-                Outcome::ServerError { status } => format!("server-error {status}"),
+                Outcome::Retryable { status, .. } => format!("retryable {status}"),
                 Outcome::TimedOut => "timed-out".to_string(),
+                Outcome::NotSent(_) => "not-sent".to_string(),
                 Outcome::Connection(_) => "connection".to_string(),
             };
             serde_json::json!({"at_ms": tried.at.as_millis() as u64, "outcome": outcome})

@@ -1,34 +1,76 @@
 //! How this client sends one request: for an operation with an
-//! `x-idempotency` contract, the key and the retry loop; for any other, one
-//! attempt. `idemgen gen --client` writes this file as it is, the same for
-//! every spec; the numbers come from `src/lib.rs`.
+//! `x-idempotency` contract, the key and the retry loop; for any other,
+//! one attempt (a few for a safe method). `idemgen gen --client` writes
+//! this file as it is, the same for every spec; the numbers come from
+//! `src/lib.rs`.
 //!
 //! What the loop does, and why:
 //! - One key for every attempt. A key minted per attempt would make each
-//!   retry a new request, and a retry of a payment a second payment.
-//! - Each attempt gets `client.timeout`; after it, the wait is the next
-//!   `client.retries` delay plus up to `client.jitter`, or the server's
-//!   `Retry-After` on an "in progress" answer. No attempt starts later, or
-//!   is waited for longer, than the schedule the spec's window was checked
-//!   against allows, so every attempt lands while the server still
-//!   remembers the key.
-//! - Retried: no answer (timeout, refused or dropped connection), a 5xx,
-//!   the contract's in-progress status. Not retried: a conflict, a refusal
-//!   or any other 4xx: the same request would get the same answer.
-//! - An operation without a contract is sent once: without a key, the
-//!   server cannot tell a retry from a new request.
+//!   retry a new request, and a retry of a payment a second payment. The
+//!   key and the time of the first send can be made before anything is
+//!   sent ([`Contract::prepare`]) and stored by the caller, so a crash, a
+//!   dropped future or a timeout around the call never loses them.
+//! - Nothing is sent once the key's window may have closed: an attempt
+//!   starts no later than `window - server.max-processing` after the first
+//!   send (the wall clock, across restarts), which is the bound the
+//!   window was checked against ([`Contract::latest_start_ms`]). Within a
+//!   call, no attempt starts after the schedule's last latest start or is
+//!   waited for past its deadline (the monotonic clock).
+//! - Each attempt gets `client.timeout`. After a failed attempt the wait
+//!   is a random part of its slot (the `client.retries` delay plus
+//!   `client.jitter`): sending earlier than the worst case is always
+//!   inside the window, and clients that failed together do not retry
+//!   together. A `Retry-After` is a floor: when it would push the next
+//!   attempt past the schedule, the call stops instead.
+//! - "In progress" answers are polled after their `Retry-After` (plus
+//!   jitter) without using up an attempt: the first request is running,
+//!   and its answer is what the call is waiting for.
+//! - Retried: no answer, a dropped connection, 408, 425, a 429 that is not
+//!   "in progress", 500, 502, 503, 504 (and other 5xx but 501 and 505).
+//!   Not retried: the conflict (recognised by its problem type, not the
+//!   status alone), any other 4xx, 501, 505.
+//! - Every retry takes tokens from the client's [`RetryBudget`]; when it is
+//!   empty, calls stop retrying, so an outage does not multiply the load.
+//! - An operation without a contract is sent once (a safe method up to
+//!   three times, on connection errors, timeouts and 503): without a key,
+//!   the server cannot tell a retry from a new request.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
-/// The response header a server sets on an answer replayed from its
-/// idempotency record.
-pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+/// The response headers a server sets on an answer replayed from its
+/// idempotency record: idemgen's runtime says `Idempotent-Replayed`,
+/// other implementations `Idempotency-Replayed`.
+pub const REPLAYED_HEADERS: [&str; 2] = ["idempotent-replayed", "idempotency-replayed"];
+
+/// The RFC 9457 problem type of a key used with a different request.
+pub const KEY_REUSED_TYPE: &str = "urn:idemgen:problem:key-reused";
+
+/// The RFC 9457 problem type of "a request with this key is in progress".
+pub const IN_PROGRESS_TYPE: &str = "urn:idemgen:problem:request-in-progress";
+
+/// How long an attempt of an operation without a contract may take, unless
+/// [`Transport::timeout`] says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The largest response body read, unless [`Transport::max_response_bytes`]
+/// says otherwise.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The waits between the attempts of a safe method (GET, HEAD, OPTIONS)
+/// without a contract, before jitter.
+pub const SAFE_METHOD_RETRIES_MS: [u64; 2] = [200, 1_000];
+
+/// The wait before polling an "in progress" answer that names none, when
+/// the contract declares no `retry-after` either.
+const DEFAULT_POLL_MS: u64 = 1_000;
 
 /// One operation's `x-idempotency` contract, as the client follows it.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Contract {
     /// Where the key travels (`key.in`) and under which name (`key.name`;
     /// a JSON pointer for `body`).
@@ -47,10 +89,49 @@ pub struct Contract {
     pub jitter_ms: u64,
     /// The worst-case schedule, first attempt included.
     pub attempts: &'static [Attempt],
+    /// `window`: how long the server keeps the key, from its first claim.
+    pub window_ms: Option<u64>,
+    /// `server.max-processing`: the server's lease on a request.
+    pub max_processing_ms: Option<u64>,
     /// `responses.in-progress.status`.
     pub in_progress_status: u16,
+    /// `responses.in-progress.retry-after`: the poll interval when an
+    /// "in progress" answer names none.
+    pub in_progress_retry_after_ms: Option<u64>,
     /// `responses.conflict`.
     pub conflict_status: u16,
+}
+
+impl Contract {
+    /// The latest an attempt may start, in milliseconds after the first
+    /// send of its key: `window - server.max-processing`. A record claimed
+    /// at the first send or later lives `window`; an attempt started by
+    /// then is processed, at the latest, by the end of the window (the
+    /// retry span the window was checked against ends there too). Without
+    /// a window, the schedule's last latest start.
+    pub fn latest_start_ms(&self) -> u64 {
+        let last = self.attempts.last().map_or(0, |attempt| attempt.start_ms);
+        match (self.window_ms, self.max_processing_ms) {
+            (Some(window), Some(processing)) => window.saturating_sub(processing),
+            _ => last,
+        }
+    }
+
+    /// A key made from `key.format` and the first send fixed at now,
+    /// before anything is sent: store both, then call with
+    /// [`Key::Prepared`]. `body` is the request body as JSON, which
+    /// `{field:…}` parts read.
+    pub fn prepare(
+        &self,
+        body: Option<&serde_json::Value>,
+    ) -> Result<Prepared, KeyError> {
+        let key = mint(self.key_format, body).map_err(KeyError)?;
+        check_length(&key, self.max_key_len).map_err(KeyError)?;
+        Ok(Prepared {
+            key,
+            first_send_unix_ms: unix_ms(SystemTime::now()),
+        })
+    }
 }
 
 /// Where the key travels.
@@ -75,7 +156,8 @@ pub enum KeyPart {
     Date,
     /// The time in milliseconds since 1970.
     Timestamp,
-    /// The time in nanoseconds since 1970: a number that only grows.
+    /// The time in nanoseconds since 1970, or one more than the last one
+    /// this process made if that is larger: it only grows within a process.
     Seq,
     /// The request body's field at this JSON pointer.
     Field(&'static str),
@@ -104,15 +186,40 @@ pub struct Attempt {
     pub backoff_ms: Option<u64>,
 }
 
+/// A key and when it was first sent, at the earliest: what a caller stores
+/// (beside the order it pays, say) before the first attempt, to resume
+/// the request after a crash with [`Key::Prepared`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Prepared {
+    pub key: String,
+    /// Milliseconds since 1970 (the wall clock) when it was prepared, no
+    /// later than its first send: the server's window for the key starts
+    /// at or after it.
+    pub first_send_unix_ms: u64,
+}
+
+impl Prepared {
+    /// A key stored earlier, with the time of its first send.
+    pub fn new(key: impl Into<String>, first_send_unix_ms: u64) -> Prepared {
+        Prepared {
+            key: key.into(),
+            first_send_unix_ms,
+        }
+    }
+}
+
 /// Which key an idempotent request is sent with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Key {
-    /// A new key, made from `key.format`.
+    /// A new key, made from `key.format` when the call starts. It is in
+    /// every outcome, but a call whose future is dropped loses it: prepare
+    /// the key first where that matters.
     New,
-    /// This key: one stored from an earlier call (see [`Error::key`]),
-    /// to resume a request after a restart. Within the window, the server
-    /// answers it with the first request's result.
-    Given(String),
+    /// A key made with `prepare_…` (or stored from an earlier call's
+    /// [`Call::key`]): the first call with it, or a resumption after a
+    /// restart. Sent only while its window lasts; after that the call ends
+    /// with [`Error::WindowClosed`].
+    Prepared(Prepared),
 }
 
 /// A part of an operation's path: text, or a path parameter by its name.
@@ -136,6 +243,64 @@ pub struct Param {
     pub location: ParamIn,
     pub name: &'static str,
 }
+
+impl Param {
+    pub const fn path(name: &'static str) -> Param {
+        Param {
+            location: ParamIn::Path,
+            name,
+        }
+    }
+
+    pub const fn query(name: &'static str) -> Param {
+        Param {
+            location: ParamIn::Query,
+            name,
+        }
+    }
+
+    pub const fn header(name: &'static str) -> Param {
+        Param {
+            location: ParamIn::Header,
+            name,
+        }
+    }
+}
+
+/// What a call returns.
+pub type Reply<R> = Result<Answer<R>, Error<R>>;
+
+/// `value` as JSON, for a request body or the parameters.
+pub fn to_json<T: serde::Serialize, R>(
+    value: &T,
+) -> Result<serde_json::Value, Error<R>> {
+    serde_json::to_value(value).map_err(|error| Error::Request(error.to_string()))
+}
+
+/// [`Contract::prepare`] for a request with `body`, which `{field:…}`
+/// parts of the key read.
+pub fn prepare_from<T: serde::Serialize>(
+    contract: &Contract,
+    body: &T,
+) -> Result<Prepared, KeyError> {
+    let body =
+        serde_json::to_value(body).map_err(|error| KeyError(error.to_string()))?;
+    contract.prepare(Some(&body))
+}
+
+/// Why no key could be made: a `{field:…}` part whose field the body
+/// lacks, a key longer than `key.max-length`, a body that does not
+/// serialise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError(pub String);
+
+impl fmt::Display for KeyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no idempotency key could be made: {}", self.0)
+    }
+}
+
+impl std::error::Error for KeyError {}
 
 /// A request as built from the operation's typed input.
 #[derive(Debug)]
@@ -162,7 +327,9 @@ impl Request {
         let value_of = |name: &str| -> Vec<String> {
             match params.get(name) {
                 None | Some(serde_json::Value::Null) => Vec::new(),
-                Some(serde_json::Value::Array(items)) => items.iter().map(wire_text).collect(),
+                Some(serde_json::Value::Array(items)) => {
+                    items.iter().map(wire_text).collect()
+                }
                 Some(value) => vec![wire_text(value)],
             }
         };
@@ -195,14 +362,17 @@ impl Request {
                     if values.is_empty() {
                         continue;
                     }
-                    let name = HeaderName::from_bytes(param.name.as_bytes())
-                        .map_err(|_| format!("`{}` is not a valid header name", param.name))?;
-                    let value = HeaderValue::from_str(&values.join(",")).map_err(|_| {
-                        format!(
-                            "the value of header `{}` is not valid in a header",
-                            param.name
-                        )
-                    })?;
+                    let name =
+                        HeaderName::from_bytes(param.name.as_bytes()).map_err(|_| {
+                            format!("`{}` is not a valid header name", param.name)
+                        })?;
+                    let value =
+                        HeaderValue::from_str(&values.join(",")).map_err(|_| {
+                            format!(
+                                "the value of header `{}` is not valid in a header",
+                                param.name
+                            )
+                        })?;
                     headers.insert(name, value);
                 }
             }
@@ -240,14 +410,8 @@ fn percent_encode(text: &str) -> String {
 /// A request body: JSON (a key may be read from it or put into it) or bytes.
 #[derive(Debug)]
 pub enum Body {
-    Json {
-        content_type: &'static str,
-        value: serde_json::Value,
-    },
-    Bytes {
-        content_type: &'static str,
-        bytes: Vec<u8>,
-    },
+    Json { content_type: &'static str, value: serde_json::Value },
+    Bytes { content_type: &'static str, bytes: bytes::Bytes },
 }
 
 /// How one attempt ended.
@@ -255,21 +419,55 @@ pub enum Body {
 pub enum Outcome {
     /// An answer the loop stops at.
     Answered { status: u16 },
-    /// The contract's in-progress status: the first request is still running.
+    /// The contract's "in progress": the first request is still running.
+    /// Polled again without using up an attempt.
     InProgress { retry_after: Option<Duration> },
-    /// A 5xx.
-    ServerError { status: u16 },
-    /// No answer within the attempt's time.
+    /// An answer worth another attempt: 408, 425, 429, or a 5xx but 501
+    /// and 505.
+    Retryable { status: u16, retry_after: Option<Duration> },
+    /// No answer within the attempt's time: the request may have arrived.
     TimedOut,
-    /// The connection failed or was dropped before a whole answer came.
+    /// No connection was made (refused, a name that does not resolve, a
+    /// failed TLS handshake): nothing of the request left the client.
+    NotSent(String),
+    /// The connection failed after it was made, before a whole answer
+    /// came: the request may have arrived.
     Connection(String),
 }
 
-/// One attempt made: when, from the first attempt's start, and how it ended.
+impl Outcome {
+    /// Whether the server may have received the request.
+    pub fn maybe_sent(&self) -> bool {
+        !matches!(self, Outcome::NotSent(_))
+    }
+}
+
+/// One attempt made: when, and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tried {
+    /// From the start of this call (the monotonic clock).
     pub at: Duration,
+    /// Milliseconds since 1970 (the wall clock) when it started.
+    pub unix_ms: u64,
     pub outcome: Outcome,
+}
+
+/// What a call did, in every outcome: its key and every attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Call {
+    /// The key and its first send; `None` for an operation without a
+    /// contract.
+    pub key: Option<Prepared>,
+    /// Every attempt of this call, in order.
+    pub attempts: Vec<Tried>,
+}
+
+impl Call {
+    /// Whether any attempt of this call may have reached the server (an
+    /// earlier call with the same key may have, too).
+    pub fn maybe_carried_out(&self) -> bool {
+        self.attempts.iter().any(|tried| tried.outcome.maybe_sent())
+    }
 }
 
 /// A successful (2xx or 3xx) answer.
@@ -280,90 +478,174 @@ pub struct Answer<R> {
     /// Every response header.
     pub headers: HeaderMap,
     /// Whether the server replayed the answer it stored for the first
-    /// request with this key (`Idempotent-Replayed: true`) instead of
-    /// running the operation now.
+    /// request with this key (`Idempotent-Replayed: true` or
+    /// `Idempotency-Replayed: true`) instead of running the operation now.
     pub replayed: bool,
-    /// The key sent; `None` for an operation without a contract.
-    pub key: Option<String>,
-    /// Every attempt, the answered one last.
-    pub attempts: Vec<Tried>,
+    /// The key and every attempt.
+    pub call: Call,
 }
 
-/// Why a call ended without a successful answer.
+impl<R> Answer<R> {
+    /// The key sent; `None` for an operation without a contract.
+    pub fn key(&self) -> Option<&str> {
+        self.call.key.as_ref().map(|prepared| prepared.key.as_str())
+    }
+}
+
+/// An answer as it came, for the errors that could not type it.
+#[derive(Debug, Clone)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// Why a call stopped retrying without an answer to stop at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GaveUp {
+    /// Every attempt the schedule allows was made, or the next could not
+    /// start in time (a `Retry-After` past the schedule).
+    Schedule,
+    /// The call's deadline ([`Transport::deadline`]) passed.
+    Deadline,
+    /// The client's retry budget is spent: the server has failed many
+    /// requests lately.
+    Budget,
+}
+
+/// Why a call ended without a successful answer. Each but `Request`
+/// carries the [`Call`]: the key to store and every attempt.
 #[derive(Debug)]
 pub enum Error<R> {
-    /// The key was used before with a different request; that request's
-    /// result stands and nothing was changed. Use a new key for a new
-    /// request.
-    Conflict {
-        key: String,
-        response: R,
-        attempts: Vec<Tried>,
-    },
+    /// The key was used before with a different request (the conflict
+    /// status with the `key-reused` problem type); that request's result
+    /// stands and nothing was changed. Use a new key for a new request.
+    Conflict { response: R, call: Call },
     /// The server refused the request (a 4xx other than the conflict and
-    /// in-progress statuses): sending it again would be refused again.
-    Refused {
-        key: Option<String>,
-        response: R,
-        attempts: Vec<Tried>,
-    },
-    /// Every attempt the schedule allows ended without an answer to stop
-    /// at (in progress, a 5xx, no answer). The outcome is unknown: the
-    /// request may have been carried out. Sending it again with
-    /// `Key::Given(key)` while the window lasts is safe.
-    GaveUp {
-        key: Option<String>,
-        attempts: Vec<Tried>,
-    },
+    /// "in progress", a 501 or a 505): sending it again would be refused
+    /// again.
+    Refused { response: R, call: Call },
+    /// The call stopped without an answer to stop at (in progress, a 5xx,
+    /// no answer); [`Call::maybe_carried_out`] says whether the request
+    /// may have run. Sending it again with `Key::Prepared(call.key)` is
+    /// safe: it is refused locally once the window closes.
+    GaveUp { why: GaveUp, call: Call },
+    /// The key's window has closed (or would before another attempt could
+    /// be processed): nothing more is sent with it. Whether the request
+    /// ran must be reconciled (look the payment up), not retried: with a
+    /// new key it could run twice.
+    WindowClosed { call: Call },
+    /// A successful (2xx) answer the client could not read: its body does
+    /// not fit the spec or is over the size limit. The operation ran: do
+    /// not send it again with a new key.
+    Unreadable { answer: Box<RawAnswer>, why: String, call: Call },
     /// An answer whose status or body the spec does not declare.
-    Undeclared {
-        key: Option<String>,
-        status: u16,
-        body: Vec<u8>,
-        why: String,
-    },
-    /// The request could not be built or sent: no key could be made from
-    /// it, a value is not valid in a header, the body does not serialise.
+    Undeclared { answer: Box<RawAnswer>, why: String, call: Call },
+    /// The request could not be built: no key could be made from it, a
+    /// value is not valid in a header, the body does not serialise.
     /// Nothing was sent.
     Request(String),
 }
 
 impl<R> Error<R> {
-    /// The key the request was sent with, to store for a later retry.
-    pub fn key(&self) -> Option<&str> {
+    /// What the call did: its key (to store for a later retry) and its
+    /// attempts; `None` when nothing was sent.
+    pub fn call(&self) -> Option<&Call> {
         match self {
-            Error::Conflict { key, .. } => Some(key),
-            Error::Refused { key, .. }
-            | Error::GaveUp { key, .. }
-            | Error::Undeclared { key, .. } => key.as_deref(),
+            Error::Conflict {
+                call,
+                ..
+            }
+            | Error::Refused {
+                call,
+                ..
+            }
+            | Error::GaveUp {
+                call,
+                ..
+            }
+            | Error::WindowClosed {
+                call,
+            }
+            | Error::Unreadable {
+                call,
+                ..
+            }
+            | Error::Undeclared {
+                call,
+                ..
+            } => Some(call),
             Error::Request(_) => None,
         }
+    }
+
+    /// The key the request was sent with.
+    pub fn key(&self) -> Option<&str> {
+        self.call()?.key.as_ref().map(|prepared| prepared.key.as_str())
     }
 }
 
 impl<R: fmt::Debug> fmt::Display for Error<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Conflict { key, response, .. } => write!(
+            Error::Conflict {
+                response,
+                call,
+            } => write!(
                 f,
-                "key {key} was already used with a different request (that request's result stands): {response:?}"
+                "key {} was already used with a different request (that request's result stands): {response:?}",
+                call.key.as_ref().map_or("", |prepared| prepared.key.as_str())
             ),
-            Error::Refused { response, .. } => {
+            Error::Refused {
+                response,
+                ..
+            } => {
                 write!(f, "the server refused the request: {response:?}")
             }
-            Error::GaveUp { attempts, .. } => {
-                write!(f, "no answer after {} attempt(s)", attempts.len())?;
-                if let Some(last) = attempts.last() {
+            Error::GaveUp {
+                why,
+                call,
+            } => {
+                let why = match why {
+                    GaveUp::Schedule => "the retry schedule is spent",
+                    GaveUp::Deadline => "the call's deadline passed",
+                    GaveUp::Budget => "the client's retry budget is spent",
+                };
+                write!(f, "no answer after {} attempt(s): {why}", call.attempts.len())?;
+                if let Some(last) = call.attempts.last() {
                     write!(f, "; the last: {:?}", last.outcome)?;
                 }
-                Ok(())
+                if call.maybe_carried_out() {
+                    write!(f, "; the request may have been carried out")
+                } else {
+                    write!(f, "; the request was never sent")
+                }
             }
-            Error::Undeclared { status, why, .. } => {
-                write!(
-                    f,
-                    "the server answered {status}, which the spec does not declare: {why}"
-                )
-            }
+            Error::WindowClosed {
+                call,
+            } => write!(
+                f,
+                "the idempotency window of key {} has closed: find out whether the request ran and reconcile; do not retry it",
+                call.key.as_ref().map_or("", |prepared| prepared.key.as_str())
+            ),
+            Error::Unreadable {
+                answer,
+                why,
+                ..
+            } => write!(
+                f,
+                "the operation ran (status {}), but its answer could not be read: {why}",
+                answer.status
+            ),
+            Error::Undeclared {
+                answer,
+                why,
+                ..
+            } => write!(
+                f,
+                "the server answered {}, which the spec does not declare: {why}",
+                answer.status
+            ),
             Error::Request(why) => write!(f, "the request was not sent: {why}"),
         }
     }
@@ -377,13 +659,92 @@ pub type Decode<R> = fn(u16, &HeaderMap, &[u8]) -> Result<R, String>;
 /// Headers made for each attempt from what it sends (method, URL, body):
 /// a request signature with a fresh timestamp, such as an HMAC of the body.
 pub type Sign =
-    std::sync::Arc<dyn Fn(&reqwest::Method, &reqwest::Url, &[u8]) -> HeaderMap + Send + Sync>;
+    Arc<dyn Fn(&reqwest::Method, &reqwest::Url, &[u8]) -> HeaderMap + Send + Sync>;
 
-/// What requests go through: the HTTP client, and what signs each attempt.
-#[derive(Clone, Default)]
+/// A token bucket shared by every call of a client (the AWS SDKs'
+/// standard retry mode): a retry takes 5 tokens, a retry after a timeout
+/// 10, an answer gives back what its call took (1 if it took none). When
+/// too few are left, calls stop retrying until answers refill it.
+#[derive(Debug)]
+pub struct RetryBudget {
+    capacity: u64,
+    tokens: AtomicU64,
+}
+
+impl RetryBudget {
+    /// The AWS SDKs' default: 500 tokens, 100 retries in a row.
+    pub const DEFAULT_CAPACITY: u64 = 500;
+    const RETRY_COST: u64 = 5;
+    const TIMEOUT_COST: u64 = 10;
+
+    /// A full bucket of `capacity` tokens.
+    pub fn new(capacity: u64) -> RetryBudget {
+        RetryBudget {
+            capacity,
+            tokens: AtomicU64::new(capacity),
+        }
+    }
+
+    /// The tokens left.
+    pub fn tokens(&self) -> u64 {
+        self.tokens.load(Ordering::Relaxed)
+    }
+
+    /// Takes the cost of a retry after `outcome`; false when too few are left.
+    fn take(&self, outcome: &Outcome) -> Option<u64> {
+        let cost = match outcome {
+            Outcome::TimedOut => Self::TIMEOUT_COST,
+            _ => Self::RETRY_COST,
+        };
+        self.tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |tokens| {
+                tokens.checked_sub(cost)
+            })
+            .ok()
+            .map(|_| cost)
+    }
+
+    /// Gives back `tokens` after an answer, up to the capacity.
+    fn refund(&self, tokens: u64) {
+        let _ = self.tokens.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+            Some(held.saturating_add(tokens.max(1)).min(self.capacity))
+        });
+    }
+}
+
+impl Default for RetryBudget {
+    fn default() -> RetryBudget {
+        RetryBudget::new(RetryBudget::DEFAULT_CAPACITY)
+    }
+}
+
+/// What requests go through, and the limits every call of a client shares.
+#[derive(Clone)]
 pub struct Transport {
     pub http: reqwest::Client,
     pub sign: Option<Sign>,
+    pub budget: Arc<RetryBudget>,
+    /// The time of an attempt of an operation without a contract.
+    pub timeout: Duration,
+    /// The longest a call may take, attempts and waits included; `None`:
+    /// only the schedule bounds it.
+    pub deadline: Option<Duration>,
+    /// The largest response body read; a larger one ends the call.
+    pub max_response_bytes: usize,
+}
+
+impl Transport {
+    /// Sends through `http`, with the default limits.
+    pub fn new(http: reqwest::Client) -> Transport {
+        Transport {
+            http,
+            sign: None,
+            budget: Arc::new(RetryBudget::default()),
+            timeout: DEFAULT_TIMEOUT,
+            deadline: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+        }
+    }
 }
 
 impl fmt::Debug for Transport {
@@ -391,21 +752,149 @@ impl fmt::Debug for Transport {
         f.debug_struct("Transport")
             .field("http", &self.http)
             .field("sign", &self.sign.as_ref().map(|_| "…"))
+            .field("budget", &self.budget)
+            .field("timeout", &self.timeout)
+            .field("deadline", &self.deadline)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
 
-/// Sends `request`: under `contract` with its key and retries, else once.
+/// A `reqwest::Client` that follows no redirect: a 303 would turn a POST
+/// into a GET still carrying its key, and a 307 would send a signed body
+/// to another host. A 3xx is returned as the answer.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default()
+}
+
+/// The attempts a call may make, and when each may start at the latest.
+struct Plan {
+    attempts: &'static [Attempt],
+    timeout: Duration,
+    jitter_ms: u64,
+    /// Which answers are retried: all of a contract's, or a safe method's.
+    retries: Retries,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Retries {
+    /// An idempotent operation: its contract's statuses.
+    Contract,
+    /// A safe method without a contract: connection errors, timeouts, 503.
+    Safe,
+    /// An unsafe method without a contract: sent once.
+    Never,
+}
+
+/// The schedule of a safe method without a contract (its latest starts
+/// assume every attempt took [`DEFAULT_TIMEOUT`]; the transport's timeout
+/// is applied to each).
+const SAFE_METHOD_SCHEDULE: [Attempt; 3] = [
+    Attempt {
+        start_ms: 0,
+        deadline_ms: u64::MAX,
+        backoff_ms: Some(SAFE_METHOD_RETRIES_MS[0]),
+    },
+    Attempt {
+        start_ms: u64::MAX,
+        deadline_ms: u64::MAX,
+        backoff_ms: Some(SAFE_METHOD_RETRIES_MS[1]),
+    },
+    Attempt {
+        start_ms: u64::MAX,
+        deadline_ms: u64::MAX,
+        backoff_ms: None,
+    },
+];
+
+const ONCE: [Attempt; 1] = [Attempt {
+    start_ms: 0,
+    deadline_ms: u64::MAX,
+    backoff_ms: None,
+}];
+
+impl Plan {
+    fn of(
+        contract: Option<&Contract>,
+        method: &reqwest::Method,
+        transport: &Transport,
+    ) -> Plan {
+        match contract {
+            Some(contract) => Plan {
+                attempts: contract.attempts,
+                timeout: Duration::from_millis(contract.timeout_ms),
+                jitter_ms: contract.jitter_ms,
+                retries: Retries::Contract,
+            },
+            None if matches!(
+                *method,
+                reqwest::Method::GET | reqwest::Method::HEAD | reqwest::Method::OPTIONS
+            ) =>
+            {
+                Plan {
+                    attempts: &SAFE_METHOD_SCHEDULE,
+                    timeout: transport.timeout,
+                    jitter_ms: 0,
+                    retries: Retries::Safe,
+                }
+            }
+            None => Plan {
+                attempts: &ONCE,
+                timeout: transport.timeout,
+                jitter_ms: 0,
+                retries: Retries::Never,
+            },
+        }
+    }
+
+    /// The latest any attempt of the call starts, from its start.
+    fn last_start(&self) -> Duration {
+        Duration::from_millis(self.attempts.last().map_or(0, |attempt| attempt.start_ms))
+    }
+
+    /// When the client stops waiting for any attempt, from the call's start.
+    fn last_deadline(&self) -> Duration {
+        Duration::from_millis(
+            self.attempts.last().map_or(0, |attempt| attempt.deadline_ms),
+        )
+    }
+}
+
+/// Sends `request`: under `contract` with its key and retries, else once
+/// (a safe method up to three times).
 pub async fn send<R>(
     transport: &Transport,
     mut request: Request,
     contract: Option<&Contract>,
     key: Key,
     decode: Decode<R>,
-) -> Result<Answer<R>, Error<R>> {
-    let key = match contract {
-        Some(contract) => Some(place_key(&mut request, contract, key)?),
-        None => None,
+) -> Reply<R> {
+    let started = Instant::now();
+    let plan = Plan::of(contract, &request.method, transport);
+    let mut call = Call {
+        key: match contract {
+            Some(contract) => Some(place_key(&mut request, contract, key)?),
+            None => None,
+        },
+        attempts: Vec::with_capacity(plan.attempts.len()),
+    };
+    // How long from now the key's window allows an attempt to start.
+    let window_left = match (contract, &call.key) {
+        (Some(contract), Some(prepared)) => {
+            let latest =
+                prepared.first_send_unix_ms.saturating_add(contract.latest_start_ms());
+            let now = unix_ms(SystemTime::now());
+            if now > latest {
+                return Err(Error::WindowClosed {
+                    call,
+                });
+            }
+            Some(Duration::from_millis(latest - now))
+        }
+        _ => None,
     };
     let (content_type, body) = match request.body.take() {
         None => (None, None),
@@ -414,54 +903,133 @@ pub async fn send<R>(
             value,
         }) => (
             Some(content_type),
-            Some(serde_json::to_vec(&value).map_err(|error| Error::Request(error.to_string()))?),
+            Some(bytes::Bytes::from(
+                serde_json::to_vec(&value)
+                    .map_err(|error| Error::Request(error.to_string()))?,
+            )),
         ),
         Some(Body::Bytes {
             content_type,
             bytes,
         }) => (Some(content_type), Some(bytes)),
     };
-    let once = [Attempt {
-        start_ms: 0,
-        deadline_ms: u64::MAX,
-        backoff_ms: None,
-    }];
-    let schedule = contract.map_or(&once[..], |contract| contract.attempts);
-    let started = Instant::now();
-    let mut attempts: Vec<Tried> = Vec::with_capacity(schedule.len());
-    for (index, planned) in schedule.iter().enumerate() {
-        if let (Some(before), Some(last)) = (index.checked_sub(1), attempts.last()) {
-            let wait = match &last.outcome {
-                Outcome::InProgress {
-                    retry_after: Some(retry_after),
-                } => *retry_after,
-                _ => {
-                    let jitter = contract.map_or(0, |contract| random_below(contract.jitter_ms));
-                    Duration::from_millis(
-                        schedule[before]
-                            .backoff_ms
-                            .unwrap_or(0)
-                            .saturating_add(jitter),
-                    )
-                }
-            };
-            // Never later than the schedule's latest start.
-            let latest = Duration::from_millis(planned.start_ms).saturating_sub(started.elapsed());
-            tokio::time::sleep(wait.min(latest)).await;
-        }
-        let at = started.elapsed();
-        let time = contract.map(|contract| {
-            let left = Duration::from_millis(planned.deadline_ms).saturating_sub(started.elapsed());
-            Duration::from_millis(contract.timeout_ms).min(left)
+    let mut used = 0usize;
+    let mut spent_tokens = 0u64;
+    loop {
+        let elapsed = started.elapsed();
+        let time = [
+            Some(plan.timeout),
+            Some(plan.last_deadline().saturating_sub(elapsed)),
+            transport.deadline.map(|deadline| deadline.saturating_sub(elapsed)),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(plan.timeout);
+        let (at, sent_unix_ms) = (started.elapsed(), unix_ms(SystemTime::now()));
+        let result =
+            attempt(transport, &request, content_type, body.clone(), time).await;
+        let (outcome, raw) = classify(result, contract, plan.retries);
+        call.attempts.push(Tried {
+            at,
+            unix_ms: sent_unix_ms,
+            outcome: outcome.clone(),
         });
-        let result = attempt(transport, &request, content_type, body.as_deref(), time).await;
-        let (outcome, answer) = classify(result, contract);
-        attempts.push(Tried { at, outcome });
-        if let Some(raw) = answer {
-            return finish(raw, key, attempts, contract, decode);
+        if let Some(raw) = raw {
+            transport.budget.refund(spent_tokens);
+            return finish(raw, call, contract, decode);
+        }
+        // The wait before the next attempt, and whether it uses one up.
+        let wait = match &outcome {
+            Outcome::InProgress {
+                retry_after,
+            } => {
+                let floor = retry_after.unwrap_or(Duration::from_millis(
+                    contract
+                        .and_then(|contract| contract.in_progress_retry_after_ms)
+                        .unwrap_or(DEFAULT_POLL_MS),
+                ));
+                Wait::AtLeast(floor, jitter(floor / 2))
+            }
+            failed => {
+                used += 1;
+                if used >= plan.attempts.len() {
+                    return Err(Error::GaveUp {
+                        why: GaveUp::Schedule,
+                        call,
+                    });
+                }
+                match transport.budget.take(failed) {
+                    Some(cost) => spent_tokens += cost,
+                    None => {
+                        return Err(Error::GaveUp {
+                            why: GaveUp::Budget,
+                            call,
+                        });
+                    }
+                }
+                let previous = &plan.attempts[used - 1];
+                let slot = Duration::from_millis(
+                    previous.backoff_ms.unwrap_or(0).saturating_add(plan.jitter_ms),
+                );
+                match failed {
+                    Outcome::Retryable {
+                        retry_after: Some(retry_after),
+                        ..
+                    } => Wait::AtLeast(*retry_after, jitter(*retry_after / 2)),
+                    _ => Wait::AtMost(jitter(slot)),
+                }
+            }
+        };
+        // The latest the next attempt may start, from the call's start: the
+        // schedule's last start, or the end of the key's window if sooner.
+        let (latest, window_ends_first) = match window_left {
+            Some(left) if left < plan.last_start() => (left, true),
+            _ => (plan.last_start(), false),
+        };
+        let stop = |call: Call| match window_ends_first {
+            true => Error::WindowClosed {
+                call,
+            },
+            false => Error::GaveUp {
+                why: GaveUp::Schedule,
+                call,
+            },
+        };
+        let elapsed = started.elapsed();
+        let sleep = match wait {
+            // A `Retry-After` is a floor: never send earlier.
+            Wait::AtLeast(floor, _) if elapsed + floor > latest => {
+                return Err(stop(call));
+            }
+            Wait::AtLeast(floor, extra) => {
+                (floor + extra).min(latest.saturating_sub(elapsed))
+            }
+            Wait::AtMost(most) => most.min(latest.saturating_sub(elapsed)),
+        };
+        if let Some(deadline) = transport.deadline
+            && elapsed + sleep >= deadline
+        {
+            return Err(Error::GaveUp {
+                why: GaveUp::Deadline,
+                call,
+            });
+        }
+        tokio::time::sleep(sleep).await;
+        // The clock after the sleep, whatever was planned: a suspended
+        // process may wake up late.
+        if started.elapsed() > latest {
+            return Err(stop(call));
         }
     }
-    Err(Error::GaveUp { key, attempts })
+}
+
+/// How long to wait before the next attempt.
+enum Wait {
+    /// A `Retry-After` (never send earlier), and jitter on top of it.
+    AtLeast(Duration, Duration),
+    /// A backoff: any part of it, cut at the schedule's latest start.
+    AtMost(Duration),
 }
 
 /// A whole answer: status, headers and body.
@@ -469,16 +1037,17 @@ struct Raw {
     status: u16,
     headers: HeaderMap,
     body: Vec<u8>,
+    /// Why the body is not whole (it was over the size limit).
+    cut: Option<String>,
 }
 
-/// One attempt, given `time` (none without a contract) for the whole
-/// answer, body included.
+/// One attempt, given `time` for the whole answer, body included.
 async fn attempt(
     transport: &Transport,
     request: &Request,
     content_type: Option<&'static str>,
-    body: Option<&[u8]>,
-    time: Option<Duration>,
+    body: Option<bytes::Bytes>,
+    time: Duration,
 ) -> Result<Raw, Outcome> {
     let mut builder = transport
         .http
@@ -488,100 +1057,166 @@ async fn attempt(
         builder = builder.headers(sign(
             &request.method,
             &request.url,
-            body.unwrap_or_default(),
+            body.as_deref().unwrap_or_default(),
         ));
     }
     if let (Some(content_type), Some(body)) = (content_type, body) {
-        builder = builder
-            .header(reqwest::header::CONTENT_TYPE, content_type)
-            .body(body.to_vec());
+        builder = builder.header(CONTENT_TYPE, content_type).body(body);
     }
+    let limit = transport.max_response_bytes;
     let exchange = async {
-        let response = builder.send().await?;
+        let mut response = builder.send().await?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let body = response.bytes().await?.to_vec();
+        let mut body = Vec::new();
+        let mut cut = None;
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > limit {
+                cut = Some(format!("the body is over {limit} bytes"));
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
         Ok::<Raw, reqwest::Error>(Raw {
             status,
             headers,
             body,
+            cut,
         })
     };
-    let result = match time {
-        Some(time) => tokio::time::timeout(time, exchange)
-            .await
-            .map_err(|_| Outcome::TimedOut)?,
-        None => exchange.await,
-    };
-    result.map_err(|error| {
-        if error.is_timeout() {
-            Outcome::TimedOut
-        } else {
-            Outcome::Connection(error_chain(&error))
-        }
-    })
+    tokio::time::timeout(time, exchange).await.map_err(|_| Outcome::TimedOut)?.map_err(
+        |error| {
+            if error.is_connect() {
+                Outcome::NotSent(error_chain(&error))
+            } else if error.is_timeout() {
+                Outcome::TimedOut
+            } else {
+                Outcome::Connection(error_chain(&error))
+            }
+        },
+    )
+}
+
+/// The `type` of an RFC 9457 problem body, if the body is one.
+fn problem_type(raw: &Raw) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(&raw.body).ok()?;
+    value.get("type")?.as_str().map(str::to_string)
 }
 
 /// How an attempt ended, and the answer when the loop stops at it.
-fn classify(result: Result<Raw, Outcome>, contract: Option<&Contract>) -> (Outcome, Option<Raw>) {
+fn classify(
+    result: Result<Raw, Outcome>,
+    contract: Option<&Contract>,
+    retries: Retries,
+) -> (Outcome, Option<Raw>) {
     let raw = match result {
         Ok(raw) => raw,
         Err(outcome) => return (outcome, None),
     };
     let status = raw.status;
-    if contract.is_some_and(|contract| status == contract.in_progress_status) {
-        let retry_after = raw.headers.get(RETRY_AFTER).and_then(retry_after);
-        return (Outcome::InProgress { retry_after }, None);
+    let retry_after = raw.headers.get(RETRY_AFTER).and_then(retry_after);
+    let kind = problem_type(&raw);
+    if let Some(contract) = contract
+        && status == contract.in_progress_status
+    {
+        // A 429 or 503 from a gateway says "busy", not "in progress".
+        let in_progress = match kind.as_deref() {
+            Some(kind) => kind == IN_PROGRESS_TYPE,
+            None => !matches!(status, 429 | 503),
+        };
+        if in_progress {
+            return (
+                Outcome::InProgress {
+                    retry_after,
+                },
+                None,
+            );
+        }
     }
-    if status >= 500 {
-        return (Outcome::ServerError { status }, None);
+    let retryable = match retries {
+        Retries::Contract => {
+            matches!(status, 408 | 425 | 429 | 500 | 502..=504 | 506..=599)
+        }
+        Retries::Safe => status == 503,
+        Retries::Never => false,
+    };
+    if retryable {
+        return (
+            Outcome::Retryable {
+                status,
+                retry_after,
+            },
+            None,
+        );
     }
-    (Outcome::Answered { status }, Some(raw))
+    (
+        Outcome::Answered {
+            status,
+        },
+        Some(raw),
+    )
 }
 
 /// The answer the loop stopped at, typed.
 fn finish<R>(
     raw: Raw,
-    key: Option<String>,
-    attempts: Vec<Tried>,
+    call: Call,
     contract: Option<&Contract>,
     decode: Decode<R>,
 ) -> Result<Answer<R>, Error<R>> {
-    let response = match decode(raw.status, &raw.headers, &raw.body) {
+    let success = (200..300).contains(&raw.status);
+    let decoded = match &raw.cut {
+        Some(why) => Err(why.clone()),
+        None => decode(raw.status, &raw.headers, &raw.body),
+    };
+    let response = match decoded {
         Ok(response) => response,
         Err(why) => {
-            return Err(Error::Undeclared {
-                key,
+            let answer = Box::new(RawAnswer {
                 status: raw.status,
+                headers: raw.headers,
                 body: raw.body,
-                why,
+            });
+            return Err(match success {
+                true => Error::Unreadable {
+                    answer,
+                    why,
+                    call,
+                },
+                false => Error::Undeclared {
+                    answer,
+                    why,
+                    call,
+                },
             });
         }
     };
-    match (raw.status, contract, key) {
-        (status, Some(contract), Some(key)) if status == contract.conflict_status => {
-            Err(Error::Conflict {
-                key,
-                response,
-                attempts,
-            })
-        }
-        (400..=499, _, key) => Err(Error::Refused {
-            key,
+    let conflict = contract.is_some_and(|contract| {
+        raw.status == contract.conflict_status
+            && problem_type(&raw).as_deref() == Some(KEY_REUSED_TYPE)
+    });
+    if conflict {
+        return Err(Error::Conflict {
             response,
-            attempts,
-        }),
-        (_, _, key) => Ok(Answer {
-            replayed: raw
-                .headers
-                .get(REPLAYED_HEADER)
-                .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true")),
-            response,
-            headers: raw.headers,
-            key,
-            attempts,
-        }),
+            call,
+        });
     }
+    if (400..=599).contains(&raw.status) {
+        return Err(Error::Refused {
+            response,
+            call,
+        });
+    }
+    Ok(Answer {
+        replayed: REPLAYED_HEADERS.iter().any(|name| {
+            raw.headers
+                .get(*name)
+                .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"))
+        }),
+        response,
+        headers: raw.headers,
+        call,
+    })
 }
 
 /// `Retry-After` as delta-seconds or an HTTP-date.
@@ -591,30 +1226,42 @@ fn retry_after(value: &HeaderValue) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     let when = httpdate::parse_http_date(text).ok()?;
-    Some(
-        when.duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO),
-    )
+    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+fn check_length(key: &str, max: usize) -> Result<(), String> {
+    if key.is_empty() || key.len() > max {
+        return Err(format!("the key must be 1 to {max} bytes long, not {}", key.len()));
+    }
+    Ok(())
 }
 
 /// Makes or takes the key, checks it and the scope, and puts the key
 /// where the contract says.
-fn place_key<R>(request: &mut Request, contract: &Contract, key: Key) -> Result<String, Error<R>> {
-    let key = match key {
-        Key::Given(key) => key,
-        Key::New => mint(contract.key_format, request.body.as_ref()).map_err(Error::Request)?,
+fn place_key<R>(
+    request: &mut Request,
+    contract: &Contract,
+    key: Key,
+) -> Result<Prepared, Error<R>> {
+    let prepared = match key {
+        Key::Prepared(prepared) => prepared,
+        Key::New => {
+            let body = match &request.body {
+                Some(Body::Json {
+                    value,
+                    ..
+                }) => Some(value),
+                _ => None,
+            };
+            contract.prepare(body).map_err(|error| Error::Request(error.0))?
+        }
     };
-    if key.is_empty() || key.len() > contract.max_key_len {
-        return Err(Error::Request(format!(
-            "the key must be 1 to {} bytes long, not {}",
-            contract.max_key_len,
-            key.len()
-        )));
-    }
+    let key = prepared.key.as_str();
+    check_length(key, contract.max_key_len).map_err(Error::Request)?;
     match contract.key_in {
         KeyIn::Header => {
             let name = header_name(contract.key_name)?;
-            let value = HeaderValue::from_str(&key).map_err(|_| {
+            let value = HeaderValue::from_str(key).map_err(|_| {
                 Error::Request(format!("the key `{key}` is not a valid header value"))
             })?;
             request.headers.insert(name, value);
@@ -632,10 +1279,13 @@ fn place_key<R>(request: &mut Request, contract: &Contract, key: Key) -> Result<
                 .query_pairs_mut()
                 .clear()
                 .extend_pairs(others)
-                .append_pair(contract.key_name, &key);
+                .append_pair(contract.key_name, key);
         }
         KeyIn::Body => match &mut request.body {
-            Some(Body::Json { value, .. }) => set_pointer(value, contract.key_name, &key)?,
+            Some(Body::Json {
+                value,
+                ..
+            }) => set_pointer(value, contract.key_name, key)?,
             _ => {
                 return Err(Error::Request(format!(
                     "the key goes in the JSON body at `{}`, and this request has none",
@@ -649,7 +1299,9 @@ fn place_key<R>(request: &mut Request, contract: &Contract, key: Key) -> Result<
             // A header may also come from the reqwest client's default
             // headers or the signer, which this cannot see.
             Scope::Header(_) => true,
-            Scope::Query(name) => request.url.query_pairs().any(|(found, _)| found == *name),
+            Scope::Query(name) => {
+                request.url.query_pairs().any(|(found, _)| found == *name)
+            }
             Scope::Body(pointer) => matches!(
                 &request.body,
                 Some(Body::Json { value, .. }) if value.pointer(pointer).is_some_and(|v| !v.is_null())
@@ -662,7 +1314,7 @@ fn place_key<R>(request: &mut Request, contract: &Contract, key: Key) -> Result<
             )));
         }
     }
-    Ok(key)
+    Ok(prepared)
 }
 
 /// A header name as the spec writes it (any case).
@@ -672,7 +1324,11 @@ fn header_name<R>(name: &'static str) -> Result<HeaderName, Error<R>> {
 }
 
 /// Sets the string at `pointer`, creating the last member.
-fn set_pointer<R>(value: &mut serde_json::Value, pointer: &str, key: &str) -> Result<(), Error<R>> {
+fn set_pointer<R>(
+    value: &mut serde_json::Value,
+    pointer: &str,
+    key: &str,
+) -> Result<(), Error<R>> {
     let (parent, last) = pointer.rsplit_once('/').unwrap_or(("", pointer));
     let member = last.replace("~1", "/").replace("~0", "~");
     match value.pointer_mut(parent) {
@@ -686,12 +1342,18 @@ fn set_pointer<R>(value: &mut serde_json::Value, pointer: &str, key: &str) -> Re
     }
 }
 
-/// A key made from `format`.
-fn mint(format: &[KeyPart], body: Option<&Body>) -> Result<String, String> {
+/// Milliseconds since 1970.
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_millis() as u64
+}
+
+/// The last `{seq}` this process made.
+static LAST_SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// A key made from `format`; `body` is the request body as JSON.
+fn mint(format: &[KeyPart], body: Option<&serde_json::Value>) -> Result<String, String> {
     let mut key = String::new();
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
     for part in format {
         match part {
             KeyPart::Literal(text) => key.push_str(text),
@@ -700,24 +1362,30 @@ fn mint(format: &[KeyPart], body: Option<&Body>) -> Result<String, String> {
             KeyPart::Random(bytes) => key.push_str(&base64url(&random_bytes(*bytes))),
             KeyPart::Date => key.push_str(&date(now.as_secs())),
             KeyPart::Timestamp => key.push_str(&now.as_millis().to_string()),
-            KeyPart::Seq => key.push_str(&now.as_nanos().to_string()),
-            KeyPart::Field(pointer) => {
-                let field = match body {
-                    Some(Body::Json { value, .. }) => value.pointer(pointer),
-                    _ => None,
-                };
-                match field {
-                    Some(serde_json::Value::String(text)) if !text.is_empty() => key.push_str(text),
-                    Some(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                        key.push_str(&value.to_string())
-                    }
-                    _ => {
-                        return Err(format!(
-                            "the key is made from the body field `{pointer}`, which is missing or empty"
-                        ));
-                    }
-                }
+            KeyPart::Seq => {
+                let clock = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+                let previous = LAST_SEQ
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+                        Some(clock.max(last.saturating_add(1)))
+                    })
+                    .unwrap_or(0);
+                key.push_str(&clock.max(previous.saturating_add(1)).to_string());
             }
+            KeyPart::Field(pointer) => match body
+                .and_then(|value| value.pointer(pointer))
+            {
+                Some(serde_json::Value::String(text)) if !text.is_empty() => {
+                    key.push_str(text)
+                }
+                Some(
+                    value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)),
+                ) => key.push_str(&value.to_string()),
+                _ => {
+                    return Err(format!(
+                        "the key is made from the body field `{pointer}`, which is missing or empty"
+                    ));
+                }
+            },
         }
     }
     Ok(key)
@@ -732,13 +1400,14 @@ fn random_bytes(count: usize) -> Vec<u8> {
     bytes
 }
 
-/// A number in `0..=most`, for jitter.
-fn random_below(most: u64) -> u64 {
+/// A random duration in `0..=most`, to the millisecond.
+fn jitter(most: Duration) -> Duration {
+    let most = most.as_millis() as u64;
     if most == 0 {
-        return 0;
+        return Duration::ZERO;
     }
     let bytes: [u8; 8] = random_bytes(8).try_into().unwrap_or([0; 8]);
-    u64::from_le_bytes(bytes) % most.saturating_add(1)
+    Duration::from_millis(u64::from_le_bytes(bytes) % most.saturating_add(1))
 }
 
 fn uuid_v4() -> String {
@@ -771,12 +1440,14 @@ fn ulid(now: Duration) -> String {
 }
 
 fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] =
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let block = chunk.iter().enumerate().fold(0u32, |block, (i, byte)| {
-            block | (u32::from(*byte) << (16 - 8 * i))
-        });
+        let block = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |block, (i, byte)| block | (u32::from(*byte) << (16 - 8 * i)));
         for i in 0..=chunk.len() {
             text.push(ALPHABET[((block >> (18 - 6 * i)) & 63) as usize] as char);
         }
@@ -790,16 +1461,14 @@ fn date(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64 + 719_468;
     let era = days.div_euclid(146_097);
     let day_of_era = days.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524
+        - day_of_era / 146_096)
+        / 365;
+    let day_of_year =
+        day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     format!("{year:04}{month:02}{day:02}")
 }
@@ -819,6 +1488,8 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Read, Write};
+    use std::sync::mpsc::Receiver;
 
     #[test]
     fn dates_are_utc_days() {
@@ -841,6 +1512,14 @@ mod tests {
     }
 
     #[test]
+    fn seq_only_grows() {
+        let keys: Vec<u64> = (0..1_000)
+            .map(|_| mint(&[KeyPart::Seq], None).unwrap().parse().unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|pair| pair[0] < pair[1]));
+    }
+
+    #[test]
     fn retry_after_takes_seconds_and_dates() {
         let seconds = HeaderValue::from_static("2");
         assert_eq!(retry_after(&seconds), Some(Duration::from_secs(2)));
@@ -854,10 +1533,7 @@ mod tests {
 
     #[test]
     fn keys_follow_the_format() {
-        let body = Body::Json {
-            content_type: "application/json",
-            value: serde_json::json!({"order": "A-1", "n": 7}),
-        };
+        let body = serde_json::json!({"order": "A-1", "n": 7});
         let format = [
             KeyPart::Literal("pay:"),
             KeyPart::Field("/order"),
@@ -872,44 +1548,78 @@ mod tests {
         assert!(mint(&[KeyPart::Field("/missing")], Some(&body)).is_err());
     }
 
-    /// A server that answers every request 503 and closes; the request
-    /// heads it got, lower-cased.
-    fn unavailable_server() -> (String, std::sync::mpsc::Receiver<String>) {
-        use std::io::{Read, Write};
+    /// A server that answers the `n`th connection with `answers[n]` (the
+    /// last one again after that) and closes it; the requests it got
+    /// (head and body), lower-cased.
+    fn server(answers: &[&'static str]) -> (String, Receiver<String>) {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        let (heads, received) = std::sync::mpsc::channel();
+        let (requests, received) = std::sync::mpsc::channel();
+        let answers = answers.to_vec();
         std::thread::spawn(move || {
-            for stream in listener.incoming() {
+            for (index, stream) in listener.incoming().enumerate() {
                 let mut stream = stream.unwrap();
                 let mut head = Vec::new();
                 let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                while !head.ends_with(b"\r\n\r\n")
+                    && stream.read(&mut byte).unwrap_or(0) == 1
+                {
                     head.push(byte[0]);
                 }
-                let _ = heads.send(String::from_utf8_lossy(&head).to_ascii_lowercase());
-                let _ = stream.write_all(
-                    b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                );
+                let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                let length = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("content-length: "))
+                    .and_then(|value| value.trim().parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; length];
+                let _ = stream.read_exact(&mut body);
+                let _ =
+                    requests.send(format!("{text}{}", String::from_utf8_lossy(&body)));
+                let answer = answers[index.min(answers.len() - 1)];
+                let _ = stream.write_all(answer.as_bytes());
+                let _ = stream.shutdown(std::net::Shutdown::Write);
             }
         });
         (base, received)
     }
 
-    fn get(base: &str) -> Request {
+    const UNAVAILABLE: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    const OK: &str =
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+    const IN_PROGRESS: &str = "HTTP/1.1 409 Conflict\r\nretry-after: 0\r\ncontent-type: application/problem+json\r\ncontent-length: 56\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:request-in-progress\",\"a\":1}";
+
+    fn request(base: &str, method: reqwest::Method) -> Request {
         Request::new(
             &reqwest::Url::parse(base).unwrap(),
-            reqwest::Method::GET,
+            method,
             &[PathPart::Literal("/pay")],
             &[],
             None,
-            None,
+            Some(Body::Json {
+                content_type: "application/json",
+                value: serde_json::json!({"amount": 1}),
+            }),
         )
         .unwrap()
     }
 
-    fn no_body(_: u16, _: &HeaderMap, _: &[u8]) -> Result<(), String> {
-        Ok(())
+    fn post(base: &str) -> Request {
+        request(base, reqwest::Method::POST)
+    }
+
+    fn any_status(_: u16, _: &HeaderMap, _: &[u8]) -> Result<u16, String> {
+        Ok(0)
+    }
+
+    fn json_status(status: u16, _: &HeaderMap, body: &[u8]) -> Result<u16, String> {
+        serde_json::from_slice::<serde_json::Value>(body)
+            .map(|_| status)
+            .map_err(|error| error.to_string())
+    }
+
+    fn transport() -> Transport {
+        Transport::new(http_client())
     }
 
     const RETRIED: Contract = Contract {
@@ -937,52 +1647,445 @@ mod tests {
                 backoff_ms: None,
             },
         ],
+        window_ms: Some(60_000),
+        max_processing_ms: Some(1_000),
         in_progress_status: 409,
+        in_progress_retry_after_ms: Some(50),
         conflict_status: 422,
     };
 
+    fn keys_sent(requests: &[String]) -> Vec<String> {
+        requests
+            .iter()
+            .filter_map(|request| {
+                request
+                    .lines()
+                    .find_map(|line| line.strip_prefix("idempotency-key: "))
+                    .map(str::to_string)
+            })
+            .collect()
+    }
+
     #[tokio::test]
-    async fn every_attempt_carries_the_same_key_and_waits_its_backoff() {
-        let (base, heads) = unavailable_server();
-        let error = send(
-            &Transport::default(),
-            get(&base),
-            Some(&RETRIED),
-            Key::New,
-            no_body,
-        )
-        .await
-        .unwrap_err();
+    async fn every_attempt_carries_the_same_key_within_its_slot() {
+        let (base, requests) = server(&[UNAVAILABLE]);
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap_err();
         let Error::GaveUp {
-            key: Some(key),
-            attempts,
+            why: GaveUp::Schedule,
+            call,
         } = error
         else {
             panic!("{error:?}");
         };
+        let key = call.key.clone().unwrap().key;
         assert!(key.starts_with("t:"), "{key}");
-        let heads: Vec<String> = heads.try_iter().collect();
-        assert_eq!(heads.len(), 3, "{heads:?}");
-        for head in &heads {
-            assert!(
-                head.contains(&format!(
-                    "idempotency-key: {}\r\n",
-                    key.to_ascii_lowercase()
-                )),
-                "{head}"
-            );
-        }
-        assert_eq!(attempts.len(), 3);
-        for (index, pair) in attempts.windows(2).enumerate() {
-            let backoff = Duration::from_millis(RETRIED.attempts[index].backoff_ms.unwrap());
+        let requests: Vec<String> = requests.try_iter().collect();
+        assert_eq!(keys_sent(&requests), vec![key.to_ascii_lowercase(); 3]);
+        assert!(call.maybe_carried_out());
+        for (index, pair) in call.attempts.windows(2).enumerate() {
+            let slot = RETRIED.attempts[index].backoff_ms.unwrap() + RETRIED.jitter_ms;
             let gap = pair[1].at - pair[0].at;
-            assert!(gap >= backoff, "{gap:?} < {backoff:?}");
-            assert!(
-                gap < backoff + Duration::from_millis(RETRIED.jitter_ms + 500),
-                "{gap:?}"
+            assert!(gap < Duration::from_millis(slot + 500), "{gap:?}");
+            assert_eq!(
+                pair[0].outcome,
+                Outcome::Retryable {
+                    status: 503,
+                    retry_after: None
+                }
             );
-            assert_eq!(pair[0].outcome, Outcome::ServerError { status: 503 });
         }
+    }
+
+    #[tokio::test]
+    async fn in_progress_is_polled_without_using_up_attempts() {
+        // Five "in progress" answers, then the answer: more than the
+        // schedule's three attempts, all inside its last start.
+        let (base, requests) = server(&[
+            IN_PROGRESS,
+            IN_PROGRESS,
+            IN_PROGRESS,
+            IN_PROGRESS,
+            IN_PROGRESS,
+            OK,
+        ]);
+        let answer =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap();
+        assert_eq!(answer.call.attempts.len(), 6, "{:?}", answer.call);
+        assert_eq!(requests.try_iter().count(), 6);
+    }
+
+    #[tokio::test]
+    async fn a_gateway_429_is_not_in_progress_and_its_retry_after_is_a_floor() {
+        const BUSY: &str = "HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        const BUSY_IS_IN_PROGRESS: Contract = Contract {
+            in_progress_status: 429,
+            ..RETRIED
+        };
+        let (base, _) = server(&[BUSY, OK]);
+        let answer = send(
+            &transport(),
+            post(&base),
+            Some(&BUSY_IS_IN_PROGRESS),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap();
+        let attempts = &answer.call.attempts;
+        assert_eq!(
+            attempts[0].outcome,
+            Outcome::Retryable {
+                status: 429,
+                retry_after: Some(Duration::from_secs(1))
+            }
+        );
+        assert!(attempts[1].at - attempts[0].at >= Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn a_retry_after_past_the_schedule_ends_the_call() {
+        const LATER: &str = "HTTP/1.1 503 Service Unavailable\r\nretry-after: 30\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        let (base, requests) = server(&[LATER]);
+        let started = Instant::now();
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::GaveUp {
+                    why: GaveUp::Schedule,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(requests.try_iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_conflict_is_known_by_its_problem_type() {
+        const REUSED: &str = "HTTP/1.1 422 Unprocessable Content\r\ncontent-type: application/problem+json\r\ncontent-length: 41\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:key-reused\"}";
+        const INVALID: &str = "HTTP/1.1 422 Unprocessable Content\r\ncontent-type: application/problem+json\r\ncontent-length: 46\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:schema-mismatch\"}";
+        let (base, _) = server(&[REUSED]);
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
+                .await
+                .unwrap_err();
+        assert!(matches!(error, Error::Conflict { .. }), "{error:?}");
+        let (base, requests) = server(&[INVALID]);
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
+                .await
+                .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Refused {
+                    response: 422,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(requests.try_iter().count(), 1, "a refusal is not retried");
+    }
+
+    #[tokio::test]
+    async fn not_implemented_is_not_retried() {
+        const NOT_IMPLEMENTED: &str = "HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        let (base, requests) = server(&[NOT_IMPLEMENTED]);
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap_err();
+        assert!(matches!(error, Error::Refused { .. }), "{error:?}");
+        assert_eq!(requests.try_iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_whose_window_has_closed_is_not_sent() {
+        let (base, requests) = server(&[OK]);
+        let long_ago = unix_ms(SystemTime::now()) - RETRIED.latest_start_ms() - 1;
+        let prepared = Prepared::new("t:old", long_ago);
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::Prepared(prepared.clone()),
+            any_status,
+        )
+        .await
+        .unwrap_err();
+        let Error::WindowClosed {
+            call,
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(call.key.as_ref(), Some(&prepared));
+        assert!(call.attempts.is_empty());
+        assert!(error.to_string().contains("reconcile"), "{error}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(requests.try_iter().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_resumed_call_stops_where_the_window_does() {
+        // 1.5 s of the key's window are left, and the request stays "in
+        // progress" (polled every 50 ms or so, as the contract's
+        // `retry-after` says): the polls stop at the window's bound, well
+        // before the schedule's last start (4 s).
+        const POLLED: &str = "HTTP/1.1 409 Conflict\r\ncontent-type: application/problem+json\r\ncontent-length: 56\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:request-in-progress\",\"a\":1}";
+        const LONG_SCHEDULE: Contract = Contract {
+            attempts: &[
+                Attempt {
+                    start_ms: 0,
+                    deadline_ms: 1_000,
+                    backoff_ms: Some(1_000),
+                },
+                Attempt {
+                    start_ms: 4_000,
+                    deadline_ms: 5_000,
+                    backoff_ms: None,
+                },
+            ],
+            ..RETRIED
+        };
+        let (base, requests) = server(&[POLLED]);
+        let first_send = unix_ms(SystemTime::now()) + 1_500 - RETRIED.latest_start_ms();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&LONG_SCHEDULE),
+            Key::Prepared(Prepared::new("t:resumed", first_send)),
+            any_status,
+        )
+        .await
+        .unwrap_err();
+        let Error::WindowClosed {
+            call,
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        let bound = first_send + LONG_SCHEDULE.latest_start_ms();
+        assert!(call.attempts.len() > 3, "{call:?}");
+        assert!(
+            call.attempts.iter().all(|tried| tried.unix_ms <= bound + 50),
+            "{call:?}"
+        );
+        let finished = unix_ms(SystemTime::now());
+        assert!(finished < bound + 500, "{} ms past the bound", finished - bound);
+        let requests: Vec<String> = requests.try_iter().collect();
+        assert_eq!(requests.len(), call.attempts.len());
+        assert!(keys_sent(&requests).iter().all(|key| key == "t:resumed"));
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_was_never_sent() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let base = format!("http://127.0.0.1:{port}");
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap_err();
+        let Error::GaveUp {
+            call,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert!(
+            call.attempts
+                .iter()
+                .all(|tried| matches!(tried.outcome, Outcome::NotSent(_))),
+            "{call:?}"
+        );
+        assert!(!call.maybe_carried_out());
+        assert!(error.to_string().contains("never sent"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_success_that_does_not_decode_says_the_operation_ran() {
+        const GARBLED: &str = "HTTP/1.1 200 OK\r\nx-receipt: 7\r\ncontent-length: 5\r\nconnection: close\r\n\r\n{\"a\":";
+        let (base, requests) = server(&[GARBLED]);
+        let error =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
+                .await
+                .unwrap_err();
+        let Error::Unreadable {
+            answer,
+            call,
+            ..
+        } = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.headers.get("x-receipt").unwrap(), "7");
+        assert_eq!(answer.body, b"{\"a\":");
+        assert!(call.key.is_some());
+        assert_eq!(call.attempts.len(), 1);
+        assert!(error.to_string().contains("the operation ran"), "{error}");
+        assert_eq!(requests.try_iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_is_not_read() {
+        const LARGE: &str = "HTTP/1.1 200 OK\r\ncontent-length: 64\r\nconnection: close\r\n\r\n\"0123456789012345678901234567890123456789012345678901234567890\"";
+        let (base, _) = server(&[LARGE]);
+        let transport = Transport {
+            max_response_bytes: 16,
+            ..transport()
+        };
+        let error = send(&transport, post(&base), Some(&RETRIED), Key::New, json_status)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&error, Error::Unreadable { why, .. } if why.contains("over 16 bytes")),
+            "{error:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_empty_budget_stops_retries() {
+        let (base, requests) = server(&[UNAVAILABLE]);
+        let transport = Transport {
+            budget: Arc::new(RetryBudget::new(5)),
+            ..transport()
+        };
+        let error = send(&transport, post(&base), Some(&RETRIED), Key::New, any_status)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::GaveUp {
+                    why: GaveUp::Budget,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(requests.try_iter().count(), 2, "one retry, then none");
+        assert_eq!(transport.budget.tokens(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_deadline_ends_the_call() {
+        const SLOW: Contract = Contract {
+            attempts: &[
+                Attempt {
+                    start_ms: 0,
+                    deadline_ms: 1_000,
+                    backoff_ms: Some(5_000),
+                },
+                Attempt {
+                    start_ms: 6_000,
+                    deadline_ms: 7_000,
+                    backoff_ms: None,
+                },
+            ],
+            jitter_ms: 0,
+            ..RETRIED
+        };
+        let (base, requests) = server(&[UNAVAILABLE]);
+        let transport = Transport {
+            deadline: Some(Duration::from_millis(1)),
+            ..transport()
+        };
+        let started = Instant::now();
+        let error = send(&transport, post(&base), Some(&SLOW), Key::New, any_status)
+            .await
+            .unwrap_err();
+        // The attempt made, then no wait the deadline could not cover
+        // (the backoff is random: it may be short enough to fit once).
+        assert!(started.elapsed() < Duration::from_secs(3));
+        assert!(
+            matches!(
+                error,
+                Error::GaveUp {
+                    why: GaveUp::Deadline | GaveUp::Schedule,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(requests.try_iter().count() <= 2);
+    }
+
+    #[tokio::test]
+    async fn a_redirect_is_the_answer_not_followed() {
+        const SEE_OTHER: &str = "HTTP/1.1 303 See Other\r\nlocation: /elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        let (base, requests) = server(&[SEE_OTHER, OK]);
+        let answer =
+            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
+                .await
+                .unwrap();
+        assert_eq!(
+            answer.call.attempts[0].outcome,
+            Outcome::Answered {
+                status: 303
+            }
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(requests.try_iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn without_a_contract_a_post_is_sent_once_and_a_get_retried() {
+        let (base, requests) = server(&[UNAVAILABLE]);
+        let error = send(&transport(), post(&base), None, Key::New, any_status)
+            .await
+            .unwrap_err();
+        assert!(matches!(error, Error::Refused { .. }), "{error:?}");
+        assert_eq!(error.key(), None);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(requests.try_iter().count(), 1);
+
+        let (base, requests) = server(&[UNAVAILABLE, UNAVAILABLE, OK]);
+        let answer = send(
+            &transport(),
+            request(&base, reqwest::Method::GET),
+            None,
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer.call.attempts.len(), 3);
+        assert_eq!(requests.try_iter().count(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_prepared_key_is_sent_as_prepared() {
+        let (base, requests) = server(&[UNAVAILABLE, OK]);
+        let prepared = RETRIED.prepare(None).unwrap();
+        let answer = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::Prepared(prepared.clone()),
+            any_status,
+        )
+        .await
+        .unwrap();
+        assert_eq!(answer.call.key.as_ref(), Some(&prepared));
+        let requests: Vec<String> = requests.try_iter().collect();
+        assert_eq!(keys_sent(&requests), vec![prepared.key.to_ascii_lowercase(); 2]);
     }
 
     #[tokio::test]
@@ -991,63 +2094,15 @@ mod tests {
             scope: &[Scope::Query("tenant")],
             ..RETRIED
         };
-        let (base, heads) = unavailable_server();
-        let error = send(
-            &Transport::default(),
-            get(&base),
-            Some(&SCOPED),
-            Key::New,
-            no_body,
-        )
-        .await
-        .unwrap_err();
+        let (base, requests) = server(&[UNAVAILABLE]);
+        let error = send(&transport(), post(&base), Some(&SCOPED), Key::New, any_status)
+            .await
+            .unwrap_err();
         assert!(
             matches!(&error, Error::Request(why) if why.contains("tenant")),
             "{error:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
-        assert_eq!(heads.try_iter().count(), 0);
-    }
-
-    #[tokio::test]
-    async fn without_a_contract_a_request_is_sent_once() {
-        let (base, heads) = unavailable_server();
-        let error = send(&Transport::default(), get(&base), None, Key::New, no_body)
-            .await
-            .unwrap_err();
-        let Error::GaveUp {
-            key: None,
-            attempts,
-        } = error
-        else {
-            panic!("{error:?}");
-        };
-        assert_eq!(attempts.len(), 1);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(heads.try_iter().count(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_given_key_is_sent_as_given() {
-        let (base, heads) = unavailable_server();
-        let given = Key::Given("t:resumed".to_string());
-        let error = send(
-            &Transport::default(),
-            get(&base),
-            Some(&RETRIED),
-            given,
-            no_body,
-        )
-        .await
-        .unwrap_err();
-        assert_eq!(error.key(), Some("t:resumed"));
-        let heads: Vec<String> = heads.try_iter().collect();
-        assert_eq!(heads.len(), 3, "{heads:?}");
-        assert!(
-            heads
-                .iter()
-                .all(|head| head.contains("idempotency-key: t:resumed\r\n")),
-            "{heads:?}"
-        );
+        assert_eq!(requests.try_iter().count(), 0);
     }
 }

@@ -15,6 +15,7 @@ pub mod format;
 pub mod manifest;
 pub mod names;
 mod render;
+pub mod safety;
 pub mod types;
 pub mod write;
 
@@ -135,6 +136,9 @@ pub fn alert_guides() -> String {
 /// Every file of the project for `workspace`.
 pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String> {
     let analysis = idemgen_spec::analysis::analyse(workspace, options.defaults);
+    if let Some(unsafe_schedules) = safety::unsafe_schedules(workspace, &analysis) {
+        return Err(unsafe_schedules);
+    }
     // The engine answers "in progress" itself, `Retry-After` included.
     let in_progress = types::engine_statuses(&analysis);
     let types =

@@ -137,7 +137,12 @@ pub struct ClientContract {
     pub retries: usize,
     pub retry_span_ms: Option<u64>,
     pub window_ms: Option<u64>,
+    pub max_processing_ms: Option<u64>,
+    /// `window - server.max-processing`: the latest an attempt may start
+    /// after the key's first send.
+    pub latest_start_ms: Option<u64>,
     pub in_progress_status: u16,
+    pub in_progress_retry_after_ms: u64,
     pub conflict_status: u16,
 }
 
@@ -234,7 +239,18 @@ impl ClientContract {
             attempts,
             retry_span_ms,
             window_ms: contract.window_ms.as_ref().map(|window| window.value),
+            max_processing_ms: contract
+                .max_processing_ms
+                .as_ref()
+                .map(|processing| processing.value),
+            latest_start_ms: match (&contract.window_ms, &contract.max_processing_ms) {
+                (Some(window), Some(processing)) => {
+                    Some(window.value.saturating_sub(processing.value))
+                }
+                _ => None,
+            },
             in_progress_status: contract.in_progress_status.value,
+            in_progress_retry_after_ms: contract.retry_after_ms.value,
             conflict_status: contract.conflict_status.value,
         })
     }

@@ -29,6 +29,9 @@ pub struct ClientCrate {
 /// Every file of the client crate for `workspace`.
 pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, String> {
     let analysis = idemgen_spec::analysis::analyse(workspace, options.defaults);
+    if let Some(unsafe_schedules) = super::safety::unsafe_schedules(workspace, &analysis) {
+        return Err(unsafe_schedules);
+    }
     let types = types::spec_types(workspace).map_err(|error| error.to_string())?;
     let mut warnings = Vec::new();
     let mut identifiers = names::Identifiers::default();
