@@ -121,10 +121,7 @@ impl Contract {
     /// before anything is sent: store both, then call with
     /// [`Key::Prepared`]. `body` is the request body as JSON, which
     /// `{field:…}` parts read.
-    pub fn prepare(
-        &self,
-        body: Option<&serde_json::Value>,
-    ) -> Result<Prepared, KeyError> {
+    pub fn prepare(&self, body: Option<&serde_json::Value>) -> Result<Prepared, KeyError> {
         let key = mint(self.key_format, body).map_err(KeyError)?;
         check_length(&key, self.max_key_len).map_err(KeyError)?;
         Ok(Prepared {
@@ -271,9 +268,7 @@ impl Param {
 pub type Reply<R> = Result<Answer<R>, Error<R>>;
 
 /// `value` as JSON, for a request body or the parameters.
-pub fn to_json<T: serde::Serialize, R>(
-    value: &T,
-) -> Result<serde_json::Value, Error<R>> {
+pub fn to_json<T: serde::Serialize, R>(value: &T) -> Result<serde_json::Value, Error<R>> {
     serde_json::to_value(value).map_err(|error| Error::Request(error.to_string()))
 }
 
@@ -283,8 +278,7 @@ pub fn prepare_from<T: serde::Serialize>(
     contract: &Contract,
     body: &T,
 ) -> Result<Prepared, KeyError> {
-    let body =
-        serde_json::to_value(body).map_err(|error| KeyError(error.to_string()))?;
+    let body = serde_json::to_value(body).map_err(|error| KeyError(error.to_string()))?;
     contract.prepare(Some(&body))
 }
 
@@ -327,9 +321,7 @@ impl Request {
         let value_of = |name: &str| -> Vec<String> {
             match params.get(name) {
                 None | Some(serde_json::Value::Null) => Vec::new(),
-                Some(serde_json::Value::Array(items)) => {
-                    items.iter().map(wire_text).collect()
-                }
+                Some(serde_json::Value::Array(items)) => items.iter().map(wire_text).collect(),
                 Some(value) => vec![wire_text(value)],
             }
         };
@@ -362,17 +354,14 @@ impl Request {
                     if values.is_empty() {
                         continue;
                     }
-                    let name =
-                        HeaderName::from_bytes(param.name.as_bytes()).map_err(|_| {
-                            format!("`{}` is not a valid header name", param.name)
-                        })?;
-                    let value =
-                        HeaderValue::from_str(&values.join(",")).map_err(|_| {
-                            format!(
-                                "the value of header `{}` is not valid in a header",
-                                param.name
-                            )
-                        })?;
+                    let name = HeaderName::from_bytes(param.name.as_bytes())
+                        .map_err(|_| format!("`{}` is not a valid header name", param.name))?;
+                    let value = HeaderValue::from_str(&values.join(",")).map_err(|_| {
+                        format!(
+                            "the value of header `{}` is not valid in a header",
+                            param.name
+                        )
+                    })?;
                     headers.insert(name, value);
                 }
             }
@@ -410,8 +399,14 @@ fn percent_encode(text: &str) -> String {
 /// A request body: JSON (a key may be read from it or put into it) or bytes.
 #[derive(Debug)]
 pub enum Body {
-    Json { content_type: &'static str, value: serde_json::Value },
-    Bytes { content_type: &'static str, bytes: bytes::Bytes },
+    Json {
+        content_type: &'static str,
+        value: serde_json::Value,
+    },
+    Bytes {
+        content_type: &'static str,
+        bytes: bytes::Bytes,
+    },
 }
 
 /// How one attempt ended.
@@ -424,7 +419,10 @@ pub enum Outcome {
     InProgress { retry_after: Option<Duration> },
     /// An answer worth another attempt: 408, 425, 429, or a 5xx but 501
     /// and 505.
-    Retryable { status: u16, retry_after: Option<Duration> },
+    Retryable {
+        status: u16,
+        retry_after: Option<Duration>,
+    },
     /// No answer within the attempt's time: the request may have arrived.
     TimedOut,
     /// No connection was made (refused, a name that does not resolve, a
@@ -538,9 +536,17 @@ pub enum Error<R> {
     /// A successful (2xx) answer the client could not read: its body does
     /// not fit the spec or is over the size limit. The operation ran: do
     /// not send it again with a new key.
-    Unreadable { answer: Box<RawAnswer>, why: String, call: Call },
+    Unreadable {
+        answer: Box<RawAnswer>,
+        why: String,
+        call: Call,
+    },
     /// An answer whose status or body the spec does not declare.
-    Undeclared { answer: Box<RawAnswer>, why: String, call: Call },
+    Undeclared {
+        answer: Box<RawAnswer>,
+        why: String,
+        call: Call,
+    },
     /// The request could not be built: no key could be made from it, a
     /// value is not valid in a header, the body does not serialise.
     /// Nothing was sent.
@@ -552,66 +558,49 @@ impl<R> Error<R> {
     /// attempts; `None` when nothing was sent.
     pub fn call(&self) -> Option<&Call> {
         match self {
-            Error::Conflict {
-                call,
-                ..
-            }
-            | Error::Refused {
-                call,
-                ..
-            }
-            | Error::GaveUp {
-                call,
-                ..
-            }
-            | Error::WindowClosed {
-                call,
-            }
-            | Error::Unreadable {
-                call,
-                ..
-            }
-            | Error::Undeclared {
-                call,
-                ..
-            } => Some(call),
+            Error::Conflict { call, .. }
+            | Error::Refused { call, .. }
+            | Error::GaveUp { call, .. }
+            | Error::WindowClosed { call }
+            | Error::Unreadable { call, .. }
+            | Error::Undeclared { call, .. } => Some(call),
             Error::Request(_) => None,
         }
     }
 
     /// The key the request was sent with.
     pub fn key(&self) -> Option<&str> {
-        self.call()?.key.as_ref().map(|prepared| prepared.key.as_str())
+        self.call()?
+            .key
+            .as_ref()
+            .map(|prepared| prepared.key.as_str())
     }
 }
 
 impl<R: fmt::Debug> fmt::Display for Error<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Conflict {
-                response,
-                call,
-            } => write!(
+            Error::Conflict { response, call } => write!(
                 f,
                 "key {} was already used with a different request (that request's result stands): {response:?}",
-                call.key.as_ref().map_or("", |prepared| prepared.key.as_str())
+                call.key
+                    .as_ref()
+                    .map_or("", |prepared| prepared.key.as_str())
             ),
-            Error::Refused {
-                response,
-                ..
-            } => {
+            Error::Refused { response, .. } => {
                 write!(f, "the server refused the request: {response:?}")
             }
-            Error::GaveUp {
-                why,
-                call,
-            } => {
+            Error::GaveUp { why, call } => {
                 let why = match why {
                     GaveUp::Schedule => "the retry schedule is spent",
                     GaveUp::Deadline => "the call's deadline passed",
                     GaveUp::Budget => "the client's retry budget is spent",
                 };
-                write!(f, "no answer after {} attempt(s): {why}", call.attempts.len())?;
+                write!(
+                    f,
+                    "no answer after {} attempt(s): {why}",
+                    call.attempts.len()
+                )?;
                 if let Some(last) = call.attempts.last() {
                     write!(f, "; the last: {:?}", last.outcome)?;
                 }
@@ -621,27 +610,19 @@ impl<R: fmt::Debug> fmt::Display for Error<R> {
                     write!(f, "; the request was never sent")
                 }
             }
-            Error::WindowClosed {
-                call,
-            } => write!(
+            Error::WindowClosed { call } => write!(
                 f,
                 "the idempotency window of key {} has closed: find out whether the request ran and reconcile; do not retry it",
-                call.key.as_ref().map_or("", |prepared| prepared.key.as_str())
+                call.key
+                    .as_ref()
+                    .map_or("", |prepared| prepared.key.as_str())
             ),
-            Error::Unreadable {
-                answer,
-                why,
-                ..
-            } => write!(
+            Error::Unreadable { answer, why, .. } => write!(
                 f,
                 "the operation ran (status {}), but its answer could not be read: {why}",
                 answer.status
             ),
-            Error::Undeclared {
-                answer,
-                why,
-                ..
-            } => write!(
+            Error::Undeclared { answer, why, .. } => write!(
                 f,
                 "the server answered {}, which the spec does not declare: {why}",
                 answer.status
@@ -658,8 +639,7 @@ pub type Decode<R> = fn(u16, &HeaderMap, &[u8]) -> Result<R, String>;
 
 /// Headers made for each attempt from what it sends (method, URL, body):
 /// a request signature with a fresh timestamp, such as an HMAC of the body.
-pub type Sign =
-    Arc<dyn Fn(&reqwest::Method, &reqwest::Url, &[u8]) -> HeaderMap + Send + Sync>;
+pub type Sign = Arc<dyn Fn(&reqwest::Method, &reqwest::Url, &[u8]) -> HeaderMap + Send + Sync>;
 
 /// A token bucket shared by every call of a client (the AWS SDKs'
 /// standard retry mode): a retry takes 5 tokens, a retry after a timeout
@@ -706,9 +686,11 @@ impl RetryBudget {
 
     /// Gives back `tokens` after an answer, up to the capacity.
     fn refund(&self, tokens: u64) {
-        let _ = self.tokens.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
-            Some(held.saturating_add(tokens.max(1)).min(self.capacity))
-        });
+        let _ = self
+            .tokens
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                Some(held.saturating_add(tokens.max(1)).min(self.capacity))
+            });
     }
 }
 
@@ -817,11 +799,7 @@ const ONCE: [Attempt; 1] = [Attempt {
 }];
 
 impl Plan {
-    fn of(
-        contract: Option<&Contract>,
-        method: &reqwest::Method,
-        transport: &Transport,
-    ) -> Plan {
+    fn of(contract: Option<&Contract>, method: &reqwest::Method, transport: &Transport) -> Plan {
         match contract {
             Some(contract) => Plan {
                 attempts: contract.attempts,
@@ -858,7 +836,9 @@ impl Plan {
     /// When the client stops waiting for any attempt, from the call's start.
     fn last_deadline(&self) -> Duration {
         Duration::from_millis(
-            self.attempts.last().map_or(0, |attempt| attempt.deadline_ms),
+            self.attempts
+                .last()
+                .map_or(0, |attempt| attempt.deadline_ms),
         )
     }
 }
@@ -884,13 +864,12 @@ pub async fn send<R>(
     // How long from now the key's window allows an attempt to start.
     let window_left = match (contract, &call.key) {
         (Some(contract), Some(prepared)) => {
-            let latest =
-                prepared.first_send_unix_ms.saturating_add(contract.latest_start_ms());
+            let latest = prepared
+                .first_send_unix_ms
+                .saturating_add(contract.latest_start_ms());
             let now = unix_ms(SystemTime::now());
             if now > latest {
-                return Err(Error::WindowClosed {
-                    call,
-                });
+                return Err(Error::WindowClosed { call });
             }
             Some(Duration::from_millis(latest - now))
         }
@@ -904,8 +883,7 @@ pub async fn send<R>(
         }) => (
             Some(content_type),
             Some(bytes::Bytes::from(
-                serde_json::to_vec(&value)
-                    .map_err(|error| Error::Request(error.to_string()))?,
+                serde_json::to_vec(&value).map_err(|error| Error::Request(error.to_string()))?,
             )),
         ),
         Some(Body::Bytes {
@@ -920,15 +898,16 @@ pub async fn send<R>(
         let time = [
             Some(plan.timeout),
             Some(plan.last_deadline().saturating_sub(elapsed)),
-            transport.deadline.map(|deadline| deadline.saturating_sub(elapsed)),
+            transport
+                .deadline
+                .map(|deadline| deadline.saturating_sub(elapsed)),
         ]
         .into_iter()
         .flatten()
         .min()
         .unwrap_or(plan.timeout);
         let (at, sent_unix_ms) = (started.elapsed(), unix_ms(SystemTime::now()));
-        let result =
-            attempt(transport, &request, content_type, body.clone(), time).await;
+        let result = attempt(transport, &request, content_type, body.clone(), time).await;
         let (outcome, raw) = classify(result, contract, plan.retries);
         call.attempts.push(Tried {
             at,
@@ -941,9 +920,7 @@ pub async fn send<R>(
         }
         // The wait before the next attempt, and whether it uses one up.
         let wait = match &outcome {
-            Outcome::InProgress {
-                retry_after,
-            } => {
+            Outcome::InProgress { retry_after } => {
                 let floor = retry_after.unwrap_or(Duration::from_millis(
                     contract
                         .and_then(|contract| contract.in_progress_retry_after_ms)
@@ -970,7 +947,10 @@ pub async fn send<R>(
                 }
                 let previous = &plan.attempts[used - 1];
                 let slot = Duration::from_millis(
-                    previous.backoff_ms.unwrap_or(0).saturating_add(plan.jitter_ms),
+                    previous
+                        .backoff_ms
+                        .unwrap_or(0)
+                        .saturating_add(plan.jitter_ms),
                 );
                 match failed {
                     Outcome::Retryable {
@@ -988,9 +968,7 @@ pub async fn send<R>(
             _ => (plan.last_start(), false),
         };
         let stop = |call: Call| match window_ends_first {
-            true => Error::WindowClosed {
-                call,
-            },
+            true => Error::WindowClosed { call },
             false => Error::GaveUp {
                 why: GaveUp::Schedule,
                 call,
@@ -1002,9 +980,7 @@ pub async fn send<R>(
             Wait::AtLeast(floor, _) if elapsed + floor > latest => {
                 return Err(stop(call));
             }
-            Wait::AtLeast(floor, extra) => {
-                (floor + extra).min(latest.saturating_sub(elapsed))
-            }
+            Wait::AtLeast(floor, extra) => (floor + extra).min(latest.saturating_sub(elapsed)),
             Wait::AtMost(most) => most.min(latest.saturating_sub(elapsed)),
         };
         if let Some(deadline) = transport.deadline
@@ -1084,8 +1060,10 @@ async fn attempt(
             cut,
         })
     };
-    tokio::time::timeout(time, exchange).await.map_err(|_| Outcome::TimedOut)?.map_err(
-        |error| {
+    tokio::time::timeout(time, exchange)
+        .await
+        .map_err(|_| Outcome::TimedOut)?
+        .map_err(|error| {
             if error.is_connect() {
                 Outcome::NotSent(error_chain(&error))
             } else if error.is_timeout() {
@@ -1093,8 +1071,7 @@ async fn attempt(
             } else {
                 Outcome::Connection(error_chain(&error))
             }
-        },
-    )
+        })
 }
 
 /// The `type` of an RFC 9457 problem body, if the body is one.
@@ -1125,12 +1102,7 @@ fn classify(
             None => !matches!(status, 429 | 503),
         };
         if in_progress {
-            return (
-                Outcome::InProgress {
-                    retry_after,
-                },
-                None,
-            );
+            return (Outcome::InProgress { retry_after }, None);
         }
     }
     let retryable = match retries {
@@ -1149,12 +1121,7 @@ fn classify(
             None,
         );
     }
-    (
-        Outcome::Answered {
-            status,
-        },
-        Some(raw),
-    )
+    (Outcome::Answered { status }, Some(raw))
 }
 
 /// The answer the loop stopped at, typed.
@@ -1178,16 +1145,8 @@ fn finish<R>(
                 body: raw.body,
             });
             return Err(match success {
-                true => Error::Unreadable {
-                    answer,
-                    why,
-                    call,
-                },
-                false => Error::Undeclared {
-                    answer,
-                    why,
-                    call,
-                },
+                true => Error::Unreadable { answer, why, call },
+                false => Error::Undeclared { answer, why, call },
             });
         }
     };
@@ -1196,16 +1155,10 @@ fn finish<R>(
             && problem_type(&raw).as_deref() == Some(KEY_REUSED_TYPE)
     });
     if conflict {
-        return Err(Error::Conflict {
-            response,
-            call,
-        });
+        return Err(Error::Conflict { response, call });
     }
     if (400..=599).contains(&raw.status) {
-        return Err(Error::Refused {
-            response,
-            call,
-        });
+        return Err(Error::Refused { response, call });
     }
     Ok(Answer {
         replayed: REPLAYED_HEADERS.iter().any(|name| {
@@ -1226,12 +1179,18 @@ fn retry_after(value: &HeaderValue) -> Option<Duration> {
         return Some(Duration::from_secs(seconds));
     }
     let when = httpdate::parse_http_date(text).ok()?;
-    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+    Some(
+        when.duration_since(SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 fn check_length(key: &str, max: usize) -> Result<(), String> {
     if key.is_empty() || key.len() > max {
-        return Err(format!("the key must be 1 to {max} bytes long, not {}", key.len()));
+        return Err(format!(
+            "the key must be 1 to {max} bytes long, not {}",
+            key.len()
+        ));
     }
     Ok(())
 }
@@ -1247,13 +1206,12 @@ fn place_key<R>(
         Key::Prepared(prepared) => prepared,
         Key::New => {
             let body = match &request.body {
-                Some(Body::Json {
-                    value,
-                    ..
-                }) => Some(value),
+                Some(Body::Json { value, .. }) => Some(value),
                 _ => None,
             };
-            contract.prepare(body).map_err(|error| Error::Request(error.0))?
+            contract
+                .prepare(body)
+                .map_err(|error| Error::Request(error.0))?
         }
     };
     let key = prepared.key.as_str();
@@ -1282,10 +1240,7 @@ fn place_key<R>(
                 .append_pair(contract.key_name, key);
         }
         KeyIn::Body => match &mut request.body {
-            Some(Body::Json {
-                value,
-                ..
-            }) => set_pointer(value, contract.key_name, key)?,
+            Some(Body::Json { value, .. }) => set_pointer(value, contract.key_name, key)?,
             _ => {
                 return Err(Error::Request(format!(
                     "the key goes in the JSON body at `{}`, and this request has none",
@@ -1299,9 +1254,7 @@ fn place_key<R>(
             // A header may also come from the reqwest client's default
             // headers or the signer, which this cannot see.
             Scope::Header(_) => true,
-            Scope::Query(name) => {
-                request.url.query_pairs().any(|(found, _)| found == *name)
-            }
+            Scope::Query(name) => request.url.query_pairs().any(|(found, _)| found == *name),
             Scope::Body(pointer) => matches!(
                 &request.body,
                 Some(Body::Json { value, .. }) if value.pointer(pointer).is_some_and(|v| !v.is_null())
@@ -1324,11 +1277,7 @@ fn header_name<R>(name: &'static str) -> Result<HeaderName, Error<R>> {
 }
 
 /// Sets the string at `pointer`, creating the last member.
-fn set_pointer<R>(
-    value: &mut serde_json::Value,
-    pointer: &str,
-    key: &str,
-) -> Result<(), Error<R>> {
+fn set_pointer<R>(value: &mut serde_json::Value, pointer: &str, key: &str) -> Result<(), Error<R>> {
     let (parent, last) = pointer.rsplit_once('/').unwrap_or(("", pointer));
     let member = last.replace("~1", "/").replace("~0", "~");
     match value.pointer_mut(parent) {
@@ -1344,7 +1293,9 @@ fn set_pointer<R>(
 
 /// Milliseconds since 1970.
 fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO).as_millis() as u64
+    time.duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_millis() as u64
 }
 
 /// The last `{seq}` this process made.
@@ -1353,7 +1304,9 @@ static LAST_SEQ: AtomicU64 = AtomicU64::new(0);
 /// A key made from `format`; `body` is the request body as JSON.
 fn mint(format: &[KeyPart], body: Option<&serde_json::Value>) -> Result<String, String> {
     let mut key = String::new();
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or(Duration::ZERO);
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
     for part in format {
         match part {
             KeyPart::Literal(text) => key.push_str(text),
@@ -1371,15 +1324,11 @@ fn mint(format: &[KeyPart], body: Option<&serde_json::Value>) -> Result<String, 
                     .unwrap_or(0);
                 key.push_str(&clock.max(previous.saturating_add(1)).to_string());
             }
-            KeyPart::Field(pointer) => match body
-                .and_then(|value| value.pointer(pointer))
-            {
-                Some(serde_json::Value::String(text)) if !text.is_empty() => {
-                    key.push_str(text)
+            KeyPart::Field(pointer) => match body.and_then(|value| value.pointer(pointer)) {
+                Some(serde_json::Value::String(text)) if !text.is_empty() => key.push_str(text),
+                Some(value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
+                    key.push_str(&value.to_string())
                 }
-                Some(
-                    value @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_)),
-                ) => key.push_str(&value.to_string()),
                 _ => {
                     return Err(format!(
                         "the key is made from the body field `{pointer}`, which is missing or empty"
@@ -1440,14 +1389,12 @@ fn ulid(now: Duration) -> String {
 }
 
 fn base64url(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] =
-        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
     let mut text = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {
-        let block = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |block, (i, byte)| block | (u32::from(*byte) << (16 - 8 * i)));
+        let block = chunk.iter().enumerate().fold(0u32, |block, (i, byte)| {
+            block | (u32::from(*byte) << (16 - 8 * i))
+        });
         for i in 0..=chunk.len() {
             text.push(ALPHABET[((block >> (18 - 6 * i)) & 63) as usize] as char);
         }
@@ -1461,14 +1408,16 @@ fn date(unix_secs: u64) -> String {
     let days = (unix_secs / 86_400) as i64 + 719_468;
     let era = days.div_euclid(146_097);
     let day_of_era = days.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1_460 + day_of_era / 36_524
-        - day_of_era / 146_096)
-        / 365;
-    let day_of_year =
-        day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     format!("{year:04}{month:02}{day:02}")
 }
@@ -1561,9 +1510,7 @@ mod tests {
                 let mut stream = stream.unwrap();
                 let mut head = Vec::new();
                 let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n")
-                    && stream.read(&mut byte).unwrap_or(0) == 1
-                {
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
                     head.push(byte[0]);
                 }
                 let text = String::from_utf8_lossy(&head).to_ascii_lowercase();
@@ -1574,8 +1521,7 @@ mod tests {
                     .unwrap_or(0);
                 let mut body = vec![0u8; length];
                 let _ = stream.read_exact(&mut body);
-                let _ =
-                    requests.send(format!("{text}{}", String::from_utf8_lossy(&body)));
+                let _ = requests.send(format!("{text}{}", String::from_utf8_lossy(&body)));
                 let answer = answers[index.min(answers.len() - 1)];
                 let _ = stream.write_all(answer.as_bytes());
                 let _ = stream.shutdown(std::net::Shutdown::Write);
@@ -1584,9 +1530,9 @@ mod tests {
         (base, received)
     }
 
-    const UNAVAILABLE: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-    const OK: &str =
-        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+    const UNAVAILABLE: &str =
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    const OK: &str = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
     const IN_PROGRESS: &str = "HTTP/1.1 409 Conflict\r\nretry-after: 0\r\ncontent-type: application/problem+json\r\ncontent-length: 56\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:request-in-progress\",\"a\":1}";
 
     fn request(base: &str, method: reqwest::Method) -> Request {
@@ -1669,10 +1615,15 @@ mod tests {
     #[tokio::test]
     async fn every_attempt_carries_the_same_key_within_its_slot() {
         let (base, requests) = server(&[UNAVAILABLE]);
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
         let Error::GaveUp {
             why: GaveUp::Schedule,
             call,
@@ -1711,10 +1662,15 @@ mod tests {
             IN_PROGRESS,
             OK,
         ]);
-        let answer =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap();
+        let answer = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap();
         assert_eq!(answer.call.attempts.len(), 6, "{:?}", answer.call);
         assert_eq!(requests.try_iter().count(), 6);
     }
@@ -1752,10 +1708,15 @@ mod tests {
         const LATER: &str = "HTTP/1.1 503 Service Unavailable\r\nretry-after: 30\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
         let (base, requests) = server(&[LATER]);
         let started = Instant::now();
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(
                 error,
@@ -1775,24 +1736,28 @@ mod tests {
         const REUSED: &str = "HTTP/1.1 422 Unprocessable Content\r\ncontent-type: application/problem+json\r\ncontent-length: 41\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:key-reused\"}";
         const INVALID: &str = "HTTP/1.1 422 Unprocessable Content\r\ncontent-type: application/problem+json\r\ncontent-length: 46\r\nconnection: close\r\n\r\n{\"type\":\"urn:idemgen:problem:schema-mismatch\"}";
         let (base, _) = server(&[REUSED]);
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
-                .await
-                .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            json_status,
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(error, Error::Conflict { .. }), "{error:?}");
         let (base, requests) = server(&[INVALID]);
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
-                .await
-                .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            json_status,
+        )
+        .await
+        .unwrap_err();
         assert!(
-            matches!(
-                error,
-                Error::Refused {
-                    response: 422,
-                    ..
-                }
-            ),
+            matches!(error, Error::Refused { response: 422, .. }),
             "{error:?}"
         );
         assert_eq!(requests.try_iter().count(), 1, "a refusal is not retried");
@@ -1800,12 +1765,18 @@ mod tests {
 
     #[tokio::test]
     async fn not_implemented_is_not_retried() {
-        const NOT_IMPLEMENTED: &str = "HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+        const NOT_IMPLEMENTED: &str =
+            "HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
         let (base, requests) = server(&[NOT_IMPLEMENTED]);
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
         assert!(matches!(error, Error::Refused { .. }), "{error:?}");
         assert_eq!(requests.try_iter().count(), 1);
     }
@@ -1824,10 +1795,7 @@ mod tests {
         )
         .await
         .unwrap_err();
-        let Error::WindowClosed {
-            call,
-        } = &error
-        else {
+        let Error::WindowClosed { call } = &error else {
             panic!("{error:?}");
         };
         assert_eq!(call.key.as_ref(), Some(&prepared));
@@ -1870,20 +1838,23 @@ mod tests {
         )
         .await
         .unwrap_err();
-        let Error::WindowClosed {
-            call,
-        } = &error
-        else {
+        let Error::WindowClosed { call } = &error else {
             panic!("{error:?}");
         };
         let bound = first_send + LONG_SCHEDULE.latest_start_ms();
         assert!(call.attempts.len() > 3, "{call:?}");
         assert!(
-            call.attempts.iter().all(|tried| tried.unix_ms <= bound + 50),
+            call.attempts
+                .iter()
+                .all(|tried| tried.unix_ms <= bound + 50),
             "{call:?}"
         );
         let finished = unix_ms(SystemTime::now());
-        assert!(finished < bound + 500, "{} ms past the bound", finished - bound);
+        assert!(
+            finished < bound + 500,
+            "{} ms past the bound",
+            finished - bound
+        );
         let requests: Vec<String> = requests.try_iter().collect();
         assert_eq!(requests.len(), call.attempts.len());
         assert!(keys_sent(&requests).iter().all(|key| key == "t:resumed"));
@@ -1897,15 +1868,16 @@ mod tests {
             .unwrap()
             .port();
         let base = format!("http://127.0.0.1:{port}");
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap_err();
-        let Error::GaveUp {
-            call,
-            ..
-        } = &error
-        else {
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
+        let Error::GaveUp { call, .. } = &error else {
             panic!("{error:?}");
         };
         assert!(
@@ -1922,16 +1894,16 @@ mod tests {
     async fn a_success_that_does_not_decode_says_the_operation_ran() {
         const GARBLED: &str = "HTTP/1.1 200 OK\r\nx-receipt: 7\r\ncontent-length: 5\r\nconnection: close\r\n\r\n{\"a\":";
         let (base, requests) = server(&[GARBLED]);
-        let error =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, json_status)
-                .await
-                .unwrap_err();
-        let Error::Unreadable {
-            answer,
-            call,
-            ..
-        } = &error
-        else {
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            json_status,
+        )
+        .await
+        .unwrap_err();
+        let Error::Unreadable { answer, call, .. } = &error else {
             panic!("{error:?}");
         };
         assert_eq!(answer.status, 200);
@@ -1951,9 +1923,15 @@ mod tests {
             max_response_bytes: 16,
             ..transport()
         };
-        let error = send(&transport, post(&base), Some(&RETRIED), Key::New, json_status)
-            .await
-            .unwrap_err();
+        let error = send(
+            &transport,
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            json_status,
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(&error, Error::Unreadable { why, .. } if why.contains("over 16 bytes")),
             "{error:?}"
@@ -1967,9 +1945,15 @@ mod tests {
             budget: Arc::new(RetryBudget::new(5)),
             ..transport()
         };
-        let error = send(&transport, post(&base), Some(&RETRIED), Key::New, any_status)
-            .await
-            .unwrap_err();
+        let error = send(
+            &transport,
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(
                 error,
@@ -2031,15 +2015,18 @@ mod tests {
     async fn a_redirect_is_the_answer_not_followed() {
         const SEE_OTHER: &str = "HTTP/1.1 303 See Other\r\nlocation: /elsewhere\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
         let (base, requests) = server(&[SEE_OTHER, OK]);
-        let answer =
-            send(&transport(), post(&base), Some(&RETRIED), Key::New, any_status)
-                .await
-                .unwrap();
+        let answer = send(
+            &transport(),
+            post(&base),
+            Some(&RETRIED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap();
         assert_eq!(
             answer.call.attempts[0].outcome,
-            Outcome::Answered {
-                status: 303
-            }
+            Outcome::Answered { status: 303 }
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(requests.try_iter().count(), 1);
@@ -2085,7 +2072,10 @@ mod tests {
         .unwrap();
         assert_eq!(answer.call.key.as_ref(), Some(&prepared));
         let requests: Vec<String> = requests.try_iter().collect();
-        assert_eq!(keys_sent(&requests), vec![prepared.key.to_ascii_lowercase(); 2]);
+        assert_eq!(
+            keys_sent(&requests),
+            vec![prepared.key.to_ascii_lowercase(); 2]
+        );
     }
 
     #[tokio::test]
@@ -2095,9 +2085,15 @@ mod tests {
             ..RETRIED
         };
         let (base, requests) = server(&[UNAVAILABLE]);
-        let error = send(&transport(), post(&base), Some(&SCOPED), Key::New, any_status)
-            .await
-            .unwrap_err();
+        let error = send(
+            &transport(),
+            post(&base),
+            Some(&SCOPED),
+            Key::New,
+            any_status,
+        )
+        .await
+        .unwrap_err();
         assert!(
             matches!(&error, Error::Request(why) if why.contains("tenant")),
             "{error:?}"

@@ -75,7 +75,6 @@ pub const CLIENT_TEMPLATES: &[Template] = {
         template!("client/Cargo.toml.j2", File("Cargo.toml")),
         template!("client/README.md.j2", File("README.md")),
         template!("client/gitignore.j2", File(".gitignore")),
-        template!("client/rustfmt.toml.j2", File("rustfmt.toml")),
         template!("client/src/lib.rs.j2", File("src/lib.rs")),
     ]
 };

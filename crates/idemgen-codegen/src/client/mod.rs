@@ -126,6 +126,11 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         let mut contents = render::render(&env, template.name, &value)?;
         if path.ends_with(".rs") {
             contents = super::format::rust(path, &contents)?;
+            // The layout `cargo fmt --check` expects in the user's
+            // workspace, where rustfmt is.
+            if let Some(formatted) = super::format::rustfmt(&contents) {
+                contents = formatted;
+            }
         }
         files.push(File {
             path: path.to_string(),
@@ -135,7 +140,8 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
     }
     files.push(File {
         path: "src/models.rs".to_string(),
-        contents: types.models().to_string(),
+        contents: super::format::rustfmt(types.models())
+            .unwrap_or_else(|| types.models().to_string()),
         owner: Owner::Idemgen,
     });
     files.push(File {
