@@ -29,6 +29,14 @@
 //! within lease + retry delay after the faults and no 503 then, a
 //! conflict only where another body was sent with the key.
 //!
+//! The client topology (`nemesis/clients.rs`) runs the same way: payer
+//! processes built on the generated client, SIGKILLed and resumed from
+//! their durable key stores, through a balancer that resets, drops, holds
+//! and refuses, against three instances whose database connections are
+//! killed; its checker proves the client's half of the contract.
+//! `IDEMGEN_NEMESIS_CLIENT_BUDGET_SECS` (default 40) bounds its histories
+//! per dialect; it also needs `IDEMGEN_TEST_GENERATED_BUILDS=1`.
+//!
 //! - `IDEMGEN_NEMESIS_SEED`: the first history's seed (random otherwise,
 //!   always printed); history `n` uses seed + n.
 //! - `IDEMGEN_NEMESIS_BUDGET_SECS`: histories run per dialect and
