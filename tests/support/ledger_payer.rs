@@ -7,7 +7,8 @@
 //! crate of its own that depends on the generated client.
 //!
 //! Usage: ledger-payer BASE_URL PLAN STORE
-//! - PLAN: one transfer a line, `nonce amount`.
+//! - PLAN: one transfer a line, `nonce amount pause_ms`: the pause comes
+//!   before the transfer (a payer's work between payments).
 //! - STORE: the durable key store, JSON lines appended and synced: a
 //!   `prepared` line before the first send of a key, an `outcome` line
 //!   when its call ends. The test reads it after the history.
@@ -43,10 +44,14 @@ async fn pay_all(base: &str, plan: &str, store: &str) {
         .open(store)
         .expect("the store");
     for line in plan.lines().filter(|line| !line.trim().is_empty()) {
-        let (nonce, amount) = line.split_once(' ').expect("nonce amount");
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [nonce, amount, pause_ms] = fields.as_slice() else {
+            panic!("a plan line is `nonce amount pause_ms`: {line}");
+        };
+        let nonce = *nonce;
         let body = models::Transfer {
             nonce: nonce.to_string(),
-            amount: amount.trim().parse().expect("an amount"),
+            amount: amount.parse().expect("an amount"),
         };
         let of_nonce = |kind: &str| {
             lines
@@ -57,6 +62,8 @@ async fn pay_all(base: &str, plan: &str, store: &str) {
         if of_nonce("outcome").is_some() {
             continue;
         }
+        let pause = pause_ms.parse().expect("a pause in ms");
+        tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
         let (prepared, resumed) = match of_nonce("prepared") {
             Some(line) => (
                 Prepared::new(
@@ -78,7 +85,11 @@ async fn pay_all(base: &str, plan: &str, store: &str) {
                 (prepared, false)
             }
         };
-        let result = client.transfer(Key::Prepared(prepared), &body).await;
+        // The key is the client's to place: this field is replaced.
+        let params = models::TransferParams {
+            idempotency_key: String::new(),
+        };
+        let result = client.transfer(Key::Prepared(prepared), &params, &body).await;
         let mut line = serde_json::json!({
             "kind": "outcome",
             "nonce": nonce,

@@ -48,7 +48,7 @@ const LATEST_START_MS: u64 = WINDOW_MS - LEASE_MS;
 const SLACK_MS: u64 = 300;
 const INSTANCES: usize = 3;
 const PAYERS: usize = 4;
-const TRANSFERS_PER_PAYER: usize = 5;
+const TRANSFERS_PER_PAYER: usize = 12;
 /// A history that has not finished by then has a payer stuck.
 const HISTORY_LIMIT: Duration = Duration::from_secs(90);
 
@@ -444,7 +444,13 @@ pub fn run(
         .map(|p| {
             let plan = db.dir.path().join(format!("payer{p}.plan"));
             let lines: Vec<String> = (0..TRANSFERS_PER_PAYER)
-                .map(|t| format!("s{seed}-p{p}-t{t} {}", rng.range(1, 1_000)))
+                .map(|t| {
+                    format!(
+                        "s{seed}-p{p}-t{t} {} {}",
+                        rng.range(1, 1_000),
+                        rng.range(0, 700)
+                    )
+                })
                 .collect();
             std::fs::write(&plan, lines.join("\n") + "\n").unwrap();
             Payer {
@@ -463,9 +469,9 @@ pub fn run(
     }
     // The nemesis's plan: payer kills (a third of them paused past the
     // window), 503 bursts, database connections killed.
-    let mut kills: Vec<(Duration, usize, Duration)> = (0..rng.range(3, 7))
+    let mut kills: Vec<(Duration, usize, Duration)> = (0..rng.range(4, 9))
         .map(|_| {
-            let at = Duration::from_millis(rng.range(200, 6_000));
+            let at = Duration::from_millis(rng.range(200, 8_000));
             let pause = match rng.range(0, 3) {
                 0 => Duration::from_millis(rng.range(WINDOW_MS, WINDOW_MS + 1_000)),
                 _ => Duration::from_millis(rng.range(0, 1_000)),
@@ -483,8 +489,8 @@ pub fn run(
         })
         .collect();
     bursts.sort();
-    let mut database_kills: Vec<Duration> = (0..rng.range(1, 4))
-        .map(|_| Duration::from_millis(rng.range(300, 6_000)))
+    let mut database_kills: Vec<Duration> = (0..rng.range(2, 5))
+        .map(|_| Duration::from_millis(rng.range(300, 8_000)))
         .collect();
     database_kills.sort();
     let mut violations = Vec::new();
@@ -757,4 +763,140 @@ fn check(stores: &[String], ledger_rows: &str, seen: &[Seen], tally: &mut Tally)
         }
     }
     violations
+}
+
+/// The checker on hand-made histories: a clean one passes, and each
+/// planted fault is found by the invariant it breaks. (No service: runs in
+/// every `cargo test`.)
+#[test]
+fn the_client_checker_finds_each_kind_of_violation() {
+    let first = 1_000_000u64;
+    let prepared = |nonce: &str, key: &str| {
+        format!(
+            r#"{{"kind":"prepared","nonce":"{nonce}","key":"{key}","first_send_unix_ms":{first}}}"#
+        )
+    };
+    let outcome = |nonce: &str, outcome: &str, receipt: &str, at: u64, attempts: &[u64]| {
+        let attempts: Vec<String> = attempts
+            .iter()
+            .map(|at| format!(r#"{{"unix_ms":{at},"outcome":"answered 201"}}"#))
+            .collect();
+        format!(
+            r#"{{"kind":"outcome","nonce":"{nonce}","outcome":"{outcome}","receipt":"{receipt}","at_unix_ms":{at},"resumed":false,"maybe_carried_out":true,"attempts":[{}]}}"#,
+            attempts.join(",")
+        )
+    };
+    let seen = |key: &str, at: u64, body: &str| Seen {
+        unix_ms: at,
+        key: key.to_string(),
+        body: body.to_string(),
+        fault: Fault::None,
+    };
+    let clean_store = [
+        prepared("n1", "tx:1"),
+        outcome("n1", "ok", "r1", first + 100, &[first + 10]),
+        prepared("n2", "tx:2"),
+        outcome("n2", "window-closed", "", first + 6_000, &[]),
+    ]
+    .join("\n");
+    let clean_ledger = format!("tx:1\tn1\tr1\t{}\n", first + 50);
+    let clean_seen = vec![seen("tx:1", first + 10, "a")];
+    let mut tally = Tally::default();
+    assert_eq!(
+        check(
+            &[clean_store.clone()],
+            &clean_ledger,
+            &clean_seen,
+            &mut tally
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!((tally.reconciled_booked, tally.reconciled_none), (0, 1));
+
+    let found = |store: &str, ledger: &str, seen: &[Seen], needle: &str| {
+        let violations = check(&[store.to_string()], ledger, seen, &mut Tally::default());
+        assert!(
+            violations
+                .iter()
+                .any(|violation| violation.contains(needle)),
+            "{needle:?} not among {violations:?}"
+        );
+    };
+    // Booked twice: a payer that lost its key and paid with a new one.
+    found(
+        &clean_store,
+        &format!("{clean_ledger}tx:9\tn1\tr9\t{}\n", first + 900),
+        &clean_seen,
+        "booked 2 times",
+    );
+    found(
+        &clean_store,
+        &format!("{clean_ledger}tx:9\tn2\tr9\t{}\n", first + 900),
+        &clean_seen,
+        "not the stored tx:2",
+    );
+    // Booked after the key's window: a late attempt ran it again.
+    found(
+        &clean_store,
+        &format!("tx:1\tn1\tr1\t{}\n", first + WINDOW_MS + 5_000),
+        &clean_seen,
+        "after its key's window ended",
+    );
+    // A success the ledger does not hold, or holds with another receipt.
+    found(&clean_store, "", &clean_seen, "the ledger has 0 bookings");
+    found(
+        &clean_store,
+        &format!("tx:1\tn1\tr7\t{}\n", first + 50),
+        &clean_seen,
+        "the ledger holds r7",
+    );
+    // An attempt past its latest start, seen by the client and the wire.
+    let late = first + LATEST_START_MS + 2_000;
+    found(
+        &[
+            prepared("n1", "tx:1"),
+            outcome("n1", "ok", "r1", late, &[late]),
+        ]
+        .join("\n"),
+        &clean_ledger,
+        &clean_seen,
+        "past the latest start",
+    );
+    found(
+        &clean_store,
+        &clean_ledger,
+        &[seen("tx:1", late, "a")],
+        "past the latest start",
+    );
+    // One key, two bodies; a key no payer stored.
+    found(
+        &clean_store,
+        &clean_ledger,
+        &[seen("tx:1", first + 10, "a"), seen("tx:1", first + 20, "b")],
+        "sent with 2 bodies",
+    );
+    found(
+        &clean_store,
+        &clean_ledger,
+        &[seen("tx:x", first, "a")],
+        "which no payer stored",
+    );
+    // A payer that never finished a transfer it prepared.
+    found(
+        &format!("{clean_store}\n{}", prepared("n3", "tx:3")),
+        &clean_ledger,
+        &clean_seen,
+        "never finished",
+    );
+    // Booked after the call gave up, past what the lease allows.
+    found(
+        &[
+            prepared("n1", "tx:1"),
+            outcome("n1", "gave-up", "", first + 1_000, &[first + 10]),
+        ]
+        .join("\n"),
+        &format!("tx:1\tn1\tr1\t{}\n", first + 1_000 + LEASE_MS + 1_000),
+        &clean_seen,
+        "after the call ended",
+    );
 }
