@@ -245,6 +245,8 @@ fn generated_client_is_clippy_clean_and_its_tests_pass() {
             "warnings",
         ][..],
         &["test", "--no-default-features"][..],
+        // The default build, HTTPS through rustls included.
+        &["clippy", "--all-targets", "--", "-D", "warnings"][..],
     ] {
         let output = build::cargo(&crate_dir).args(args).output().unwrap();
         assert!(

@@ -438,6 +438,18 @@ impl Outcome {
     pub fn maybe_sent(&self) -> bool {
         !matches!(self, Outcome::NotSent(_))
     }
+
+    /// A TLS handshake that failed (a certificate refused, no protocol in
+    /// common): another attempt would fail the same way.
+    fn is_tls_failure(&self) -> bool {
+        let Outcome::NotSent(why) = self else {
+            return false;
+        };
+        let why = why.to_ascii_lowercase();
+        ["certificate", "tls", "handshake", "ssl"]
+            .iter()
+            .any(|word| why.contains(word))
+    }
 }
 
 /// One attempt made: when, and how it ended.
@@ -509,6 +521,10 @@ pub enum GaveUp {
     /// The client's retry budget is spent: the server has failed many
     /// requests lately.
     Budget,
+    /// The TLS handshake failed: a certificate the client refuses, or no
+    /// protocol in common. Retrying would fail the same way; nothing was
+    /// sent.
+    Tls,
 }
 
 /// Why a call ended without a successful answer. Each but `Request`
@@ -595,6 +611,7 @@ impl<R: fmt::Debug> fmt::Display for Error<R> {
                     GaveUp::Schedule => "the retry schedule is spent",
                     GaveUp::Deadline => "the call's deadline passed",
                     GaveUp::Budget => "the client's retry budget is spent",
+                    GaveUp::Tls => "the TLS handshake failed, and would again",
                 };
                 write!(
                     f,
@@ -929,6 +946,12 @@ pub async fn send<R>(
                 Wait::AtLeast(floor, jitter(floor / 2))
             }
             failed => {
+                if failed.is_tls_failure() {
+                    return Err(Error::GaveUp {
+                        why: GaveUp::Tls,
+                        call,
+                    });
+                }
                 used += 1;
                 if used >= plan.attempts.len() {
                     return Err(Error::GaveUp {
@@ -1858,6 +1881,21 @@ mod tests {
         let requests: Vec<String> = requests.try_iter().collect();
         assert_eq!(requests.len(), call.attempts.len());
         assert!(keys_sent(&requests).iter().all(|key| key == "t:resumed"));
+    }
+
+    #[test]
+    fn a_failed_tls_handshake_is_not_retried() {
+        let refused = Outcome::NotSent(
+            "error sending request: client error (Connect): invalid peer certificate: UnknownIssuer"
+                .to_string(),
+        );
+        assert!(refused.is_tls_failure());
+        assert!(!refused.maybe_sent());
+        let down = Outcome::NotSent(
+            "error sending request: client error (Connect): tcp connect error: Connection refused (os error 111)"
+                .to_string(),
+        );
+        assert!(!down.is_tls_failure());
     }
 
     #[tokio::test]
