@@ -377,7 +377,31 @@ fn run(dialect: Dialect) {
         "the third attempt was the first to arrive: {call:?}"
     );
     assert_starts(&call, &latest);
-    eprintln!("{dialect:?}: the client retried by the schedule in all three cases");
+
+    // 4. A process that gave up at 14 s, restarted, resumes the key at
+    //    16 s: past the window's bound for it (18 s window − 3 s
+    //    max-processing), so nothing is sent and nothing paid.
+    let order = db.seed_order(100);
+    let proxy = FaultProxy::start(server.base.trim_start_matches("http://"), Fault::None);
+    let resumed = client::resume(&driver, &proxy.base, &order, 100, 16_000);
+    assert!(!resumed.ok, "{resumed:?}");
+    assert!(
+        resumed
+            .error
+            .as_deref()
+            .is_some_and(|why| why.contains("window")),
+        "{resumed:?}"
+    );
+    assert!(resumed.attempts.is_empty(), "{resumed:?}");
+    assert!(proxy.requests().is_empty(), "nothing reached the service");
+    assert_eq!(db.paid_rows(&order), 0);
+    // Within the bound the same resume is sent, and pays once.
+    let call = client::resume(&driver, &proxy.base, &order, 100, 10_000);
+    assert!(call.ok, "{call:?}");
+    assert_eq!(db.paid_rows(&order), 1);
+    eprintln!(
+        "{dialect:?}: the client retried by the schedule in all three cases, and refused a key past its window"
+    );
 }
 
 /// One call through a proxy with `fault` in front of `server`, for a new

@@ -150,10 +150,20 @@ pub struct CallAttempt {
 /// One call of `on_pay_callback` against `base` for `order`: the driver
 /// prints exactly one line, the one answer the client returned.
 pub fn call(driver: &Path, base: &str, order: &str, amount: i64) -> Call {
-    let output = Command::new(driver)
-        .args([base, order, &amount.to_string()])
-        .output()
-        .unwrap();
+    call_with(driver, &[base, order, &amount.to_string()])
+}
+
+/// The call a process restarted after a crash makes: with a key prepared
+/// `ago_ms` before.
+pub fn resume(driver: &Path, base: &str, order: &str, amount: i64, ago_ms: u64) -> Call {
+    call_with(
+        driver,
+        &[base, order, &amount.to_string(), &ago_ms.to_string()],
+    )
+}
+
+fn call_with(driver: &Path, args: &[&str]) -> Call {
+    let output = Command::new(driver).args(args).output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),

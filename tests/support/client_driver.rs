@@ -3,15 +3,20 @@
 //! every attempt made. Not a module of the tests: `support/client.rs`
 //! writes it into a crate of its own that depends on the generated client.
 //!
-//! Usage: client-driver BASE_URL ORDER_NO AMOUNT
+//! Usage: client-driver BASE_URL ORDER_NO AMOUNT [FIRST_SEND_AGO_MS]
+//!
+//! With FIRST_SEND_AGO_MS, the call resumes a key prepared that long ago,
+//! as a process restarted after a crash would.
 
-use pay_client::{Client, Key, Outcome, Tried, models};
+use pay_client::{Client, Key, Outcome, Prepared, Tried, models};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, base, order, amount] = args.as_slice() else {
-        panic!("usage: client-driver BASE_URL ORDER_NO AMOUNT");
+    let (base, order, amount, ago) = match args.as_slice() {
+        [_, base, order, amount] => (base, order, amount, None),
+        [_, base, order, amount, ago] => (base, order, amount, Some(ago)),
+        _ => panic!("usage: client-driver BASE_URL ORDER_NO AMOUNT [FIRST_SEND_AGO_MS]"),
     };
     let client = Client::new(base).expect("a base URL");
     // The key is the client's to make: this field is replaced.
@@ -24,7 +29,15 @@ async fn main() {
         amount: amount.parse().expect("an amount"),
         date: "20240615".to_string(),
     };
-    let report = match client.on_pay_callback(Key::New, &params, &body).await {
+    let key = match ago {
+        None => Key::New,
+        Some(ago) => {
+            let prepared = client.prepare_on_pay_callback(&body).expect("a key");
+            let ago: u64 = ago.parse().expect("milliseconds");
+            Key::Prepared(Prepared::new(prepared.key, prepared.first_send_unix_ms - ago))
+        }
+    };
+    let report = match client.on_pay_callback(key, &params, &body).await {
         Ok(answer) => serde_json::json!({
             "ok": true,
             "status": status_of(&answer.response),
