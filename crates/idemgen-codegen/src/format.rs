@@ -433,6 +433,32 @@ fn item_kind(line: &str) -> Option<&str> {
     KINDS.into_iter().find(|kind| line.starts_with(kind))
 }
 
+/// `source` as rustfmt lays it out (edition 2024, the configuration
+/// rustfmt finds from the working directory), when a rustfmt is on PATH
+/// and takes it; `None` otherwise, and the prettyplease layout stands. For
+/// the client crate, which users keep in their own workspace, where
+/// `cargo fmt --check` runs.
+pub fn rustfmt(source: &str) -> Option<String> {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("rustfmt")
+        .args(["--edition", "2024", "--emit", "stdout", "--quiet"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let input = source.to_string();
+    // Written from a thread of its own: rustfmt may start writing its
+    // output before it has read all of its input.
+    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+    let output = child.wait_with_output().ok()?;
+    writer.join().ok()?.ok()?;
+    let formatted = String::from_utf8(output.stdout).ok()?;
+    (output.status.success() && !formatted.trim().is_empty()).then_some(formatted)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -586,30 +612,4 @@ mod tests {
              // Why.\n    x.i();\n}\n"
         );
     }
-}
-
-/// `source` as rustfmt lays it out (edition 2024, the configuration
-/// rustfmt finds from the working directory), when a rustfmt is on PATH
-/// and takes it; `None` otherwise, and the prettyplease layout stands. For
-/// the client crate, which users keep in their own workspace, where
-/// `cargo fmt --check` runs.
-pub fn rustfmt(source: &str) -> Option<String> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("rustfmt")
-        .args(["--edition", "2024", "--emit", "stdout", "--quiet"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let input = source.to_string();
-    // Written from a thread of its own: rustfmt may start writing its
-    // output before it has read all of its input.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().ok()?;
-    writer.join().ok()?.ok()?;
-    let formatted = String::from_utf8(output.stdout).ok()?;
-    (output.status.success() && !formatted.trim().is_empty()).then_some(formatted)
 }

@@ -258,7 +258,8 @@ fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
     })
 }
 
-/// Serves one client connection, request after request.
+/// Serves one client connection: one request, whose answer (the
+/// upstream's, which says `connection: close`) ends it.
 fn serve(
     mut client: TcpStream,
     upstream: &str,
@@ -267,83 +268,83 @@ fn serve(
     dice: &Mutex<Rng>,
 ) {
     let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
-    while let Some((head, body)) = read_request(&mut client) {
-        let arrived = now_ms();
-        let fault = if arrived < unavailable_until.load(Ordering::Relaxed) {
-            Fault::Unavailable
-        } else {
-            let roll = dice.lock().unwrap().range(0, 100);
-            match roll {
-                0..=7 => Fault::ResetAfterSend,
-                8..=15 => Fault::DropAnswer,
-                16..=21 => Fault::Delay,
-                _ => Fault::None,
-            }
-        };
-        seen.lock().unwrap().push(Seen {
-            unix_ms: arrived,
-            key: header(&head, "idempotency-key").unwrap_or("").to_string(),
-            body: String::from_utf8_lossy(&body).into_owned(),
-            fault,
-        });
-        if fault == Fault::Unavailable {
-            let _ = client.write_all(
-                b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-            );
-            let _ = client.shutdown(Shutdown::Both);
-            return;
+    let Some((head, body)) = read_request(&mut client) else {
+        return;
+    };
+    let arrived = now_ms();
+    let fault = if arrived < unavailable_until.load(Ordering::Relaxed) {
+        Fault::Unavailable
+    } else {
+        let roll = dice.lock().unwrap().range(0, 100);
+        match roll {
+            0..=7 => Fault::ResetAfterSend,
+            8..=15 => Fault::DropAnswer,
+            16..=21 => Fault::Delay,
+            _ => Fault::None,
         }
-        if fault == Fault::Delay {
-            let hold = TIMEOUT_MS + dice.lock().unwrap().range(100, 400);
-            thread::sleep(Duration::from_millis(hold));
-        }
-        // One upstream connection a request, closed after the answer.
-        let forwarded = {
-            let mut lines: Vec<&str> = head
-                .trim_end()
-                .lines()
-                .filter(|line| {
-                    !line
-                        .split_once(':')
-                        .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("connection"))
-                })
-                .collect();
-            lines.push("connection: close");
-            let mut bytes = (lines.join("\r\n") + "\r\n\r\n").into_bytes();
-            bytes.extend_from_slice(&body);
-            bytes
-        };
-        let Ok(mut server) = TcpStream::connect(upstream) else {
-            let _ = client.shutdown(Shutdown::Both);
-            return;
-        };
-        if server.write_all(&forwarded).is_err() {
-            let _ = client.shutdown(Shutdown::Both);
-            return;
-        }
-        if fault == Fault::ResetAfterSend {
-            // The request is on its way; the client hears nothing. The
-            // service goes on (it finishes requests whose client left).
-            thread::sleep(Duration::from_millis(20));
-            let _ = client.shutdown(Shutdown::Both);
-            let mut answer = Vec::new();
-            let _ = server.read_to_end(&mut answer);
-            return;
-        }
-        let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
-        let mut answer = Vec::new();
-        let _ = server.read_to_end(&mut answer);
-        if fault == Fault::DropAnswer || answer.is_empty() {
-            let _ = client.shutdown(Shutdown::Both);
-            return;
-        }
-        if client.write_all(&answer).is_err() {
-            return;
-        }
-        // The upstream said `connection: close`; so does this answer.
+    };
+    seen.lock().unwrap().push(Seen {
+        unix_ms: arrived,
+        key: header(&head, "idempotency-key").unwrap_or("").to_string(),
+        body: String::from_utf8_lossy(&body).into_owned(),
+        fault,
+    });
+    if fault == Fault::Unavailable {
+        let _ = client.write_all(
+            b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+        );
         let _ = client.shutdown(Shutdown::Both);
         return;
     }
+    if fault == Fault::Delay {
+        let hold = TIMEOUT_MS + dice.lock().unwrap().range(100, 400);
+        thread::sleep(Duration::from_millis(hold));
+    }
+    // One upstream connection a request, closed after the answer.
+    let forwarded = {
+        let mut lines: Vec<&str> = head
+            .trim_end()
+            .lines()
+            .filter(|line| {
+                !line
+                    .split_once(':')
+                    .is_some_and(|(name, _)| name.trim().eq_ignore_ascii_case("connection"))
+            })
+            .collect();
+        lines.push("connection: close");
+        let mut bytes = (lines.join("\r\n") + "\r\n\r\n").into_bytes();
+        bytes.extend_from_slice(&body);
+        bytes
+    };
+    let Ok(mut server) = TcpStream::connect(upstream) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    if server.write_all(&forwarded).is_err() {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    if fault == Fault::ResetAfterSend {
+        // The request is on its way; the client hears nothing. The
+        // service goes on (it finishes requests whose client left).
+        thread::sleep(Duration::from_millis(20));
+        let _ = client.shutdown(Shutdown::Both);
+        let mut answer = Vec::new();
+        let _ = server.read_to_end(&mut answer);
+        return;
+    }
+    let _ = server.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut answer = Vec::new();
+    let _ = server.read_to_end(&mut answer);
+    if fault == Fault::DropAnswer || answer.is_empty() {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    }
+    if client.write_all(&answer).is_err() {
+        return;
+    }
+    // The upstream said `connection: close`; so does this answer.
+    let _ = client.shutdown(Shutdown::Both);
 }
 
 /// A payer process: its plan, its store, and the process while it runs.
@@ -804,7 +805,7 @@ fn the_client_checker_finds_each_kind_of_violation() {
     let mut tally = Tally::default();
     assert_eq!(
         check(
-            &[clean_store.clone()],
+            std::slice::from_ref(&clean_store),
             &clean_ledger,
             &clean_seen,
             &mut tally
