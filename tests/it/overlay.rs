@@ -406,6 +406,7 @@ fn every_fixable_rule_round_trips() {
         "missing-idempotency",
         "missing-key-undeclared",
         "retry-after-missing",
+        "retry-after-not-whole-seconds",
         "undeclared-key-header",
         "window-below-retry-span",
         "window-too-short",
