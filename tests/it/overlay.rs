@@ -551,6 +551,33 @@ fn a_malformed_overlay_is_exit_2_with_file_line_and_fix() {
             "only a scalar can replace",
             ":4:",
         ),
+        // Overlay 1.1: an update's nodes are all of one kind.
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.paths['/orders'].post.*\n    update: {summary: s}\n",
+            "selects nodes of different kinds",
+            ":4:13",
+        ),
+        // Overlay 1.0: targets are mappings and lists.
+        (
+            "overlay: 1.0.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.info.title\n    update: Shop 2\n",
+            "selects a string at $['info']['title']",
+            ":4:13",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {version: '1'}\nactions:\n  - target: $\n    update: {}\n",
+            "`info` has no `title`",
+            ":2:7",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\naction:\n  - target: $\n    update: {}\n",
+            "unknown field `action`",
+            ":3:1",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nextends: orders.yaml\nactions:\n  - target: $\n    update: {}\n",
+            "the overlay extends `orders.yaml`",
+            ":3:10",
+        ),
     ];
     for (text, message, place) in cases {
         let overlay = write(dir.path(), "bad.overlay.yaml", text);
