@@ -491,6 +491,33 @@ async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_ref
     a_server_that_cannot_take_the_reply_stores_nothing(&table, &engine).await;
 }
 
+/// A response declared with several media types sends the one its
+/// business code chose (a generated body enum's variant): that
+/// `Content-Type` is stored with the answer and replayed.
+#[tokio::test]
+async fn the_content_type_an_answer_chose_is_stored_and_replayed() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    for (content_type, body) in [
+        ("text/csv; charset=utf-8", b"id,amount\no-1,5\n".to_vec()),
+        ("application/json", br#"[{"id":"o-1"}]"#.to_vec()),
+    ] {
+        let key = key();
+        let order = json!({"order": content_type});
+        let first = claim(&engine, pay(Some(&key), &order))
+            .await
+            .finish(Reply::typed(200, Some(content_type), Ok(body.clone())))
+            .await;
+        assert_eq!(first.headers()["content-type"], content_type);
+        let replay = answer(&PAY, &engine, pay(Some(&key), &order)).await;
+        assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+        assert_eq!(replay.headers()["content-type"], content_type);
+        assert_eq!(body_text(replay).await.as_bytes(), body.as_slice());
+    }
+}
+
 /// `response` is the refusal of an answer of `bytes` bytes over `limit`.
 async fn assert_too_large(response: Response, bytes: usize, limit: usize) {
     assert_eq!(response.status(), StatusCode::INSUFFICIENT_STORAGE);
