@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::support::build::DirLock;
 use crate::support::corpus::full_corpus_dir;
 use crate::support::root;
 use crate::support::skip::skipped;
@@ -133,8 +134,9 @@ enum Install {
 /// Installs the npm package in `source` (its `package.json`, the committed
 /// `package-lock.json` that pins every dependency, and `apply.js`) into
 /// `dir` with `npm ci`, exactly as locked. Test binaries and `cargo test`
-/// runs that share `dir` take turns through an exclusive lock on
-/// `dir.lock`, so one installs while the others wait. An install is used
+/// runs that share `dir` take turns through a lock between processes (the
+/// directory `dir.install-lock`, see [`DirLock`]), so one installs while
+/// the others wait. An install is used
 /// only when its marker (`dir/.installed`, written last, after
 /// openapi-format loaded) holds the same files as `source`; otherwise
 /// (none yet, or one interrupted, broken or made from other files) it is
@@ -148,8 +150,7 @@ fn install_tool(source: &Path, dir: &Path) -> Result<Install, String> {
         expected.extend_from_slice(&bytes);
     }
     std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
-    let lock = std::fs::File::create(dir.with_extension("lock")).unwrap();
-    lock.lock().unwrap();
+    let _lock = DirLock::acquire(&dir.with_extension("install-lock"));
     let marker = dir.join(".installed");
     if std::fs::read(&marker).is_ok_and(|found| found == expected) {
         return Ok(Install::Reused);
