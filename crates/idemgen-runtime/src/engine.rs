@@ -149,7 +149,7 @@ pub struct Idempotency {
     pool: Pool,
     records: RecordStore,
     clock_margin_ms: i64,
-    /// The largest answer body stored; a success over it is refused.
+    /// The largest answer body stored; an answer over it is refused.
     max_stored_answer: usize,
     /// Shared by the clones: whether the database was found down.
     reachability: Arc<Reachability>,
@@ -179,7 +179,7 @@ pub struct Call {
 /// takeover or a purge.
 pub const GALERA_CLOCK_MARGIN: Duration = Duration::from_secs(1);
 
-/// The refusal of a success whose body of `bytes` bytes is over the
+/// The refusal of an answer whose body of `bytes` bytes is over the
 /// stored-answer `limit`.
 fn answer_too_large(bytes: usize, limit: usize) -> Reply {
     Reply::refusal(
@@ -187,8 +187,8 @@ fn answer_too_large(bytes: usize, limit: usize) -> Reply {
         StatusCode::INSUFFICIENT_STORAGE,
         &format!(
             "the answer is {bytes} bytes, more than the {limit} bytes an answer may have to be \
-             stored; nothing was committed, and retrying will not help: the request fails the \
-             same way with this key or another"
+             stored; its business write was rolled back, and retrying will not help: the same \
+             request gives the same answer, which cannot be stored either"
         ),
     )
 }
@@ -274,8 +274,9 @@ impl Idempotency {
         self.max_stored_answer
     }
 
-    /// Stores answer bodies of up to `bytes` bytes. A success whose body
-    /// is larger is refused with `507` and the problem type
+    /// Stores answer bodies of up to `bytes` bytes. An answer (a success,
+    /// or a business refusal that would be recorded) whose body is larger
+    /// is refused with `507` and the problem type
     /// `answer-too-large`: its business write is rolled back and the
     /// attempt recorded as failed (as `failed:` says), since a retry would
     /// produce the same answer. `Err` when the record table's body column
