@@ -552,7 +552,9 @@ fn check_extends(overlay: &Node, source: &SourceFile, spec: &Path) -> Result<(),
     let Some(text) = node.as_str() else {
         return Ok(()); // refused by read_actions
     };
-    let reference = text.split(['#', '?']).next().unwrap_or_default();
+    let written = text.split(['#', '?']).next().unwrap_or_default();
+    let decoded = crate::refs::percent_decode(written);
+    let reference = decoded.as_deref().unwrap_or(written);
     let scheme = reference
         .split_once(':')
         .map(|(scheme, _)| scheme)
@@ -1409,6 +1411,7 @@ mod tests {
         for extra in [
             "x-team: payments\n",
             "extends: openapi.yaml\n",
+            "extends: ./open%61pi.yaml\n",
             "extends: 'https://example.com/openapi.yaml'\n",
         ] {
             let overlay = format!(
