@@ -111,6 +111,27 @@ fn gen_refuses_a_spec_with_error_findings() {
     assert!(!out.exists());
 }
 
+/// What `lint` says a `retry-after` the header cannot carry is sent as is
+/// what the generated service sends.
+#[test]
+fn a_retry_after_that_is_not_whole_seconds_is_sent_as_the_lint_says() {
+    let spec = "examples/broken/retry-after-not-whole-seconds.yaml";
+    let lint = idemgen(&["lint", "--no-config", "--format", "json", spec]);
+    assert_eq!(lint.code, 0, "a warning only: {}", lint.stderr);
+    assert!(
+        lint.stdout
+            .contains("retry-after 1.5s is sent as `Retry-After: 2`"),
+        "{}",
+        lint.stdout
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("svc");
+    let run = gen_into(spec, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+    assert!(operations.contains("retry_after_secs: 2,"), "{operations}");
+}
+
 #[test]
 fn regenerating_refreshes_generated_files_and_keeps_business_files() {
     let dir = tempfile::tempdir().unwrap();

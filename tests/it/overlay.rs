@@ -1,19 +1,22 @@
 //! OpenAPI Overlays: `lint --fix --overlay OUT` writes the fixes as an
 //! Overlay 1.1 document, and `--overlay FILE` lints a spec as it looks
 //! with overlays applied. The round trip is checked against an independent
-//! implementation, openapi-format (npm, pinned in
-//! scripts/overlay-tool/package.json and installed here): the in-place
+//! implementation, openapi-format (npm, pinned with every dependency by
+//! scripts/overlay-tool/package-lock.json and installed here once): the in-place
 //! fix, the spec linted through idemgen's overlay, and the spec after
 //! openapi-format applied the same overlay must give the same findings and
 //! the same contracts.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
+use crate::support::build::DirLock;
 use crate::support::corpus::full_corpus_dir;
 use crate::support::root;
+use crate::support::skip::skipped;
 
 const CORPUS: [&str; 4] = [
     "adyen-CheckoutService-v71.yaml",
@@ -84,42 +87,178 @@ fn strip_positions(value: &mut Value) {
 }
 
 /// openapi-format installed from npm, or `None` (with SKIPPED printed)
-/// where node or npm is missing or the registry is out of reach.
+/// where node or npm is missing or the registry is out of reach. Installed
+/// once per test binary (every test that applies overlays shares it) into
+/// `target/tmp/overlay-tool`, see [`install_tool`].
 fn overlay_tool() -> Option<PathBuf> {
-    let has = |tool: &str| {
-        Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_ok_and(|output| output.status.success())
-    };
-    if !has("node") || !has("npm") {
-        println!("SKIPPED: node and npm are needed to apply overlays with openapi-format");
-        return None;
-    }
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("overlay-tool");
-    std::fs::create_dir_all(&dir).unwrap();
-    for file in ["package.json", "apply.js"] {
-        std::fs::copy(
-            root().join("scripts/overlay-tool").join(file),
-            dir.join(file),
-        )
-        .unwrap();
-    }
-    if !dir
-        .join("node_modules/openapi-format/package.json")
-        .is_file()
-    {
-        let installed = Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund", "--silent"])
-            .current_dir(&dir)
-            .status()
-            .is_ok_and(|status| status.success());
-        if !installed {
-            println!("SKIPPED: `npm install openapi-format` failed (no registry?)");
+    static TOOL: OnceLock<Option<PathBuf>> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        let has = |tool: &str| {
+            Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|output| output.status.success())
+        };
+        if !has("node") || !has("npm") {
+            skipped("node and npm are needed to apply overlays with openapi-format");
             return None;
         }
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("overlay-tool");
+        match install_tool(&root().join("scripts/overlay-tool"), &dir) {
+            Ok(_) => Some(dir),
+            Err(error) => {
+                skipped(&format!(
+                    "`npm ci` of scripts/overlay-tool failed (no registry?): {error}"
+                ));
+                None
+            }
+        }
+    })
+    .clone()
+}
+
+/// The files of `scripts/overlay-tool` an install is made from; the
+/// marker of a finished install holds them all, so a change to any of
+/// them (another pinned version, say) installs again.
+const TOOL_FILES: [&str; 3] = ["package.json", "package-lock.json", "apply.js"];
+
+/// How [`install_tool`] found `dir`.
+#[derive(Debug, PartialEq)]
+enum Install {
+    /// A finished install of the same files: used as it is.
+    Reused,
+    /// Missing, partial, broken or made from other files: installed anew.
+    Installed,
+}
+
+/// Installs the npm package in `source` (its `package.json`, the committed
+/// `package-lock.json` that pins every dependency, and `apply.js`) into
+/// `dir` with `npm ci`, exactly as locked. Test binaries and `cargo test`
+/// runs that share `dir` take turns through a lock between processes (the
+/// directory `dir.install-lock`, see [`DirLock`]), so one installs while
+/// the others wait. An install is used
+/// only when its marker (`dir/.installed`, written last, after
+/// openapi-format loaded) holds the same files as `source`; otherwise
+/// (none yet, or one interrupted, broken or made from other files) it is
+/// redone from scratch.
+fn install_tool(source: &Path, dir: &Path) -> Result<Install, String> {
+    let mut expected = Vec::new();
+    for file in TOOL_FILES {
+        let bytes = std::fs::read(source.join(file))
+            .map_err(|error| format!("{}: {error}", source.join(file).display()))?;
+        expected.extend_from_slice(format!("{file} {}\n", bytes.len()).as_bytes());
+        expected.extend_from_slice(&bytes);
     }
-    Some(dir)
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+    let _lock = DirLock::acquire(&dir.with_extension("install-lock"));
+    let marker = dir.join(".installed");
+    if std::fs::read(&marker).is_ok_and(|found| found == expected) {
+        return Ok(Install::Reused);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    std::fs::create_dir_all(dir).unwrap();
+    for file in TOOL_FILES {
+        std::fs::copy(source.join(file), dir.join(file)).unwrap();
+    }
+    let npm = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund", "--silent"])
+        .current_dir(dir)
+        .output()
+        .map_err(|error| format!("npm: {error}"))?;
+    if !npm.status.success() {
+        return Err(String::from_utf8_lossy(&npm.stderr).into_owned());
+    }
+    let loads = Command::new("node")
+        .args(["-e", "require('openapi-format')"])
+        .current_dir(dir)
+        .output()
+        .map_err(|error| format!("node: {error}"))?;
+    if !loads.status.success() {
+        return Err(format!(
+            "openapi-format does not load after `npm ci`: {}",
+            String::from_utf8_lossy(&loads.stderr)
+        ));
+    }
+    std::fs::write(dir.join(".installed.new"), &expected).unwrap();
+    std::fs::rename(dir.join(".installed.new"), &marker).unwrap();
+    Ok(Install::Installed)
+}
+
+#[test]
+fn the_overlay_tool_is_pinned_by_a_committed_lock_file() {
+    let source = root().join("scripts/overlay-tool");
+    let package: Value =
+        serde_json::from_str(&std::fs::read_to_string(source.join("package.json")).unwrap())
+            .unwrap();
+    let lock: Value = serde_json::from_str(
+        &std::fs::read_to_string(source.join("package-lock.json"))
+            .expect("scripts/overlay-tool/package-lock.json: `npm install --package-lock-only`"),
+    )
+    .unwrap();
+    let wanted = &package["dependencies"]["openapi-format"];
+    assert_eq!(
+        lock["packages"][""]["dependencies"]["openapi-format"], *wanted,
+        "the lock file was made from this package.json"
+    );
+    assert_eq!(
+        lock["packages"]["node_modules/openapi-format"]["version"], *wanted,
+        "the lock file installs the version package.json names"
+    );
+    // Every package `npm ci` installs is pinned by version and checksum.
+    for (path, entry) in lock["packages"].as_object().unwrap() {
+        if path.is_empty() {
+            continue;
+        }
+        assert!(entry["version"].is_string(), "{path}: {entry}");
+        assert!(
+            entry["integrity"]
+                .as_str()
+                .is_some_and(|sum| sum.starts_with("sha512-")),
+            "{path}: {entry}"
+        );
+    }
+}
+
+#[test]
+fn the_overlay_tool_installs_once_and_redoes_a_partial_install() {
+    if overlay_tool().is_none() {
+        return; // said why
+    }
+    let source = root().join("scripts/overlay-tool");
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("tool");
+    // Two installs at once into one folder: one installs, the other waits
+    // and uses it.
+    let results: Vec<Install> = std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| scope.spawn(|| install_tool(&source, &dir).unwrap()))
+            .collect();
+        runs.into_iter().map(|run| run.join().unwrap()).collect()
+    });
+    assert!(
+        results.contains(&Install::Installed) && results.contains(&Install::Reused),
+        "{results:?}"
+    );
+    let loads = |dir: &Path| {
+        Command::new("node")
+            .args(["-e", "require('openapi-format')"])
+            .current_dir(dir)
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(loads(&dir));
+    // An install cut short: openapi-format is there, one of its
+    // dependencies is not, and no marker was written.
+    std::fs::remove_dir_all(dir.join("node_modules/yaml")).unwrap();
+    std::fs::remove_file(dir.join(".installed")).unwrap();
+    assert!(!loads(&dir), "the partial install is broken");
+    assert_eq!(install_tool(&source, &dir), Ok(Install::Installed));
+    assert!(loads(&dir), "and it was redone");
+    // A finished one is used as it is.
+    assert_eq!(install_tool(&source, &dir), Ok(Install::Reused));
 }
 
 /// Applies `overlay` to `spec` with openapi-format; the result is JSON.
@@ -268,6 +407,7 @@ fn every_fixable_rule_round_trips() {
         "missing-idempotency",
         "missing-key-undeclared",
         "retry-after-missing",
+        "retry-after-not-whole-seconds",
         "undeclared-key-header",
         "window-below-retry-span",
         "window-too-short",
@@ -411,6 +551,33 @@ fn a_malformed_overlay_is_exit_2_with_file_line_and_fix() {
             "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.info.title\n    update: {a: b}\n",
             "only a scalar can replace",
             ":4:",
+        ),
+        // Overlay 1.1: an update's nodes are all of one kind.
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.paths['/orders'].post.*\n    update: {summary: s}\n",
+            "selects nodes of different kinds",
+            ":4:13",
+        ),
+        // Overlay 1.0: targets are mappings and lists.
+        (
+            "overlay: 1.0.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.info.title\n    update: Shop 2\n",
+            "selects a string at $['info']['title']",
+            ":4:13",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {version: '1'}\nactions:\n  - target: $\n    update: {}\n",
+            "`info` has no `title`",
+            ":2:7",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\naction:\n  - target: $\n    update: {}\n",
+            "unknown field `action`",
+            ":3:1",
+        ),
+        (
+            "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nextends: orders.yaml\nactions:\n  - target: $\n    update: {}\n",
+            "the overlay extends `orders.yaml`",
+            ":3:10",
         ),
     ];
     for (text, message, place) in cases {

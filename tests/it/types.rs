@@ -50,7 +50,11 @@ fn summary(workspace: &Workspace, types: &SpecTypes) -> String {
                 variant.variant,
                 variant.status,
                 variant.body.as_deref().unwrap_or("-"),
-                variant.media_type.as_deref().unwrap_or("")
+                match (&variant.media_type, &variant.media_enum) {
+                    (Some(media_type), _) => media_type.clone(),
+                    (None, Some(chosen)) => format!("(media type chosen by {chosen})"),
+                    (None, None) => String::new(),
+                }
             ));
             for header in &variant.headers {
                 out.push_str(&format!(

@@ -185,6 +185,25 @@ fn openapi_3_1() {
     assert_eq!(round_trip::<Forest>(forest.clone()).1, forest);
     let problem = CreateOrderResponse::Conflict(Problem { title: Some("dup".into()), status: Some(409) });
     assert_eq!(problem.status(), 409);
+    // A response with several media types: the business code picks one
+    // (a typed variant, not a string), and that is the Content-Type sent.
+    let csv = ListOrdersResponse::Ok(ListOrdersOkBody::TextCsv(b"id\no-1\n".to_vec()));
+    assert_eq!(csv.content_type(), Some("text/csv"));
+    assert_eq!(csv.into_body().unwrap(), b"id\no-1\n");
+    let listed = ListOrdersResponse::Ok(ListOrdersOkBody::ApplicationJson(Vec::new()));
+    assert_eq!(listed.content_type(), Some("application/json"));
+    assert_eq!(listed.into_body().unwrap(), b"[]");
+    // A client reads the body back by the Content-Type it came with.
+    assert_eq!(
+        ListOrdersOkBody::from_wire(Some("Text/CSV; charset=utf-8"), b"id\n").unwrap(),
+        ListOrdersOkBody::TextCsv(b"id\n".to_vec())
+    );
+    assert_eq!(
+        ListOrdersOkBody::from_wire(Some("application/json"), b"[]").unwrap(),
+        ListOrdersOkBody::ApplicationJson(Vec::new())
+    );
+    assert!(ListOrdersOkBody::from_wire(Some("text/html"), b"<p>").is_err());
+    assert!(ListOrdersOkBody::from_wire(Some("application/json"), b"{").is_err());
 }
 "##;
 

@@ -559,7 +559,9 @@ impl ContractContext {
                 .max_processing_ms
                 .as_ref()
                 .map_or(30_000, |lease| lease.value),
-            retry_after_secs: contract.retry_after_ms.value.div_ceil(1000).max(1),
+            retry_after_secs: idemgen_spec::contract::duration::retry_after_header_secs(
+                contract.retry_after_ms.value,
+            ),
             in_progress_status: contract.in_progress_status.value,
             conflict_status: contract.conflict_status.value,
             retry_failed: contract.failed.value == FailedPolicy::Retry,

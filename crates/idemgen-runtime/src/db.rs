@@ -62,7 +62,20 @@ impl Dialect {
         }
     }
 
-    fn title(self) -> &'static str {
+    /// The largest answer body the record table's `response_body` column
+    /// holds: MySQL/MariaDB's `MEDIUMBLOB` 16 MiB − 1 byte, PostgreSQL's
+    /// `BYTEA` 1 GiB − 1 byte (its largest field), SQLite's `BLOB` its
+    /// default `SQLITE_MAX_LENGTH`, 10⁹ bytes. A server's own settings
+    /// (MySQL's `max_allowed_packet`) may allow less.
+    pub fn largest_stored_answer(self) -> usize {
+        match self {
+            Dialect::Sqlite => 1_000_000_000,
+            Dialect::Mysql => 16 * 1024 * 1024 - 1,
+            Dialect::Postgres => 1024 * 1024 * 1024 - 1,
+        }
+    }
+
+    pub(crate) fn title(self) -> &'static str {
         match self {
             Dialect::Sqlite => "SQLite",
             Dialect::Mysql => "MySQL/MariaDB",

@@ -49,7 +49,7 @@ use crate::metrics::{
 use crate::outcome::{self, Outcome};
 use crate::problem::ProblemKind;
 use crate::reachability::Reachability;
-use crate::reply::{IntoRequest, MAX_BODY_BYTES, Reply, Request};
+use crate::reply::{DEFAULT_MAX_STORED_ANSWER_BYTES, IntoRequest, Reply, Request};
 use crate::response_headers;
 use crate::security::Security;
 use crate::store::{
@@ -149,6 +149,8 @@ pub struct Idempotency {
     pool: Pool,
     records: RecordStore,
     clock_margin_ms: i64,
+    /// The largest answer body stored; an answer over it is refused.
+    max_stored_answer: usize,
     /// Shared by the clones: whether the database was found down.
     reachability: Arc<Reachability>,
     /// The record table's size, as last sampled.
@@ -176,6 +178,20 @@ pub struct Call {
 /// covers one that drifted or was stepped, for a second's delay of a
 /// takeover or a purge.
 pub const GALERA_CLOCK_MARGIN: Duration = Duration::from_secs(1);
+
+/// The refusal of an answer whose body of `bytes` bytes is over the
+/// stored-answer `limit`.
+fn answer_too_large(bytes: usize, limit: usize) -> Reply {
+    Reply::refusal(
+        ProblemKind::AnswerTooLarge,
+        StatusCode::INSUFFICIENT_STORAGE,
+        &format!(
+            "the answer is {bytes} bytes, more than the {limit} bytes an answer may have to be \
+             stored; its business write was rolled back, and retrying will not help: the same \
+             request gives the same answer, which cannot be stored either"
+        ),
+    )
+}
 
 /// Why an attempt stopped without an answer of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +246,7 @@ impl Idempotency {
             pool,
             records,
             clock_margin_ms,
+            max_stored_answer: DEFAULT_MAX_STORED_ANSWER_BYTES,
             reachability: Arc::default(),
             census: Arc::default(),
         })
@@ -249,6 +266,33 @@ impl Idempotency {
     pub fn with_clock_margin(mut self, margin: Duration) -> Idempotency {
         self.clock_margin_ms = i64::try_from(margin.as_millis()).unwrap_or(i64::MAX);
         self
+    }
+
+    /// The largest answer body stored (by default
+    /// [`DEFAULT_MAX_STORED_ANSWER_BYTES`], 1 MiB).
+    pub fn max_stored_answer(&self) -> usize {
+        self.max_stored_answer
+    }
+
+    /// Stores answer bodies of up to `bytes` bytes. An answer (a success,
+    /// or a business refusal that would be recorded) whose body is larger
+    /// is refused with `507` and the problem type
+    /// `answer-too-large`: its business write is rolled back and the
+    /// attempt recorded as failed (as `failed:` says), since a retry would
+    /// produce the same answer. `Err` when the record table's body column
+    /// cannot hold `bytes` on this build's database
+    /// ([`Dialect::largest_stored_answer`]).
+    pub fn with_max_stored_answer(mut self, bytes: usize) -> Result<Idempotency, String> {
+        let largest = Dialect::BUILT.largest_stored_answer();
+        if bytes > largest {
+            return Err(format!(
+                "a stored answer of {bytes} bytes does not fit the record table's response_body \
+                 column on {}, which holds at most {largest} bytes; set a smaller limit",
+                Dialect::BUILT.title()
+            ));
+        }
+        self.max_stored_answer = bytes;
+        Ok(self)
     }
 
     /// The pool requests run on.
@@ -922,13 +966,20 @@ impl Call {
         E: Into<Box<dyn Error + Send + Sync>>,
     {
         let reply = match outcome {
-            Ok(reply) if reply.body.len() > MAX_BODY_BYTES => {
+            // Not a database's failure, nor one a retry could avoid: the
+            // same business step gives the same answer. Rolled back and
+            // recorded as a failure, like a business refusal.
+            Ok(reply) if reply.body.len() > self.engine.max_stored_answer => {
+                let limit = self.engine.max_stored_answer;
                 tracing::error!(
                     operation = self.operation.name,
                     bytes = reply.body.len(),
-                    "response too large to store; rolled back"
+                    limit,
+                    "the answer is too large to store; rolled back and refused (raise the \
+                     stored-answer limit, MAX_STORED_ANSWER_BYTES in a generated service, or \
+                     make the answer smaller)"
                 );
-                return self.stop(Stop::Error, None).await;
+                answer_too_large(reply.body.len(), limit)
             }
             Ok(reply) => reply,
             Err(error) => {

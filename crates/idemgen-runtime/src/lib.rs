@@ -128,7 +128,9 @@ engine! {
     pub use request_span::observe;
     pub use principal::Principal;
     pub use problem::ProblemKind;
-    pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
+    pub use reply::{
+        BODY_READ_TIMEOUT, DEFAULT_MAX_STORED_ANSWER_BYTES, IntoRequest, MAX_BODY_BYTES, Reply, Request,
+    };
     pub use security::{
         ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
     };

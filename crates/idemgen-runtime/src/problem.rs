@@ -97,6 +97,10 @@ problem_kinds! {
     ProcessingTooLong = "processing-too-long", "processing took too long";
     /// The commit's outcome is unknown: retry with the same key only.
     OutcomeUnknown = "outcome-unknown", "outcome unknown";
+    /// An answer whose body is over the engine's stored-answer limit
+    /// ([`crate::Idempotency::with_max_stored_answer`]): its business
+    /// write was rolled back, and retrying cannot help (507).
+    AnswerTooLarge = "answer-too-large", "answer too large to store";
     /// Anything else that stopped the request; nothing was committed
     /// unless `detail` says otherwise.
     InternalError = "internal-error", "internal error";

@@ -14,8 +14,12 @@ use serde::de::DeserializeOwned;
 use crate::principal::Principal;
 use crate::problem::{self, ProblemKind};
 
-/// Largest request body read, and largest response body stored (1 MiB).
+/// Largest request body read (1 MiB; 413 beyond).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Largest answer body an engine stores unless
+/// [`crate::Idempotency::with_max_stored_answer`] says otherwise (1 MiB).
+pub const DEFAULT_MAX_STORED_ANSWER_BYTES: usize = 1024 * 1024;
 
 /// How long a request's body may take to arrive once its headers have
 /// (`408` after that; nothing is claimed).

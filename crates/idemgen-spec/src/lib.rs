@@ -225,7 +225,12 @@ impl Workspace {
         self.overlays.push(id);
         let (root, rest) = self.files.split_at_mut(1);
         let overlay = &rest[rest.len() - 1];
-        let warnings = overlay::apply(&mut root[0].root, &overlay.root, &overlay.source)?;
+        let warnings = overlay::apply(
+            &mut root[0].root,
+            &overlay.root,
+            &overlay.source,
+            &root[0].source.path,
+        )?;
         self.overlay_warnings.extend(warnings);
         Ok(())
     }

@@ -8,17 +8,33 @@
 //! points at the overlay's line and column; a value `copy` takes from the
 //! spec keeps the spec's span.
 //!
-//! Semantics (Overlay 1.1): actions apply in order, each to every node its
-//! target selects. `remove: true` takes the node out of its mapping or
-//! list. `update` merges a mapping into a mapping (recursively, as 1.1
-//! says: a key only the update has is added; on a key both have, a mapping
-//! is merged into a mapping, a list is concatenated to a list and a scalar
-//! replaces a scalar, and any other pair is an error), appends to a list
-//! it targets (the items of a list, or the value itself), and replaces a
-//! scalar with a scalar. `copy` is `update` with the value of
-//! the one node its own JSONPath selects. A target that selects nothing is
-//! a warning. Only the root document is targeted: `$ref`s are not
-//! followed, exactly as other overlay tools see the document.
+//! A document is read and applied as the version its `overlay` field
+//! declares. Actions apply in order, each to every node its target
+//! selects; a target that selects nothing is a warning.
+//!
+//! Overlay 1.1: `remove: true` takes the node out of its mapping or list.
+//! `update` merges a mapping into a mapping (recursively: a key only the
+//! update has is added; on a key both have, a mapping is merged into a
+//! mapping, a list is concatenated to a list and a scalar replaces a
+//! scalar, and any other pair is an error), appends to a list it targets
+//! (the items of a list, or the value itself), and replaces a scalar with
+//! a scalar. `copy` is `update` with the value of the one node its own
+//! JSONPath selects. An `update` or `copy` whose target selects nodes of
+//! different kinds (mappings, lists, scalars) is refused.
+//!
+//! Overlay 1.0: a target selects mappings and lists only (a scalar is
+//! refused). `update` merges a mapping into a mapping recursively, but on
+//! a key both have only mappings merge: a list replaces a list and a
+//! scalar a scalar (other pairs are an error); on a list it targets, the
+//! value is appended as one entry, a list included. There is no `copy`.
+//!
+//! Either way the document's fields are checked: `overlay`, `info` (with
+//! `title` and `version`, and `description` from 1.1 on), `extends` (when
+//! it names a file, the spec the overlay is applied to) and `actions`,
+//! besides `x-` extensions. Only the root document is targeted: `$ref`s
+//! are not followed, exactly as other overlay tools see the document.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 use serde_json_path::JsonPath;
@@ -77,13 +93,26 @@ struct Action<'a> {
     change: Change<'a>,
 }
 
-/// Applies the overlay document `overlay` (parsed from `source`) to `root`.
+/// The Overlay versions read, by what their actions may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    /// 1.0.x: targets are mappings and lists; a list in an update
+    /// replaces a list; no `copy`.
+    V1_0,
+    /// 1.1.x: targets of one kind; lists are concatenated; `copy`.
+    V1_1,
+}
+
+/// Applies the overlay document `overlay` (parsed from `source`) to `root`,
+/// the tree of the spec at `spec`.
 pub(crate) fn apply(
     root: &mut Node,
     overlay: &Node,
     source: &SourceFile,
+    spec: &Path,
 ) -> Result<Vec<OverlayWarning>, Box<LoadError>> {
-    let actions = read_actions(overlay, source)?;
+    let (version, actions) = read_actions(overlay, source)?;
+    check_extends(overlay, source, spec)?;
     let mut warnings = Vec::new();
     let mut mirror = root.to_json();
     let mut shape = Shape::of(&mirror);
@@ -121,6 +150,7 @@ pub(crate) fn apply(
             });
             continue;
         }
+        check_kinds(version, action, root, &paths, source)?;
         let value = match &action.change {
             Change::Remove => {
                 if paths.iter().any(Vec::is_empty) {
@@ -199,12 +229,19 @@ pub(crate) fn apply(
             let Some(target) = node_at_mut(root, path) else {
                 continue;
             };
-            if let Err(why) = merge(target, &value) {
+            if let Err(why) = merge(version, target, &value) {
                 return Err(error_at(
                     source,
                     place,
                     format!("action {}: {why} at {}", action.number, normalized(path)),
-                    "an update merges a mapping into a mapping, concatenates a list to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next",
+                    match version {
+                        Version::V1_1 => {
+                            "an update merges a mapping into a mapping, concatenates a list to a list and replaces a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next"
+                        }
+                        Version::V1_0 => {
+                            "an Overlay 1.0 update merges a mapping into a mapping, and on a key both have replaces a list with a list and a scalar with a scalar; to replace a value of another type, remove it in one action and add it to its parent in the next"
+                        }
+                    },
                 ));
             }
         }
@@ -348,20 +385,20 @@ fn read_query(query: &str) -> QueryReading {
     reading
 }
 
-/// Checks the document's shape and parses every action's JSONPath.
+/// Checks the document's fields and parses every action's JSONPath.
 fn read_actions<'a>(
     overlay: &'a Node,
     source: &SourceFile,
-) -> Result<Vec<Action<'a>>, Box<LoadError>> {
+) -> Result<(Version, Vec<Action<'a>>), Box<LoadError>> {
     const DOCUMENT_HELP: &str = "an Overlay document is a mapping with `overlay: 1.1.0`, `info` (title, version) and a list of `actions`; give the OpenAPI document itself as the command's spec argument";
-    if overlay.as_map().is_none() {
+    let Some(fields) = overlay.as_map() else {
         return Err(error_at(
             source,
             overlay,
             format!("not an Overlay document: it is {}", overlay.kind()),
             DOCUMENT_HELP,
         ));
-    }
+    };
     let version = match overlay.get("overlay") {
         None => {
             return Err(error_at(
@@ -372,7 +409,7 @@ fn read_actions<'a>(
             ));
         }
         Some(node) => match overlay_version(node) {
-            Some(minor) => minor,
+            Some(version) => version,
             None => {
                 return Err(error_at(
                     source,
@@ -383,24 +420,30 @@ fn read_actions<'a>(
             }
         },
     };
-    match overlay.get("info") {
-        Some(info) if info.as_map().is_some() => {}
-        Some(info) => {
-            return Err(error_at(
+    for entry in fields {
+        let key = &*entry.key;
+        if !matches!(key, "overlay" | "info" | "extends" | "actions") && !key.starts_with("x-") {
+            return Err(error_at_key(
                 source,
-                info,
-                format!("`info` must be a mapping, not {}", info.kind()),
-                "write `info: {title: My overlay, version: 1.0.0}`",
+                entry,
+                format!("the Overlay document has an unknown field `{key}`"),
+                &format!(
+                    "an Overlay document has `overlay`, `info`, `extends` and `actions`, and extensions named `x-…`; remove the field or rename it `x-{key}`"
+                ),
             ));
         }
-        None => {
-            return Err(error_at(
-                source,
-                overlay,
-                "the Overlay document has no `info`".into(),
-                "add `info: {title: My overlay, version: 1.0.0}`",
-            ));
-        }
+    }
+    read_info(overlay, version, source)?;
+    if let Some(extends) = overlay
+        .get("extends")
+        .filter(|node| node.as_str().is_none())
+    {
+        return Err(error_at(
+            source,
+            extends,
+            format!("`extends` must be a string, not {}", extends.kind()),
+            "write the spec's path relative to the overlay (or its URL), e.g. `extends: openapi.yaml`",
+        ));
     }
     let items = match overlay.get("actions") {
         Some(actions) => match actions.as_seq() {
@@ -423,30 +466,225 @@ fn read_actions<'a>(
             ));
         }
     };
-    items
+    let actions = items
         .iter()
         .enumerate()
         .map(|(at, item)| read_action(at + 1, item, version, source))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((version, actions))
 }
 
-/// The minor version of a supported `overlay: 1.x.y`.
-fn overlay_version(node: &Node) -> Option<u8> {
+/// Checks `info`: a mapping with the strings `title` and `version`, a
+/// `description` string from Overlay 1.1 on, and `x-` extensions.
+fn read_info(overlay: &Node, version: Version, source: &SourceFile) -> Result<(), Box<LoadError>> {
+    const INFO_HELP: &str = "write `info: {title: My overlay, version: 1.0.0}`";
+    let info = match overlay.get("info") {
+        Some(info) => info,
+        None => {
+            return Err(error_at(
+                source,
+                overlay,
+                "the Overlay document has no `info`".into(),
+                "add `info: {title: My overlay, version: 1.0.0}`",
+            ));
+        }
+    };
+    let Some(entries) = info.as_map() else {
+        return Err(error_at(
+            source,
+            info,
+            format!("`info` must be a mapping, not {}", info.kind()),
+            INFO_HELP,
+        ));
+    };
+    for entry in entries {
+        let key = &*entry.key;
+        match key {
+            "title" | "version" => {}
+            "description" if version == Version::V1_1 => {}
+            "description" => {
+                return Err(error_at_key(
+                    source,
+                    entry,
+                    "`info.description` is an Overlay 1.1 field, but the document says 1.0".into(),
+                    "write `overlay: 1.1.0` at the top, or remove the description",
+                ));
+            }
+            _ if key.starts_with("x-") => continue,
+            _ => {
+                return Err(error_at_key(
+                    source,
+                    entry,
+                    format!("`info` has an unknown field `{key}`"),
+                    "`info` has `title`, `version` and (Overlay 1.1) `description`, and extensions named `x-…`",
+                ));
+            }
+        }
+        if entry.value.as_str().is_none() {
+            return Err(error_at(
+                source,
+                &entry.value,
+                format!("`info.{key}` must be a string, not {}", entry.value.kind()),
+                "quote it, e.g. `version: '1.0'`",
+            ));
+        }
+    }
+    for required in ["title", "version"] {
+        if info.get(required).is_none() {
+            return Err(error_at(
+                source,
+                info,
+                format!("`info` has no `{required}`, which Overlay requires"),
+                INFO_HELP,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// When `extends` names a file (a relative reference or a `file:` URL),
+/// it must be `spec`, the document the overlay is applied to; a URL of
+/// another scheme cannot be compared and is taken on trust.
+fn check_extends(overlay: &Node, source: &SourceFile, spec: &Path) -> Result<(), Box<LoadError>> {
+    let Some(node) = overlay.get("extends") else {
+        return Ok(());
+    };
+    let Some(text) = node.as_str() else {
+        return Ok(()); // refused by read_actions
+    };
+    let written = text.split(['#', '?']).next().unwrap_or_default();
+    let decoded = crate::refs::percent_decode(written);
+    let reference = decoded.as_deref().unwrap_or(written);
+    let scheme = reference
+        .split_once(':')
+        .map(|(scheme, _)| scheme)
+        .filter(|scheme| {
+            scheme.len() > 1
+                && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        });
+    let named = match scheme {
+        Some(scheme) if scheme.eq_ignore_ascii_case("file") => {
+            let rest = &reference[scheme.len() + 1..];
+            PathBuf::from(rest.strip_prefix("//").unwrap_or(rest))
+        }
+        Some(_) => return Ok(()),
+        None if reference.is_empty() => return Ok(()),
+        None => {
+            let path = Path::new(reference);
+            if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                source.path.parent().unwrap_or(Path::new("")).join(path)
+            }
+        }
+    };
+    let named_abs = crate::normalize(&std::path::absolute(&named).unwrap_or(named.clone()));
+    let spec_abs = crate::normalize(&std::path::absolute(spec).unwrap_or(spec.to_path_buf()));
+    let same = named_abs == spec_abs
+        || matches!(
+            (named_abs.canonicalize(), spec_abs.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        );
+    if same {
+        return Ok(());
+    }
+    Err(error_at(
+        source,
+        node,
+        format!(
+            "the overlay extends `{text}` ({}), not {}, the spec it is applied to",
+            named_abs.display(),
+            spec_abs.display()
+        ),
+        "apply the overlay to the document it extends, or change `extends` to the spec's path relative to the overlay",
+    ))
+}
+
+/// What an action's selection may hold, by the version: Overlay 1.0
+/// targets mappings and lists only; under 1.1 an `update` or `copy`
+/// selects nodes of one kind.
+fn check_kinds(
+    version: Version,
+    action: &Action<'_>,
+    root: &Node,
+    paths: &[Vec<Step>],
+    source: &SourceFile,
+) -> Result<(), Box<LoadError>> {
+    let kinds: Vec<(&'static str, &Vec<Step>)> = paths
+        .iter()
+        .filter_map(|path| {
+            let node = node_at(root, path)?;
+            let kind = match node.value {
+                Value::Map(_) => "a mapping",
+                Value::Seq(_) => "a list",
+                _ => "a scalar",
+            };
+            Some((kind, path))
+        })
+        .collect();
+    match version {
+        Version::V1_0 => {
+            if let Some((_, path)) = kinds.iter().find(|(kind, _)| *kind == "a scalar") {
+                let found = node_at(root, path).map_or("a scalar", Node::kind);
+                return Err(error_at(
+                    source,
+                    action.target_node,
+                    format!(
+                        "action {}: `{}` selects {found} at {}, and an Overlay 1.0 target selects mappings and lists only",
+                        action.number,
+                        action.target_text,
+                        normalized(path)
+                    ),
+                    "target the mapping that holds the value and update its key (e.g. `target: $.info` with `update: {title: New title}`), or write `overlay: 1.1.0`, whose actions may target scalars",
+                ));
+            }
+        }
+        Version::V1_1 => {
+            if matches!(action.change, Change::Remove) {
+                return Ok(());
+            }
+            let Some((first, first_path)) = kinds.first() else {
+                return Ok(());
+            };
+            if let Some((other, other_path)) = kinds.iter().find(|(kind, _)| kind != first) {
+                return Err(error_at(
+                    source,
+                    action.target_node,
+                    format!(
+                        "action {}: `{}` selects nodes of different kinds, {first} at {} and {other} at {}, and Overlay 1.1 requires the nodes an update or copy selects to be all mappings, all lists or all scalars",
+                        action.number,
+                        action.target_text,
+                        normalized(first_path),
+                        normalized(other_path)
+                    ),
+                    "narrow the target to one kind, e.g. with a filter such as `[?@.in == 'header']`, or split it into one action per kind",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The supported version `overlay: 1.x.y` declares.
+fn overlay_version(node: &Node) -> Option<Version> {
     let text = node.as_str()?;
     let rest = text.strip_prefix("1.")?;
     let (minor, patch) = rest.split_once('.')?;
-    let minor = match minor {
-        "0" => 0,
-        "1" => 1,
+    let version = match minor {
+        "0" => Version::V1_0,
+        "1" => Version::V1_1,
         _ => return None,
     };
-    (!patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())).then_some(minor)
+    (!patch.is_empty() && patch.bytes().all(|b| b.is_ascii_digit())).then_some(version)
 }
 
 fn read_action<'a>(
     number: usize,
     item: &'a Node,
-    version: u8,
+    version: Version,
     source: &SourceFile,
 ) -> Result<Action<'a>, Box<LoadError>> {
     const ACTION_HELP: &str = "an action is a mapping with `target` (a JSONPath such as `$.paths['/orders'].post`) and one of `update`, `remove: true` or `copy`";
@@ -463,19 +701,27 @@ fn read_action<'a>(
         if !matches!(key, "target" | "description" | "update" | "remove" | "copy")
             && !key.starts_with("x-")
         {
-            let mut error = error_at(
+            return Err(error_at_key(
                 source,
-                &entry.value,
+                entry,
                 format!("action {number} has an unknown field `{key}`"),
                 ACTION_HELP,
-            );
-            error.location = Some((
-                source.byte_offset(entry.key_span.start as usize),
-                entry.key_span.line as usize,
-                entry.key_span.col as usize + 1,
             ));
-            return Err(error);
         }
+    }
+    if let Some(description) = item
+        .get("description")
+        .filter(|node| node.as_str().is_none())
+    {
+        return Err(error_at(
+            source,
+            description,
+            format!(
+                "action {number}: `description` must be a string, not {}",
+                description.kind()
+            ),
+            "quote it, e.g. `description: 'Adds the key'`",
+        ));
     }
     let Some(target_node) = item.get("target") else {
         return Err(error_at(
@@ -509,7 +755,7 @@ fn read_action<'a>(
     } else if let Some(update) = item.get("update") {
         Change::Update(update)
     } else if let Some(copy) = item.get("copy") {
-        if version == 0 {
+        if version == Version::V1_0 {
             return Err(error_at(
                 source,
                 copy,
@@ -582,6 +828,22 @@ fn query<'a>(
         }
         located
     })
+}
+
+/// [`error_at`] pointing at a mapping entry's key rather than its value.
+fn error_at_key(
+    source: &SourceFile,
+    entry: &crate::node::Entry,
+    message: String,
+    help: &str,
+) -> Box<LoadError> {
+    let mut error = error_at(source, &entry.value, message, help);
+    error.location = Some((
+        source.byte_offset(entry.key_span.start as usize),
+        entry.key_span.line as usize,
+        entry.key_span.col as usize + 1,
+    ));
+    error
 }
 
 fn error_at(source: &SourceFile, node: &Node, message: String, help: &str) -> Box<LoadError> {
@@ -690,8 +952,9 @@ fn remove_json(root: &mut Json, path: &[Step]) {
     }
 }
 
-/// Merges `value` into `target` (see the module comment).
-fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
+/// Merges `value` into `target` as `version` says (see the module
+/// comment).
+fn merge(version: Version, target: &mut Node, value: &Node) -> Result<(), String> {
     match (&mut target.value, &value.value) {
         (Value::Map(mapping), Value::Map(entries)) => {
             for entry in entries {
@@ -700,9 +963,13 @@ fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
                     continue;
                 };
                 match (&existing.value.value, &entry.value.value) {
-                    (Value::Map(_), Value::Map(_)) | (Value::Seq(_), Value::Seq(_)) => {
-                        merge(&mut existing.value, &entry.value)?;
+                    (Value::Map(_), Value::Map(_)) => {
+                        merge(version, &mut existing.value, &entry.value)?;
                     }
+                    (Value::Seq(_), Value::Seq(_)) => match version {
+                        Version::V1_1 => merge(version, &mut existing.value, &entry.value)?,
+                        Version::V1_0 => existing.value = entry.value.clone(),
+                    },
                     (Value::Map(_) | Value::Seq(_), _) | (_, Value::Map(_) | Value::Seq(_)) => {
                         return Err(format!(
                             "`{}` is {} in the target and {} in the update, which cannot be merged",
@@ -716,7 +983,7 @@ fn merge(target: &mut Node, value: &Node) -> Result<(), String> {
             }
             Ok(())
         }
-        (Value::Seq(items), Value::Seq(more)) => {
+        (Value::Seq(items), Value::Seq(more)) if version == Version::V1_1 => {
             items.extend(more.iter().cloned());
             Ok(())
         }
@@ -750,7 +1017,7 @@ mod tests {
         let source = SourceFile::new("o.yaml".into(), "o.yaml".into(), overlay.into());
         let mut tree = crate::parse_tree("o.yaml", overlay).unwrap();
         retag(&mut tree, FileId(1));
-        let warnings = apply(&mut root, &tree, &source)?;
+        let warnings = apply(&mut root, &tree, &source, Path::new("openapi.yaml"))?;
         Ok((root.to_json(), warnings))
     }
 
@@ -966,5 +1233,191 @@ mod tests {
         let round = "  - target: $.x\n    copy: $.y\n  - target: $.x\n    remove: true\n  - target: $\n    update: {x: []}\n";
         let applied = run(&spec, &format!("{HEAD}{}", round.repeat(25)));
         assert!(applied.is_ok(), "{}", applied.err().unwrap().message);
+    }
+
+    /// The line and column an error points at, and its message and fix.
+    fn refused(spec: &str, overlay: &str) -> (usize, usize, String, String) {
+        let error = run(spec, overlay).expect_err("refused");
+        assert_eq!(error.file, "o.yaml");
+        let (_, line, col) = error.location.expect("a position");
+        (line, col, error.message, error.help)
+    }
+
+    const HEAD_1_0: &str = "overlay: 1.0.0\ninfo: {title: t, version: '1'}\nactions:\n";
+
+    #[test]
+    fn an_overlay_1_0_replaces_lists_in_an_update_and_appends_one_entry_to_a_list() {
+        let spec = "paths: {/a: {get: {tags: [x], summary: s}}}\ntags: [{name: x}]\n";
+        let actions = "  - target: $.paths['/a'].get\n    update: {tags: [y], summary: t}\n  - target: $.tags\n    update: [{name: y}]\n";
+        let (json, warnings) = run(spec, &format!("{HEAD_1_0}{actions}")).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(
+            json["paths"]["/a"]["get"],
+            serde_json::json!({"tags": ["y"], "summary": "t"})
+        );
+        assert_eq!(
+            json["tags"],
+            serde_json::json!([{"name": "x"}, [{"name": "y"}]])
+        );
+        // The same actions under 1.1: concatenated, both times.
+        let (json, _) = run(spec, &format!("{HEAD}{actions}")).unwrap();
+        assert_eq!(
+            json["paths"]["/a"]["get"]["tags"],
+            serde_json::json!(["x", "y"])
+        );
+        assert_eq!(
+            json["tags"],
+            serde_json::json!([{"name": "x"}, {"name": "y"}])
+        );
+    }
+
+    #[test]
+    fn an_overlay_1_0_target_that_selects_a_scalar_is_refused() {
+        let (line, col, message, help) = refused(
+            "info: {title: a}\n",
+            &format!("{HEAD_1_0}  - target: $.info.title\n    update: b\n"),
+        );
+        assert_eq!((line, col), (4, 13));
+        assert!(
+            message.contains("action 1: `$.info.title` selects a string at $['info']['title'], and an Overlay 1.0 target selects mappings and lists only"),
+            "{message}"
+        );
+        assert!(help.contains("write `overlay: 1.1.0`"), "{help}");
+        // So is a remove of one (1.0 removes mappings and lists only).
+        let (_, _, message, _) = refused(
+            "tags: [a, b]\n",
+            &format!("{HEAD_1_0}  - target: \"$.tags[?@ == 'a']\"\n    remove: true\n"),
+        );
+        assert!(message.contains("selects a string"), "{message}");
+        // Under 1.1 both apply.
+        assert!(
+            run(
+                "info: {title: a}\n",
+                &format!("{HEAD}  - target: $.info.title\n    update: b\n")
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_update_whose_target_selects_mixed_kinds_is_refused_under_1_1() {
+        let spec = "x: {a: {k: 1}, b: 2, c: [3]}\n";
+        let (line, col, message, help) = refused(
+            spec,
+            &format!("{HEAD}  - target: $.x.*\n    update: {{k: 5}}\n"),
+        );
+        assert_eq!((line, col), (4, 13));
+        assert!(
+            message.contains("action 1: `$.x.*` selects nodes of different kinds, a mapping at $['x']['a'] and a scalar at $['x']['b']"),
+            "{message}"
+        );
+        assert!(
+            message.contains("all mappings, all lists or all scalars"),
+            "{message}"
+        );
+        assert!(help.contains("one action per kind"), "{help}");
+        // Nothing was applied: the first node is not half-updated.
+        // A copy is held to the same; a remove of mixed nodes is fine.
+        let copy = format!("{HEAD}  - target: $.x.*\n    copy: $.x.a\n");
+        assert!(run(spec, &copy).is_err());
+        let (json, _) = run(
+            spec,
+            &format!("{HEAD}  - target: $.x.*\n    remove: true\n"),
+        )
+        .unwrap();
+        assert_eq!(json, serde_json::json!({"x": {}}));
+        // One kind is fine.
+        assert!(
+            run(
+                "x: {a: {}, b: {}}\n",
+                &format!("{HEAD}  - target: $.x.*\n    update: {{k: 5}}\n")
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_documents_required_and_unknown_fields_are_checked() {
+        let spec = "info: {title: a}\n";
+        let action = "actions:\n  - target: $.info\n    update: {title: b}\n";
+        for (overlay, at, message, help) in [
+            (
+                format!("overlay: 1.1.0\ninfo: {{version: '1'}}\n{action}"),
+                (2, 7),
+                "`info` has no `title`, which Overlay requires",
+                "info: {title: My overlay, version: 1.0.0}",
+            ),
+            (
+                format!("overlay: 1.1.0\ninfo: {{title: t}}\n{action}"),
+                (2, 7),
+                "`info` has no `version`, which Overlay requires",
+                "info: {title: My overlay, version: 1.0.0}",
+            ),
+            (
+                format!("overlay: 1.1.0\ninfo: {{title: t, version: 1}}\n{action}"),
+                (2, 27),
+                "`info.version` must be a string, not an integer",
+                "version: '1.0'",
+            ),
+            (
+                format!(
+                    "overlay: 1.0.0\ninfo: {{title: t, version: '1', description: d}}\n{action}"
+                ),
+                (2, 32),
+                "`info.description` is an Overlay 1.1 field, but the document says 1.0",
+                "overlay: 1.1.0",
+            ),
+            (
+                format!("overlay: 1.1.0\ninfo: {{title: t, version: '1', summary: s}}\n{action}"),
+                (2, 32),
+                "`info` has an unknown field `summary`",
+                "`title`, `version`",
+            ),
+            (
+                format!("overlay: 1.1.0\ninfo: {{title: t, version: '1'}}\nactoins: []\n{action}"),
+                (3, 1),
+                "the Overlay document has an unknown field `actoins`",
+                "rename it `x-actoins`",
+            ),
+            (
+                format!("overlay: 1.1.0\ninfo: {{title: t, version: '1'}}\nextends: [a]\n{action}"),
+                (3, 10),
+                "`extends` must be a string, not a list",
+                "extends: openapi.yaml",
+            ),
+            (
+                format!(
+                    "overlay: 1.1.0\ninfo: {{title: t, version: '1'}}\nextends: other.yaml\n{action}"
+                ),
+                (3, 10),
+                "the overlay extends `other.yaml`",
+                "change `extends` to the spec's path relative to the overlay",
+            ),
+            (
+                format!(
+                    "{HEAD}  - target: $.info\n    description: [d]\n    update: {{title: b}}\n"
+                ),
+                (5, 18),
+                "action 1: `description` must be a string, not a list",
+                "description:",
+            ),
+        ] {
+            let (line, col, found, fix) = refused(spec, &overlay);
+            assert!(found.contains(message), "{overlay}\n{found}");
+            assert!(fix.contains(help), "{overlay}\n{fix}");
+            assert_eq!((line, col), at, "{overlay}\n{found}");
+        }
+        // Extensions are welcome; `extends` naming the spec, or a URL, is.
+        for extra in [
+            "x-team: payments\n",
+            "extends: openapi.yaml\n",
+            "extends: ./open%61pi.yaml\n",
+            "extends: 'https://example.com/openapi.yaml'\n",
+        ] {
+            let overlay = format!(
+                "overlay: 1.1.0\ninfo: {{title: t, version: '1', x-id: 7}}\n{extra}{action}"
+            );
+            assert!(run(spec, &overlay).is_ok(), "{overlay}");
+        }
     }
 }

@@ -18,6 +18,10 @@
 //!   changes hands (default 0; 1000 on a MariaDB Galera cluster). Leases
 //!   and windows use the database's clock; on a cluster whose nodes keep
 //!   their own clocks, set it to the worst offset between them.
+//! - `MAX_STORED_ANSWER_BYTES`: the largest answer body stored (default
+//!   1048576, 1 MiB; at most what the record table's `response_body` column
+//!   holds). An answer over it is refused with 507 and the problem type
+//!   `urn:idemgen:problem:answer-too-large`, its business write rolled back.
 //! - `RUST_LOG`: log filter (default `info`); it also filters the span of
 //!   each request (operation, outcome, timings).
 //! - `OTEL_EXPORTER_OTLP_ENDPOINT` and the other `OTEL_*` variables: built
@@ -93,6 +97,14 @@ impl App {
                 format!("CLOCK_MARGIN_MS must be a whole number of milliseconds, not `{millis}`")
             })?;
             idempotency = idempotency.with_clock_margin(Duration::from_millis(millis));
+        }
+        if let Ok(bytes) = std::env::var("MAX_STORED_ANSWER_BYTES") {
+            let bytes = bytes.parse().map_err(|_| {
+                format!("MAX_STORED_ANSWER_BYTES must be a whole number of bytes, not `{bytes}`")
+            })?;
+            idempotency = idempotency
+                .with_max_stored_answer(bytes)
+                .map_err(|error| format!("MAX_STORED_ANSWER_BYTES: {error}"))?;
         }
         Ok(App {
             pool,

@@ -91,6 +91,10 @@ pub struct Response {
     pub any_body: bool,
     /// Whether any response declares headers the decoder reads.
     pub any_header: bool,
+    /// Whether the decoder reads the answer's headers at all: declared
+    /// ones, or the `Content-Type` a body with several media types is
+    /// read by.
+    pub reads_headers: bool,
 }
 
 /// One declared response, as the decoder matches it.
@@ -105,6 +109,9 @@ pub struct Variant {
     pub class: Option<u8>,
     pub has_body: bool,
     pub is_json: bool,
+    /// The models enum of a body declared with several media types, read
+    /// by the answer's `Content-Type`.
+    pub media_enum: Option<String>,
     /// The headers the response declares, read into the variant's fields.
     pub headers: Vec<VariantHeader>,
 }
@@ -380,6 +387,7 @@ pub fn typed(
                     .media_type
                     .as_deref()
                     .is_some_and(crate::types::is_json),
+                media_enum: variant.media_enum.clone(),
                 headers: variant
                     .headers
                     .iter()
@@ -405,6 +413,9 @@ pub fn typed(
         has_default: variants.iter().any(|variant| variant.kind == "default"),
         any_body: variants.iter().any(|variant| variant.has_body),
         any_header: variants.iter().any(|variant| !variant.headers.is_empty()),
+        reads_headers: variants
+            .iter()
+            .any(|variant| !variant.headers.is_empty() || variant.media_enum.is_some()),
         variants,
     };
     (params, body, response)

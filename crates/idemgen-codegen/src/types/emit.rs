@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::model::{Field, Kind, ResponseCase, Struct, Ty, TypeDef};
+use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Ty, TypeDef};
 use super::naming::unraw;
 use super::{StatusPattern, TypesError};
 use crate::names::{comment_lines, rust_string};
@@ -55,10 +55,12 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
     );
     // Aliases and response enums derive nothing from serde: a spec with
     // only those (or none) must not import it unused.
-    if defs
-        .values()
-        .any(|def| !matches!(def.kind, Kind::Alias(_) | Kind::Response(_)))
-    {
+    if defs.values().any(|def| {
+        !matches!(
+            def.kind,
+            Kind::Alias(_) | Kind::Response(_) | Kind::Media(_)
+        )
+    }) {
         out.push_str("use serde::{Deserialize, Serialize};\n");
     }
     if defs.values().any(uses_map) {
@@ -88,6 +90,7 @@ fn uses_map(def: &TypeDef) -> bool {
             case.body.as_ref().is_some_and(Ty::uses_map)
                 || case.headers.iter().any(|header| header.ty.uses_map())
         }),
+        Kind::Media(cases) => cases.iter().any(|case| case.body.uses_map()),
         Kind::StringEnum(_) => false,
     }
 }
@@ -144,6 +147,7 @@ fn definition(out: &mut String, def: &TypeDef) {
             let _ = writeln!(out, "pub struct {name}(pub {});", ty.rust());
         }
         Kind::Response(cases) => response(out, name, cases),
+        Kind::Media(cases) => media(out, name, cases),
     }
 }
 
@@ -267,11 +271,20 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
         "pub fn content_type(&self) -> Option<&'static str> {{ match {scrutinee} {{"
     );
     for case in cases {
-        let value = match &case.media_type {
-            Some(media_type) => format!("Some({})", rust_string(media_type)),
-            None => "None".into(),
+        let _ = match &case.media_type {
+            _ if case.chooses_media => writeln!(
+                out,
+                "{} => Some(body.content_type()),",
+                pattern(case, false, true)
+            ),
+            Some(media_type) => writeln!(
+                out,
+                "{} => Some({}),",
+                pattern(case, false, false),
+                rust_string(media_type)
+            ),
+            None => writeln!(out, "{} => None,", pattern(case, false, false)),
         };
-        let _ = writeln!(out, "{} => {value},", pattern(case, false, false));
     }
     out.push_str("} }\n");
 
@@ -291,6 +304,9 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
     for case in cases {
         let arm = match &case.body {
             None => format!("{} => Ok(Vec::new()),", pattern(case, false, false)),
+            Some(_) if case.chooses_media => {
+                format!("{} => body.into_body(),", pattern(case, false, true))
+            }
             Some(Ty::Bytes) => format!("{} => Ok(body),", pattern(case, false, true)),
             Some(_) => format!(
                 "{} => serde_json::to_vec(&body),",
@@ -300,6 +316,98 @@ fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {
         let _ = writeln!(out, "{arm}");
     }
     out.push_str("} }\n}\n");
+}
+
+/// The enum of a response's bodies, one variant per media type, with the
+/// `Content-Type` each is sent as, its bytes, and (for a client) the body
+/// read back by the `Content-Type` it came with.
+fn media(out: &mut String, name: &str, cases: &[MediaCase]) {
+    out.push_str("#[derive(Debug, Clone, PartialEq)]\n");
+    let _ = writeln!(out, "pub enum {name} {{");
+    for case in cases {
+        doc(out, "///", &rustdoc_safe(&case.docs));
+        let _ = writeln!(out, "{}({}),", case.variant, case.body.rust());
+    }
+    out.push_str("}\n\n");
+    let _ = writeln!(out, "impl {name} {{");
+    doc(
+        out,
+        "///",
+        &["The media type this body is sent as: its `Content-Type`.".into()],
+    );
+    out.push_str("pub fn content_type(&self) -> &'static str { match self {\n");
+    for case in cases {
+        let _ = writeln!(
+            out,
+            "Self::{}(_) => {},",
+            case.variant,
+            rust_string(&case.media_type)
+        );
+    }
+    out.push_str("} }\n");
+    doc(
+        out,
+        "///",
+        &[
+            "The body as sent: JSON bodies are serialised once, here, so the".into(),
+            "bytes sent and the bytes stored for a replay are the same.".into(),
+        ],
+    );
+    out.push_str("pub fn into_body(self) -> Result<Vec<u8>, serde_json::Error> { match self {\n");
+    for case in cases {
+        let _ = match case.body {
+            Ty::Bytes => writeln!(out, "Self::{}(body) => Ok(body),", case.variant),
+            _ => writeln!(
+                out,
+                "Self::{}(body) => serde_json::to_vec(&body),",
+                case.variant
+            ),
+        };
+    }
+    out.push_str("} }\n");
+    doc(
+        out,
+        "///",
+        &[
+            "The body an answer sent with `content_type` carries, read as the".into(),
+            "media type it names (parameters and case aside); `Err` for a media".into(),
+            "type the response does not declare, or JSON that does not fit.".into(),
+        ],
+    );
+    out.push_str(
+        "pub fn from_wire(content_type: Option<&str>, body: &[u8]) -> Result<Self, String> {\n",
+    );
+    out.push_str(
+        "let essence = content_type.unwrap_or_default().split(';').next().unwrap_or_default().trim().to_ascii_lowercase();\n",
+    );
+    out.push_str("match essence.as_str() {\n");
+    for case in cases {
+        let essence = rust_string(&super::operation::media_essence(&case.media_type));
+        let _ = match case.body {
+            Ty::Bytes => writeln!(
+                out,
+                "{essence} => Ok(Self::{}(body.to_vec())),",
+                case.variant
+            ),
+            _ => {
+                // A format string naming the media type (braces, which no
+                // media type has, doubled all the same).
+                let message = rust_string(&format!(
+                    "the {} body does not fit the spec: {{error}}",
+                    case.media_type.replace('{', "{{").replace('}', "}}")
+                ));
+                writeln!(
+                    out,
+                    "{essence} => serde_json::from_slice(body).map(Self::{}).map_err(|error| format!({message})),",
+                    case.variant
+                )
+            }
+        };
+    }
+    out.push_str(
+        "other => Err(format!(\"`Content-Type: {other}` is none of the media types the response declares\")),\n",
+    );
+    out.push_str("} } }\n");
 }
 
 /// `headers()`: each header the response sets, by its name in the spec.

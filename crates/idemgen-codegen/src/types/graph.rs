@@ -99,7 +99,7 @@ fn box_by_value_cycles(defs: &mut BTreeMap<String, TypeDef>) {
                     *ty = ty.clone().boxed();
                 }
             }
-            Kind::Alias(_) | Kind::StringEnum(_) | Kind::Response(_) => {}
+            Kind::Alias(_) | Kind::StringEnum(_) | Kind::Response(_) | Kind::Media(_) => {}
         }
     }
 }
@@ -111,7 +111,9 @@ fn by_value_uses(kind: &Kind) -> Box<dyn Iterator<Item = &Ty> + '_> {
         Kind::Struct(shape) => Box::new(shape.fields.iter().map(|field| &field.ty)),
         Kind::Untagged(alternatives) => Box::new(alternatives.iter().map(|a| &a.ty)),
         Kind::Alias(ty) | Kind::Newtype(ty) => Box::new(std::iter::once(ty)),
-        Kind::StringEnum(_) | Kind::Response(_) => Box::new(std::iter::empty()),
+        // A response's bodies are held only by its response enum, which
+        // nothing holds.
+        Kind::StringEnum(_) | Kind::Response(_) | Kind::Media(_) => Box::new(std::iter::empty()),
     }
 }
 

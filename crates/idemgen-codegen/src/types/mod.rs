@@ -197,7 +197,12 @@ pub struct ResponseVariant {
     pub status: StatusPattern,
     /// The body's type, `None` for a response without content.
     pub body: Option<String>,
+    /// The body's media type; `None` without content, or when the
+    /// response declares several and `media_enum` chooses.
     pub media_type: Option<String>,
+    /// The enum of the bodies of a response that declares several media
+    /// types: its variant is the `Content-Type` sent.
+    pub media_enum: Option<String>,
     /// The headers the business code sets, as the variant's fields.
     pub headers: Vec<ResponseHeader>,
 }

@@ -99,6 +99,20 @@ pub enum Kind {
     Newtype(Ty),
     /// An operation's answers: one variant per declared status.
     Response(Vec<ResponseCase>),
+    /// The body of a response that declares several media types: one
+    /// variant per media type, and the variant the business code builds
+    /// is the `Content-Type` sent.
+    Media(Vec<MediaCase>),
+}
+
+/// One media type a response's body may be sent as.
+#[derive(Debug, Clone)]
+pub struct MediaCase {
+    pub variant: String,
+    /// The media type as the spec writes it (its `content` key).
+    pub media_type: String,
+    pub body: Ty,
+    pub docs: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -145,7 +159,11 @@ pub struct ResponseCase {
     pub status: super::StatusPattern,
     /// `None` when the response has no content.
     pub body: Option<Ty>,
+    /// The body's media type; `None` without content, or when `body` is
+    /// a [`Kind::Media`] enum whose variant chooses it.
     pub media_type: Option<String>,
+    /// Whether `body` is a [`Kind::Media`] enum.
+    pub chooses_media: bool,
     pub docs: Vec<String>,
     /// The headers the response declares that the business code sets,
     /// as fields of the variant (`wire` is the header's name).

@@ -2,7 +2,7 @@
 //! and an enum of its responses.
 
 use super::convert::{Converter, Hint, docs_of, operation_words};
-use super::model::{Field, Kind, ResponseCase, Struct, Ty, TypeDef};
+use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Ty, TypeDef};
 use super::naming::{FieldNames, VariantNames};
 use super::{
     OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody, Response,
@@ -255,9 +255,15 @@ fn responses<'w>(
     let mut cases = Vec::new();
     for (status, response) in declared {
         let variant = variant_names.reserve(&status.variant_name());
+        let choices = media_choices(response);
         let content = response.get("content").and_then(pick_media);
+        let chooses_media = content.is_some() && choices.len() > 1;
         let (body, media_type) = match content {
             None => (None, None),
+            Some(_) if chooses_media => {
+                let body = media_enum(converter, operation, names, &variant, status, &choices);
+                (Some(Ty::Named(body)), None)
+            }
             Some((media_type, media)) => {
                 let ty = match (is_json(&media_type), media.get("schema")) {
                     (true, Some(schema)) => converter.ty(
@@ -295,6 +301,7 @@ fn responses<'w>(
             status,
             body,
             media_type,
+            chooses_media,
             docs,
             headers,
         });
@@ -306,6 +313,10 @@ fn responses<'w>(
             status: case.status,
             body: case.body.as_ref().map(Ty::rust),
             media_type: case.media_type.clone(),
+            media_enum: match &case.body {
+                Some(Ty::Named(name)) if case.chooses_media => Some(name.clone()),
+                _ => None,
+            },
             headers: case
                 .headers
                 .iter()
@@ -423,6 +434,100 @@ pub(crate) fn is_json(media_type: &str) -> bool {
         .trim()
         .to_ascii_lowercase();
     essence == "application/json" || essence.ends_with("+json")
+}
+
+/// The media types a response's body may be sent as, in the spec's order:
+/// each concrete type once (a second spelling of the same type, say with
+/// a charset, is the first's), media ranges (`text/*`, `*/*`) left out,
+/// since a `Content-Type` names one type.
+fn media_choices(response: &Node) -> Vec<(String, &Node)> {
+    let mut choices: Vec<(String, &Node)> = Vec::new();
+    for entry in response
+        .get("content")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+    {
+        let essence = media_essence(&entry.key);
+        let Some((kind, subtype)) = essence.split_once('/') else {
+            continue;
+        };
+        if kind.is_empty() || subtype.is_empty() || kind == "*" || subtype == "*" {
+            continue;
+        }
+        if choices
+            .iter()
+            .all(|(chosen, _)| media_essence(chosen) != essence)
+        {
+            choices.push((entry.key.to_string(), &entry.value));
+        }
+    }
+    choices
+}
+
+/// A media type without its parameters, lowercased: what a
+/// `Content-Type` is matched on.
+pub(crate) fn media_essence(media_type: &str) -> String {
+    media_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// The enum of the bodies a response with several media types may send,
+/// one variant per type; returns its name.
+fn media_enum<'w>(
+    converter: &mut Converter<'w>,
+    operation: &Operation<'w>,
+    names: &Reserved,
+    variant: &str,
+    status: super::StatusPattern,
+    choices: &[(String, &'w Node)],
+) -> String {
+    let name = converter
+        .names
+        .assign(&format!("{} {variant} body", names.words));
+    let mut variant_names = VariantNames::default();
+    let mut cases = Vec::new();
+    for (media_type, media) in choices {
+        let essence = media_essence(media_type);
+        let case = variant_names.assign(&essence);
+        let body = match (is_json(media_type), media.get("schema")) {
+            (true, Some(schema)) => converter.ty(
+                schema,
+                &Hint::Derived(format!("{} {variant} {essence} body", names.words)),
+            ),
+            (true, None) => Ty::Json,
+            (false, _) => Ty::Bytes,
+        };
+        let mut docs = vec![format!("`{media_type}`")];
+        if let Some(reason) = converter.take_fallback() {
+            docs.push(String::new());
+            docs.push(reason);
+        }
+        cases.push(MediaCase {
+            variant: case,
+            media_type: media_type.clone(),
+            body,
+            docs,
+        });
+    }
+    converter.insert(TypeDef {
+        name: name.clone(),
+        docs: vec![
+            format!(
+                "The body of {}'s `{}` response, as one of the media types it declares.",
+                title(operation),
+                status.label()
+            ),
+            String::new(),
+            "The variant built is the `Content-Type` sent, and the one stored and".into(),
+            "replayed with an idempotent answer.".into(),
+        ],
+        kind: Kind::Media(cases),
+    });
+    name
 }
 
 /// The media type a body is read or written as: the first JSON one,

@@ -29,6 +29,7 @@ pub mod replay_alert_too_high;
 pub mod replay_schema_missing;
 pub mod replay_unauthenticated;
 pub mod retry_after_missing;
+pub mod retry_after_not_whole_seconds;
 pub mod retry_after_out_of_range;
 pub mod set_cookie_replayed;
 pub mod store_cross_database;
@@ -60,6 +61,7 @@ pub const RULES: &[Rule] = &[
     in_progress_not_retryable::RULE,
     retry_after_missing::RULE,
     retry_after_out_of_range::RULE,
+    retry_after_not_whole_seconds::RULE,
     conflict_undeclared::RULE,
     failed_policy_undeclared::RULE,
     replay_schema_missing::RULE,

@@ -127,7 +127,9 @@ impl Probe<'_> {
                 answer.describe()
             ));
         };
-        let promised = self.plan.expect.retry_after_ms.div_ceil(1000);
+        let promised = idemgen_spec::contract::duration::retry_after_header_secs(
+            self.plan.expect.retry_after_ms,
+        );
         Ok(match value.trim().parse::<u64>() {
             Ok(seconds) if seconds == promised => None,
             Ok(seconds) => Some(format!(

@@ -20,6 +20,7 @@
 //! not kept waiting on one: the service answered only 5xx, "try again
 //! later", or a refusal before running anything.
 
+use idemgen_spec::contract::duration::retry_after_header_secs;
 use std::time::{Duration, Instant};
 
 use super::Probe;
@@ -64,7 +65,8 @@ impl Probe<'_> {
                 "the contract declares no `server.max-processing` to hold the service to".into();
             return check;
         };
-        let promised = Duration::from_secs(self.plan.expect.retry_after_ms.div_ceil(1000).max(1));
+        let promised =
+            Duration::from_secs(retry_after_header_secs(self.plan.expect.retry_after_ms));
         let budget = max_processing + promised * RETRIES_PAST_MAX_PROCESSING;
         let request = self.plan.request(event, KeyUse::Valid);
         let started = Instant::now();

@@ -8,7 +8,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use idemgen_runtime::{
-    Call, Contract, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source, StoreError,
+    Call, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source,
+    StoreError,
 };
 use serde_json::{Value, json};
 
@@ -431,12 +432,15 @@ fn reply_of(bytes: usize) -> Result<Reply, sqlx::Error> {
 }
 
 #[tokio::test]
-async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_never_stored() {
+async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_refused_as_too_large()
+{
     let Some(table) = Table::new().await else {
         return;
     };
     let engine = table.engine().await;
-    let limit = idemgen_runtime::MAX_BODY_BYTES;
+    let limit = engine.max_stored_answer();
+    assert_eq!(limit, idemgen_runtime::DEFAULT_MAX_STORED_ANSWER_BYTES);
+    assert_eq!(limit, 1024 * 1024);
     let key = key();
     let first = claim(&engine, pay(Some(&key), &json!({"order": "big"})))
         .await
@@ -449,26 +453,165 @@ async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_nev
     assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
     assert!(body_text(replay).await == first, "the replay differs");
 
-    // One byte more cannot be stored: rolled back, nothing recorded as
-    // completed or failed, and the key is claimed again by the retry.
+    // One byte more cannot be stored: refused with a problem of its own
+    // that says so and that retrying will not help, logged as what it is,
+    // not as a database error; nothing completed.
+    let logs = Logs::default();
     let bigger = self::key();
-    let too_big = claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"})))
-        .await
-        .finish(reply_of(limit + 1))
-        .await;
-    assert_eq!(too_big.status(), StatusCode::INTERNAL_SERVER_ERROR);
-    let stored = count(
+    let too_big = {
+        let _logging = logs.capture();
+        claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"})))
+            .await
+            .finish(reply_of(limit + 1))
+            .await
+    };
+    assert_too_large(too_big, limit + 1, limit).await;
+    let logged = logs.lines();
+    assert!(
+        logged
+            .iter()
+            .any(|line| line.contains("too large to store")),
+        "{logged:#?}"
+    );
+    assert!(
+        !logged.iter().any(|line| line.contains("database error")),
+        "{logged:#?}"
+    );
+    let completed = count(
         &table,
-        &format!(
-            "SELECT COUNT(*) FROM {{t}} WHERE idem_key = '{bigger}' AND status <> 'in_progress'"
-        ),
+        &format!("SELECT COUNT(*) FROM {{t}} WHERE idem_key = '{bigger}' AND status = 'completed'"),
     )
     .await;
-    assert_eq!(stored, 0, "a reply past the limit was recorded");
+    assert_eq!(completed, 0, "a reply past the limit was stored");
+    // Under `failed: retry` the retry may run again (and meets the same
+    // limit, as the problem says).
     claim(&engine, pay(Some(&bigger), &json!({"order": "bigger"}))).await;
 
     #[cfg(feature = "mysql")]
     a_server_that_cannot_take_the_reply_stores_nothing(&table, &engine).await;
+}
+
+/// A response declared with several media types sends the one its
+/// business code chose (a generated body enum's variant): that
+/// `Content-Type` is stored with the answer and replayed.
+#[tokio::test]
+async fn the_content_type_an_answer_chose_is_stored_and_replayed() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    for (content_type, body) in [
+        ("text/csv; charset=utf-8", b"id,amount\no-1,5\n".to_vec()),
+        ("application/json", br#"[{"id":"o-1"}]"#.to_vec()),
+    ] {
+        let key = key();
+        let order = json!({"order": content_type});
+        let first = claim(&engine, pay(Some(&key), &order))
+            .await
+            .finish(Reply::typed(200, Some(content_type), Ok(body.clone())))
+            .await;
+        assert_eq!(first.headers()["content-type"], content_type);
+        let replay = answer(&PAY, &engine, pay(Some(&key), &order)).await;
+        assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+        assert_eq!(replay.headers()["content-type"], content_type);
+        assert_eq!(body_text(replay).await.as_bytes(), body.as_slice());
+    }
+}
+
+/// `response` is the refusal of an answer of `bytes` bytes over `limit`.
+async fn assert_too_large(response: Response, bytes: usize, limit: usize) {
+    assert_eq!(response.status(), StatusCode::INSUFFICIENT_STORAGE);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    let problem: Value = serde_json::from_str(&body_text(response).await).unwrap();
+    assert_eq!(problem["type"], "urn:idemgen:problem:answer-too-large");
+    assert_eq!(problem["title"], "answer too large to store");
+    assert_eq!(problem["status"], 507);
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "the answer is {bytes} bytes, more than the {limit} bytes"
+        )) && detail.contains("retrying will not help"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn the_stored_answer_limit_is_configurable_and_a_refusal_is_final_under_reject() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table
+        .engine()
+        .await
+        .with_max_stored_answer(100)
+        .expect("100 bytes fit every record table");
+    assert_eq!(engine.max_stored_answer(), 100);
+    let Err(too_much) = table
+        .engine()
+        .await
+        .with_max_stored_answer(Dialect::BUILT.largest_stored_answer() + 1)
+    else {
+        panic!("a limit past what the record table holds was taken");
+    };
+    assert!(
+        too_much.contains("does not fit the record table's response_body column"),
+        "{too_much}"
+    );
+    let order = format!("o{}", uuid::Uuid::new_v4().simple());
+    let body = json!({"key": format!("ord:{order}"), "order": order});
+    let call = engine
+        .begin(&STRICT, strict("a", &body))
+        .await
+        .ok()
+        .unwrap();
+    assert_too_large(call.finish(reply_of(101)).await, 101, 100).await;
+    // `failed: reject`: the retry is told the first attempt failed; it
+    // claims nothing, so the business step does not run again.
+    let rejected = answer(&STRICT, &engine, strict("a", &body)).await;
+    assert_eq!(rejected.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body_text(rejected).await.contains("earlier attempt failed"));
+    // At the limit it is stored and replayed.
+    let key = key();
+    let stored = claim(&engine, pay(Some(&key), &json!({"order": "small"})))
+        .await
+        .finish(reply_of(100))
+        .await;
+    assert_eq!(stored.status(), StatusCode::CREATED);
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"order": "small"}))).await;
+    assert_eq!(body_text(replay).await.len(), 100);
+}
+
+/// The log lines written while [`Logs::capture`]'s guard lives (on this
+/// thread, where a `#[tokio::test]` runs the engine).
+#[derive(Clone, Default)]
+struct Logs(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Logs {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        use tracing_subscriber::layer::SubscriberExt;
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Logs {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Line(String);
+        impl tracing::field::Visit for Line {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!(" {}={value:?}", field.name()));
+            }
+        }
+        let mut line = Line(event.metadata().level().to_string());
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
 }
 
 /// A MariaDB server whose `max_allowed_packet` is 1 MiB cannot take a
@@ -500,7 +643,7 @@ async fn a_server_that_cannot_take_the_reply_stores_nothing(table: &Table, engin
     let key = key();
     let refused = claim(&small, pay(Some(&key), &json!({"order": "packet"})))
         .await
-        .finish(reply_of(idemgen_runtime::MAX_BODY_BYTES))
+        .finish(reply_of(idemgen_runtime::DEFAULT_MAX_STORED_ANSWER_BYTES))
         .await;
     // The server closes the connection: an outage for this attempt.
     assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);

@@ -23,6 +23,13 @@ pub fn parse_duration(text: &str) -> Result<u64, String> {
     Ok(total.round() as u64)
 }
 
+/// The `Retry-After` a `retry-after` of `ms` is sent as: the header
+/// carries whole seconds (RFC 9110), so the delay is rounded up, and 0 is
+/// sent as 1 (an immediate retry would only meet the held key again).
+pub fn retry_after_header_secs(ms: u64) -> u64 {
+    ms.div_ceil(1_000).max(1)
+}
+
 /// Formats milliseconds the way the contract writes durations: `250ms`,
 /// `18s`, `1.5s`, `2m`, `1m30s`, `1h`, `3d`. Every output parses back.
 pub fn format_ms(ms: u64) -> String {
