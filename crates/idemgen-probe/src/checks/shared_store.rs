@@ -99,12 +99,10 @@ impl Probe<'_> {
         let conflict = self.plan.expect.conflict;
         let request = self.plan.request(&changed, KeyUse::Valid);
         let mut answers = Vec::with_capacity(instances.len());
-        for index in 0..instances.len() {
+        for (index, instance) in instances.iter().enumerate() {
             match self.settle_on(Some(index), &request) {
                 Ok(answer) => answers.push(answer),
-                Err(error) => {
-                    return StoreEvidence::Unknown(format!("{}: {error}", instances[index]));
-                }
+                Err(error) => return StoreEvidence::Unknown(format!("{instance}: {error}")),
             }
         }
         let tally: Vec<String> = answers
