@@ -84,7 +84,7 @@ impl Probe<'_> {
             );
             if replayed.is_none() && *self.replay_header != ReplayHeader::Unmarked {
                 check.warn(format!(
-                    "the replay carries no replay mark (`{}`, or {}), so clients and logs cannot tell it from a first answer",
+                    "the replay carries no replay mark (`{}`, nor any of {}), so clients and logs cannot tell it from a first answer; a service that marks its replays under another name: --replay-header NAME, one that marks none: --replay-header none",
                     self.expected_mark(),
                     REPLAY_MARKS.join(", ")
                 ));
