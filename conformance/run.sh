@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The conformance table: the same payment callback behind three idempotency
-# libraries (axum-idempotent from crates.io, express-idempotency from npm,
-# django-idempotency-key from PyPI) and behind the service idemgen
+# The conformance table: the same payment callback behind four idempotency
+# libraries (axum-idempotent from crates.io, express-idempotency and
+# @node-idempotency/nestjs from npm, django-idempotency-key from PyPI) and
+# behind the service idemgen
 # generates (examples/payment-callback), each probed on loopback with
 # `idemgen probe` against its own contract (`<app>/openapi.yaml`).
 #
@@ -50,6 +51,12 @@ echo "== installing express-idempotency (npm ci)"
 if [ ! -d conformance/express-idempotency/node_modules/express-idempotency ]; then
     (cd conformance/express-idempotency && npm ci --silent --no-audit --no-fund) \
         || fail_setup "npm ci of the express-idempotency app failed"
+fi
+
+echo "== installing @node-idempotency/nestjs (npm ci)"
+if [ ! -d conformance/node-idempotency-nestjs/node_modules/@node-idempotency/nestjs ]; then
+    (cd conformance/node-idempotency-nestjs && npm ci --silent --no-audit --no-fund) \
+        || fail_setup "npm ci of the @node-idempotency/nestjs app failed"
 fi
 
 echo "== installing django-idempotency-key (pip, into $target/conformance-venv)"
@@ -129,6 +136,13 @@ probe express-idempotency conformance/express-idempotency/openapi.yaml "$port"
 curl -fsS "http://127.0.0.1:$port/stats" >"$work/express-idempotency.stats"
 
 port=$(free_port)
+start node-idempotency-nestjs "$port" node conformance/node-idempotency-nestjs/server.js
+# Its records live 18 s (`cacheTTLMS`, the contract's window): window-end
+# waits that out and reuses a key.
+probe node-idempotency-nestjs conformance/node-idempotency-nestjs/openapi.yaml "$port" --window-wait 21s
+curl -fsS "http://127.0.0.1:$port/stats" >"$work/node-idempotency-nestjs.stats"
+
+port=$(free_port)
 start django-idempotency-key "$port" \
     "$venv/bin/python" conformance/django-idempotency-key/app.py runserver --noreload "127.0.0.1:$port"
 probe django-idempotency-key conformance/django-idempotency-key/openapi.yaml "$port"
@@ -154,7 +168,7 @@ import sys
 import time
 
 work, expected_path, started = sys.argv[1], sys.argv[2], int(sys.argv[3])
-apps = ["axum-idempotent", "express-idempotency", "django-idempotency-key", "generated"]
+apps = ["axum-idempotent", "express-idempotency", "node-idempotency-nestjs", "django-idempotency-key", "generated"]
 expected = json.load(open(expected_path))["verdicts"]
 found = {}
 stats = {}

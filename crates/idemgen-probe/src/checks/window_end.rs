@@ -136,7 +136,7 @@ impl Probe<'_> {
         }
         if new_bodies.len() > 1 {
             check.fail(format!(
-                "{} different new 2xx bodies for the expired key: the step ran {} times, each request that found the expired record took it",
+                "{} different new 2xx bodies for the expired key: the step ran {} times, more than one request took the expired record",
                 new_bodies.len(),
                 new_bodies.len()
             ));
