@@ -2380,6 +2380,9 @@ enum Expiry {
     /// second step: every request of a burst that reads it before the
     /// first claim runs the step.
     TakenByEach,
+    /// Its answer is gone, but the key's claim is kept: every request is
+    /// told it is in progress, forever.
+    KeepsItsClaim,
 }
 
 /// A key's record: its answer and when it was finished, or none yet.
@@ -2408,6 +2411,11 @@ fn pay_with_expiry(expiry: Expiry, records: &Expiring, request: Request) -> Repl
                 headers: vec![("Idempotency-Replayed", "true".into())],
                 body: answer.clone(),
             };
+        }
+        Some(Some(_)) if expiry == Expiry::KeepsItsClaim => {
+            let mut busy = reply(429, r#"{"title":"in progress"}"#);
+            busy.headers.push(("Retry-After", "1".into()));
+            return busy;
         }
         Some(Some(_)) if expiry == Expiry::TakenByEach => {
             drop(guard);
@@ -2484,6 +2492,15 @@ fn a_key_reused_after_its_window_runs_once() {
     assert_eq!(verdict, "fail", "{report:#}");
     assert!(
         check["evidence"].to_string().contains("the step ran"),
+        "{check:#}"
+    );
+
+    let (verdict, check, report) = window_end(Expiry::KeepsItsClaim, &["--window-wait", "5s"]);
+    assert_eq!(verdict, "fail", "{report:#}");
+    assert!(
+        check["evidence"]
+            .to_string()
+            .contains("the key stays blocked past its window"),
         "{check:#}"
     );
 

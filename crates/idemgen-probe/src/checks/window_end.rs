@@ -19,8 +19,9 @@
 //!
 //! **What a failure means.** More than one request ran the step (different
 //! 2xx bodies, or several first answers from a service that marks its
-//! replays), none did (every 2xx was the old answer replayed: the record
-//! outlived its window), or a request got another answer. The check does
+//! replays), none did (every 2xx was the old answer replayed, or every
+//! request was told the key is in progress: the record or its claim
+//! outlived the window), or a request got another answer. The check does
 //! not apply without `--window-wait` (or with a shorter one), without a
 //! `window` in the contract, when the first request does not succeed, or
 //! when the service marks no replay and answers the same bytes each time,
@@ -177,11 +178,21 @@ impl Probe<'_> {
             }
             None => {}
         }
-        if successes.is_empty() && check.outcome == Outcome::Pass {
-            check.outcome = Outcome::NotApplicable;
-            check
-                .evidence
-                .push("no request succeeded, so nothing shows how often the step ran".into());
+        if successes.is_empty() {
+            if !answers.is_empty() && answers.iter().all(|answer| self.in_progress(answer)) {
+                // The key is new, yet every request is told another runs:
+                // the record (or a claim) outlived the window, and no
+                // retry will ever get an answer.
+                check.fail(format!(
+                    "no request ran the step: each was told the expired key is in progress ({}), so the key stays blocked past its window",
+                    self.plan.expect.in_progress
+                ));
+            } else if check.outcome == Outcome::Pass {
+                check.outcome = Outcome::NotApplicable;
+                check
+                    .evidence
+                    .push("no request succeeded, so nothing shows how often the step ran".into());
+            }
         }
         check
     }
