@@ -782,8 +782,9 @@ enum ReplayFlaw {
     DropsHeaders,
     /// Replays the first answer's `Set-Cookie` too.
     ReplaysCookie,
-    /// Checks no key, and keeps its record under the header's first word:
-    /// `not valid 1a2b` and `not valid 3c4d` are both `not`.
+    /// Checks no key, and keeps its record under the header's first word
+    /// (up to a space or a tab): `not valid 1a2b` and `not valid 3c4d` are
+    /// both `not`.
     FirstWordOfKey,
 }
 
@@ -800,7 +801,11 @@ fn create_order(flaw: ReplayFlaw, orders: &Orders, request: Request) -> Reply {
         .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
         .map(|(_, value)| value.trim_matches('"').to_string())
         .map(|key| match flaw {
-            ReplayFlaw::FirstWordOfKey => key.split(' ').next().unwrap_or("").to_string(),
+            ReplayFlaw::FirstWordOfKey => key
+                .split(|c: char| c.is_ascii_whitespace())
+                .next()
+                .unwrap_or("")
+                .to_string(),
             _ => key,
         })
         .filter(|key| (1..=255).contains(&key.len()))
@@ -2512,4 +2517,31 @@ fn a_key_reused_after_its_window_runs_once() {
             .contains("the record outlived its window"),
         "{check:#}"
     );
+}
+
+/// A contract whose keys are any the IETF draft's header allows
+/// (`{sf-string}`, spaces included): `malformed-key` sends only what that
+/// refuses (a tab), so a service that keeps any draft key passes it, and
+/// one that keeps any header text does not.
+#[test]
+fn sf_string_keys_are_refused_only_outside_the_drafts_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    let any_key = ORDERS_SPEC
+        .replace(r#"format: "{opaque}""#, r#"format: "{sf-string}""#)
+        .replace(r#"pattern: "^[!-~]+$""#, r#"pattern: "^[ -~]+$""#);
+    assert!(any_key.contains("{sf-string}"));
+    std::fs::write(&spec, any_key).unwrap();
+    let (_, checks, report) = probe_op_json(&spec, &serve_orders(ReplayFlaw::None), "createOrder");
+    assert_eq!(outcome(&checks, "malformed-key"), "pass", "{report:#}");
+    let summary = checks["malformed-key"]["summary"].as_str().unwrap();
+    assert!(summary.contains("valid"), "{summary}");
+    // Keeping its records under the header's first word, it serves the
+    // tab's key too.
+    let (_, checks, report) = probe_op_json(
+        &spec,
+        &serve_orders(ReplayFlaw::FirstWordOfKey),
+        "createOrder",
+    );
+    assert_eq!(outcome(&checks, "malformed-key"), "fail", "{report:#}");
 }

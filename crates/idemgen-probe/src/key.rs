@@ -162,7 +162,7 @@ fn segment_text(segment: &Segment, body: &Value, rng: &mut Rng) -> Result<String
         Segment::Seq => (now().as_micros() as u64 / 1000 * 1000 + rng.next_u64() % 1000)
             .to_string(),
         // What Stripe-style clients send for a key they choose.
-        Segment::Opaque => rng.uuid(),
+        Segment::Opaque | Segment::SfString => rng.uuid(),
         Segment::Field(pointer) => field_text(body, pointer).ok_or_else(|| {
             format!(
                 "the key format needs the body field `{pointer}` (a string or number), and the request body has none; add it with --set {pointer}=VALUE"
@@ -196,6 +196,8 @@ pub fn malformed(template: &KeyTemplate, body: &Value, rng: &mut Rng) -> Option<
                     Segment::Date => format!("notadate{fresh}"),
                     // A space: visible ASCII only.
                     Segment::Opaque => format!("not valid {fresh}"),
+                    // A tab: a header carries it, an sf-string does not.
+                    Segment::SfString => format!("not\tvalid {fresh}"),
                     _ => format!("not!valid-{fresh}"),
                 })
             }
@@ -271,7 +273,13 @@ mod tests {
     fn refused_keys_are_fresh_each_time_and_stay_refused() {
         let body = serde_json::json!({});
         let mut rng = Rng::new();
-        for format in ["{opaque}", "{uuid}", "pay:{ulid}", "pay:{date}:{uuid}"] {
+        for format in [
+            "{opaque}",
+            "{sf-string}",
+            "{uuid}",
+            "pay:{ulid}",
+            "pay:{date}:{uuid}",
+        ] {
             let template = KeyTemplate::parse(format).unwrap();
             let first = malformed(&template, &body, &mut rng).unwrap();
             let second = malformed(&template, &body, &mut rng).unwrap();
@@ -279,5 +287,11 @@ mod tests {
         }
         let opaque = malformed(&KeyTemplate::parse("{opaque}").unwrap(), &body, &mut rng).unwrap();
         assert!(opaque.contains(' '), "{opaque}");
+        let any = KeyTemplate::parse("{sf-string}").unwrap();
+        let refused = malformed(&any, &body, &mut rng).unwrap();
+        assert!(
+            refused.chars().any(|c| !(' '..='~').contains(&c)),
+            "{refused:?}"
+        );
     }
 }
