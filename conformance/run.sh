@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The conformance table: the same payment callback behind three idempotency
-# libraries (axum-idempotent from crates.io, express-idempotency from npm,
-# django-idempotency-key from PyPI) and behind the service idemgen
+# The conformance table: the same payment callback behind five idempotency
+# libraries (axum-idempotent from crates.io, express-idempotency and
+# @node-idempotency/nestjs from npm, django-idempotency-key and
+# asgi-idempotency-header from PyPI) and behind the service idemgen
 # generates (examples/payment-callback), each probed on loopback with
 # `idemgen probe` against its own contract (`<app>/openapi.yaml`).
 #
@@ -12,8 +13,9 @@
 # noticed; update expected.json and the table in docs/src/conformance.md together), 2 if an
 # app cannot be installed or started. Needs the crates.io, npm and PyPI
 # registries the first time; later runs reuse what they installed:
-# the Rust builds in $CARGO_TARGET_DIR (default target/), the Python venv in
-# $CARGO_TARGET_DIR/conformance-venv, node_modules beside package.json. The
+# the Rust builds in $CARGO_TARGET_DIR (default target/), the Python venvs in
+# $CARGO_TARGET_DIR/conformance-venv and conformance-venv-asgi, node_modules
+# beside package.json. The
 # probe's JSON reports are left in $CARGO_TARGET_DIR/conformance-reports.
 #
 # Every app spends DOWNSTREAM_DELAY_MS=150 in its business step, so the
@@ -52,6 +54,12 @@ if [ ! -d conformance/express-idempotency/node_modules/express-idempotency ]; th
         || fail_setup "npm ci of the express-idempotency app failed"
 fi
 
+echo "== installing @node-idempotency/nestjs (npm ci)"
+if [ ! -d conformance/node-idempotency-nestjs/node_modules/@node-idempotency/nestjs ]; then
+    (cd conformance/node-idempotency-nestjs && npm ci --silent --no-audit --no-fund) \
+        || fail_setup "npm ci of the @node-idempotency/nestjs app failed"
+fi
+
 echo "== installing django-idempotency-key (pip, into $target/conformance-venv)"
 venv=$target/conformance-venv
 requirements=conformance/django-idempotency-key/requirements.txt
@@ -61,6 +69,17 @@ if ! cmp -s "$requirements" "$venv/requirements.txt" 2>/dev/null; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements" \
         || fail_setup "pip install of the django-idempotency-key app failed"
     cp "$requirements" "$venv/requirements.txt"
+fi
+
+echo "== installing asgi-idempotency-header (pip, into $target/conformance-venv-asgi)"
+asgi_venv=$target/conformance-venv-asgi
+asgi_requirements=conformance/asgi-idempotency-header/requirements.txt
+if ! cmp -s "$asgi_requirements" "$asgi_venv/requirements.txt" 2>/dev/null; then
+    rm -rf "$asgi_venv"
+    python3 -m venv "$asgi_venv" || fail_setup "python3 -m venv failed"
+    "$asgi_venv/bin/pip" install --quiet --disable-pip-version-check -r "$asgi_requirements" \
+        || fail_setup "pip install of the asgi-idempotency-header app failed"
+    cp "$asgi_requirements" "$asgi_venv/requirements.txt"
 fi
 
 work=$(mktemp -d)
@@ -129,10 +148,23 @@ probe express-idempotency conformance/express-idempotency/openapi.yaml "$port"
 curl -fsS "http://127.0.0.1:$port/stats" >"$work/express-idempotency.stats"
 
 port=$(free_port)
+start node-idempotency-nestjs "$port" node conformance/node-idempotency-nestjs/server.js
+# Its records live 18 s (`cacheTTLMS`, the contract's window): window-end
+# waits that out and reuses a key.
+probe node-idempotency-nestjs conformance/node-idempotency-nestjs/openapi.yaml "$port" --window-wait 21s
+curl -fsS "http://127.0.0.1:$port/stats" >"$work/node-idempotency-nestjs.stats"
+
+port=$(free_port)
 start django-idempotency-key "$port" \
     "$venv/bin/python" conformance/django-idempotency-key/app.py runserver --noreload "127.0.0.1:$port"
 probe django-idempotency-key conformance/django-idempotency-key/openapi.yaml "$port"
 curl -fsS "http://127.0.0.1:$port/stats" >"$work/django-idempotency-key.stats"
+
+port=$(free_port)
+start asgi-idempotency-header "$port" "$asgi_venv/bin/python" conformance/asgi-idempotency-header/app.py
+# Its answers live 18 s (`MemoryBackend(expiry=18)`, the contract's window).
+probe asgi-idempotency-header conformance/asgi-idempotency-header/openapi.yaml "$port" --window-wait 21s
+curl -fsS "http://127.0.0.1:$port/stats" >"$work/asgi-idempotency-header.stats"
 
 port=$(free_port)
 db=$work/payments.db
@@ -154,7 +186,8 @@ import sys
 import time
 
 work, expected_path, started = sys.argv[1], sys.argv[2], int(sys.argv[3])
-apps = ["axum-idempotent", "express-idempotency", "django-idempotency-key", "generated"]
+apps = ["axum-idempotent", "express-idempotency", "node-idempotency-nestjs", "django-idempotency-key",
+        "asgi-idempotency-header", "generated"]
 expected = json.load(open(expected_path))["verdicts"]
 found = {}
 stats = {}

@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print};
 use idemgen_probe::request::RequestOptions;
-use idemgen_probe::{ProbeOptions, report};
+use idemgen_probe::{ProbeOptions, ReplayHeader, report};
 use idemgen_spec::contract::profile::Profile;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,7 +52,16 @@ key.scope names `principal` needs two --as (exit 2 otherwise).
 Several --base-url (instances of one deployment): the burst, the in-progress
 duplicates and the replays go round-robin over all of them, and each answer
 in the report names the instance it came from; instances that do not share
-one idempotency store fail the burst.
+one idempotency store fail the burst, and the shared-store check sends a
+key one instance answered, with a changed body, to each of the others.
+
+Replays are recognised by --replay-header (Idempotent-Replayed by default)
+and the common names; with several instances, 2xx answers without a mark
+from two of them are two first answers unless --replay-header none says
+the service marks none, and then the shared-store test decides.
+
+--window-wait DURATION lets window-end reuse a key after its window ends
+(the probe waits the window plus 1 s, and the deadline must allow it).
 
 The burst needs a request the service accepts (an order that exists, say):
 use the spec's examples, --example, --set or --body-file.
@@ -123,6 +132,17 @@ pub struct ProbeArgs {
     /// Set a path or query parameter: `order_no=ORD-1`. Repeatable.
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub params: Vec<(String, String)>,
+    /// The header the service marks its replays with (value `true`), or
+    /// `none` when it marks none. The common names (Idempotent-Replayed,
+    /// Idempotency-Replayed, X-Idempotent-Replayed, X-Idempotency-Replayed)
+    /// count as marks whatever this says.
+    #[arg(long, value_name = "NAME|none", default_value = "Idempotent-Replayed", value_parser = replay_header_arg)]
+    pub replay_header: ReplayHeader,
+    /// Longest the window-end check may wait for a key's window to end
+    /// (it needs the contract's window plus 2 s); without it the check
+    /// does not run.
+    #[arg(long, value_parser = duration_arg, value_name = "DURATION")]
+    pub window_wait: Option<u64>,
     /// Status-code profile of contracts that name none (overrides
     /// idemgen.toml); it sets the conflict, missing-key and in-progress
     /// statuses the checks expect, as it does for lint.
@@ -141,6 +161,23 @@ fn header_arg(text: &str) -> Result<(String, String), String> {
         return Err(format!("`{name}` is not a header name"));
     }
     Ok((name.to_string(), value.trim().to_string()))
+}
+
+fn replay_header_arg(text: &str) -> Result<ReplayHeader, String> {
+    let name = text.trim();
+    if name.eq_ignore_ascii_case("none") {
+        return Ok(ReplayHeader::Unmarked);
+    }
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!(
+            "`{name}` is not a header name; give one such as Idempotency-Replayed, or none"
+        ));
+    }
+    Ok(ReplayHeader::Named(name.to_string()))
 }
 
 fn set_arg(text: &str) -> Result<(String, serde_json::Value), String> {
@@ -215,6 +252,8 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
             scopes: args.scopes.clone(),
             principals,
         },
+        replay_header: args.replay_header.clone(),
+        window_wait: Duration::from_millis(args.window_wait.unwrap_or(0)),
     };
     let spec = args.spec.display().to_string();
     let report = match idemgen_probe::run(&workspace, &spec, &options) {

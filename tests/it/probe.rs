@@ -138,6 +138,25 @@ enum Flaw {
     /// authenticates: a request without credentials is refused, but its
     /// claim is never released.
     ClaimsBeforeAuthenticating,
+    /// A per-process idempotency layer that keeps every promise, whose
+    /// every execution answers the same bytes, and whose replays carry
+    /// this header with `true` (none: its replays are unmarked).
+    SameAnswerMarkedAs(Option<&'static str>),
+    /// Reads a quoted key (`"k"`) as an sf-string to check it, but keeps
+    /// its record under the header's text: `k` and `"k"` are two keys.
+    QuotedKeyIsAnotherKey,
+    /// Refuses a key sent as an sf-string (`"k"`), the IETF draft's form.
+    RefusesQuotedKey,
+}
+
+impl Flaw {
+    /// The header its replays carry with `true`, if any.
+    fn replay_mark(self) -> Option<&'static str> {
+        match self {
+            Flaw::SameAnswerMarkedAs(mark) => mark,
+            _ => Some("Idempotent-Replayed"),
+        }
+    }
 }
 
 /// The bearer tokens `/principal-pay` accepts, and whose they are.
@@ -244,8 +263,16 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
             .headers
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
-            .map(|(_, value)| value.clone())
-            .filter(|key| valid_key(key))
+            .and_then(|(_, value)| {
+                // The draft's sf-string form and the bare key are one key.
+                let key = header_key(value)?;
+                match flaw {
+                    Flaw::RefusesQuotedKey if value.starts_with('"') => None,
+                    _ if !valid_key(&key) => None,
+                    Flaw::QuotedKeyIsAnotherKey => Some(value.clone()),
+                    _ => Some(key),
+                }
+            })
     };
     let Some(key) = key else {
         return reply(400, r#"{"title":"missing or malformed key"}"#);
@@ -283,6 +310,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
             Flaw::SameAnswerEachTime
                 | Flaw::CheckThenWriteSameAnswer
                 | Flaw::CheckThenWriteMarkedFalse
+                | Flaw::SameAnswerMarkedAs(_)
         ) {
             return br#"{"status":"paid"}"#.to_vec();
         }
@@ -299,7 +327,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     }
     if flaw == Flaw::RunsThenMeetsAUniqueIndex {
         if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
-            return replayed(answer.clone());
+            return replayed(flaw, answer.clone());
         }
         let answer = work();
         if records.lock().unwrap().contains_key(&key) {
@@ -329,7 +357,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         Flaw::CheckThenWrite | Flaw::CheckThenWriteSameAnswer | Flaw::CheckThenWriteMarkedFalse
     ) {
         if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
-            return replayed(answer.clone());
+            return replayed(flaw, answer.clone());
         }
         let answer = work();
         records.lock().unwrap().insert(
@@ -372,7 +400,7 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
                 }
                 return busy;
             }
-            Some(Record::Done { answer, .. }) => return replayed(answer.clone()),
+            Some(Record::Done { answer, .. }) => return replayed(flaw, answer.clone()),
             None => {
                 records.insert(
                     key.clone(),
@@ -409,12 +437,38 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     }
 }
 
-fn replayed(answer: Vec<u8>) -> Reply {
+fn replayed(flaw: Flaw, answer: Vec<u8>) -> Reply {
     Reply {
         status: 200,
-        headers: vec![("Idempotent-Replayed", "true".into())],
+        headers: flaw
+            .replay_mark()
+            .map(|mark| (mark, "true".to_string()))
+            .into_iter()
+            .collect(),
         body: answer,
     }
+}
+
+/// The key a header value carries: the value bare, or the text of a whole
+/// sf-string (`"k"`, `\"` and `\\` escaped); `None` for a broken one.
+fn header_key(value: &str) -> Option<String> {
+    let Some(quoted) = value.strip_prefix('"') else {
+        return Some(value.to_string());
+    };
+    let mut key = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(escaped @ ('"' | '\\')) => key.push(escaped),
+                _ => return None,
+            },
+            '"' => return chars.next().is_none().then_some(key),
+            ' '..='~' => key.push(c),
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Keys some request has already carried, for
@@ -655,8 +709,12 @@ fn a_correct_server_keeps_every_promise() {
     let (_dir, spec) = spec_file();
     let base = serve(Flaw::None);
     let (code, checks, report) = probe_json(&spec, &base);
-    for id in ALL {
+    for id in ALL.iter().chain(&["sf-string"]) {
         assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    // One instance, and no --window-wait.
+    for id in ["shared-store", "window-end"] {
+        assert_eq!(outcome(&checks, id), "not-applicable", "{id}: {report:#}");
     }
     assert_eq!(code, 0);
     assert_eq!(report["summary"]["failed"], 0);
@@ -671,7 +729,8 @@ fn a_correct_server_keeps_every_promise() {
     let table = probe(&spec, &base, &[]);
     let text = String::from_utf8_lossy(&table.stdout);
     assert!(text.contains("PASS  burst"), "{text}");
-    assert!(text.contains("18 passed, 0 failed"), "{text}");
+    // `pay` and `refunds` (whose key travels in the body: no sf-string).
+    assert!(text.contains("19 passed, 0 failed"), "{text}");
     assert_eq!(table.status.code(), Some(0));
 }
 
@@ -723,6 +782,10 @@ enum ReplayFlaw {
     DropsHeaders,
     /// Replays the first answer's `Set-Cookie` too.
     ReplaysCookie,
+    /// Checks no key, and keeps its record under the header's first word
+    /// (up to a space or a tab): `not valid 1a2b` and `not valid 3c4d` are
+    /// both `not`.
+    FirstWordOfKey,
 }
 
 /// An order: the request body it was made for, and its answer once done.
@@ -737,6 +800,14 @@ fn create_order(flaw: ReplayFlaw, orders: &Orders, request: Request) -> Reply {
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
         .map(|(_, value)| value.trim_matches('"').to_string())
+        .map(|key| match flaw {
+            ReplayFlaw::FirstWordOfKey => key
+                .split(|c: char| c.is_ascii_whitespace())
+                .next()
+                .unwrap_or("")
+                .to_string(),
+            _ => key,
+        })
         .filter(|key| (1..=255).contains(&key.len()))
         .filter(|key| key.bytes().all(|b| (b'!'..=b'~').contains(&b)));
     let Some(key) = key else {
@@ -760,7 +831,9 @@ fn create_order(flaw: ReplayFlaw, orders: &Orders, request: Request) -> Reply {
                     body: first.body.clone(),
                 };
                 match flaw {
-                    ReplayFlaw::None => replay.headers.retain(|(name, _)| *name != "Set-Cookie"),
+                    ReplayFlaw::None | ReplayFlaw::FirstWordOfKey => {
+                        replay.headers.retain(|(name, _)| *name != "Set-Cookie")
+                    }
                     ReplayFlaw::CreatedAsOk => replay.status = 200,
                     ReplayFlaw::DropsHeaders => replay.headers.clear(),
                     ReplayFlaw::ReplaysCookie => {}
@@ -1471,9 +1544,10 @@ fn junit_has_one_testcase_per_check() {
         .descendants()
         .filter(|node| node.has_tag_name("testcase"))
         .collect();
-    // Every check of ALL, and `scope`, `principals` and
-    // `unauthenticated`, not applicable (skipped) here.
-    assert_eq!(cases.len(), 12, "{xml}");
+    // Every check of ALL, `sf-string`, and `scope`, `principals`,
+    // `unauthenticated`, `shared-store` and `window-end`, not applicable
+    // (skipped) here.
+    assert_eq!(cases.len(), 15, "{xml}");
     let failed: Vec<_> = cases
         .iter()
         .filter(|case| case.children().any(|child| child.has_tag_name("failure")))
@@ -1569,11 +1643,11 @@ fn instances_that_share_one_store_keep_every_promise() {
     assert_eq!(report["base_urls"], serde_json::json!([first, second]));
     let checks = report["operations"][0]["checks"].as_array().unwrap();
     for check in checks {
-        let expected = if ["scope", "principals", "unauthenticated"]
+        let expected = if ["scope", "principals", "unauthenticated", "window-end"]
             .iter()
             .any(|id| check["check"] == *id)
         {
-            "not-applicable" // `pay` declares no key.scope; no --as
+            "not-applicable" // `pay` declares no key.scope; no --as, no --window-wait
         } else {
             "pass"
         };
@@ -2046,4 +2120,428 @@ fn report_formats() {
     insta::assert_snapshot!("table", report::table(&fixed));
     insta::assert_json_snapshot!("json", report::json(&fixed));
     insta::assert_snapshot!("junit", report::junit(&fixed));
+}
+
+/// Runs the probe of `pay` with `--format json` against one `--base-url`
+/// per instance, plus `extra`: exit code, check id → check, the report.
+fn probe_instances(
+    spec: &Path,
+    bases: &[&str],
+    extra: &[&str],
+) -> (i32, HashMap<String, Value>, Value) {
+    let mut args: Vec<&str> = Vec::new();
+    for base in &bases[1..] {
+        args.extend(["--base-url", base]);
+    }
+    args.extend(extra);
+    probe_op_json_with(spec, bases[0], "pay", &args)
+}
+
+/// A service that marks its replays under another common name
+/// (`Idempotency-Replayed`, as the IETF draft's adopters do) keeps every
+/// promise: its replays are replays, with no warning that they are not
+/// marked; a name of its own counts once `--replay-header` gives it.
+#[test]
+fn replays_marked_under_any_common_name_are_replays() {
+    let (_dir, spec) = spec_file();
+    for mark in ["Idempotency-Replayed", "X-Idempotent-Replayed"] {
+        let (code, checks, report) =
+            probe_json(&spec, &serve(Flaw::SameAnswerMarkedAs(Some(mark))));
+        for id in ALL.iter().chain(&["sf-string"]) {
+            assert_eq!(outcome(&checks, id), "pass", "{mark}, {id}: {report:#}");
+        }
+        assert_eq!(
+            checks["replay"]["warnings"],
+            serde_json::json!([]),
+            "{report:#}"
+        );
+        let summary = checks["replay"]["summary"].as_str().unwrap();
+        assert!(summary.contains(&format!("{mark}: true")), "{summary}");
+        assert_eq!(code, 0, "{report:#}");
+    }
+
+    let own = serve(Flaw::SameAnswerMarkedAs(Some("Replayed-From-Store")));
+    let (_, checks, report) = probe_json(&spec, &own);
+    let warnings = checks["replay"]["warnings"].to_string();
+    assert!(warnings.contains("carries no replay mark"), "{report:#}");
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &own,
+        "pay",
+        &["--replay-header", "Replayed-From-Store"],
+    );
+    assert_eq!(
+        checks["replay"]["warnings"],
+        serde_json::json!([]),
+        "{report:#}"
+    );
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// Two instances of a per-process idempotency layer, each with a store of
+/// its own: each pays the key once, and both answer the same bytes. However
+/// their replays are marked (idemgen's name, the draft adopters' name, or
+/// not at all), the checks of a running attempt fail, and so does
+/// `shared-store`, which sends the key one answered to the other with a
+/// changed body.
+#[test]
+fn instances_with_a_store_each_fail_however_their_replays_are_marked() {
+    let (_dir, spec) = spec_file();
+    for mark in [
+        Some("Idempotent-Replayed"),
+        Some("Idempotency-Replayed"),
+        None,
+    ] {
+        let first = serve(Flaw::SameAnswerMarkedAs(mark));
+        let second = serve(Flaw::SameAnswerMarkedAs(mark));
+        let (code, checks, report) = probe_instances(&spec, &[&first, &second], &[]);
+        for id in ["burst", "in-progress", "retry-after", "shared-store"] {
+            assert_eq!(outcome(&checks, id), "fail", "{mark:?}, {id}: {report:#}");
+        }
+        assert!(
+            evidence(&checks, "burst").contains("the instances do not share one idempotency store"),
+            "{mark:?}: {report:#}"
+        );
+        assert!(
+            evidence(&checks, "shared-store").contains(&format!(
+                "{second} answered 200 OK where {first} answered 409: it took it as a new request and ran the step"
+            )),
+            "{mark:?}: {report:#}"
+        );
+        assert_eq!(code, 1, "{mark:?}: {report:#}");
+    }
+}
+
+/// Replays declared unmarked (`--replay-header none`): identical first
+/// answers from two instances cannot be told from replays by the answers,
+/// so the verdict rests on whether the instances share a store. A store
+/// each fails; one shared store is "cannot tell", never a pass.
+#[test]
+fn declared_unmarked_replays_are_judged_by_the_store() {
+    let (_dir, spec) = spec_file();
+    let unmarked = Flaw::SameAnswerMarkedAs(None);
+    let first = serve(unmarked);
+    let second = serve(unmarked);
+    let (code, checks, report) =
+        probe_instances(&spec, &[&first, &second], &["--replay-header", "none"]);
+    for id in ["burst", "in-progress", "retry-after", "shared-store"] {
+        assert_eq!(outcome(&checks, id), "fail", "{id}: {report:#}");
+    }
+    assert!(
+        evidence(&checks, "burst").contains("took it as a new request"),
+        "{report:#}"
+    );
+    assert_eq!(code, 1, "{report:#}");
+
+    // One request of the burst at a time: the first runs, and each
+    // instance then answers the same unmarked bytes. On one shared store
+    // those are replays, on a store each a second payment; the answers
+    // cannot tell, so the verdict is the store's, never a pass.
+    let one_at_a_time = ["--replay-header", "none", "--concurrency", "1"];
+    let first = serve(unmarked);
+    let second = serve(unmarked);
+    let (_, checks, report) = probe_instances(&spec, &[&first, &second], &one_at_a_time);
+    assert_eq!(outcome(&checks, "burst"), "fail", "{report:#}");
+
+    let store = Store::default();
+    let first = serve_with(unmarked, Arc::clone(&store));
+    let second = serve_with(unmarked, store);
+    let (_, checks, report) = probe_instances(&spec, &[&first, &second], &one_at_a_time);
+    assert_eq!(outcome(&checks, "shared-store"), "pass", "{report:#}");
+    assert_eq!(outcome(&checks, "replay"), "pass", "{report:#}");
+    assert_eq!(
+        checks["replay"]["warnings"],
+        serde_json::json!([]),
+        "{report:#}"
+    );
+    assert_eq!(outcome(&checks, "burst"), "not-applicable", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("cannot be told"),
+        "{report:#}"
+    );
+
+    // Marked replays on one shared store: every check passes.
+    let marked = Flaw::SameAnswerMarkedAs(Some("Idempotency-Replayed"));
+    let store = Store::default();
+    let first = serve_with(marked, Arc::clone(&store));
+    let second = serve_with(marked, store);
+    let (code, checks, report) = probe_instances(&spec, &[&first, &second], &[]);
+    for id in ALL.iter().chain(&["sf-string", "shared-store"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// The draft's sf-string form and the bare key are one key: a service that
+/// keeps them apart pays twice, one that refuses the quoted form refuses
+/// the draft's clients.
+#[test]
+fn a_key_and_its_sf_string_form_are_one_key() {
+    let (_dir, spec) = spec_file();
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::None));
+    assert_eq!(outcome(&checks, "sf-string"), "pass", "{report:#}");
+    let summary = checks["sf-string"]["summary"].as_str().unwrap();
+    assert!(summary.contains("` then `\"pay:"), "{summary}");
+    assert!(summary.contains("\"` then `pay:"), "{summary}");
+
+    let (code, checks, report) = probe_json(&spec, &serve(Flaw::QuotedKeyIsAnotherKey));
+    assert_eq!(outcome(&checks, "sf-string"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "sf-string").contains("are two keys"),
+        "{report:#}"
+    );
+    assert_eq!(code, 1);
+
+    let (_, checks, report) = probe_json(&spec, &serve(Flaw::RefusesQuotedKey));
+    assert_eq!(outcome(&checks, "sf-string"), "fail", "{report:#}");
+    assert!(evidence(&checks, "sf-string").contains("400"), "{report:#}");
+
+    // A key in the body is taken as sent.
+    let (_, checks, report) = probe_op_json(&spec, &serve(Flaw::None), "refund");
+    assert_eq!(
+        outcome(&checks, "sf-string"),
+        "not-applicable",
+        "{report:#}"
+    );
+}
+
+/// The malformed key is fresh each run, and the evidence says what the
+/// answer was: a service that keeps its records under a key's first word
+/// answers the second run's malformed key (`not valid …`, its first word
+/// `not`) from the first run's record, and that is a stored answer, not a
+/// request processed.
+#[test]
+fn malformed_key_evidence_says_what_was_observed() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, ORDERS_SPEC).unwrap();
+    let base = serve_orders(ReplayFlaw::FirstWordOfKey);
+    let (_, first, report) = probe_op_json(&spec, &base, "createOrder");
+    assert_eq!(outcome(&first, "malformed-key"), "fail", "{report:#}");
+    assert!(
+        evidence(&first, "malformed-key").contains("the request was processed without a valid key"),
+        "{report:#}"
+    );
+    let (_, second, report) = probe_op_json(&spec, &base, "createOrder");
+    assert_eq!(outcome(&second, "malformed-key"), "fail", "{report:#}");
+    assert_ne!(
+        first["malformed-key"]["summary"], second["malformed-key"]["summary"],
+        "a fresh malformed key each run"
+    );
+    let said = evidence(&second, "malformed-key");
+    assert!(
+        said.contains("the answer is a stored one (`Idempotent-Replayed: true`)"),
+        "{report:#}"
+    );
+    assert!(!said.contains("processed"), "{report:#}");
+}
+
+/// `pay` with a one-second window (and a contract short enough to allow
+/// it), for the `window-end` check.
+const WINDOW_SPEC: &str = r#"openapi: 3.0.3
+info: {title: probe window test, version: "1"}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      parameters:
+        - {name: Idempotency-Key, in: header, required: true, schema: {type: string}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [order_no, amount]
+              properties:
+                order_no: {type: string, maxLength: 32, example: ORD-1}
+                amount: {type: integer, minimum: 1}
+      x-idempotency:
+        key: {in: header, name: Idempotency-Key, format: "pay:{date}:{uuid}"}
+        window: 1s
+        client: {timeout: 200ms}
+        server: {max-processing: 300ms}
+        responses:
+          in-progress: {status: 429, retry-after: 1s}
+      responses:
+        "200": {description: paid}
+        "400": {description: bad key}
+        "409": {description: conflict}
+        "429":
+          description: in progress
+          headers: {Retry-After: {required: true, schema: {type: integer}}}
+"#;
+
+/// The window of [`WINDOW_SPEC`].
+const WINDOW: Duration = Duration::from_secs(1);
+
+/// How a store treats a record whose window has ended.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Expiry {
+    /// As new: one request claims it again, atomically.
+    New,
+    /// As if it had not ended: its answer is replayed.
+    Ignored,
+    /// Each request that finds it expired drops it and claims the key in a
+    /// second step: every request of a burst that reads it before the
+    /// first claim runs the step.
+    TakenByEach,
+    /// Its answer is gone, but the key's claim is kept: every request is
+    /// told it is in progress, forever.
+    KeepsItsClaim,
+}
+
+/// A key's record: its answer and when it was finished, or none yet.
+type Expiring = Mutex<HashMap<String, Option<(Instant, Vec<u8>)>>>;
+
+fn pay_with_expiry(expiry: Expiry, records: &Expiring, request: Request) -> Reply {
+    let Some(key) = request
+        .headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case("idempotency-key"))
+        .map(|(_, value)| value.clone())
+        .filter(|key| valid_key(key))
+    else {
+        return reply(400, r#"{"title":"missing or malformed key"}"#);
+    };
+    let mut guard = records.lock().unwrap();
+    match guard.get(&key) {
+        Some(None) => {
+            let mut busy = reply(429, r#"{"title":"in progress"}"#);
+            busy.headers.push(("Retry-After", "1".into()));
+            return busy;
+        }
+        Some(Some((done, answer))) if expiry == Expiry::Ignored || done.elapsed() < WINDOW => {
+            return Reply {
+                status: 200,
+                headers: vec![("Idempotency-Replayed", "true".into())],
+                body: answer.clone(),
+            };
+        }
+        Some(Some(_)) if expiry == Expiry::KeepsItsClaim => {
+            let mut busy = reply(429, r#"{"title":"in progress"}"#);
+            busy.headers.push(("Retry-After", "1".into()));
+            return busy;
+        }
+        Some(Some(_)) if expiry == Expiry::TakenByEach => {
+            drop(guard);
+            std::thread::sleep(Duration::from_millis(30));
+            guard = records.lock().unwrap();
+            guard.insert(key.clone(), None);
+        }
+        _ => {
+            guard.insert(key.clone(), None);
+        }
+    }
+    drop(guard);
+    std::thread::sleep(Duration::from_millis(150));
+    let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
+    let answer = format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes();
+    records
+        .lock()
+        .unwrap()
+        .insert(key, Some((Instant::now(), answer.clone())));
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: answer,
+    }
+}
+
+fn serve_expiring(expiry: Expiry) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let records: Arc<Expiring> = Arc::default();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let records = Arc::clone(&records);
+            std::thread::spawn(move || {
+                let _ = answer(stream, |request| pay_with_expiry(expiry, &records, request));
+            });
+        }
+    });
+    format!("http://{address}")
+}
+
+/// A key reused after its window is new: one burst of it runs the step
+/// exactly once. Only with `--window-wait`, and one long enough.
+#[test]
+fn a_key_reused_after_its_window_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(&spec, WINDOW_SPEC).unwrap();
+    let window_end = |expiry: Expiry, extra: &[&str]| {
+        let (_, checks, report) = probe_op_json_with(&spec, &serve_expiring(expiry), "pay", extra);
+        (
+            outcome(&checks, "window-end"),
+            checks["window-end"].clone(),
+            report,
+        )
+    };
+
+    let (verdict, check, report) = window_end(Expiry::New, &[]);
+    assert_eq!(verdict, "not-applicable", "{report:#}");
+    assert!(
+        check["summary"]
+            .as_str()
+            .unwrap()
+            .contains("--window-wait 3s"),
+        "{check:#}"
+    );
+    let (verdict, _, report) = window_end(Expiry::New, &["--window-wait", "2s"]);
+    assert_eq!(verdict, "not-applicable", "{report:#}");
+
+    let (verdict, _, report) = window_end(Expiry::New, &["--window-wait", "5s"]);
+    assert_eq!(verdict, "pass", "{report:#}");
+
+    let (verdict, check, report) = window_end(Expiry::TakenByEach, &["--window-wait", "5s"]);
+    assert_eq!(verdict, "fail", "{report:#}");
+    assert!(
+        check["evidence"].to_string().contains("the step ran"),
+        "{check:#}"
+    );
+
+    let (verdict, check, report) = window_end(Expiry::KeepsItsClaim, &["--window-wait", "5s"]);
+    assert_eq!(verdict, "fail", "{report:#}");
+    assert!(
+        check["evidence"]
+            .to_string()
+            .contains("the key stays blocked past its window"),
+        "{check:#}"
+    );
+
+    let (verdict, check, report) = window_end(Expiry::Ignored, &["--window-wait", "5s"]);
+    assert_eq!(verdict, "fail", "{report:#}");
+    assert!(
+        check["evidence"]
+            .to_string()
+            .contains("the record outlived its window"),
+        "{check:#}"
+    );
+}
+
+/// A contract whose keys are any the IETF draft's header allows
+/// (`{sf-string}`, spaces included): `malformed-key` sends only what that
+/// refuses (a tab), so a service that keeps any draft key passes it, and
+/// one that keeps any header text does not.
+#[test]
+fn sf_string_keys_are_refused_only_outside_the_drafts_string() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    let any_key = ORDERS_SPEC
+        .replace(r#"format: "{opaque}""#, r#"format: "{sf-string}""#)
+        .replace(r#"pattern: "^[!-~]+$""#, r#"pattern: "^[ -~]+$""#);
+    assert!(any_key.contains("{sf-string}"));
+    std::fs::write(&spec, any_key).unwrap();
+    let (_, checks, report) = probe_op_json(&spec, &serve_orders(ReplayFlaw::None), "createOrder");
+    assert_eq!(outcome(&checks, "malformed-key"), "pass", "{report:#}");
+    let summary = checks["malformed-key"]["summary"].as_str().unwrap();
+    assert!(summary.contains("valid"), "{summary}");
+    // Keeping its records under the header's first word, it serves the
+    // tab's key too.
+    let (_, checks, report) = probe_op_json(
+        &spec,
+        &serve_orders(ReplayFlaw::FirstWordOfKey),
+        "createOrder",
+    );
+    assert_eq!(outcome(&checks, "malformed-key"), "fail", "{report:#}");
 }

@@ -599,6 +599,7 @@ fn key_parts(parts: &[Part]) -> Vec<KeyPart> {
                 Segment::Timestamp => segment("timestamp"),
                 Segment::Seq => segment("seq"),
                 Segment::Opaque => segment("opaque"),
+                Segment::SfString => segment("sf-string"),
                 Segment::Field(pointer) => KeyPart::Segment {
                     segment: "field",
                     len: None,
@@ -682,6 +683,18 @@ impl TestTarget {
                 )
             }) {
                 "not a key"
+            } else if contract.key_parts.iter().any(|part| {
+                matches!(
+                    part,
+                    KeyPart::Segment {
+                        segment: "sf-string",
+                        ..
+                    }
+                )
+            }) {
+                // A tab: the one character a header carries that an
+                // sf-string does not.
+                "not\ta key"
             } else {
                 "x"
             },
@@ -709,7 +722,7 @@ fn test_key_parts(part: &KeyPart) -> Vec<TestKeyPart> {
             pointer,
         } => match *segment {
             // A client-chosen key: what most clients choose.
-            "uuid" | "opaque" => vec![TestKeyPart::Uuid],
+            "uuid" | "opaque" | "sf-string" => vec![TestKeyPart::Uuid],
             // A ULID's first character is at most 7; 0 keeps it in range.
             "ulid" => vec![
                 TestKeyPart::text("0"),

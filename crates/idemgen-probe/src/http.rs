@@ -190,6 +190,11 @@ impl Client {
         self.started.elapsed()
     }
 
+    /// Time left before the probe's deadline.
+    pub fn time_left(&self) -> Duration {
+        self.deadline.saturating_duration_since(Instant::now())
+    }
+
     /// The base URLs, in the order given.
     pub fn instances(&self) -> &[String] {
         &self.bases
@@ -204,14 +209,26 @@ impl Client {
         format!(" from {}", self.bases[answer.instance])
     }
 
+    /// Sends `outgoing` to the next instance in turn.
     pub fn send(&self, outgoing: &Outgoing) -> Result<Answer, SendError> {
+        self.send_on(outgoing, None)
+    }
+
+    /// Sends `outgoing` to the instance at `instance` (an index into
+    /// [`Client::instances`]), out of turn.
+    pub fn send_to(&self, instance: usize, outgoing: &Outgoing) -> Result<Answer, SendError> {
+        self.send_on(outgoing, Some(instance % self.bases.len()))
+    }
+
+    fn send_on(&self, outgoing: &Outgoing, instance: Option<usize>) -> Result<Answer, SendError> {
         if Instant::now() >= self.deadline {
             return Err(SendError::Deadline);
         }
         if self.sent.fetch_add(1, Ordering::Relaxed) >= self.max_requests {
             return Err(SendError::Budget(self.max_requests));
         }
-        let instance = self.turn.fetch_add(1, Ordering::Relaxed) % self.bases.len();
+        let instance = instance
+            .unwrap_or_else(|| self.turn.fetch_add(1, Ordering::Relaxed) % self.bases.len());
         let mut builder = http::Request::builder()
             .method(outgoing.method.as_str())
             .uri(format!("{}{}", self.bases[instance], outgoing.target));

@@ -162,7 +162,7 @@ fn segment_text(segment: &Segment, body: &Value, rng: &mut Rng) -> Result<String
         Segment::Seq => (now().as_micros() as u64 / 1000 * 1000 + rng.next_u64() % 1000)
             .to_string(),
         // What Stripe-style clients send for a key they choose.
-        Segment::Opaque => rng.uuid(),
+        Segment::Opaque | Segment::SfString => rng.uuid(),
         Segment::Field(pointer) => field_text(body, pointer).ok_or_else(|| {
             format!(
                 "the key format needs the body field `{pointer}` (a string or number), and the request body has none; add it with --set {pointer}=VALUE"
@@ -185,14 +185,22 @@ pub fn malformed(template: &KeyTemplate, body: &Value, rng: &mut Rng) -> Option<
             // Dropping the prefix is the only break left.
             Part::Literal(_) if broken_at.is_none() && index == 0 => {}
             Part::Literal(text) => key.push_str(text),
-            Part::Segment(segment) if Some(index) == broken_at => key.push_str(match segment {
-                Segment::Uuid => "not-a-uuid",
-                Segment::Ulid => "not-a-ulid",
-                Segment::Date => "notadate",
-                // A space: visible ASCII only.
-                Segment::Opaque => "not valid",
-                _ => "not!valid",
-            }),
+            // Each broken key is fresh (a random tail that keeps it broken),
+            // so a service that wrongly keeps records under it never
+            // answers a later run with an earlier run's stored answer.
+            Part::Segment(segment) if Some(index) == broken_at => {
+                let fresh = rng.hex(4);
+                key.push_str(&match segment {
+                    Segment::Uuid => format!("not-a-uuid-{fresh}"),
+                    Segment::Ulid => format!("not-a-ulid-{fresh}"),
+                    Segment::Date => format!("notadate{fresh}"),
+                    // A space: visible ASCII only.
+                    Segment::Opaque => format!("not valid {fresh}"),
+                    // A tab: a header carries it, an sf-string does not.
+                    Segment::SfString => format!("not\tvalid {fresh}"),
+                    _ => format!("not!valid-{fresh}"),
+                })
+            }
             Part::Segment(segment) => key.push_str(&segment_text(segment, body, rng).ok()?),
         }
     }
@@ -201,12 +209,11 @@ pub fn malformed(template: &KeyTemplate, body: &Value, rng: &mut Rng) -> Option<
 }
 
 /// A key one character longer than `max_length`: the template's literal
-/// prefix padded with `x`.
-pub fn over_long(template: &KeyTemplate, max_length: usize) -> String {
+/// prefix padded with random hex digits, fresh each time.
+pub fn over_long(template: &KeyTemplate, max_length: usize, rng: &mut Rng) -> String {
     let mut key = template.prefix().to_string();
-    while key.chars().count() <= max_length {
-        key.push('x');
-    }
+    let room = (max_length + 1).saturating_sub(key.chars().count());
+    key.push_str(&rng.hex(room.div_ceil(2))[..room]);
     key
 }
 
@@ -246,12 +253,45 @@ mod tests {
         assert_eq!(key, format!("pay:{}:TXN-1", today()));
         assert!(generate(&template, &serde_json::json!({}), &mut Rng::new()).is_err());
         let broken = malformed(&template, &body, &mut Rng::new()).unwrap();
-        assert_eq!(broken, "pay:notadate:TXN-1");
+        assert!(broken.starts_with("pay:notadate"), "{broken}");
+        assert!(broken.ends_with(":TXN-1"), "{broken}");
         let only_field = KeyTemplate::parse("pay:{field:/txn_id}").unwrap();
         assert_eq!(
             malformed(&only_field, &body, &mut Rng::new()).unwrap(),
             "TXN-1"
         );
-        assert_eq!(over_long(&only_field, 10).len(), 11);
+        let mut rng = Rng::new();
+        let long = over_long(&only_field, 10, &mut rng);
+        assert_eq!(long.len(), 11);
+        assert!(long.starts_with("pay:"), "{long}");
+        assert_ne!(long, over_long(&only_field, 10, &mut rng));
+    }
+
+    /// A store that wrongly keeps a record under a refused key must not
+    /// answer a later run's refused key from it: each is new.
+    #[test]
+    fn refused_keys_are_fresh_each_time_and_stay_refused() {
+        let body = serde_json::json!({});
+        let mut rng = Rng::new();
+        for format in [
+            "{opaque}",
+            "{sf-string}",
+            "{uuid}",
+            "pay:{ulid}",
+            "pay:{date}:{uuid}",
+        ] {
+            let template = KeyTemplate::parse(format).unwrap();
+            let first = malformed(&template, &body, &mut rng).unwrap();
+            let second = malformed(&template, &body, &mut rng).unwrap();
+            assert_ne!(first, second, "{format}");
+        }
+        let opaque = malformed(&KeyTemplate::parse("{opaque}").unwrap(), &body, &mut rng).unwrap();
+        assert!(opaque.contains(' '), "{opaque}");
+        let any = KeyTemplate::parse("{sf-string}").unwrap();
+        let refused = malformed(&any, &body, &mut rng).unwrap();
+        assert!(
+            refused.chars().any(|c| !(' '..='~').contains(&c)),
+            "{refused:?}"
+        );
     }
 }

@@ -28,8 +28,8 @@ use idemgen_spec::analysis::analyse;
 use idemgen_spec::contract::Contract;
 use idemgen_spec::contract::model::{Defaults, KeyLocation, ScopeSource};
 
-pub use checks::CHECKS;
 use checks::Probe;
+pub use checks::{CHECKS, REPLAY_MARKS};
 use http::{Client, SendError};
 use request::{Plan, RequestOptions};
 
@@ -48,6 +48,31 @@ pub struct ProbeOptions {
     pub request_timeout: Duration,
     pub deadline: Duration,
     pub request: RequestOptions,
+    /// How the service marks its replays (`--replay-header`).
+    pub replay_header: ReplayHeader,
+    /// Longest the `window-end` check may wait for a window to end
+    /// (`--window-wait`); zero leaves the check out.
+    pub window_wait: Duration,
+}
+
+/// How the service marks an answer replayed from its record
+/// (`--replay-header`). Whatever it says, an answer that carries one of
+/// the common marks ([`REPLAY_MARKS`], value `true`) is a replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayHeader {
+    /// Replays carry this header with `true`; `Idempotent-Replayed` by
+    /// default.
+    Named(String),
+    /// The service marks no replay (`--replay-header none`): an unmarked
+    /// 2xx is not taken for a first answer, and first answers from several
+    /// instances are judged by whether they share one store.
+    Unmarked,
+}
+
+impl Default for ReplayHeader {
+    fn default() -> ReplayHeader {
+        ReplayHeader::Named("Idempotent-Replayed".into())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,16 +275,34 @@ pub fn run(
                 .collect::<Result<Vec<_>, _>>()?;
             let unauthenticated = plan.event(&mut rng)?;
             let callers = (owned, own, unauthenticated);
-            Ok((plan, first, second, third, scoped, callers))
+            let more = [
+                plan.event(&mut rng)?,
+                plan.event(&mut rng)?,
+                plan.event(&mut rng)?,
+                plan.event(&mut rng)?,
+            ];
+            Ok((plan, first, second, third, scoped, callers, more))
         }) {
             Err(why) => report.skipped = Some(why),
-            Ok((plan, first, second, third, scoped, (owned, own, unauthenticated))) => {
+            Ok((
+                plan,
+                first,
+                second,
+                third,
+                scoped,
+                (owned, own, unauthenticated),
+                [store, bare_first, quoted_first, expiring],
+            )) => {
                 report.request = describe_plan(&plan, &first);
                 let probe = Probe {
                     client: &client,
                     plan: &plan,
                     burst: options.burst,
                     concurrency: options.concurrency,
+                    replay_header: &options.replay_header,
+                    window_wait: options.window_wait,
+                    store_event: &store,
+                    store_evidence: std::sync::OnceLock::new(),
                 };
                 // The burst goes first, on a fresh event, so it races for
                 // the first claim; the key checks come after it, so a
@@ -271,12 +314,17 @@ pub fn run(
                 report.checks.push(probe.conflict(&first, &settled));
                 report.checks.push(probe.missing_key(&first));
                 report.checks.push(probe.malformed_key(&first, &mut rng));
-                report.checks.push(probe.long_key(&first));
+                report.checks.push(probe.long_key(&first, &mut rng));
                 report.checks.push(probe.in_progress_honesty(&second));
                 report.checks.push(probe.retry_after_honesty(&third));
                 report.checks.push(probe.scope(&scoped[0], &scoped[1]));
                 report.checks.push(probe.principals(&owned, &own));
                 report.checks.push(probe.unauthenticated(&unauthenticated));
+                report.checks.push(probe.shared_store());
+                report
+                    .checks
+                    .push(probe.sf_string(&bare_first, &quoted_first));
+                report.checks.push(probe.window_end(&expiring));
             }
         }
         operations.push(report);

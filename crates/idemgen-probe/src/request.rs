@@ -46,6 +46,8 @@ pub struct Expect {
     pub retry_after_ms: u64,
     /// `server.max-processing`: the longest a first attempt may run.
     pub max_processing_ms: Option<u64>,
+    /// `window`: how long a finished key is remembered.
+    pub window_ms: Option<u64>,
     pub conflict: u16,
     /// `None`: the profile makes the key optional.
     pub missing_key: Option<u16>,
@@ -283,6 +285,7 @@ impl Plan {
                 in_progress: contract.in_progress_status.value,
                 retry_after_ms: contract.retry_after_ms.value,
                 max_processing_ms: contract.max_processing_ms.as_ref().map(|max| max.value),
+                window_ms: contract.window_ms.as_ref().map(|window| window.value),
                 conflict: contract.conflict_status.value,
                 missing_key: contract
                     .missing_key_status

@@ -278,7 +278,7 @@ fn key_part(part: &Part) -> KeyPart {
         Part::Segment(segment) => match segment {
             // A key the client chooses: a UUID v4, as the IETF draft and
             // Stripe recommend.
-            Segment::Uuid | Segment::Opaque => plain("Uuid"),
+            Segment::Uuid | Segment::Opaque | Segment::SfString => plain("Uuid"),
             Segment::Ulid => plain("Ulid"),
             Segment::Random(bytes) => KeyPart {
                 kind: "Random",

@@ -7,9 +7,9 @@
 //! other source is `{field:…}` (a value from the request body, such as the
 //! provider's transaction id) is a warning unless `key.scope` namespaces it
 //! (`principal` or any other source counts). A format whose randomness
-//! is an `{opaque}` key the client chose is always a warning: the server
-//! cannot check how much entropy a client-chosen key carries (`1` and a
-//! UUID are both valid opaque keys).
+//! is an `{opaque}` or `{sf-string}` key the client chose is always a
+//! warning: the server cannot check how much entropy a client-chosen key
+//! carries (`1` and a UUID are both valid opaque keys).
 //!
 //! **Why it matters.** Two clients that build the same guessable key (two
 //! orders in the same millisecond, a counter reset after a deploy) collide:
@@ -20,9 +20,10 @@
 //! `format: "pay:{date}:{uuid}"`; for keys taken from business data, scope
 //! them by the verified caller: `scope: [principal]` (a caller-set scope
 //! such as `header:X-Merchant-Id` keeps honest clients apart, but see
-//! `replay-unauthenticated`). For `{opaque}` keys, tell clients to send a
-//! UUID v4 (or 128 random bits), and `scope: [principal]` keeps one
-//! careless client's keys from colliding with another's.
+//! `replay-unauthenticated`). For `{opaque}` and `{sf-string}` keys, tell
+//! clients to send a UUID v4 (or 128 random bits), and `scope:
+//! [principal]` keeps one careless client's keys from colliding with
+//! another's.
 use super::prelude::*;
 use idemgen_spec::contract::key_template::Predictability;
 
@@ -73,7 +74,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                 ),
             )
             .with_help(
-                "an `{opaque}` key is any visible ASCII text, so `1` passes as well as a UUID; document that clients must send a UUID v4 (or 128 random bits), and scope keys by the verified caller, `scope: [principal]`, so one client's weak keys cannot collide with another's",
+                "a key the client chooses (`{opaque}`, `{sf-string}`) is any ASCII text, so `1` passes as well as a UUID; document that clients must send a UUID v4 (or 128 random bits), and scope keys by the verified caller, `scope: [principal]`, so one client's weak keys cannot collide with another's",
             );
         }
     }

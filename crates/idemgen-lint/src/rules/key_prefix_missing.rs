@@ -10,7 +10,7 @@
 //! the records readable when someone investigates an incident.
 //!
 //! Under the `ietf-draft` and `stripe` profiles a format of just
-//! `{opaque}` is exempt: there the client chooses the whole key (a UUID, a
+//! `{opaque}` or `{sf-string}` is exempt: there the client chooses the whole key (a UUID, a
 //! nanoid), as those protocols define it, so no server-side prefix can be
 //! required of it; every key is namespaced by its operation (and `scope`)
 //! in the record table, so a payment and a refund still cannot collide.

@@ -15,19 +15,22 @@
 //! idempotency store each let one request through.
 //!
 //! **What a failure means.** The step ran more than once for one key (two
-//! different 2xx bodies, or several unmarked first answers from a service
-//! that marks its replays with `Idempotent-Replayed: true`), a
-//! duplicate got an answer that is neither the in-progress status nor the
-//! first answer, an in-progress answer had no `Retry-After`, or a request
-//! got no answer at all. When no request succeeds the check does not apply:
-//! give the probe a request the service accepts (`--example`, `--set`,
-//! `--body-file`). Unmarked replays and a race that was never exercised
-//! (the first attempt finished before a duplicate arrived) are warnings.
+//! different 2xx bodies, or several first answers: 2xx answers without a
+//! replay mark from a service that marks its replays, or from more than
+//! one instance), a duplicate got an answer that is neither the
+//! in-progress status nor the first answer, an in-progress answer had no
+//! `Retry-After`, or a request got no answer at all. A replay mark is
+//! `Idempotent-Replayed: true`, `Idempotency-Replayed: true`, either with
+//! an `X-` prefix, or the header `--replay-header` names. Several instances
+//! whose replays are declared unmarked (`--replay-header none`) are
+//! judged by the `shared-store` test: a store each fails, and when it
+//! cannot tell, neither can this check (not applicable). When no request
+//! succeeds the check does not apply: give the probe a request the service
+//! accepts (`--example`, `--set`, `--body-file`). Unmarked replays from one
+//! instance and a race that was never exercised (the first attempt
+//! finished before a duplicate arrived) are warnings.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
-
-use super::{Probe, Settled, marked_replay, tally};
+use super::{Firsts, Probe, REPLAY_MARKS, Settled, tally};
 use crate::check::declare_check;
 use crate::http::{Answer, SendError, excerpt};
 use crate::request::{Event, KeyUse};
@@ -48,34 +51,7 @@ impl Probe<'_> {
         let mut check = CheckResult::new(&CHECK);
         let request = self.plan.request(event, KeyUse::Valid);
         let total = self.burst.max(1);
-        let threads = self.concurrency.clamp(1, total);
-        let barrier = Barrier::new(threads);
-        let next = AtomicUsize::new(0);
-        let results = Mutex::new(Vec::with_capacity(total));
-        std::thread::scope(|scope| {
-            for _ in 0..threads {
-                scope.spawn(|| {
-                    barrier.wait();
-                    while next.fetch_add(1, Ordering::SeqCst) < total {
-                        let result = self.client.send(&request);
-                        results
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(result);
-                    }
-                });
-            }
-        });
-        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-        let mut answers: Vec<Answer> = Vec::new();
-        let mut lost: Vec<SendError> = Vec::new();
-        for result in results {
-            match result {
-                Ok(answer) => answers.push(answer),
-                Err(error) => lost.push(error),
-            }
-        }
-        answers.sort_by_key(|answer| answer.received);
+        let (answers, lost) = self.at_once(&request, total);
         check.summary = format!(
             "{total} identical requests at once: {}",
             tally(&answers, self)
@@ -137,35 +113,29 @@ impl Probe<'_> {
         let unmarked: Vec<&Answer> = successes
             .iter()
             .copied()
-            .filter(|answer| !marked_replay(answer))
+            .filter(|answer| !self.marked_replay(answer))
             .collect();
         let firsts = unmarked.len();
-        let mut first_instances: Vec<usize> =
-            unmarked.iter().map(|answer| answer.instance).collect();
-        first_instances.sort_unstable();
-        first_instances.dedup();
-        // A service that marks its replays, yet gave several unmarked 2xx
-        // answers, gave several first answers: it ran the step for each,
-        // even if the outputs match. When the burst held no replay, one
-        // more request tells.
-        if bodies.len() == 1
-            && firsts > 1
-            && self.marks_replays(successes.iter().copied(), &request)
-        {
-            if first_instances.len() > 1 {
-                check.fail(format!(
-                    "{firsts} unmarked 2xx answers (first answers, since replays carry `Idempotent-Replayed: true`) from {}: each ran the step for the same key; the instances do not share one idempotency store",
-                    self.instance_names(&first_instances)
-                ));
-            } else {
-                check.fail(format!(
-                    "{firsts} unmarked 2xx answers (first answers, since this service marks its replays with `Idempotent-Replayed: true`): the business step ran {firsts} times for one key"
+        // Several unmarked 2xx answers are several first answers from a
+        // service that marks its replays (when the burst held no replay,
+        // one more request tells), and, from several instances, unless the
+        // replays are declared unmarked: the step ran for each, even when
+        // the outputs match.
+        if bodies.len() == 1 && firsts > 1 {
+            let judged = self.judge_firsts(&unmarked, &successes, &request);
+            if matches!(judged, Firsts::Fine) {
+                check.warn(format!(
+                    "{firsts} 2xx answers without a replay mark ({}): replays are unmarked, or the step ran {firsts} times with identical output",
+                    REPLAY_MARKS.join(", ")
                 ));
             }
-        } else if firsts > 1 && bodies.len() == 1 {
-            check.warn(format!(
-                "{firsts} 2xx answers without `Idempotent-Replayed`: replays are unmarked, or the step ran {firsts} times with identical output"
-            ));
+            self.report_firsts(
+                &mut check,
+                judged,
+                &unmarked,
+                "2xx answers",
+                &format!("the business step ran {firsts} times for one key"),
+            );
         }
         let mut others = Vec::new();
         for answer in &answers {

@@ -12,10 +12,13 @@
 //! not true yet, or does the work twice.
 //!
 //! **What a failure means.** A duplicate got an empty 2xx, a different 2xx
-//! body (the step ran again), the first answer unmarked from a service
-//! that marks its replays with `Idempotent-Replayed: true` (a first answer:
-//! the step ran again), an in-progress answer without `Retry-After`, or
-//! another status. A 429 or 503 with `Retry-After` is a warning: not the
+//! body (the step ran again), the first answer without a replay mark from a
+//! service that marks its replays (`Idempotent-Replayed`,
+//! `Idempotency-Replayed` or the `--replay-header`) or from another
+//! instance (a first answer: the step ran again), an in-progress answer
+//! without `Retry-After`, or another status. Several instances whose
+//! replays are declared unmarked are judged by the `shared-store` test, as
+//! in `burst`. A 429 or 503 with `Retry-After` is a warning: not the
 //! contract's answer, but one a client retries. When the first attempt
 //! finished before a duplicate could be sent, or no attempt ran to an
 //! answer (a 2xx or a business refusal), the check does not apply: slow the
@@ -24,7 +27,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::{Probe, marked_replay, tally};
+use super::{Probe, tally};
 use crate::check::declare_check;
 use crate::http::{Answer, SendError};
 use crate::request::{Event, KeyUse};
@@ -142,7 +145,7 @@ impl Probe<'_> {
         for answer in &during {
             let same_as_first = answer.status == first.status && answer.same_body(&first);
             if same_as_first {
-                if answer.is_success() && !marked_replay(answer) {
+                if answer.is_success() && !self.marked_replay(answer) {
                     unmarked_again.push(answer);
                 }
                 continue;
@@ -176,14 +179,24 @@ impl Probe<'_> {
                 ));
             }
         }
-        if !unmarked_again.is_empty()
-            && !marked_replay(&first)
-            && self.marks_replays(during.iter(), &request)
-        {
-            check.fail(format!(
-                "{} duplicate(s) sent while the first attempt ran got its answer unmarked, and this service marks its replays with `Idempotent-Replayed: true`: each was a first answer, the business step ran again",
-                unmarked_again.len()
-            ));
+        if !unmarked_again.is_empty() && first.is_success() && !self.marked_replay(&first) {
+            // The first answer and each unmarked copy of it: first answers
+            // when the service marks its replays, or when several
+            // instances gave them.
+            let mut firsts = vec![&first];
+            firsts.extend(unmarked_again.iter().copied());
+            let seen: Vec<&Answer> = during.iter().chain([&first]).collect();
+            let judged = self.judge_firsts(&firsts, &seen, &request);
+            let count = unmarked_again.len();
+            self.report_firsts(
+                &mut check,
+                judged,
+                &firsts,
+                "2xx answers with the first attempt's body (it and the duplicates that got it)",
+                &format!(
+                    "{count} duplicate(s) sent while the first attempt ran got its answer unmarked: each was a first answer, the business step ran again"
+                ),
+            );
         }
         if !reran.is_empty() {
             check.fail(format!(

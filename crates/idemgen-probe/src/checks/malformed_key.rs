@@ -2,8 +2,10 @@
 //!
 //! **What it checks.** A key that does not fit the contract's `key.format`
 //! gets the missing-key status: the template with one typed segment made
-//! nonsense (`pay:20240615:not-a-uuid`), or, for a template of body fields
-//! only, the key without its business prefix.
+//! nonsense (`pay:20240615:not-a-uuid-3fa1`, with a fresh random tail each
+//! run, so a store that wrongly kept an earlier run's key cannot answer
+//! it), or, for a template of body fields only, the key without its
+//! business prefix.
 //!
 //! **Why it matters.** The format is what keeps keys unique and
 //! unpredictable: a service that accepts any string lets clients send keys
@@ -11,7 +13,9 @@
 //! different requests then share one stored answer.
 //!
 //! **What a failure means.** Another status came back; a 2xx means the
-//! request was processed under a key the contract does not allow. The
+//! request was processed under a key the contract does not allow, or, when
+//! the 2xx carries a replay mark, that the service answered it from a
+//! record it keeps under such a key. The
 //! check does not apply when the profile makes the key optional or no
 //! malformed key can be built from the template.
 

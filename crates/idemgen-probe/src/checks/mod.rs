@@ -4,12 +4,14 @@
 //! module holds what they share: the [`Probe`] that sends and judges, and
 //! the helpers that read an answer.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Barrier, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::check::Check;
-use super::http::{Answer, Client, SendError, shown_header};
+use super::http::{Answer, Client, Outgoing, SendError, shown_header};
 use super::request::{Event, KeyUse, Plan};
-use super::{CheckResult, Outcome};
+use super::{CheckResult, Outcome, ReplayHeader};
 
 pub mod burst;
 pub mod conflict;
@@ -22,7 +24,10 @@ pub mod replay;
 pub mod replay_fidelity;
 pub mod retry_after;
 pub mod scope;
+pub mod sf_string;
+pub mod shared_store;
 pub mod unauthenticated;
+pub mod window_end;
 
 /// All checks, in the order they run on an operation and `idemgen probe
 /// --help` lists them.
@@ -39,6 +44,22 @@ pub const CHECKS: &[Check] = &[
     scope::CHECK,
     principals::CHECK,
     unauthenticated::CHECK,
+    shared_store::CHECK,
+    sf_string::CHECK,
+    window_end::CHECK,
+];
+
+/// Header names services mark a replay with, its value `true` (or the
+/// structured-field boolean `?1`): idemgen's runtime and Stripe say
+/// `Idempotent-Replayed`, the IETF draft's adopters (hono-idempotency, the
+/// agentic-commerce and anyonce profiles) `Idempotency-Replayed`, others
+/// the same with an `X-` prefix. Whatever `--replay-header` names counts
+/// too.
+pub const REPLAY_MARKS: [&str; 4] = [
+    "Idempotent-Replayed",
+    "Idempotency-Replayed",
+    "X-Idempotent-Replayed",
+    "X-Idempotency-Replayed",
 ];
 
 /// Most replay attempts that meet an in-progress answer before giving up.
@@ -56,6 +77,51 @@ pub struct Probe<'a> {
     pub plan: &'a Plan,
     pub burst: usize,
     pub concurrency: usize,
+    /// How the service marks its replays (`--replay-header`).
+    pub replay_header: &'a ReplayHeader,
+    /// Longest the `window-end` check may wait for a key's window to end
+    /// (`--window-wait`); zero leaves it out.
+    pub window_wait: Duration,
+    /// A fresh event of its own for the `shared-store` test, run at most
+    /// once per operation ([`Probe::shared_store_evidence`]).
+    pub store_event: &'a Event,
+    pub store_evidence: OnceLock<StoreEvidence>,
+}
+
+/// What sending one key to each instance showed of their idempotency
+/// store ([`Probe::shared_store_evidence`]).
+#[derive(Debug, Clone)]
+pub enum StoreEvidence {
+    /// Every instance knew the key another had answered.
+    Shared(String),
+    /// An instance took as new a key another had answered: the lines that
+    /// show it.
+    NotShared(Vec<String>),
+    /// Nothing tells (one instance, no request the service accepts, or a
+    /// service that ignores the request fingerprint): why.
+    Unknown(String),
+}
+
+/// How several 2xx answers for one key that carry no replay mark are
+/// judged, when at most one of them may be a first answer
+/// ([`Probe::judge_firsts`]).
+pub enum Firsts {
+    /// At most one, or nothing tells them from replays (one instance, a
+    /// service that does not mark its replays).
+    Fine,
+    /// The service marks its replays (the header named), so each is a
+    /// first answer.
+    Marked(String),
+    /// From several instances, and replays are expected to carry a mark
+    /// (`--replay-header`, by default `Idempotent-Replayed`) yet none
+    /// does: by the contract each is a first answer.
+    UnmarkedReplays,
+    /// From several instances, replays declared unmarked, and the
+    /// instances shown not to share one store: the lines that show it.
+    NotShared(Vec<String>),
+    /// From several instances, replays declared unmarked, and nothing
+    /// shows whether the instances share a store: why.
+    CannotTell(String),
 }
 
 /// What the burst settled on: the first success, else the first answer
@@ -142,24 +208,172 @@ impl Probe<'_> {
         })
     }
 
-    /// Whether the service marks its replays with `Idempotent-Replayed:
-    /// true`: one of `answers` is so marked, or, when none is, one more
-    /// `request` (its key already used) gets a marked replay. An unmarked
-    /// 2xx from such a service is a first answer.
+    /// The header that marks `answer` as a replay, as `Name: value`: the
+    /// one `--replay-header` names or any of [`REPLAY_MARKS`], with the
+    /// value `true` or `?1`. Another value (`false`) marks a first answer.
+    fn replay_mark(&self, answer: &Answer) -> Option<String> {
+        let named = match self.replay_header {
+            ReplayHeader::Named(name) => Some(name.as_str()),
+            ReplayHeader::Unmarked => None,
+        };
+        named.into_iter().chain(REPLAY_MARKS).find_map(|name| {
+            let value = answer.header(name)?.trim();
+            (value.eq_ignore_ascii_case("true") || value == "?1")
+                .then(|| format!("{name}: {}", shown_header(value)))
+        })
+    }
+
+    fn marked_replay(&self, answer: &Answer) -> bool {
+        self.replay_mark(answer).is_some()
+    }
+
+    /// The replay mark the contract's service is expected to send, for
+    /// messages: `--replay-header`'s name, `Idempotent-Replayed` by default.
+    fn expected_mark(&self) -> String {
+        match self.replay_header {
+            ReplayHeader::Named(name) => format!("{name}: true"),
+            ReplayHeader::Unmarked => "none (--replay-header none)".into(),
+        }
+    }
+
+    /// How the service marks its replays: the mark one of `answers`
+    /// carries, or, when none does, the one more `request` (its key
+    /// already used) gets as a replay. `None`: it marks none of them. An
+    /// unmarked 2xx from a service that marks its replays is a first
+    /// answer.
     fn marks_replays<'a>(
         &self,
         mut answers: impl Iterator<Item = &'a Answer>,
-        request: &super::http::Outgoing,
-    ) -> bool {
-        answers.any(marked_replay)
-            || self
-                .settle(request)
-                .is_ok_and(|answer| marked_replay(&answer))
+        request: &Outgoing,
+    ) -> Option<String> {
+        answers
+            .find_map(|answer| self.replay_mark(answer))
+            .or_else(|| {
+                self.settle(request)
+                    .ok()
+                    .and_then(|answer| self.replay_mark(&answer))
+            })
+    }
+
+    /// Judges `firsts`, 2xx answers for one key that carry no replay mark
+    /// and of which at most one may be a first answer (`seen`: every answer
+    /// to the key, `request`: one more of it). Several from one instance
+    /// are first answers when the service marks its replays, and tell
+    /// nothing otherwise. From several instances they are first answers
+    /// unless the replays are declared unmarked (`--replay-header none`),
+    /// and then the instances' store decides: whether they are the same or
+    /// not, each instance that answered a first answer ran the step.
+    fn judge_firsts(&self, firsts: &[&Answer], seen: &[&Answer], request: &Outgoing) -> Firsts {
+        if firsts.len() < 2 {
+            return Firsts::Fine;
+        }
+        if let Some(mark) = self.marks_replays(seen.iter().copied(), request) {
+            return Firsts::Marked(mark);
+        }
+        if instances_of(firsts).len() < 2 {
+            return Firsts::Fine;
+        }
+        match self.replay_header {
+            ReplayHeader::Named(_) => Firsts::UnmarkedReplays,
+            ReplayHeader::Unmarked => match self.shared_store_evidence() {
+                StoreEvidence::NotShared(lines) => Firsts::NotShared(lines),
+                StoreEvidence::Shared(why) | StoreEvidence::Unknown(why) => Firsts::CannotTell(why),
+            },
+        }
+    }
+
+    /// Records on `check` what [`Probe::judge_firsts`] found of `firsts`,
+    /// given by `what` (`2xx answers`, `duplicate(s) …`); `single` is the
+    /// failure from one instance of a service that marks its replays.
+    fn report_firsts(
+        &self,
+        check: &mut CheckResult,
+        judged: Firsts,
+        firsts: &[&Answer],
+        what: &str,
+        single: &str,
+    ) {
+        let count = firsts.len();
+        let instances = instances_of(firsts);
+        let names = self.instance_names(&instances);
+        match judged {
+            Firsts::Fine => {}
+            Firsts::Marked(mark) if instances.len() > 1 => check.fail(format!(
+                "{count} unmarked {what} (first answers, since replays carry `{mark}`) from {names}: each ran the step for the same key; the instances do not share one idempotency store"
+            )),
+            Firsts::Marked(mark) => check.fail(format!(
+                "{count} unmarked {what} (first answers, since this service marks its replays with `{mark}`): {single}"
+            )),
+            Firsts::UnmarkedReplays => check.fail(format!(
+                "{count} {what} from {names} carry no replay mark, and replays are to carry `{}` (the names {} count too): each is a first answer, so each of {names} ran the step for the same key; the instances do not share one idempotency store (a service that marks its replays under another name: --replay-header NAME; one that marks none: --replay-header none)",
+                self.expected_mark(),
+                REPLAY_MARKS.join(", ")
+            )),
+            Firsts::NotShared(lines) => {
+                check.fail(format!(
+                    "{count} {what} from {names}, and the instances do not share one idempotency store: each ran the step for the same key, identical answers or not"
+                ));
+                check.evidence.extend(lines);
+            }
+            Firsts::CannotTell(why) => {
+                if check.outcome != Outcome::Fail {
+                    check.outcome = Outcome::NotApplicable;
+                }
+                check.evidence.push(format!(
+                    "{count} {what} from {names}, and replays are declared unmarked (--replay-header none): nothing tells a replay from a first answer, so whether each instance ran the step cannot be told ({why})"
+                ));
+            }
+        }
+    }
+
+    /// `total` copies of `request` released at once, `--concurrency` of
+    /// them in flight together: the answers, and the requests that got
+    /// none or were not sent.
+    fn at_once(&self, request: &Outgoing, total: usize) -> (Vec<Answer>, Vec<SendError>) {
+        let threads = self.concurrency.clamp(1, total);
+        let barrier = Barrier::new(threads);
+        let next = AtomicUsize::new(0);
+        let results = Mutex::new(Vec::with_capacity(total));
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    barrier.wait();
+                    while next.fetch_add(1, Ordering::SeqCst) < total {
+                        let result = self.client.send(request);
+                        results
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(result);
+                    }
+                });
+            }
+        });
+        let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut answers: Vec<Answer> = Vec::new();
+        let mut lost: Vec<SendError> = Vec::new();
+        for result in results {
+            match result {
+                Ok(answer) => answers.push(answer),
+                Err(error) => lost.push(error),
+            }
+        }
+        answers.sort_by_key(|answer| answer.received);
+        (answers, lost)
     }
 
     /// Sends `request`, waiting out in-progress answers (bounded).
-    fn settle(&self, request: &super::http::Outgoing) -> Result<Answer, SendError> {
-        let mut answer = self.client.send(request)?;
+    fn settle(&self, request: &Outgoing) -> Result<Answer, SendError> {
+        self.settle_on(None, request)
+    }
+
+    /// [`Probe::settle`] on the instance at `instance` (`None`: each
+    /// request to the next in turn).
+    fn settle_on(&self, instance: Option<usize>, request: &Outgoing) -> Result<Answer, SendError> {
+        let send = |request| match instance {
+            Some(index) => self.client.send_to(index, request),
+            None => self.client.send(request),
+        };
+        let mut answer = send(request)?;
         for _ in 1..REPLAY_ATTEMPTS {
             if !self.in_progress(&answer) || answer.is_success() {
                 break;
@@ -169,7 +383,7 @@ impl Probe<'_> {
                 .and_then(|value| value.trim().parse::<u64>().ok())
                 .map_or(Duration::from_millis(200), Duration::from_secs);
             std::thread::sleep(wait.min(MAX_RETRY_WAIT));
-            answer = self.client.send(request)?;
+            answer = send(request)?;
         }
         Ok(answer)
     }
@@ -212,7 +426,11 @@ impl Probe<'_> {
         check.summary = format!("{what}: {}{}", answer.describe(), self.client.from(&answer));
         if answer.status != expect {
             check.fail(format!("expected {expect}: {}", answer.excerpt()));
-            if answer.is_success() {
+            if let Some(mark) = self.replay_mark(&answer).filter(|_| answer.is_success()) {
+                check.evidence.push(format!(
+                    "the answer is a stored one (`{mark}`): the service keeps records under a key the contract refuses"
+                ));
+            } else if answer.is_success() {
                 check
                     .evidence
                     .push("the request was processed without a valid key".into());
@@ -222,12 +440,12 @@ impl Probe<'_> {
     }
 }
 
-/// Whether `answer` says it is a replay: `Idempotent-Replayed: true`. The
-/// header with another value (`false`) marks a first answer.
-fn marked_replay(answer: &Answer) -> bool {
-    answer
-        .header("idempotent-replayed")
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("true"))
+/// The instances that gave `answers`, each once, in order.
+fn instances_of(answers: &[&Answer]) -> Vec<usize> {
+    let mut instances: Vec<usize> = answers.iter().map(|answer| answer.instance).collect();
+    instances.sort_unstable();
+    instances.dedup();
+    instances
 }
 
 /// `1 × 200 OK, 7 × 429 Too Many Requests`, in order of first appearance.
@@ -237,7 +455,7 @@ fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
         let mut label = format!("{}", answer.status);
         if probe.in_progress(answer) && answer.header("retry-after").is_some() {
             label.push_str(" with Retry-After");
-        } else if marked_replay(answer) && answer.is_success() {
+        } else if probe.marked_replay(answer) && answer.is_success() {
             label.push_str(" replayed");
         }
         label.push_str(&probe.client.from(answer));
@@ -256,18 +474,20 @@ fn tally(answers: &[Answer], probe: &Probe<'_>) -> String {
         .join(", ")
 }
 
-/// How `other` shows it is `first`'s stored answer, handed to a request
-/// that must never see it: a 2xx marked as a replay, or byte for byte the
-/// same body. `None` when it is not.
-fn stored_answer_of(first: &Answer, other: &Answer) -> Option<&'static str> {
-    if !other.is_success() {
-        return None;
-    }
-    if marked_replay(other) {
-        Some("Idempotent-Replayed: true")
-    } else if other.same_body(first) {
-        Some("a byte-identical 2xx body")
-    } else {
-        None
+impl Probe<'_> {
+    /// How `other` shows it is `first`'s stored answer, handed to a
+    /// request that must never see it: a 2xx marked as a replay, or byte
+    /// for byte the same body. `None` when it is not.
+    fn stored_answer_of(&self, first: &Answer, other: &Answer) -> Option<String> {
+        if !other.is_success() {
+            return None;
+        }
+        if let Some(mark) = self.replay_mark(other) {
+            Some(mark)
+        } else if other.same_body(first) {
+            Some("a byte-identical 2xx body".into())
+        } else {
+            None
+        }
     }
 }

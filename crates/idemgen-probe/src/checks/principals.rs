@@ -18,7 +18,7 @@
 //! `--as`. The check does not apply with fewer than two `--as`, or when the
 //! first principal's request did not succeed.
 
-use super::{Probe, stored_answer_of};
+use super::Probe;
 use crate::check::declare_check;
 use crate::request::{Caller, Event, KeyUse};
 use crate::{CheckResult, Outcome};
@@ -102,7 +102,7 @@ impl Probe<'_> {
                 422,
             ]
             .contains(&answer.status);
-            if let Some(sign) = stored_answer_of(&first, &answer) {
+            if let Some(sign) = self.stored_answer_of(&first, &answer) {
                 judged += 1;
                 parts.push(format!("as `{name}`: {shown}, `{owner}`'s stored answer"));
                 check.fail(format!(

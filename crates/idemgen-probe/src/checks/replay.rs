@@ -2,7 +2,9 @@
 //!
 //! **What it checks.** After the burst, the same request once more (waiting
 //! out in-progress answers) gets the stored answer: the first answer's
-//! status and body, byte for byte, marked `Idempotent-Replayed: true`. When
+//! status and body, byte for byte, marked as a replay (`Idempotent-Replayed:
+//! true`, `Idempotency-Replayed: true`, either with an `X-` prefix, or the
+//! header `--replay-header` names). When
 //! the first attempt failed and the contract says `failed: reject`, it gets
 //! the conflict status instead.
 //!
@@ -13,23 +15,24 @@
 //!
 //! **What a failure means.** The replay's status or body differs from the
 //! first answer (or, under `failed: reject`, is not the conflict status),
-//! or no answer came back. A replay without `Idempotent-Replayed` is a
-//! warning: clients and logs cannot tell it from a first answer. Under
+//! or no answer came back. A replay without a mark is a warning (clients
+//! and logs cannot tell it from a first answer), unless `--replay-header
+//! none` says the service marks none. Under
 //! `failed: retry` after a failed first attempt the check does not apply.
 
 use idemgen_spec::contract::model::FailedPolicy;
 
-use super::{Probe, Settled, marked_replay};
+use super::{Probe, REPLAY_MARKS, Settled};
 use crate::check::declare_check;
 use crate::request::{Event, KeyUse};
-use crate::{CheckResult, Outcome};
+use crate::{CheckResult, Outcome, ReplayHeader};
 
 declare_check!(
     "replay.rs",
     "replay",
     [
         "the same request afterwards: the stored answer, byte for byte",
-        "(a missing Idempotent-Replayed header is a warning)",
+        "(a replay without a replay mark is a warning)",
     ]
 );
 
@@ -68,24 +71,23 @@ impl Probe<'_> {
             }
             return check;
         }
-        let replayed = marked_replay(&answer);
+        let replayed = self.replay_mark(&answer);
         if answer.status == first.status && answer.same_body(first) {
             check.summary = format!(
                 "{}{} with the first answer's {} bytes{}",
                 answer.describe(),
                 self.client.from(&answer),
                 answer.body.len(),
-                if replayed {
-                    ", Idempotent-Replayed: true"
-                } else {
-                    ""
-                }
+                replayed
+                    .as_ref()
+                    .map_or(String::new(), |mark| format!(", {mark}"))
             );
-            if !replayed {
-                check.warn(
-                    "the replay has no `Idempotent-Replayed: true` header, so clients and logs cannot tell it from a first answer"
-                        .into(),
-                );
+            if replayed.is_none() && *self.replay_header != ReplayHeader::Unmarked {
+                check.warn(format!(
+                    "the replay carries no replay mark (`{}`, nor any of {}), so clients and logs cannot tell it from a first answer; a service that marks its replays under another name: --replay-header NAME, one that marks none: --replay-header none",
+                    self.expected_mark(),
+                    REPLAY_MARKS.join(", ")
+                ));
             }
         } else {
             check.summary = format!(

@@ -8,8 +8,9 @@
 //! header the spec declares on that response (its exact code, else its
 //! range such as `2XX`, else `default`; `Location`, `ETag`, `Link`, a
 //! rate-limit or request-id header) with the first answer's value. `Date`
-//! (the time of each answer) and the replay mark (`Idempotent-Replayed`)
-//! are left out, and so is `Set-Cookie`, which must not be replayed: the
+//! (the time of each answer) and the replay mark (`Idempotent-Replayed`,
+//! `Idempotency-Replayed`, either with an `X-` prefix, or the
+//! `--replay-header`) are left out, and so is `Set-Cookie`, which must not be replayed: the
 //! replay may not carry the first answer's cookie.
 //!
 //! **Why it matters.** A retry is how a client learns the outcome of a
@@ -26,11 +27,11 @@
 //! a warning (the service does not send what the spec declares). The check
 //! does not apply when the first attempt did not succeed.
 
-use super::{Probe, Settled};
+use super::{Probe, REPLAY_MARKS, Settled};
 use crate::check::declare_check;
 use crate::http::{Answer, shown_header};
 use crate::request::{Event, KeyUse};
-use crate::{CheckResult, Outcome};
+use crate::{CheckResult, Outcome, ReplayHeader};
 
 declare_check!(
     "replay_fidelity.rs",
@@ -40,10 +41,6 @@ declare_check!(
         "and every header the spec declares on it; Set-Cookie never replayed",
     ]
 );
-
-/// Headers that differ between a first answer and its replay by their
-/// nature: each answer's own time, and the mark a replay carries.
-const PER_ANSWER: [&str; 3] = ["date", "idempotent-replayed", "idempotency-replayed"];
 
 impl Probe<'_> {
     /// The same request after the burst: the first answer, whole.
@@ -84,10 +81,7 @@ impl Probe<'_> {
         }
         for name in declared {
             let lower = name.to_ascii_lowercase();
-            if PER_ANSWER.contains(&lower.as_str())
-                || lower == "set-cookie"
-                || lower == "content-type"
-            {
+            if self.per_answer(&lower) || lower == "set-cookie" || lower == "content-type" {
                 continue;
             }
             compared.push(name.clone());
@@ -126,6 +120,23 @@ impl Probe<'_> {
             compared.join(", ")
         );
         check
+    }
+}
+
+impl Probe<'_> {
+    /// Headers that differ between a first answer and its replay by their
+    /// nature: each answer's own time, and the mark a replay carries (any
+    /// of [`REPLAY_MARKS`], or the one `--replay-header` names).
+    fn per_answer(&self, lower: &str) -> bool {
+        let named = match self.replay_header {
+            ReplayHeader::Named(name) => Some(name.as_str()),
+            ReplayHeader::Unmarked => None,
+        };
+        lower == "date"
+            || named
+                .into_iter()
+                .chain(REPLAY_MARKS)
+                .any(|mark| mark.eq_ignore_ascii_case(lower))
     }
 }
 

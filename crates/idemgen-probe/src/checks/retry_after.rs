@@ -12,8 +12,11 @@
 //! attempt that is not running, until they give up on a request that may
 //! have succeeded.
 //!
-//! **What a failure means.** No final answer came within that time, or the
-//! held duplicate was answered after it. A 429 or 503 with `Retry-After`
+//! **What a failure means.** No final answer came within that time, the
+//! held duplicate was answered after it, or, with several instances, the
+//! first attempt and the duplicate each got a first answer (2xx answers
+//! without a replay mark from two instances: each ran the step; judged as
+//! in `burst`). A 429 or 503 with `Retry-After`
 //! is waited out like the in-progress answer. The check does not apply when
 //! the contract declares no `server.max-processing`, or when no attempt
 //! ran to an answer (a 2xx or a business refusal) and the duplicates were
@@ -103,6 +106,7 @@ impl Probe<'_> {
         };
         let advertised = advertised_waits(&waits);
         let first_ran = first.as_ref().is_ok_and(|answer| self.ran(answer));
+        let first_answer = first.as_ref().ok().cloned();
         let first = match first {
             Ok(answer) => format!("{}{}", answer.describe(), self.client.from(&answer)),
             Err(error) => error.to_string(),
@@ -166,6 +170,26 @@ impl Probe<'_> {
                 "no final answer within {allowed} = {:.1} s: a client that waits as told keeps retrying into an attempt that is not running (the first attempt answered {first})",
                 budget.as_secs_f64()
             ));
+        }
+        // Two instances that each gave the key a first answer each ran
+        // the step: the client that waited got an answer, but not the one
+        // attempt's.
+        if let Some(first) = first_answer.filter(|first| {
+            first.is_success()
+                && last.is_success()
+                && first.instance != last.instance
+                && !self.marked_replay(first)
+                && !self.marked_replay(&last)
+        }) {
+            let firsts = [&first, &last];
+            let judged = self.judge_firsts(&firsts, &firsts, &request);
+            self.report_firsts(
+                &mut check,
+                judged,
+                &firsts,
+                "2xx answers (the first attempt's and the duplicate's)",
+                "the business step ran twice for one key",
+            );
         }
         check
     }

@@ -18,7 +18,7 @@
 //! without `key.scope` (a scope of only `principal` is the `principals`
 //! check's), or when the first request did not succeed.
 
-use super::{Probe, stored_answer_of};
+use super::Probe;
 use crate::check::declare_check;
 use crate::request::{Event, KeyUse, Plan, ScopeUse};
 use crate::{CheckResult, Outcome};
@@ -109,7 +109,7 @@ impl Probe<'_> {
             missing.describe(),
             self.client.from(&missing)
         );
-        if let Some(sign) = stored_answer_of(&first, &second) {
+        if let Some(sign) = self.stored_answer_of(&first, &second) {
             check.fail(format!(
                 "the second scope got the first scope's stored answer ({sign}): one tenant sees another's response"
             ));

@@ -15,7 +15,7 @@
 //! request is not a fresh 2xx, that part is not shown and is a warning. The
 //! check does not apply without `--as`.
 
-use super::{Probe, marked_replay};
+use super::Probe;
 use crate::check::declare_check;
 use crate::request::{Caller, Event, KeyUse};
 use crate::{CheckResult, Outcome};
@@ -90,14 +90,14 @@ impl Probe<'_> {
             ));
             check.evidence.push(format!("its body: {}", bare.excerpt()));
         }
-        let replayed = marked_replay(&after);
+        let replayed = self.replay_mark(&after);
         let conflict = after.status == self.plan.expect.conflict;
         let busy = self.in_progress(&after) && !after.is_success();
-        if replayed || ((conflict || busy) && !after.is_success()) {
+        if replayed.is_some() || ((conflict || busy) && !after.is_success()) {
             check.fail(format!(
                 "`{owner}`'s request with the key got {}{}: the request without credentials left a record under the key, so it was processed (or claimed the key) before it was refused",
                 after.describe(),
-                if replayed { ", Idempotent-Replayed: true" } else { "" }
+                replayed.map_or(String::new(), |mark| format!(", {mark}"))
             ));
             check
                 .evidence

@@ -16,6 +16,10 @@ pub enum Segment {
     /// visible ASCII characters (`!` to `~`), which the server can check
     /// only for shape and length.
     Opaque,
+    /// Any key the IETF draft's `Idempotency-Key` allows: the text of an
+    /// sf-string, 1 to `key.max-length` printable ASCII characters, the
+    /// space (0x20) included.
+    SfString,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +35,7 @@ pub struct KeyTemplate {
 }
 
 /// The `{segment}` names a key format may use.
-pub const SEGMENT_NAMES: [&str; 8] = [
+pub const SEGMENT_NAMES: [&str; 9] = [
     "uuid",
     "ulid",
     "random:N",
@@ -40,11 +44,16 @@ pub const SEGMENT_NAMES: [&str; 8] = [
     "seq",
     "field:/pointer",
     "opaque",
+    "sf-string",
 ];
 
 /// The characters of an `{opaque}` key, as a regex class every dialect
 /// reads alike: visible ASCII, `!` (0x21) to `~` (0x7E).
 pub const OPAQUE_CLASS: &str = "[!-~]";
+
+/// The characters of an `{sf-string}` key, the text an RFC 9651 String
+/// carries: printable ASCII, the space (0x20) to `~` (0x7E).
+pub const SF_STRING_CLASS: &str = "[ -~]";
 
 /// How hard a key is to guess.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,7 +82,7 @@ impl Segment {
             Segment::Field(_) => None,
             // Its shortest: an opaque key takes whatever room
             // `key.max-length` leaves, and the server refuses longer ones.
-            Segment::Opaque => Some(1),
+            Segment::Opaque | Segment::SfString => Some(1),
         }
     }
 
@@ -102,6 +111,7 @@ impl Segment {
             // Any text: the server compares it with the body field itself.
             Segment::Field(_) => ".+?".into(),
             Segment::Opaque => format!("{OPAQUE_CLASS}+"),
+            Segment::SfString => format!("{SF_STRING_CLASS}+"),
         }
     }
 }
@@ -171,10 +181,13 @@ impl KeyTemplate {
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
     }
 
-    /// Whether the template is just `{opaque}`: a key the client chooses
-    /// whole, as the IETF draft and Stripe have it.
+    /// Whether the template is just `{opaque}` or `{sf-string}`: a key the
+    /// client chooses whole, as the IETF draft and Stripe have it.
     pub fn is_opaque(&self) -> bool {
-        matches!(self.parts.as_slice(), [Part::Segment(Segment::Opaque)])
+        matches!(
+            self.parts.as_slice(),
+            [Part::Segment(Segment::Opaque | Segment::SfString)]
+        )
     }
 
     pub fn segments(&self) -> impl Iterator<Item = &Segment> {
@@ -202,7 +215,10 @@ impl KeyTemplate {
     pub fn predictability(&self) -> Predictability {
         if self.segments().any(Segment::is_random) {
             Predictability::Unpredictable
-        } else if self.segments().any(|s| *s == Segment::Opaque) {
+        } else if self
+            .segments()
+            .any(|s| matches!(s, Segment::Opaque | Segment::SfString))
+        {
             Predictability::ClientChosen
         } else if self.segments().any(|s| matches!(s, Segment::Field(_))) {
             Predictability::FieldDerived
@@ -373,6 +389,7 @@ fn parse_segment(text: &str) -> Result<Segment, String> {
         ("timestamp", None) => Ok(Segment::Timestamp),
         ("seq", None) => Ok(Segment::Seq),
         ("opaque", None) => Ok(Segment::Opaque),
+        ("sf-string", None) => Ok(Segment::SfString),
         ("random", Some(count)) => match count.parse::<u32>() {
             Ok(bytes @ 1..=1024) => Ok(Segment::Random(bytes)),
             _ => Err(format!(
@@ -529,6 +546,37 @@ mod tests {
         let with_uuid = KeyTemplate::parse("{opaque}:{uuid}").unwrap();
         assert_eq!(with_uuid.predictability(), Predictability::Unpredictable);
         assert!(KeyTemplate::parse("{opaque:16}").is_err());
+    }
+
+    /// `{sf-string}` is every key the draft's header carries: `{opaque}`'s
+    /// characters and the space; nothing else, in every dialect.
+    #[test]
+    fn sf_string_keys_are_printable_ascii_with_the_space() {
+        let template = KeyTemplate::parse("{sf-string}").unwrap();
+        assert!(template.is_opaque());
+        assert_eq!(template.predictability(), Predictability::ClientChosen);
+        assert_eq!(template.schema_pattern(), "^[ -~]+$");
+        assert!(template.pattern_matches(&template.regex()));
+        let regex = regex::Regex::new(&template.regex()).unwrap();
+        let schema = jsonschema::validator_for(
+            &serde_json::json!({"type": "string", "pattern": template.schema_pattern()}),
+        )
+        .unwrap();
+        for key in [
+            "8e03978e-40d5-43e8-bc93-6894a57f9324",
+            "a b",
+            " a",
+            "!~\"\\",
+        ] {
+            assert!(regex.is_match(key), "{key}");
+            assert!(schema.is_valid(&serde_json::json!(key)), "{key}");
+        }
+        for key in ["", "caf\u{e9}", "a\tb", "a\u{7f}"] {
+            assert!(!regex.is_match(key), "{key:?}");
+            assert!(!schema.is_valid(&serde_json::json!(key)), "{key:?}");
+        }
+        assert_eq!(template.max_len(|_| None), Some(1));
+        assert!(KeyTemplate::parse("{sf-string:8}").is_err());
     }
 
     #[test]
