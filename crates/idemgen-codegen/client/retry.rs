@@ -43,9 +43,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
 /// The response headers a server sets on an answer replayed from its
-/// idempotency record: idemgen's runtime says `Idempotent-Replayed`,
-/// other implementations `Idempotency-Replayed`.
-pub const REPLAYED_HEADERS: [&str; 2] = ["idempotent-replayed", "idempotency-replayed"];
+/// idempotency record: idemgen's runtime says `Idempotent-Replayed`, other
+/// implementations `Idempotency-Replayed` or either with an `X-` prefix;
+/// the value is `true`, or `?1` (an RFC 9651 boolean).
+pub const REPLAYED_HEADERS: [&str; 4] = [
+    "idempotent-replayed",
+    "idempotency-replayed",
+    "x-idempotent-replayed",
+    "x-idempotency-replayed",
+];
 
 /// The RFC 9457 problem type of a key used with a different request.
 pub const KEY_REUSED_TYPE: &str = "urn:idemgen:problem:key-reused";
@@ -488,8 +494,8 @@ pub struct Answer<R> {
     /// Every response header.
     pub headers: HeaderMap,
     /// Whether the server replayed the answer it stored for the first
-    /// request with this key (`Idempotent-Replayed: true` or
-    /// `Idempotency-Replayed: true`) instead of running the operation now.
+    /// request with this key (one of [`REPLAYED_HEADERS`] says so) instead
+    /// of running the operation now.
     pub replayed: bool,
     /// The key and every attempt.
     pub call: Call,
@@ -1185,9 +1191,9 @@ fn finish<R>(
     }
     Ok(Answer {
         replayed: REPLAYED_HEADERS.iter().any(|name| {
-            raw.headers
-                .get(*name)
-                .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"true"))
+            raw.headers.get(*name).is_some_and(|value| {
+                value.as_bytes().eq_ignore_ascii_case(b"true") || value.as_bytes() == b"?1"
+            })
         }),
         response,
         headers: raw.headers,
