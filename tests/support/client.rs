@@ -41,7 +41,7 @@ pub fn client_spec() -> String {
 
 /// Writes `contents` to `path` unless it already holds them, so an
 /// unchanged file keeps its time and cargo rebuilds nothing.
-fn write_if_changed(path: &Path, contents: &str) {
+pub fn write_if_changed(path: &Path, contents: &str) {
     if std::fs::read_to_string(path).ok().as_deref() != Some(contents) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, contents).unwrap();
@@ -94,36 +94,40 @@ pub fn driver() -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let _lock = DirLock::acquire(&dir.join(".build.lock"));
     generate_client();
-    let driver = dir.join("driver");
-    write_if_changed(
-        &driver.join("Cargo.toml"),
+    let path = build_program(
+        &dir.join("driver"),
         "[package]\nname = \"client-driver\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
          [workspace]\n\n[dependencies]\n\
          pay-client = { path = \"../pay-client\", default-features = false }\n\
          serde_json = \"1\"\n\
          tokio = { version = \"1\", features = [\"macros\", \"rt\"] }\n",
-    );
-    write_if_changed(
-        &driver.join("src/main.rs"),
         include_str!("client_driver.rs"),
-    );
-    // The versions the other builds in the shared target use.
-    if !driver.join("Cargo.lock").exists() {
-        std::fs::copy(root().join("Cargo.lock"), driver.join("Cargo.lock")).unwrap();
-    }
-    let output = build::cargo(&driver).arg("build").output().unwrap();
-    assert!(
-        output.status.success(),
-        "building the client driver failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = copy_aside(
-        &target_dir().join("debug/client-driver"),
-        &dir,
         "client-driver",
     );
     *built = Some(path.clone());
     path
+}
+
+/// Builds the program crate in `program` (its manifest and `src/main.rs`)
+/// in the shared target, with the versions the other builds there use,
+/// and copies its binary `name` beside it: the binary's path.
+pub fn build_program(program: &Path, manifest: &str, main: &str, name: &str) -> PathBuf {
+    write_if_changed(&program.join("Cargo.toml"), manifest);
+    write_if_changed(&program.join("src/main.rs"), main);
+    if !program.join("Cargo.lock").exists() {
+        std::fs::copy(root().join("Cargo.lock"), program.join("Cargo.lock")).unwrap();
+    }
+    let output = build::cargo(program).arg("build").output().unwrap();
+    assert!(
+        output.status.success(),
+        "building {name} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    copy_aside(
+        &target_dir().join("debug").join(name),
+        program.parent().unwrap(),
+        name,
+    )
 }
 
 /// How one call of the client ended, as the driver reports it.

@@ -33,7 +33,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::rng::Rng;
 use super::system::{Database, Dialect, Instance, Sink};
-use crate::support::build::{self, DirLock, copy_aside, root, target_dir};
+use crate::support::build::{DirLock, root, target_dir};
+use crate::support::client::build_program;
 
 /// The ledger's `window` and `server.max-processing` (`ledger.yaml`), which
 /// the instances are started with.
@@ -77,43 +78,18 @@ pub fn payer() -> PathBuf {
         "idemgen gen --client ledger.yaml: {}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let program = dir.join("payer");
-    write_if_changed(
-        &program.join("Cargo.toml"),
+    let path = build_program(
+        &dir.join("payer"),
         "[package]\nname = \"ledger-payer\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
          [workspace]\n\n[dependencies]\n\
          ledger-client = { path = \"../ledger-client\", default-features = false }\n\
          serde_json = \"1\"\n\
          tokio = { version = \"1\", features = [\"rt\", \"time\"] }\n",
-    );
-    write_if_changed(
-        &program.join("src/main.rs"),
         include_str!("../../support/ledger_payer.rs"),
-    );
-    // The versions the other builds in the shared target use.
-    if !program.join("Cargo.lock").exists() {
-        std::fs::copy(root().join("Cargo.lock"), program.join("Cargo.lock")).unwrap();
-    }
-    let output = build::cargo(&program).arg("build").output().unwrap();
-    assert!(
-        output.status.success(),
-        "building the ledger payer failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let path = copy_aside(
-        &target_dir().join("debug/ledger-payer"),
-        &dir,
         "ledger-payer",
     );
     *built = Some(path.clone());
     path
-}
-
-fn write_if_changed(path: &Path, contents: &str) {
-    if std::fs::read_to_string(path).ok().as_deref() != Some(contents) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, contents).unwrap();
-    }
 }
 
 fn now_ms() -> u64 {
