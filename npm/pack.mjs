@@ -45,10 +45,12 @@ function cargoPackage() {
 
 function pack(stage, outDir) {
   mkdirSync(outDir, { recursive: true });
+  // npm is npm.cmd on Windows, which only a shell runs.
   const out = execFileSync("npm", ["pack", "--json", "--pack-destination", resolve(outDir)], {
     cwd: stage,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
+    shell: process.platform === "win32",
   });
   const [{ filename }] = JSON.parse(out);
   console.log(join(resolve(outDir), filename));

@@ -184,6 +184,12 @@ git -C "$repo" rm --quiet --force api/openapi-broken.yaml
 (cd "$repo" && PIP_FIND_LINKS=$dist without_cargo "$tools" "$tools/pre-commit" run --all-files) | sed 's/^/    /'
 
 step "4. the Action's installer (scripts/action-install.sh) on a local release"
+# This machine as a runner, and a runner the release has no binary for.
+case "$host" in
+x86_64-unknown-linux-gnu) arch=X64 other_arch=ARM64 other_target=aarch64-unknown-linux-gnu ;;
+aarch64-unknown-linux-gnu) arch=ARM64 other_arch=X64 other_target=x86_64-unknown-linux-gnu ;;
+*) fail "the Action's installer is checked on Linux x86_64 or aarch64, not $host" ;;
+esac
 release="$work/release/v$version"
 mkdir -p "$release"
 cp "$dist/idemgen-$host.tar.gz" "$release/"
@@ -198,18 +204,18 @@ action() { # action WANT_EXIT RUNNER_ARCH LOG: the install step as the runner ru
     sed 's/^/    /' "$3"
     [ "$status" = "$1" ] || fail "scripts/action-install.sh exited $status, expected $1"
 }
-action 0 X64 "$work/action.log"
+action 0 "$arch" "$work/action.log"
 grep -q 'checked against SHA256SUMS' "$work/action.log" || fail "the Action did not check the checksum"
 [ "$(without_cargo "$(cat "$work/runner/path")" idemgen --version)" = "idemgen $version" ] ||
     fail "the Action's idemgen is not on the PATH it wrote"
 # A release whose binary does not match its checksum is refused.
 echo "0000000000000000000000000000000000000000000000000000000000000000  idemgen-$host.tar.gz" >"$release/SHA256SUMS"
-action 1 X64 "$work/action.log"
+action 1 "$arch" "$work/action.log"
 grep -q 'not installed' "$work/action.log" || fail "the Action did not refuse a wrong checksum"
 # A runner with no binary in the release: the source build, announced (here
 # without cargo on PATH, so it stops there).
-action 1 ARM64 "$work/action.log"
-grep -q 'has no release with idemgen-aarch64-unknown-linux-gnu.tar.gz: building idemgen from source' "$work/action.log" ||
+action 1 "$other_arch" "$work/action.log"
+grep -q "has no release with idemgen-$other_target.tar.gz: building idemgen from source" "$work/action.log" ||
     fail "the Action did not say it builds from source"
 
 step "5. actionlint on the workflows"
