@@ -76,7 +76,7 @@ add_broken_spec() {
 }
 
 if [ "$mode" = rust-hook ]; then
-    step "pre-commit's idemgen-lint hook (cargo install into target/, the release build)"
+    step "pre-commit's idemgen-lint hook (its cargo install reuses target/release's dependencies)"
     add_broken_spec
     try_repo 1 idemgen-lint CARGO_TARGET_DIR="$root/target"
     if grep -q '─\[api/openapi.yaml' "$work/hook.log"; then
