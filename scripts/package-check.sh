@@ -174,14 +174,20 @@ repos:
         types_or: [yaml, json]
 YAML
 git -C "$repo" add -A
+# pip takes idemgen from target/dist/ and, for pre-commit's placeholder
+# package, setuptools (hash-checked from the lock), from no index.
+sed -n '/^setuptools==/,/^ *# via/p' scripts/tools-requirements.txt | grep -v '# via' >"$work/setuptools.txt"
+"$tools/pip" download --quiet --no-deps --require-hashes --only-binary=:all: -d "$work/wheels" -r "$work/setuptools.txt"
+export PIP_NO_INDEX=1 PIP_FIND_LINKS="$dist $work/wheels"
 status=0
-(cd "$repo" && PIP_FIND_LINKS=$dist without_cargo "$tools" "$tools/pre-commit" run --all-files) >"$work/wheel-hook.log" 2>&1 || status=$?
+(cd "$repo" && without_cargo "$tools" "$tools/pre-commit" run --all-files) >"$work/wheel-hook.log" 2>&1 || status=$?
 sed 's/^/    /' "$work/wheel-hook.log"
 if [ "$status" != 1 ] || ! grep -q window-too-short "$work/wheel-hook.log"; then
     fail "the wheel hook exited $status on the broken spec; expected 1 with its finding"
 fi
 git -C "$repo" rm --quiet --force api/openapi-broken.yaml
-(cd "$repo" && PIP_FIND_LINKS=$dist without_cargo "$tools" "$tools/pre-commit" run --all-files) | sed 's/^/    /'
+(cd "$repo" && without_cargo "$tools" "$tools/pre-commit" run --all-files) | sed 's/^/    /'
+unset PIP_NO_INDEX PIP_FIND_LINKS
 
 step "4. the Action's installer (scripts/action-install.sh) on a local release"
 # This machine as a runner, and a runner the release has no binary for.
