@@ -32,6 +32,9 @@ pub fn target_dir() -> PathBuf {
 /// offline query data (no `DATABASE_URL` reaches the build). Debug builds
 /// carry no debuginfo, whose linking dominated these builds, and no
 /// incremental cache: each of these crates is compiled once, never edited.
+/// Release builds keep cargo's default LTO, codegen units and stripping,
+/// not the workspace's tuning for the shipped CLI (minutes more per example
+/// build, and nothing these tests measure).
 pub fn cargo(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO"));
     for setting in package_profiles() {
@@ -42,6 +45,9 @@ pub fn cargo(dir: &Path) -> Command {
         .env("CARGO_TARGET_DIR", target_dir())
         .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env("CARGO_INCREMENTAL", "0")
+        .env("CARGO_PROFILE_RELEASE_LTO", "false")
+        .env("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "16")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
         .env_remove("DATABASE_URL")
         .env_remove("TEST_DATABASE_URL")
         .env_remove("SQLX_OFFLINE_DIR")
