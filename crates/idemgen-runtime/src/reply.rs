@@ -184,9 +184,12 @@ impl Request {
     /// `Content-Type`, charset or `Content-Encoding`) is `415`, a body
     /// that is not JSON is `400`, JSON that does not fit `T` (a missing
     /// field, a wrong type) is `422`, all as `application/problem+json`
-    /// saying where. A whole number written
-    /// with a fraction (`1999.0`) fits an integer field, as it fits JSON
-    /// Schema's `integer`.
+    /// saying where. Numbers are read by their exact decimal value, the
+    /// one the request's fingerprint hashes: a whole number written with a
+    /// fraction (`1999.0`, `1.999e3`) fits an integer field, as it fits
+    /// JSON Schema's `integer`, while a number that is not whole
+    /// (`99.99999999999999`, `100.0000000000000001`) or beyond any float
+    /// (`1e400`) is refused naming the field, whatever float is nearest.
     ///
     /// ```
     /// use idemgen_runtime::Request;
@@ -201,6 +204,8 @@ impl Request {
     /// };
     /// assert_eq!(request(r#"{"amount": 5}"#).body_as::<Pay>().unwrap().amount, 5);
     /// assert_eq!(request(r#"{"amount": 5.0}"#).body_as::<Pay>().unwrap().amount, 5);
+    /// let inexact = request(r#"{"amount": 4.9999999999999999}"#).body_as::<Pay>();
+    /// assert_eq!(inexact.err().unwrap().status.as_u16(), 422);
     /// let refused = request(r#"{"amount": "5"}"#).body_as::<Pay>().err().unwrap();
     /// assert_eq!(refused.status.as_u16(), 422);
     /// assert_eq!(request("{").body_as::<Pay>().err().unwrap().status.as_u16(), 400);
@@ -216,16 +221,19 @@ impl Request {
         if let Some(why) = not_plain_json(&self.headers) {
             return Err(unsupported_media_type(&why));
         }
-        let mut value: serde_json::Value = serde_json::from_slice(&self.body).map_err(|error| {
-            Reply::refusal(ProblemKind::InvalidBody, 
+        let unfit = |why: String| Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &why);
+        let exact = crate::input::exact_json(&self.body).map_err(|unread| match unread {
+            crate::input::Unread::NotJson(why) => Reply::refusal(
+                ProblemKind::InvalidBody,
                 StatusCode::BAD_REQUEST,
-                &format!("the body is not JSON: {error}"),
-            )
+                &format!("the body is not JSON: {why}"),
+            ),
+            crate::input::Unread::Ambiguous(why) => {
+                Reply::refusal(ProblemKind::AmbiguousBody, StatusCode::BAD_REQUEST, &why)
+            }
+            crate::input::Unread::Unfit(why) => unfit(why),
         })?;
-        crate::input::whole_numbers_as_integers(&mut value);
-        serde_json::from_value(value).map_err(|error| {
-            Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &error.to_string())
-        })
+        crate::input::decode_exact(&exact).map_err(unfit)
     }
 
     pub fn path_param(&self, name: &str) -> Option<&str> {

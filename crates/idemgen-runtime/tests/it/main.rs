@@ -13,6 +13,7 @@ mod commit_outcome;
 #[allow(dead_code)]
 mod created_headers_models;
 mod engine;
+mod exact_numbers;
 mod galera_lost_races;
 mod hand_written;
 mod ietf_draft;
