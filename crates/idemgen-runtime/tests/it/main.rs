@@ -23,6 +23,7 @@ mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
 mod purge_races;
+mod refused_values;
 mod request_reading;
 mod response_headers;
 mod security;
