@@ -161,9 +161,13 @@ pub async fn serve_with_header_timeout(
     let listener = tokio::net::TcpListener::bind(listen_addr).await?;
     tracing::info!(address = %listener.local_addr()?, "listening");
     let mut builder = hyper::server::conn::http1::Builder::new();
+    // `half_close`: a client that shuts down its sending side once its
+    // request is sent (`shutdown(SHUT_WR)`) still gets the answer; without
+    // it the request ran (a payment was made) and the answer was dropped.
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(header_timeout)
+        .half_close(true);
     let graceful = GracefulShutdown::new();
     let mut shutting_down = std::pin::pin!(shutdown());
     loop {
