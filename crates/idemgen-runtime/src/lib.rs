@@ -101,6 +101,7 @@ engine! {
     mod db;
     mod engine;
     mod fingerprint;
+    mod in_flight;
     mod in_place;
     mod input;
     mod key;
@@ -131,6 +132,7 @@ engine! {
     pub use reply::{BODY_READ_TIMEOUT, IntoRequest, MAX_BODY_BYTES, Reply, Request};
     pub use security::{
         ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
+        read_authenticated,
     };
     pub use store::StoreError;
     pub use time::{now_ms, rfc3339};

@@ -91,6 +91,8 @@ problem_kinds! {
     BodyTooLarge = "body-too-large", "request body too large";
     /// A body that did not arrive in time (408).
     BodyTooSlow = "body-too-slow", "request body too slow";
+    /// Too many request bodies being read at once (503, `Retry-After`).
+    Overloaded = "overloaded", "server overloaded";
     /// No database connection or answer in time: retry after `Retry-After`.
     ServerBusy = "server-busy", "server busy";
     /// An operation without a key lost a database race to another request.

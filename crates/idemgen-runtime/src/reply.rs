@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::in_flight::{InFlight, Reservation};
 use crate::principal::Principal;
 use crate::problem::{self, ProblemKind};
 
@@ -68,7 +69,20 @@ impl Request {
     /// Reads an axum request: its body up to [`MAX_BODY_BYTES`] (413
     /// beyond), path parameters (when routed by axum), query and headers.
     pub async fn read(request: axum::extract::Request) -> Result<Request, Response> {
-        let (mut parts, body) = request.into_parts();
+        let (parts, body) = request.into_parts();
+        let budget = parts.extensions.get::<InFlight>().cloned();
+        let mut request = Request::read_head(parts).await?;
+        request.body = read_body(&request.headers, body, budget).await?;
+        Ok(request)
+    }
+
+    /// Everything of a request but its body (left empty), refusing what
+    /// can be refused without reading it: a transfer coding hyper does
+    /// not undo (501), a declared length past [`MAX_BODY_BYTES`] (413),
+    /// path and query parameters that are not UTF-8 (400).
+    pub(crate) async fn read_head(
+        mut parts: axum::http::request::Parts,
+    ) -> Result<Request, Response> {
         // hyper undoes `chunked` only, and once: a body under any other
         // transfer coding, or chunked twice, would be read as if it had none.
         match transfer_codings(&parts.headers) {
@@ -93,38 +107,9 @@ impl Request {
                 .into_response());
             }
         }
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<usize>().ok());
-        if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+        if declared_length(&parts.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
             return Err(too_large());
         }
-        // A bounded read fails for a body over the limit (413), or for one
-        // hyper cannot parse (a chunk size past u64, a chunk extension too
-        // long) or a client that went away (400; it will not see it).
-        // A client that sends its body slowly would hold the connection
-        // and up to a megabyte of memory for as long as it likes: it gets
-        // [`BODY_READ_TIMEOUT`].
-        let body = match tokio::time::timeout(
-            BODY_READ_TIMEOUT,
-            axum::body::to_bytes(body, MAX_BODY_BYTES),
-        )
-        .await
-        {
-            Ok(read) => read.map_err(|error| unreadable_body(&error))?,
-            Err(_) => {
-                return Err(Reply::refusal(ProblemKind::BodyTooSlow, 
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!(
-                        "the body did not arrive within {} s; send it again with the same key",
-                        BODY_READ_TIMEOUT.as_secs()
-                    ),
-                )
-                .into_response());
-            }
-        };
         let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
         let path_params = match path_params {
             Ok(Path(params)) => params,
@@ -163,7 +148,7 @@ impl Request {
             query,
             query_pairs,
             headers: parts.headers,
-            body,
+            body: Bytes::new(),
             principal,
             downstream_key: None,
         })
@@ -598,14 +583,85 @@ fn not_utf8_query_pair(query: &str) -> Option<String> {
 
 /// The answer to a body `error` stopped reading: 413 over the limit,
 /// else 400 saying what hyper found.
-fn unreadable_body(error: &axum::Error) -> Response {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = cause {
-        if current.is::<http_body_util::LengthLimitError>() {
-            return too_large();
-        }
-        cause = current.source();
+/// The `Content-Length` a request declares, if it declares one.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok())
+}
+
+/// Reads a request's body, up to [`MAX_BODY_BYTES`] (413 beyond) and
+/// within [`BODY_READ_TIMEOUT`] (408), counting it against the bytes of
+/// bodies its server reads at once (`503` with `Retry-After` past
+/// them): a declared length is counted before anything is read, a
+/// chunked body as it arrives. It is read into one buffer of the declared
+/// size, so a body costs its size once.
+/// A body hyper cannot parse (a chunk size past u64, a chunk extension
+/// too long) or whose client went away is a 400 (it will not see it).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    budget: Option<InFlight>,
+) -> Result<Bytes, Response> {
+    use http_body_util::BodyExt;
+
+    let declared = declared_length(headers);
+    let mut reservation = Reservation::new(budget);
+    if declared.is_some_and(|length| !reservation.grow(length)) {
+        return Err(too_busy());
     }
+    let read = async {
+        let mut buffer = Vec::with_capacity(declared.unwrap_or(0).min(MAX_BODY_BYTES));
+        let mut body = std::pin::pin!(body);
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|error| unreadable_body(&error))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let length = buffer.len() + data.len();
+            if length > MAX_BODY_BYTES {
+                return Err(too_large());
+            }
+            let beyond = length.saturating_sub(reservation.bytes());
+            if beyond > 0 && !reservation.grow(beyond) {
+                return Err(too_busy());
+            }
+            buffer.extend_from_slice(&data);
+        }
+        Ok(Bytes::from(buffer))
+    };
+    match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Ok(read) => read,
+        Err(_) => Err(Reply::refusal(
+            ProblemKind::BodyTooSlow,
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the body did not arrive within {} s; send it again with the same key",
+                BODY_READ_TIMEOUT.as_secs()
+            ),
+        )
+        .into_response()),
+    }
+}
+
+/// The answer to a body that would take the bytes of bodies read at once
+/// past their bound: nothing was read or recorded, and the client retries.
+fn too_busy() -> Response {
+    let mut response = Reply::refusal(
+        ProblemKind::Overloaded,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many request bodies are being read at once; nothing was processed or recorded, \
+         retry after `Retry-After` with the same key",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+fn unreadable_body(error: &axum::Error) -> Response {
     Reply::refusal(
         ProblemKind::InvalidBody,
         StatusCode::BAD_REQUEST,

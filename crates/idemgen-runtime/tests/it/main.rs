@@ -5,6 +5,7 @@
 //! example over HTTP, and the races, faults and slow clients around it.
 //! A module whose server is not configured prints `SKIPPED: why`.
 
+mod bounded_memory;
 mod canonical_json;
 mod clients_that_leave;
 mod commit_outcome;
