@@ -581,8 +581,6 @@ fn not_utf8_query_pair(query: &str) -> Option<String> {
         })
 }
 
-/// The answer to a body `error` stopped reading: 413 over the limit,
-/// else 400 saying what hyper found.
 /// The `Content-Length` a request declares, if it declares one.
 fn declared_length(headers: &HeaderMap) -> Option<usize> {
     headers
@@ -661,6 +659,8 @@ fn too_busy() -> Response {
     response
 }
 
+/// The answer to a body `error` stopped reading: 400 saying what hyper
+/// found.
 fn unreadable_body(error: &axum::Error) -> Response {
     Reply::refusal(
         ProblemKind::InvalidBody,

@@ -127,7 +127,11 @@ async fn a_failed_business_step_rolls_back_with_the_record_and_a_retry_runs_agai
         1
     );
     let (status, replayed, body) = service.pay("A1", &key, json!({"amount": -5})).await;
-    assert_eq!((status, replayed), (StatusCode::BAD_REQUEST, false), "{body}");
+    assert_eq!(
+        (status, replayed),
+        (StatusCode::BAD_REQUEST, false),
+        "{body}"
+    );
     assert_eq!(service.count("SELECT paid FROM orders").await, 0);
 
     // An unknown order is a 404, recorded as failed; once it exists, the
