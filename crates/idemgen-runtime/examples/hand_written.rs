@@ -85,8 +85,9 @@ struct Receipt {
 }
 
 /// What can go wrong inside the business step. Any error rolls the
-/// business write back, answers 500 and records the attempt as failed, so
-/// a retry with the same key runs again.
+/// business write back and a retry with the same key runs again: a value
+/// the database refuses is answered 400 and recorded as the attempt's
+/// failure, any other error 500 with the claim released.
 #[derive(Debug)]
 pub enum PayError {
     Database(sqlx::Error),
@@ -162,7 +163,8 @@ async fn pay_order(tx: &mut Tx, request: &Request) -> Result<Reply, PayError> {
     }
     let paid_at = idemgen_runtime::now_ms();
     // A non-positive amount fails the CHECK here, after the UPDATE above:
-    // the error rolls both back.
+    // the error rolls both back, and the database's refusal of the value
+    // is answered 400 (`value-refused`) and recorded as the key's failure.
     sqlx::query("INSERT INTO payments (order_id, amount, paid_at) VALUES (?, ?, ?)")
         .bind(&order)
         .bind(payment.amount)

@@ -305,6 +305,12 @@ pub(crate) enum Failure {
     /// or reset, server shutting down, no free connection in time): the
     /// request was not processed and may be retried with the same key.
     Unavailable,
+    /// The database refused a value the request carried: a string with a
+    /// byte its encoding cannot hold (PostgreSQL refuses NUL), one too long
+    /// for its column, a number out of its column's range, a CHECK
+    /// constraint. The same request would be refused again: the client's
+    /// to fix, answered `400`, never a 500.
+    Refused,
     /// Anything else: a bug or a schema problem.
     Other,
 }
@@ -370,6 +376,11 @@ pub(crate) async fn begin_on(connection: PoolConnection) -> Result<Tx, sqlx::Err
 fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
     // SQLITE_BUSY and SQLITE_LOCKED, with their extended codes.
     let code = error.code().and_then(|code| code.parse::<i32>().ok());
+    // SQLITE_CONSTRAINT_CHECK, SQLITE_CONSTRAINT_DATATYPE (a STRICT
+    // table's column), SQLITE_TOOBIG, SQLITE_MISMATCH
+    if matches!(code, Some(275 | 3091 | 18 | 20)) {
+        return Failure::Refused;
+    }
     match code.map(|code| code & 0xff) {
         Some(5 | 6) => Failure::LostRace,
         // SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_FULL
@@ -392,7 +403,14 @@ fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
         // a Galera node outside the primary component, 1927 connection
         // killed, 1317 query interrupted, 2006/2013 server gone away.
         Some(1040 | 1047 | 1053 | 1180 | 1317 | 1927 | 2006 | 2013) => Failure::Unavailable,
+        // 1264 out of range, 1265 data truncated, 1292 truncated incorrect
+        // value, 1366 incorrect string (or integer) value, 1367 illegal
+        // value, 1406 data too long, 1690 value out of range, 3819 (MySQL)
+        // and 4025 (MariaDB) CHECK constraint violated.
+        Some(1264 | 1265 | 1292 | 1366 | 1367 | 1406 | 1690 | 3819 | 4025) => Failure::Refused,
         _ if error.code().as_deref() == Some("40001") => Failure::LostRace,
+        // data exception
+        _ if error.code().is_some_and(|code| code.starts_with("22")) => Failure::Refused,
         _ if error.code().is_some_and(|code| code.starts_with("08")) => Failure::Unavailable,
         _ => Failure::Other,
     }
@@ -412,6 +430,10 @@ fn classify_code(error: &dyn sqlx::error::DatabaseError) -> Failure {
         {
             Failure::Unavailable
         }
+        // data exception (22001 too long, 22003 out of range, 22021 a byte
+        // sequence the encoding cannot hold, NUL included, 22P02 invalid
+        // text for the type, …), check_violation
+        Some(code) if code.starts_with("22") || code == "23514" => Failure::Refused,
         _ => Failure::Other,
     }
 }

@@ -199,6 +199,8 @@ enum Stop {
     LostRace,
     Unavailable,
     DeadlineExceeded,
+    /// The database refused a value of the request ([`Failure::Refused`]).
+    Refused,
     Error,
 }
 
@@ -531,6 +533,7 @@ impl Idempotency {
                 );
                 retry_later(ProblemKind::ProcessingTooLong, 503, retry_after)
             }
+            Stop::Refused => refused_value(operation, error).into_response(),
             Stop::Error => {
                 tracing::error!(operation = operation.name, ?error, "database error");
                 problem(ProblemKind::InternalError, 
@@ -992,6 +995,9 @@ impl Call {
                 }
                 let database = database_error(error.as_ref());
                 let stop = database.map_or(Stop::Error, stop_for);
+                if stop == Stop::Refused {
+                    return self.refused(database).await;
+                }
                 if stop == Stop::LostRace {
                     self.operation.metrics.lost_race(LostRace::Business);
                 }
@@ -1095,7 +1101,12 @@ impl Call {
                 // token: if a takeover is what made the completion fail (a
                 // serialization failure, a lock wait), it matches nothing.
                 engine.release(operation, &claim).await;
-                let stop = stop_for(&error);
+                // The answer being stored is the business code's, not the
+                // client's: a value of it the table refuses is a bug here.
+                let stop = match stop_for(&error) {
+                    Stop::Refused => Stop::Error,
+                    stop => stop,
+                };
                 if stop == Stop::LostRace {
                     operation.metrics.lost_race(LostRace::Commit);
                     return engine.answer_from_record(operation, &claim).await;
@@ -1114,9 +1125,11 @@ impl Call {
             }
             // The server answered the COMMIT with an error of its own (a
             // deferred constraint, say): it rolled back, certainly.
-            Err(error @ sqlx::Error::Database(_)) if classify(&error) == Failure::Other => {
+            Err(error @ sqlx::Error::Database(_))
+                if matches!(classify(&error), Failure::Other | Failure::Refused) =>
+            {
                 engine.release(operation, &claim).await;
-                engine.stopped(operation, contract, Stop::Error, Some(&error))
+                engine.stopped(operation, contract, stop_for(&error), Some(&error))
             }
             // The commit's outcome is unknown (the connection broke while
             // it ran, the server went away): it may have happened. The release only matches a
@@ -1140,6 +1153,28 @@ impl Call {
         let operation = self.operation;
         self.abandon().await;
         engine.stopped(operation, operation.contract.as_ref(), stop, error)
+    }
+
+    /// The business write met a database that refused a value of the
+    /// request: rolled back, and answered `400` like a business refusal,
+    /// so recorded as a failure (`failed: retry` runs a retry again and
+    /// it is refused again; `failed: reject` answers the conflict).
+    async fn refused(self, error: Option<&sqlx::Error>) -> Response {
+        let Call {
+            engine,
+            operation,
+            tx,
+            claim,
+            ..
+        } = self;
+        if let Err(error) = tx.rollback().await {
+            tracing::debug!(operation = operation.name, %error, "rollback failed");
+        }
+        let reply = refused_value(operation, error);
+        if let Some(claim) = &claim {
+            engine.record_failure(operation, claim, &reply).await;
+        }
+        reply.into_response()
     }
 
     /// Rolls back and releases the claim, so a retry runs again.
@@ -1260,6 +1295,39 @@ pub async fn within_lease<T>(
     }
 }
 
+/// The answer to a value the database refused, which it names (the
+/// database's own words: `value too long for type character varying(64)`,
+/// `Data too long for column 'txn_id'`, a CHECK constraint's name), logged
+/// once as a warning: the client is at fault, but a schema that lets such
+/// a value through to the database says less than the database does.
+fn refused_value(operation: &Operation, error: Option<&sqlx::Error>) -> Reply {
+    let what = match error {
+        Some(sqlx::Error::Database(error)) => {
+            let message = error.message();
+            let line = message.lines().next().unwrap_or_default();
+            match line.char_indices().nth(200) {
+                Some((end, _)) => format!("{}…", &line[..end]),
+                None => line.to_string(),
+            }
+        }
+        Some(error) => error.to_string(),
+        None => "a value of the request".to_string(),
+    };
+    tracing::warn!(
+        operation = operation.name,
+        refused = %what,
+        "the database refused a value of the request; answered 400"
+    );
+    Reply::refusal(
+        ProblemKind::ValueRefused,
+        StatusCode::BAD_REQUEST,
+        &format!(
+            "the database refused a value of this request ({what}); nothing was committed, \
+             and the same request would be refused again"
+        ),
+    )
+}
+
 /// The database error somewhere in `error`'s chain, if any.
 fn database_error<'a>(error: &'a (dyn Error + 'static)) -> Option<&'a sqlx::Error> {
     let mut next = Some(error);
@@ -1280,6 +1348,7 @@ fn stop_of(failure: Failure) -> Stop {
     match failure {
         Failure::LostRace => Stop::LostRace,
         Failure::Unavailable => Stop::Unavailable,
+        Failure::Refused => Stop::Refused,
         Failure::Other => Stop::Error,
     }
 }

@@ -218,25 +218,75 @@ fn invalid(param: &Param, what: &str, text: &str) -> Reply {
     )
 }
 
-/// Whole numbers written with a fraction (`1999.0`, `2e3`) as integers:
-/// JSON Schema's `integer` is a value, not a spelling, so such a number
-/// fits an `integer` schema (and a Rust integer field) while a `number`
-/// field takes an integer as well. Beyond 2^53 a float is not exact, and
-/// it is left alone.
-pub(crate) fn whole_numbers_as_integers(value: &mut Value) {
-    const EXACT: f64 = 9_007_199_254_740_992.0;
-    match value {
-        Value::Number(number) if !(number.is_i64() || number.is_u64()) => {
-            if let Some(float) = number.as_f64()
-                && float.fract() == 0.0
-                && float.abs() <= EXACT
-            {
-                *number = Number::from(float as i64);
-            }
+/// Why a body could not be read exactly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Unread {
+    /// Not JSON.
+    NotJson(String),
+    /// JSON with no single meaning (a member named twice, half a
+    /// surrogate pair), which the fingerprint refuses too.
+    Ambiguous(String),
+    /// JSON holding a value no field can take (a number beyond any
+    /// float), naming where.
+    Unfit(String),
+}
+
+/// The body as the text its fingerprint hashes: canonical JSON, in which
+/// every number is written by its exact decimal value and a whole number
+/// up to 21 digits as an integer (`1999.0`, `1.999e3` → `1999`), while one
+/// that is not whole keeps its fraction, however close to an integer
+/// (`99.99999999999999`). Decoding this text instead of the body read
+/// through floats means JSON Schema's `integer` is a value, not a
+/// spelling, that an integer field is never given a rounded number, and
+/// that the business code sees the very value the fingerprint covers.
+pub(crate) fn exact_json(body: &[u8]) -> Result<Vec<u8>, Unread> {
+    use crate::canonical_json::{Reason, canonicalize};
+    let refused = match canonicalize(body) {
+        Ok(canonical) => return Ok(canonical),
+        Err(refused) => refused,
+    };
+    // serde_json's words for what is wrong (a number beyond any float is
+    // named by its field), the canonical reader's for what only it refuses.
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    let serde_says = serde_path_to_error::deserialize::<_, Value>(&mut reader).err();
+    let out_of_range = serde_says
+        .as_ref()
+        .filter(|error| error.inner().to_string().starts_with("number out of range"))
+        .map(where_);
+    match (&refused.reason, out_of_range, serde_says) {
+        (Reason::ExponentTooLarge, Some(field), _) => Err(Unread::Unfit(field)),
+        (Reason::ExponentTooLarge, None, _) => Err(Unread::Unfit(refused.to_string())),
+        (Reason::Syntax(_) | Reason::TooDeep, None, Some(error)) => {
+            Err(Unread::NotJson(error.into_inner().to_string()))
         }
-        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
-        Value::Object(members) => members.values_mut().for_each(whole_numbers_as_integers),
-        _ => {}
+        (Reason::DuplicateMember(_) | Reason::LoneSurrogate, _, _) => {
+            Err(Unread::Ambiguous(refused.to_string()))
+        }
+        _ => Err(Unread::NotJson(refused.to_string())),
+    }
+}
+
+/// `T` from the text [`exact_json`] made; on failure what does not fit
+/// and where (`amount: invalid type: floating point …, expected u32`).
+pub(crate) fn decode_exact<T: DeserializeOwned>(canonical: &[u8]) -> Result<T, String> {
+    let mut reader = serde_json::Deserializer::from_slice(canonical);
+    serde_path_to_error::deserialize(&mut reader).map_err(|error| where_(&error))
+}
+
+/// An error with the field it is about and without serde_json's line and
+/// column, which count in the canonical text rather than the body sent.
+fn where_(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let inner = error.inner();
+    let mut what = inner.to_string();
+    let position = format!(" at line {} column {}", inner.line(), inner.column());
+    if inner.line() != 0
+        && let Some(stripped) = what.strip_suffix(&position)
+    {
+        what = stripped.to_string();
+    }
+    match error.path().to_string().as_str() {
+        "." => what,
+        path => format!("`{path}`: {what}"),
     }
 }
 
@@ -312,17 +362,5 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
-    }
-
-    #[test]
-    fn whole_floats_become_integers() {
-        let mut value: Value =
-            serde_json::from_str(r#"{"a": 1999.0, "b": [2e3, 0.5], "c": 1e300}"#).unwrap();
-        whole_numbers_as_integers(&mut value);
-        assert_eq!(value["a"], 1999);
-        assert!(value["a"].is_i64());
-        assert_eq!(value["b"][0], 2000);
-        assert_eq!(value["b"][1], 0.5);
-        assert!(value["c"].is_f64());
     }
 }

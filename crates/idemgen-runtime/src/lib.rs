@@ -101,6 +101,7 @@ engine! {
     mod db;
     mod engine;
     mod fingerprint;
+    mod in_flight;
     mod in_place;
     mod input;
     mod key;
@@ -133,6 +134,7 @@ engine! {
     };
     pub use security::{
         ApiKeyIn, Credential, NoVerifier, Refusal, Scheme, SchemeKind, Security, Verify, authenticate,
+        read_authenticated,
     };
     pub use store::StoreError;
     pub use time::{now_ms, rfc3339};

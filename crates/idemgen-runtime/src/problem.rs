@@ -75,6 +75,10 @@ problem_kinds! {
     InvalidBody = "invalid-body", "invalid request body";
     /// JSON that does not fit the operation's schema.
     SchemaMismatch = "schema-mismatch", "request does not match its schema";
+    /// A value the database refused to store or compare (a string with a
+    /// byte its encoding cannot hold, too long for its column, a number
+    /// out of range, a CHECK constraint): the request is at fault.
+    ValueRefused = "value-refused", "value refused";
     /// A path, query or header parameter that does not fit its schema.
     InvalidParameters = "invalid-parameters", "invalid parameters";
     /// A body declared as something other than UTF-8 JSON: another media
@@ -87,6 +91,8 @@ problem_kinds! {
     BodyTooLarge = "body-too-large", "request body too large";
     /// A body that did not arrive in time (408).
     BodyTooSlow = "body-too-slow", "request body too slow";
+    /// Too many request bodies being read at once (503, `Retry-After`).
+    Overloaded = "overloaded", "server overloaded";
     /// No database connection or answer in time: retry after `Retry-After`.
     ServerBusy = "server-busy", "server busy";
     /// An operation without a key lost a database race to another request.

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::in_flight::{InFlight, Reservation};
 use crate::principal::Principal;
 use crate::problem::{self, ProblemKind};
 
@@ -72,7 +73,20 @@ impl Request {
     /// Reads an axum request: its body up to [`MAX_BODY_BYTES`] (413
     /// beyond), path parameters (when routed by axum), query and headers.
     pub async fn read(request: axum::extract::Request) -> Result<Request, Response> {
-        let (mut parts, body) = request.into_parts();
+        let (parts, body) = request.into_parts();
+        let budget = parts.extensions.get::<InFlight>().cloned();
+        let mut request = Request::read_head(parts).await?;
+        request.body = read_body(&request.headers, body, budget).await?;
+        Ok(request)
+    }
+
+    /// Everything of a request but its body (left empty), refusing what
+    /// can be refused without reading it: a transfer coding hyper does
+    /// not undo (501), a declared length past [`MAX_BODY_BYTES`] (413),
+    /// path and query parameters that are not UTF-8 (400).
+    pub(crate) async fn read_head(
+        mut parts: axum::http::request::Parts,
+    ) -> Result<Request, Response> {
         // hyper undoes `chunked` only, and once: a body under any other
         // transfer coding, or chunked twice, would be read as if it had none.
         match transfer_codings(&parts.headers) {
@@ -97,38 +111,9 @@ impl Request {
                 .into_response());
             }
         }
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<usize>().ok());
-        if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+        if declared_length(&parts.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
             return Err(too_large());
         }
-        // A bounded read fails for a body over the limit (413), or for one
-        // hyper cannot parse (a chunk size past u64, a chunk extension too
-        // long) or a client that went away (400; it will not see it).
-        // A client that sends its body slowly would hold the connection
-        // and up to a megabyte of memory for as long as it likes: it gets
-        // [`BODY_READ_TIMEOUT`].
-        let body = match tokio::time::timeout(
-            BODY_READ_TIMEOUT,
-            axum::body::to_bytes(body, MAX_BODY_BYTES),
-        )
-        .await
-        {
-            Ok(read) => read.map_err(|error| unreadable_body(&error))?,
-            Err(_) => {
-                return Err(Reply::refusal(ProblemKind::BodyTooSlow, 
-                    StatusCode::REQUEST_TIMEOUT,
-                    &format!(
-                        "the body did not arrive within {} s; send it again with the same key",
-                        BODY_READ_TIMEOUT.as_secs()
-                    ),
-                )
-                .into_response());
-            }
-        };
         let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
         let path_params = match path_params {
             Ok(Path(params)) => params,
@@ -167,7 +152,7 @@ impl Request {
             query,
             query_pairs,
             headers: parts.headers,
-            body,
+            body: Bytes::new(),
             principal,
             downstream_key: None,
         })
@@ -188,9 +173,12 @@ impl Request {
     /// `Content-Type`, charset or `Content-Encoding`) is `415`, a body
     /// that is not JSON is `400`, JSON that does not fit `T` (a missing
     /// field, a wrong type) is `422`, all as `application/problem+json`
-    /// saying where. A whole number written
-    /// with a fraction (`1999.0`) fits an integer field, as it fits JSON
-    /// Schema's `integer`.
+    /// saying where. Numbers are read by their exact decimal value, the
+    /// one the request's fingerprint hashes: a whole number written with a
+    /// fraction (`1999.0`, `1.999e3`) fits an integer field, as it fits
+    /// JSON Schema's `integer`, while a number that is not whole
+    /// (`99.99999999999999`, `100.0000000000000001`) or beyond any float
+    /// (`1e400`) is refused naming the field, whatever float is nearest.
     ///
     /// ```
     /// use idemgen_runtime::Request;
@@ -205,6 +193,8 @@ impl Request {
     /// };
     /// assert_eq!(request(r#"{"amount": 5}"#).body_as::<Pay>().unwrap().amount, 5);
     /// assert_eq!(request(r#"{"amount": 5.0}"#).body_as::<Pay>().unwrap().amount, 5);
+    /// let inexact = request(r#"{"amount": 4.9999999999999999}"#).body_as::<Pay>();
+    /// assert_eq!(inexact.err().unwrap().status.as_u16(), 422);
     /// let refused = request(r#"{"amount": "5"}"#).body_as::<Pay>().err().unwrap();
     /// assert_eq!(refused.status.as_u16(), 422);
     /// assert_eq!(request("{").body_as::<Pay>().err().unwrap().status.as_u16(), 400);
@@ -220,16 +210,19 @@ impl Request {
         if let Some(why) = not_plain_json(&self.headers) {
             return Err(unsupported_media_type(&why));
         }
-        let mut value: serde_json::Value = serde_json::from_slice(&self.body).map_err(|error| {
-            Reply::refusal(ProblemKind::InvalidBody, 
+        let unfit = |why: String| Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &why);
+        let exact = crate::input::exact_json(&self.body).map_err(|unread| match unread {
+            crate::input::Unread::NotJson(why) => Reply::refusal(
+                ProblemKind::InvalidBody,
                 StatusCode::BAD_REQUEST,
-                &format!("the body is not JSON: {error}"),
-            )
+                &format!("the body is not JSON: {why}"),
+            ),
+            crate::input::Unread::Ambiguous(why) => {
+                Reply::refusal(ProblemKind::AmbiguousBody, StatusCode::BAD_REQUEST, &why)
+            }
+            crate::input::Unread::Unfit(why) => unfit(why),
         })?;
-        crate::input::whole_numbers_as_integers(&mut value);
-        serde_json::from_value(value).map_err(|error| {
-            Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &error.to_string())
-        })
+        crate::input::decode_exact(&exact).map_err(unfit)
     }
 
     pub fn path_param(&self, name: &str) -> Option<&str> {
@@ -592,16 +585,87 @@ fn not_utf8_query_pair(query: &str) -> Option<String> {
         })
 }
 
-/// The answer to a body `error` stopped reading: 413 over the limit,
-/// else 400 saying what hyper found.
-fn unreadable_body(error: &axum::Error) -> Response {
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(current) = cause {
-        if current.is::<http_body_util::LengthLimitError>() {
-            return too_large();
-        }
-        cause = current.source();
+/// The `Content-Length` a request declares, if it declares one.
+fn declared_length(headers: &HeaderMap) -> Option<usize> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok())
+}
+
+/// Reads a request's body, up to [`MAX_BODY_BYTES`] (413 beyond) and
+/// within [`BODY_READ_TIMEOUT`] (408), counting it against the bytes of
+/// bodies its server reads at once (`503` with `Retry-After` past
+/// them): a declared length is counted before anything is read, a
+/// chunked body as it arrives. It is read into one buffer of the declared
+/// size, so a body costs its size once.
+/// A body hyper cannot parse (a chunk size past u64, a chunk extension
+/// too long) or whose client went away is a 400 (it will not see it).
+pub(crate) async fn read_body(
+    headers: &HeaderMap,
+    body: axum::body::Body,
+    budget: Option<InFlight>,
+) -> Result<Bytes, Response> {
+    use http_body_util::BodyExt;
+
+    let declared = declared_length(headers);
+    let mut reservation = Reservation::new(budget);
+    if declared.is_some_and(|length| !reservation.grow(length)) {
+        return Err(too_busy());
     }
+    let read = async {
+        let mut buffer = Vec::with_capacity(declared.unwrap_or(0).min(MAX_BODY_BYTES));
+        let mut body = std::pin::pin!(body);
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|error| unreadable_body(&error))?;
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            let length = buffer.len() + data.len();
+            if length > MAX_BODY_BYTES {
+                return Err(too_large());
+            }
+            let beyond = length.saturating_sub(reservation.bytes());
+            if beyond > 0 && !reservation.grow(beyond) {
+                return Err(too_busy());
+            }
+            buffer.extend_from_slice(&data);
+        }
+        Ok(Bytes::from(buffer))
+    };
+    match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+        Ok(read) => read,
+        Err(_) => Err(Reply::refusal(
+            ProblemKind::BodyTooSlow,
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the body did not arrive within {} s; send it again with the same key",
+                BODY_READ_TIMEOUT.as_secs()
+            ),
+        )
+        .into_response()),
+    }
+}
+
+/// The answer to a body that would take the bytes of bodies read at once
+/// past their bound: nothing was read or recorded, and the client retries.
+fn too_busy() -> Response {
+    let mut response = Reply::refusal(
+        ProblemKind::Overloaded,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too many request bodies are being read at once; nothing was processed or recorded, \
+         retry after `Retry-After` with the same key",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// The answer to a body `error` stopped reading: 400 saying what hyper
+/// found.
+fn unreadable_body(error: &axum::Error) -> Response {
     Reply::refusal(
         ProblemKind::InvalidBody,
         StatusCode::BAD_REQUEST,

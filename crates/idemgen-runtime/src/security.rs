@@ -188,6 +188,59 @@ pub trait Verify: Send + Sync {
         credential: &Credential,
         request: &Request,
     ) -> impl Future<Output = Result<Principal, Refusal>> + Send;
+
+    /// What can be told of `credential` before the request's body is read
+    /// (`request.body` is empty here): whether it is there, well formed,
+    /// not expired. [`read_authenticated`] refuses a request this refuses
+    /// without reading its body, so a client with no credential, a
+    /// malformed one or a stale signature cannot make the server hold a
+    /// body. It must refuse only what [`Verify::verify`] would refuse
+    /// too; by default it refuses nothing.
+    fn precheck(
+        &self,
+        scheme: &'static Scheme,
+        credential: &Credential,
+        request: &Request,
+    ) -> Result<(), Refusal> {
+        let _ = (scheme, credential, request);
+        Ok(())
+    }
+}
+
+/// [`Verify::precheck`] in the place of [`Verify::verify`].
+struct Precheck<'a, V>(&'a V);
+
+impl<V: Verify> Verify for Precheck<'_, V> {
+    async fn verify(
+        &self,
+        scheme: &'static Scheme,
+        credential: &Credential,
+        request: &Request,
+    ) -> Result<Principal, Refusal> {
+        self.0
+            .precheck(scheme, credential, request)
+            .map(|()| Principal::new("", scheme.name))
+    }
+}
+
+/// Reads `request` and checks it against `security` with `verifier`:
+/// first [`Verify::precheck`] on its head, so a request refused there is
+/// answered 401 (or 403) with its body unread, then, with the body,
+/// [`authenticate`]. The principal is set on the request returned.
+pub async fn read_authenticated(
+    security: &'static Security,
+    verifier: &impl Verify,
+    request: axum::extract::Request,
+) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let budget = parts.extensions.get::<crate::in_flight::InFlight>().cloned();
+    let mut request = Request::read_head(parts).await?;
+    if !security.alternatives.is_empty() {
+        authenticate(security, &Precheck(verifier), &request).await?;
+    }
+    request.body = crate::reply::read_body(&request.headers, body, budget).await?;
+    request.principal = authenticate(security, verifier, &request).await?;
+    Ok(request)
 }
 
 /// A verifier that admits no credential: for an app whose credential

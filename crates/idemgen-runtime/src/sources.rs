@@ -18,6 +18,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/db/primary.rs", include_str!("../src/db/primary.rs")),
     ("src/engine.rs", include_str!("../src/engine.rs")),
     ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
+    ("src/in_flight.rs", include_str!("../src/in_flight.rs")),
     ("src/in_place.rs", include_str!("../src/in_place.rs")),
     ("src/input.rs", include_str!("../src/input.rs")),
     ("src/key.rs", include_str!("../src/key.rs")),

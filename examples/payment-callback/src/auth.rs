@@ -16,7 +16,9 @@
 //! spec declares the header as the `apiKey` scheme `providerSignature`; the
 //! generated handler calls [`Auth::verify`] with it before the callback's
 //! key is claimed, so an unsigned, stale or badly signed callback is
-//! answered 401, records nothing and pays nothing.
+//! answered 401, records nothing and pays nothing. A missing, malformed or
+//! stale header is refused before the body is even read
+//! (`Verify::precheck`).
 //!
 //! Without `PAYMENT_CALLBACK_SECRET` the service refuses to start (a typo
 //! or a missing secret mount must not open it to everyone), unless
@@ -206,8 +208,10 @@ fn parse(header: &str) -> Result<SignatureHeader<'_>, Refusal> {
 }
 
 impl Auth {
-    /// Checks `header` for `body` at `now` (Unix seconds).
-    fn check(&self, secret: &[u8], header: &str, body: &[u8], now: u64) -> Result<(), Refusal> {
+    /// `header` parsed, if it is well formed and its timestamp within the
+    /// tolerance of `now` (Unix seconds): all that can be checked before
+    /// the body is read.
+    fn fresh<'a>(&self, header: &'a str, now: u64) -> Result<SignatureHeader<'a>, Refusal> {
         let header = parse(header)?;
         let tolerance = self.tolerance.as_secs();
         if header.timestamp.saturating_add(tolerance) < now {
@@ -223,6 +227,12 @@ impl Auth {
                 header.timestamp - now
             )));
         }
+        Ok(header)
+    }
+
+    /// Checks `header` for `body` at `now` (Unix seconds).
+    fn check(&self, secret: &[u8], header: &str, body: &[u8], now: u64) -> Result<(), Refusal> {
+        let header = self.fresh(header, now)?;
         // One MAC over the body, however many signatures; `verify_slice`
         // compares in constant time.
         let expected = mac(secret, header.timestamp_text, body);
@@ -255,6 +265,24 @@ impl Verify for Auth {
         };
         self.check(secret, header, &request.body, unix_now())?;
         Ok(Principal::new(PROVIDER, scheme.name))
+    }
+
+    /// A missing, malformed or stale `X-Signature` is refused before the
+    /// body is read: no client can make the service hold a body without a
+    /// fresh, well-formed signature (whose MAC needs the body).
+    fn precheck(
+        &self,
+        scheme: &'static Scheme,
+        credential: &Credential,
+        _request: &Request,
+    ) -> Result<(), Refusal> {
+        if self.secret.is_none() {
+            return Ok(());
+        }
+        let Credential::ApiKey(header) = credential else {
+            return Err(Refusal::missing(scheme));
+        };
+        self.fresh(header, unix_now()).map(|_| ())
     }
 }
 
@@ -323,5 +351,35 @@ mod tests {
         assert!(check(&five, body).unwrap_err().contains("more than four"));
         let long = format!("t={NOW},v1={zeros},x={}", "y".repeat(1024));
         assert!(check(&long, body).unwrap_err().contains("too long"));
+    }
+
+    /// What needs no body is refused before the body is read: a missing,
+    /// malformed or stale header; a fresh one waits for its body's MAC.
+    #[test]
+    fn missing_malformed_and_stale_headers_are_refused_before_the_body() {
+        static SCHEME: Scheme = Scheme {
+            name: "providerSignature",
+            kind: idemgen_runtime::SchemeKind::ApiKey {
+                location: idemgen_runtime::ApiKeyIn::Header,
+                name: "X-Signature",
+            },
+            realm: "",
+        };
+        let auth = Auth::with_secret(SECRET);
+        let request = Request::new(axum::http::Method::POST, "/callbacks/pay");
+        let precheck = |credential: Credential| auth.precheck(&SCHEME, &credential, &request);
+        let now = unix_now();
+        let zeros = "0".repeat(64);
+        assert!(precheck(Credential::Missing).is_err());
+        assert!(precheck(Credential::ApiKey("t=1,v1=00".into())).is_err());
+        assert!(precheck(Credential::ApiKey(format!("t=1,v1={zeros}"))).is_err());
+        assert!(precheck(Credential::ApiKey(format!("t={},v1={zeros}", now + 3600))).is_err());
+        assert!(precheck(Credential::ApiKey(format!("t={now},v1={zeros}"))).is_ok());
+        // Without a secret (local use), nothing is refused.
+        let open = Auth::unauthenticated();
+        assert!(
+            open.precheck(&SCHEME, &Credential::Missing, &request)
+                .is_ok()
+        );
     }
 }

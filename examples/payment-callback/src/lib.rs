@@ -14,6 +14,11 @@
 //!   request that finds none free within its lease is answered 429 with
 //!   `Retry-After`.
 //! - `PURGE_INTERVAL_SECS`: how often expired records are deleted (default 60).
+//! - `MAX_CONNECTIONS`: most client connections open at once (default
+//!   1024); one more is answered 503 with `Retry-After`, unread.
+//! - `MAX_BODY_BYTES_IN_FLIGHT`: most bytes of request bodies read at once
+//!   (default 64 MiB); a request past them is answered 503 with
+//!   `Retry-After`, its body unread.
 //! - `CLOCK_MARGIN_MS`: extra time past a lease or window before a record
 //!   changes hands (default 0; 1000 on a MariaDB Galera cluster). Leases
 //!   and windows use the database's clock; on a cluster whose nodes keep
@@ -122,27 +127,27 @@ impl App {
 
     /// Reads `request` and checks it against `operation`'s security: a
     /// request no scheme admits is answered 401 (or 403) here, before its
-    /// key is read, so it claims nothing and leaves its key unused.
+    /// key is read, so it claims nothing and leaves its key unused. What
+    /// `Auth::precheck` refuses (a missing or malformed credential, say)
+    /// is refused before the body is read.
     pub async fn authenticate(
         &self,
         operation: &'static Operation,
         request: axum::extract::Request,
     ) -> Result<Request, Response> {
-        let mut request = Request::read(request).await?;
-        request.principal = match &self.auth {
+        match &self.auth {
             Some(auth) => {
-                idemgen_runtime::authenticate(&operation.security, &**auth, &request).await?
+                idemgen_runtime::read_authenticated(&operation.security, &**auth, request).await
             }
             None => {
-                idemgen_runtime::authenticate(
+                idemgen_runtime::read_authenticated(
                     &operation.security,
                     &idemgen_runtime::NoVerifier,
-                    &request,
+                    request,
                 )
-                .await?
+                .await
             }
-        };
-        Ok(request)
+        }
     }
 
     /// Every operation of the spec, plus `GET /healthz` and `GET /metrics`;

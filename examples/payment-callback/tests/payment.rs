@@ -233,6 +233,57 @@ async fn a_whole_number_written_with_a_fraction_is_the_same_amount() {
     assert_eq!(paid_log_rows(&app, &order_no).await, 1);
 }
 
+/// `99.99999999999999` and `100.0000000000000001`, whose nearest floats
+/// are 100, once paid an order due 100. An amount is read by its exact
+/// decimal value: these are refused naming the field, as is a number past
+/// any float, and pay nothing; `1e2` is the amount 100.
+#[tokio::test]
+async fn an_amount_that_is_not_whole_is_refused_whatever_its_nearest_float() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no, 100).await;
+    let request = |amount: &str| {
+        let body = format!(
+            r#"{{"txn_id": "TXN-E", "order_no": "{order_no}", "amount": {amount}, "date": "20240615"}}"#
+        );
+        Request::post("/callbacks/pay")
+            .header("content-type", "application/json")
+            .header("idempotency-key", new_key())
+            .body(Body::from(body))
+            .unwrap()
+    };
+    for amount in ["99.99999999999999", "100.0000000000000001", "1e400"] {
+        let (status, _, answer) = send(&app, request(amount)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{amount}: {answer}");
+        let detail = answer["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("`amount`"), "{amount}: {answer}");
+        assert_eq!(paid_log_rows(&app, &order_no).await, 0, "{amount}");
+    }
+    let (status, _, answer) = send(&app, request("1e2")).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["amount"], 100);
+    assert_eq!(paid_log_rows(&app, &order_no).await, 1);
+}
+
+/// `GET /orders/%00` is answered, never 500: PostgreSQL refuses NUL in
+/// text (400, naming the refusal), the other databases find no such order
+/// (404).
+#[tokio::test]
+async fn an_order_number_holding_nul_is_not_a_500() {
+    let Some(app) = app().await else { return };
+    let (status, _, answer) = send(
+        &app,
+        Request::get("/orders/%00").body(Body::empty()).unwrap(),
+    )
+    .await;
+    if cfg!(feature = "postgres") {
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert_eq!(answer["type"], "urn:idemgen:problem:value-refused", "{answer}");
+    } else {
+        assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    }
+}
+
 /// A body that does not match `PayCallback` is refused before the key is
 /// claimed: no record, no payment, and the key is still unused, so the
 /// provider's corrected callback with the same key pays.

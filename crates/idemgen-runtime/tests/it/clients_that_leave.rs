@@ -1,6 +1,7 @@
 //! A request whose client goes away before the answer still runs to its
 //! end (and stores its answer, which the client's retry then gets); a
-//! request that panics is answered 500 on a connection that stays up.
+//! request that panics is answered 500 on a connection that stays up; a
+//! client that half-closes after sending its request gets its answer.
 
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -58,6 +59,40 @@ async fn a_request_whose_client_left_runs_to_its_end() {
     .await
     .unwrap();
     assert!(finished, "the request stopped when its client left");
+    server.abort();
+}
+
+/// Work that is still running when its client's half-close arrives.
+async fn echo_later(body: String) -> String {
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    format!("got {body}")
+}
+
+/// A client that sends its whole request and then half-closes
+/// (`shutdown(SHUT_WR)`, as some client libraries do to say "that is all")
+/// is still answered: before, the request ran (and a payment was made)
+/// but the connection was closed without the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_half_closes_after_its_request_is_answered() {
+    let router = Router::new().route("/echo", axum::routing::post(echo_later));
+    let (address, server) = support::serve_on_a_free_port(router, HEADER_READ_TIMEOUT);
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut client = support::connect(&address);
+        client
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        client
+            .write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+            .unwrap();
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).unwrap();
+        String::from_utf8_lossy(&answer).into_owned()
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer:?}");
+    assert!(answer.ends_with("got hello"), "{answer:?}");
     server.abort();
 }
 

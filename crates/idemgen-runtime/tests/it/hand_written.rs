@@ -110,24 +110,29 @@ async fn concurrent_duplicates_pay_once_and_retries_replay_the_answer() {
 async fn a_failed_business_step_rolls_back_with_the_record_and_a_retry_runs_again() {
     let service = Service::start().await;
     let key = key();
-    // The UPDATE succeeds, the INSERT fails its CHECK: nothing is kept,
-    // and an error (not an answer of the business's) is not recorded as
-    // the key's failure: the key stays retryable.
+    // The UPDATE succeeds, the INSERT fails its CHECK: nothing is kept.
+    // The database refused a value of the request, which is the client's
+    // to fix: a 400 naming the CHECK (never a 500), recorded as the key's
+    // failure, and under `failed: retry` a retry runs again (and is
+    // refused again) rather than getting a replay.
     let (status, _, body) = service.pay("A1", &key, json!({"amount": -5})).await;
-    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("urn:idemgen:problem:value-refused"), "{body}");
+    assert!(body.contains("amount > 0"), "{body}");
     assert_eq!(service.count("SELECT paid FROM orders").await, 0);
     assert_eq!(
         service
             .count("SELECT COUNT(*) FROM idempotent_record WHERE status = 'failed'")
             .await,
-        0
+        1
     );
     let (status, replayed, body) = service.pay("A1", &key, json!({"amount": -5})).await;
     assert_eq!(
         (status, replayed),
-        (StatusCode::INTERNAL_SERVER_ERROR, false),
+        (StatusCode::BAD_REQUEST, false),
         "{body}"
     );
+    assert_eq!(service.count("SELECT paid FROM orders").await, 0);
 
     // An unknown order is a 404, recorded as failed; once it exists, the
     // same key pays.

@@ -5,6 +5,7 @@
 //! example over HTTP, and the races, faults and slow clients around it.
 //! A module whose server is not configured prints `SKIPPED: why`.
 
+mod bounded_memory;
 mod canonical_json;
 mod clients_that_leave;
 mod commit_outcome;
@@ -13,6 +14,7 @@ mod commit_outcome;
 #[allow(dead_code)]
 mod created_headers_models;
 mod engine;
+mod exact_numbers;
 mod galera_lost_races;
 mod hand_written;
 mod ietf_draft;
@@ -22,6 +24,7 @@ mod metrics;
 #[cfg(feature = "otel")]
 mod otel;
 mod purge_races;
+mod refused_values;
 mod request_reading;
 mod response_headers;
 mod security;
