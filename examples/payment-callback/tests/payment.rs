@@ -278,7 +278,10 @@ async fn an_order_number_holding_nul_is_not_a_500() {
     .await;
     if cfg!(feature = "postgres") {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-        assert_eq!(answer["type"], "urn:idemgen:problem:value-refused", "{answer}");
+        assert_eq!(
+            answer["type"], "urn:idemgen:problem:value-refused",
+            "{answer}"
+        );
     } else {
         assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
     }
