@@ -238,3 +238,52 @@ fn the_cli_exits_0_or_1_on_openapi_and_2_on_the_rest() {
         }
     }
 }
+
+/// Where the API already has a key of its own kind, the fix for a write
+/// that takes none does not add an `Idempotency-Key` header beside it: on
+/// PayPal's Checkout Orders v1, `orders.pay` takes `PayPal-Request-Id`, so
+/// `orders.create` is reported with that key named and no fix; on Square
+/// every key is an `idempotency_key` body field. Stripe declares no key
+/// anywhere, so its fixes still add the header.
+#[test]
+fn the_fix_adds_no_second_key_mechanism() {
+    let reported = |file: &str, operation: &str| {
+        let workspace = Workspace::load(&corpus().join("specs").join(file)).unwrap();
+        lint(&workspace, &LintOptions::default())
+            .diagnostics
+            .into_iter()
+            .find(|d| d.rule == "missing-idempotency" && d.operation.as_deref() == Some(operation))
+            .unwrap_or_else(|| panic!("{file}: {operation} is reported"))
+    };
+    let create = reported("paypal-checkout_orders_v1.json", "orders.create");
+    assert!(create.fix.is_none(), "{:?}", create.fix);
+    assert!(
+        create
+            .help
+            .as_deref()
+            .is_some_and(|help| help.contains("`PayPal-Request-Id`")),
+        "{:?}",
+        create.help
+    );
+    let Some(dir) = full_corpus() else { return };
+    let square = Workspace::load(&dir.join("specs/square-api.json")).unwrap();
+    let findings: Vec<_> = lint(&square, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "missing-idempotency")
+        .collect();
+    assert!(findings.len() >= 10, "{}", findings.len());
+    for finding in &findings {
+        assert!(finding.fix.is_none(), "{:?}", finding.operation);
+        assert!(
+            finding
+                .help
+                .as_deref()
+                .is_some_and(|help| help.contains("`idempotency_key`")),
+            "{:?}",
+            finding.help
+        );
+    }
+    let stripe = reported("stripe-spec3.yaml", "PostRefunds");
+    assert!(stripe.fix.is_some(), "Stripe's refunds get a key header");
+}

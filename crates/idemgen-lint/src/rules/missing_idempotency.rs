@@ -49,7 +49,11 @@
 //!   them back to this one.
 //! - An operation that takes a key anywhere, a nested body field
 //!   included, is `undeclared-key-header`'s, and this rule's fix never
-//!   adds an `Idempotency-Key` header beside it.
+//!   adds an `Idempotency-Key` header beside it. Nor does it where the
+//!   API's other operations take a key of their own kind (PayPal's
+//!   `PayPal-Request-Id` header, Square's `idempotency_key` body field):
+//!   the finding then names that key and offers no fix, since a second
+//!   mechanism would leave clients unsure which one counts.
 //!
 //! **Measured precision.** On the hand-judged sample of corpus findings
 //! in `tests/data/precision/labels.tsv` (86 operations of Stripe, Adyen,
@@ -85,6 +89,7 @@ use crate::fix::edit::Editor;
 use crate::fix::emit::Emit;
 use crate::fix::{FixDefaults, Offer};
 use crate::write_shape::{self, Shape};
+use idemgen_spec::Node;
 use idemgen_spec::contract::model::KeyLocation;
 use idemgen_spec::operations::OperationKind;
 
@@ -119,16 +124,64 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         Some(id) => format!("{id} ({} {})", operation.method, operation.path),
         None => format!("{} {}", operation.method, operation.path),
     };
-    let fix = contract_with_new_key(context, sink.fix_defaults());
+    let api_key = api_key_elsewhere(context);
+    let fix = match api_key {
+        Some(_) => None,
+        None => contract_with_new_key(context, sink.fix_defaults()),
+    };
+    let help = match &api_key {
+        Some(what) => format!(
+            "the API's other operations take the {what}: accept it here too and add an `x-idempotency` block that names it, or `x-idempotency: false` if repeating it is harmless"
+        ),
+        None => {
+            "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless"
+                .to_string()
+        }
+    };
     sink.report(
         &context.operation_origin(),
         format!("{name} has no x-idempotency: a retried request can run the write twice"),
     )
-    .with_help(
-        "add an `x-idempotency` block, or `x-idempotency: false` if repeating it is harmless",
-    )
+    .with_help(help)
     .with_label("no idempotency contract")
     .with_fix(RULE.offered(fix));
+}
+
+/// The key another operation of the document takes, when it is not an
+/// `Idempotency-Key` header (PayPal's `PayPal-Request-Id`, Square's
+/// `idempotency_key` body field): the API's own mechanism, beside which
+/// the fix must not add a second one. Parameters and top-level body
+/// fields only, so that a large spec with no key at all stays quick.
+fn api_key_elsewhere(context: &OperationContext<'_>) -> Option<String> {
+    let absent = ContractState::Absent;
+    idemgen_spec::operations::operations(context.workspace)
+        .iter()
+        .filter(|other| other.pointer != context.operation.pointer)
+        .find_map(|other| {
+            let other = OperationContext {
+                workspace: context.workspace,
+                operation: other,
+                state: &absent,
+                contract_errors: &[],
+            };
+            let parameter = other.parameters().into_iter().find_map(|parameter| {
+                let name = parameter.get("name").and_then(Node::as_str)?;
+                let location = parameter.get("in").and_then(Node::as_str)?;
+                undeclared_key_header::looks_like_key(name, parameter)
+                    .then(|| format!("{location} parameter `{name}`"))
+            });
+            let field = || {
+                let schema = other.request_schema()?;
+                let properties = other.workspace.deref(schema.get("properties")?)?;
+                properties
+                    .as_map()?
+                    .iter()
+                    .find(|entry| undeclared_key_header::looks_like_key(&entry.key, &entry.value))
+                    .map(|entry| format!("request-body field `{}`", entry.key))
+            };
+            parameter.or_else(field)
+        })
+        .filter(|what| !what.eq_ignore_ascii_case("header parameter `Idempotency-Key`"))
 }
 
 /// `missing-idempotency` → an `Idempotency-Key` header and an

@@ -176,9 +176,11 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     );
     if let Shape::Read(word) = write_shape::of(context.operation) {
         // A read that takes a key: nothing to deduplicate, so no contract
-        // to write and no fix; still worth knowing, at a milder level.
+        // to write and no fix; still worth knowing, at a milder level. At
+        // the operation: the key is often a shared component, which the
+        // fixes of the API's other operations edit.
         sink.report_milder(
-            &origin,
+            &context.operation_origin(),
             format!("{message} (a `{word}`: a read, so a note only)"),
         )
         .with_help("write `x-idempotency: false` if repeating it is harmless");
