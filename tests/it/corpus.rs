@@ -287,3 +287,50 @@ fn the_fix_adds_no_second_key_mechanism() {
     let stripe = reported("stripe-spec3.yaml", "PostRefunds");
     assert!(stripe.fix.is_some(), "Stripe's refunds get a key header");
 }
+
+/// A key shared through `components` is reported at each operation that
+/// takes it (its method's line, its pointer), with the component named in
+/// the label: Adyen Transfers' five writes share one `Idempotency-Key`
+/// parameter, and five findings on that one line would sit where pull
+/// requests rarely look. A key in another file of a multi-file spec gives
+/// a pointer into the root document, the same in every checkout.
+#[test]
+fn a_shared_key_is_reported_at_each_operation() {
+    let path = corpus().join("specs/adyen-TransferService-v4.yaml");
+    let workspace = Workspace::load(&path).unwrap();
+    let findings: Vec<_> = lint(&workspace, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "undeclared-key-header")
+        .collect();
+    assert_eq!(findings.len(), 5);
+    let lines: BTreeSet<usize> = findings.iter().map(|d| d.location.line).collect();
+    assert_eq!(lines.len(), 5, "one line per operation: {lines:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let all: Vec<&str> = text.lines().collect();
+    for finding in &findings {
+        assert!(
+            finding.pointer.starts_with("/paths/") && finding.pointer.ends_with("/post"),
+            "{}",
+            finding.pointer
+        );
+        assert_eq!(all[finding.location.line - 1].trim(), "post:");
+        assert_eq!(
+            finding.label.as_deref(),
+            Some("the key is declared at `/components/parameters/Idempotency-Key`")
+        );
+    }
+    let Some(dir) = full_corpus() else { return };
+    let root = dir.join("specs/digitalocean-multifile/specification/DigitalOcean-public.v2.yaml");
+    let workspace = Workspace::load(&root).unwrap();
+    let pointers: Vec<String> = lint(&workspace, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "undeclared-key-header")
+        .map(|d| d.pointer)
+        .collect();
+    assert!(!pointers.is_empty());
+    for pointer in pointers {
+        assert!(pointer.starts_with("/paths/"), "{pointer}");
+    }
+}

@@ -18,6 +18,14 @@
 //! Turning this rule off hands those operations back to
 //! `missing-idempotency`.
 //!
+//! **Where it points.** At the key when the operation declares it; at
+//! the operation (its method's key) when the key is a shared component or
+//! sits in another file, with a label that names where the key is
+//! declared: Adyen's 22 operations that share one `Idempotency-Key`
+//! parameter get 22 findings at 22 operations, not one line that a pull
+//! request rarely touches, and the finding's pointer is the root
+//! document's, so a baseline matches in any checkout.
+//!
 //! **Reads are a note.** A POST that the `missing-idempotency` heuristics
 //! call a read (`search`, `retrieve`, `get`, `validate`… as the first word
 //! of its action, see that rule) is reported one level milder, at info,
@@ -165,10 +173,20 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     let Some((what, node)) = key_like_input(context) else {
         return;
     };
-    // Point at the parameter (or field) itself, wherever it is written.
-    let origin = Origin {
-        span: node.span,
-        pointer: context.workspace.pointer_at(node.span),
+    // Point at the parameter (or field) when the operation itself declares
+    // it. A key declared elsewhere (a shared component, another file) is
+    // reported at the operation, which is what a pull request touches and
+    // whose pointer is the root document's whatever the file layout; the
+    // label says where the key is declared.
+    let declared_at = context.workspace.pointer_at(node.span);
+    let own = declared_at.starts_with(&format!("{}/", context.operation.pointer));
+    let origin = if own {
+        Origin {
+            span: node.span,
+            pointer: declared_at.clone(),
+        }
+    } else {
+        context.operation_origin()
     };
     let message = format!(
         "{} accepts the {what} but has no x-idempotency contract",
@@ -187,9 +205,25 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         return;
     }
     let fix = contract_for_existing_key(context, sink.fix_defaults());
-    sink.report(&origin, message)
+    let diagnostic = sink
+        .report(&origin, message)
         .with_help("add an `x-idempotency` block that names this key, its window and its answers")
         .with_fix(RULE.offered(fix));
+    if !own {
+        diagnostic.with_label(format!("the key is declared at {}", shown(&declared_at)));
+    }
+}
+
+/// A pointer for a label: a file other than the root's by its name only,
+/// so the text does not depend on where the checkout is.
+fn shown(pointer: &str) -> String {
+    match pointer.split_once('#') {
+        Some((file, inner)) => {
+            let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+            format!("`{name}#{inner}`")
+        }
+        None => format!("`{pointer}`"),
+    }
 }
 
 /// `undeclared-key-header` → an `x-idempotency` block for the key the
