@@ -334,3 +334,57 @@ fn a_shared_key_is_reported_at_each_operation() {
         assert!(pointer.starts_with("/paths/"), "{pointer}");
     }
 }
+
+/// The fix takes what a key's description states instead of a guess:
+/// PayPal's catalog API "stores keys for 72 hours", so that is the
+/// contract's window; Adyen's `Idempotency-Key` is "a unique identifier
+/// ... with a maximum of 64 characters", so the contract and the schema
+/// say 64, not the default 128 that would accept keys Adyen refuses.
+#[test]
+fn the_fix_takes_what_the_key_description_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = |file: &str| {
+        let path = dir.path().join(file);
+        std::fs::copy(corpus().join("specs").join(file), &path).unwrap();
+        let outcome =
+            idemgen_lint::fix_loop::fix_document(&path, &LintOptions::default(), true).unwrap();
+        std::fs::write(&path, &outcome.files[0].after).unwrap();
+        path
+    };
+    let paypal = fixed("paypal-catalogs_products_v1.json");
+    let run = crate::support::run::idemgen(&[
+        "window",
+        "--format",
+        "json",
+        "--op",
+        "products.create",
+        paypal.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect(&run.stderr);
+    assert_eq!(
+        report["operations"][0]["window_ms"],
+        72 * 3_600_000,
+        "{}",
+        run.stdout
+    );
+
+    let adyen = fixed("adyen-TransferService-v4.yaml");
+    let workspace = Workspace::load(&adyen).unwrap();
+    let root = workspace.root();
+    let schema_max = idemgen_spec::refs::evaluate(
+        root,
+        "/components/parameters/Idempotency-Key/schema/maxLength",
+    )
+    .and_then(|node| match node.value {
+        idemgen_spec::Value::Int(length) => Some(length),
+        _ => None,
+    });
+    assert_eq!(schema_max, Some(64));
+    let contract_max =
+        idemgen_spec::refs::evaluate(root, "/paths/~1transfers/post/x-idempotency/key/max-length")
+            .and_then(|node| match node.value {
+                idemgen_spec::Value::Int(length) => Some(length),
+                _ => None,
+            });
+    assert_eq!(contract_max, Some(64));
+}

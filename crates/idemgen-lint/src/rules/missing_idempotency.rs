@@ -201,6 +201,7 @@ fn contract_with_new_key(context: &OperationContext<'_>, defaults: &FixDefaults)
         written: Default::default(),
         shared_name: None,
         pattern: None,
+        stated_window_ms: None,
     };
     let mut editor = Editor::new(context.workspace);
     let (template, max_length) = contract_block(context, defaults, &input, &mut editor)?;
