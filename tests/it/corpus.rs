@@ -339,7 +339,9 @@ fn a_shared_key_is_reported_at_each_operation() {
 /// PayPal's catalog API "stores keys for 72 hours", so that is the
 /// contract's window; Adyen's `Idempotency-Key` is "a unique identifier
 /// ... with a maximum of 64 characters", so the contract and the schema
-/// say 64, not the default 128 that would accept keys Adyen refuses.
+/// say 64, not the default 128 that would accept keys Adyen refuses; and
+/// its format is `{opaque}`, not a guessed business prefix that would turn
+/// away the bare UUIDs clients send today.
 #[test]
 fn the_fix_takes_what_the_key_description_states() {
     let dir = tempfile::tempdir().unwrap();
@@ -387,4 +389,10 @@ fn the_fix_takes_what_the_key_description_states() {
                 _ => None,
             });
     assert_eq!(contract_max, Some(64));
+    // The key is optional and its schema says nothing of its shape: any
+    // key today's clients send (Adyen recommends a bare UUID) stays valid.
+    let format =
+        idemgen_spec::refs::evaluate(root, "/paths/~1transfers/post/x-idempotency/key/format")
+            .and_then(|node| node.as_str());
+    assert_eq!(format, Some("{opaque}"));
 }

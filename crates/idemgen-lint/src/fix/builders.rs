@@ -493,6 +493,15 @@ fn guess_unchecked(context: &OperationContext<'_>, input: &KeyInput) -> Option<(
     if let Some(template) = input.pattern.as_deref().and_then(KeyTemplate::from_pattern) {
         return Some((template, limit));
     }
+    if !input.required && input.pattern.is_none() {
+        // An optional key the API already takes, whose schema says nothing
+        // of its shape: today's clients send whatever they send (Adyen and
+        // PayPal suggest a bare UUID). A business prefix would turn them
+        // away; `{opaque}` accepts any key up to the limit, and under the
+        // `stripe` profile such a key needs no prefix.
+        let template = KeyTemplate::parse("{opaque}").ok()?;
+        return Some((template, limit));
+    }
     let prefix = kebab(&name);
     for (segment, length) in [("{uuid}", 36), ("{ulid}", 26), ("{random:16}", 22)] {
         let Some(room) = limit.checked_sub(length + 1) else {
