@@ -72,6 +72,13 @@ fn extra_keys(file: &str) -> usize {
         // `request_id` on POST /v1/batches: "Client-supplied idempotency
         // key. Retries with the same value return the existing job".
         "digitalocean-multifile/specification/DigitalOcean-public.v2.yaml" => 1,
+        // Keys nested in the body, which the manifest counts only at the
+        // top level: `request.idempotency_key` of the multipart uploads
+        // (CreateCatalogImage, UpdateCatalogImage, CreateDisputeEvidenceFile,
+        // CreateInvoiceAttachment) and each entry's `idempotency_key` in the
+        // five BulkUpsert…CustomAttributes, BulkCreateTeamMembers and
+        // BulkUpdateVendors.
+        "square-api.json" => 11,
         _ => 0,
     }
 }
@@ -230,4 +237,162 @@ fn the_cli_exits_0_or_1_on_openapi_and_2_on_the_rest() {
             assert!(!output.stderr.is_empty(), "{file}: says why");
         }
     }
+}
+
+/// Where the API already has a key of its own kind, the fix for a write
+/// that takes none does not add an `Idempotency-Key` header beside it: on
+/// PayPal's Checkout Orders v1, `orders.pay` takes `PayPal-Request-Id`, so
+/// `orders.create` is reported with that key named and no fix; on Square
+/// every key is an `idempotency_key` body field. Stripe declares no key
+/// anywhere, so its fixes still add the header.
+#[test]
+fn the_fix_adds_no_second_key_mechanism() {
+    let reported = |file: &str, operation: &str| {
+        let workspace = Workspace::load(&corpus().join("specs").join(file)).unwrap();
+        lint(&workspace, &LintOptions::default())
+            .diagnostics
+            .into_iter()
+            .find(|d| d.rule == "missing-idempotency" && d.operation.as_deref() == Some(operation))
+            .unwrap_or_else(|| panic!("{file}: {operation} is reported"))
+    };
+    let create = reported("paypal-checkout_orders_v1.json", "orders.create");
+    assert!(create.fix.is_none(), "{:?}", create.fix);
+    assert!(
+        create
+            .help
+            .as_deref()
+            .is_some_and(|help| help.contains("`PayPal-Request-Id`")),
+        "{:?}",
+        create.help
+    );
+    let Some(dir) = full_corpus() else { return };
+    let square = Workspace::load(&dir.join("specs/square-api.json")).unwrap();
+    let findings: Vec<_> = lint(&square, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "missing-idempotency")
+        .collect();
+    assert!(findings.len() >= 10, "{}", findings.len());
+    for finding in &findings {
+        assert!(finding.fix.is_none(), "{:?}", finding.operation);
+        assert!(
+            finding
+                .help
+                .as_deref()
+                .is_some_and(|help| help.contains("`idempotency_key`")),
+            "{:?}",
+            finding.help
+        );
+    }
+    let stripe = reported("stripe-spec3.yaml", "PostRefunds");
+    assert!(stripe.fix.is_some(), "Stripe's refunds get a key header");
+}
+
+/// A key shared through `components` is reported at each operation that
+/// takes it (its method's line, its pointer), with the component named in
+/// the label: Adyen Transfers' five writes share one `Idempotency-Key`
+/// parameter, and five findings on that one line would sit where pull
+/// requests rarely look. A key in another file of a multi-file spec gives
+/// a pointer into the root document, the same in every checkout.
+#[test]
+fn a_shared_key_is_reported_at_each_operation() {
+    let path = corpus().join("specs/adyen-TransferService-v4.yaml");
+    let workspace = Workspace::load(&path).unwrap();
+    let findings: Vec<_> = lint(&workspace, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "undeclared-key-header")
+        .collect();
+    assert_eq!(findings.len(), 5);
+    let lines: BTreeSet<usize> = findings.iter().map(|d| d.location.line).collect();
+    assert_eq!(lines.len(), 5, "one line per operation: {lines:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let all: Vec<&str> = text.lines().collect();
+    for finding in &findings {
+        assert!(
+            finding.pointer.starts_with("/paths/") && finding.pointer.ends_with("/post"),
+            "{}",
+            finding.pointer
+        );
+        assert_eq!(all[finding.location.line - 1].trim(), "post:");
+        assert_eq!(
+            finding.label.as_deref(),
+            Some("the key is declared at `/components/parameters/Idempotency-Key`")
+        );
+    }
+    let Some(dir) = full_corpus() else { return };
+    let root = dir.join("specs/digitalocean-multifile/specification/DigitalOcean-public.v2.yaml");
+    let workspace = Workspace::load(&root).unwrap();
+    let pointers: Vec<String> = lint(&workspace, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "undeclared-key-header")
+        .map(|d| d.pointer)
+        .collect();
+    assert!(!pointers.is_empty());
+    for pointer in pointers {
+        assert!(pointer.starts_with("/paths/"), "{pointer}");
+    }
+}
+
+/// The fix takes what a key's description states instead of a guess:
+/// PayPal's catalog API "stores keys for 72 hours", so that is the
+/// contract's window; Adyen's `Idempotency-Key` is "a unique identifier
+/// ... with a maximum of 64 characters", so the contract and the schema
+/// say 64, not the default 128 that would accept keys Adyen refuses; and
+/// its format is `{opaque}`, not a guessed business prefix that would turn
+/// away the bare UUIDs clients send today.
+#[test]
+fn the_fix_takes_what_the_key_description_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = |file: &str| {
+        let path = dir.path().join(file);
+        std::fs::copy(corpus().join("specs").join(file), &path).unwrap();
+        let outcome =
+            idemgen_lint::fix_loop::fix_document(&path, &LintOptions::default(), true).unwrap();
+        std::fs::write(&path, &outcome.files[0].after).unwrap();
+        path
+    };
+    let paypal = fixed("paypal-catalogs_products_v1.json");
+    let run = crate::support::run::idemgen(&[
+        "window",
+        "--format",
+        "json",
+        "--op",
+        "products.create",
+        paypal.to_str().unwrap(),
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).expect(&run.stderr);
+    assert_eq!(
+        report["operations"][0]["window_ms"],
+        72 * 3_600_000,
+        "{}",
+        run.stdout
+    );
+
+    let adyen = fixed("adyen-TransferService-v4.yaml");
+    let workspace = Workspace::load(&adyen).unwrap();
+    let root = workspace.root();
+    let schema_max = idemgen_spec::refs::evaluate(
+        root,
+        "/components/parameters/Idempotency-Key/schema/maxLength",
+    )
+    .and_then(|node| match node.value {
+        idemgen_spec::Value::Int(length) => Some(length),
+        _ => None,
+    });
+    assert_eq!(schema_max, Some(64));
+    let contract_max =
+        idemgen_spec::refs::evaluate(root, "/paths/~1transfers/post/x-idempotency/key/max-length")
+            .and_then(|node| match node.value {
+                idemgen_spec::Value::Int(length) => Some(length),
+                _ => None,
+            });
+    assert_eq!(contract_max, Some(64));
+    // The key is optional and its schema says nothing of its shape: any
+    // key today's clients send (Adyen recommends a bare UUID) stays valid.
+    let format =
+        idemgen_spec::refs::evaluate(root, "/paths/~1transfers/post/x-idempotency/key/format")
+            .and_then(|node| node.as_str());
+    assert_eq!(format, Some("{opaque}"));
 }

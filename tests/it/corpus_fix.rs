@@ -1,8 +1,10 @@
 //! `lint --fix --unsafe-fixes` brings real APIs under contract: Adyen
 //! Checkout, Square, PayPal Checkout Orders v2 and Twilio (from the full
 //! corpus when it is there; the committed subset's Adyen Transfers and
-//! PayPal files otherwise). Afterwards no `undeclared-key-header` is left,
-//! no error is new, everything the original said is still said, and a
+//! PayPal files otherwise). Afterwards no `undeclared-key-header` is left
+//! but those that offered no fix (a read that takes a key, a key nested in
+//! each entry of a bulk request or in a multipart part, which no one
+//! request-level contract can name), no error is new, everything the original said is still said, and a
 //! second run changes nothing.
 
 use crate::support::root;
@@ -52,6 +54,18 @@ fn findings(path: &Path) -> Vec<(Finding, Severity)> {
         .diagnostics
         .into_iter()
         .map(|d| ((d.rule.to_string(), d.operation, d.pointer), d.severity))
+        .collect()
+}
+
+/// The `undeclared-key-header` findings of the original that come with
+/// no fix.
+fn unfixable_key_findings(path: &Path) -> BTreeSet<Finding> {
+    let workspace = Workspace::load(path).unwrap_or_else(|e| panic!("{}", e.message));
+    lint(&workspace, &LintOptions::default())
+        .diagnostics
+        .into_iter()
+        .filter(|d| d.rule == "undeclared-key-header" && d.fix.is_none())
+        .map(|d| (d.rule.to_string(), d.operation, d.pointer))
         .collect()
 }
 
@@ -105,9 +119,11 @@ fn check(index: usize) {
         std::fs::write(&path, &outcome.files[0].after).unwrap();
 
         let after = findings(&path);
+        let unfixable = unfixable_key_findings(&spec);
         let left: Vec<_> = after
             .iter()
             .filter(|((rule, ..), _)| rule == "undeclared-key-header")
+            .filter(|(finding, _)| !unfixable.contains(finding))
             .collect();
         assert!(left.is_empty(), "{name}: {left:?}");
         let new_errors: Vec<_> = errors(&after)

@@ -269,7 +269,7 @@ fn github_annotations_name_file_line_column_and_rule() {
         annotations[0]
     );
     assert!(
-        annotations[1].starts_with("::warning file=tests/data/specs/payments.yaml,line=33,col=7,"),
+        annotations[1].starts_with("::warning file=tests/data/specs/payments.yaml,line=32,col=5,"),
         "{}",
         annotations[1]
     );
@@ -341,7 +341,7 @@ fn junit_has_one_testcase_per_operation_and_rule_and_fails_on_errors() {
         .and_then(|c| c.text())
         .unwrap();
     assert!(
-        out.starts_with("warning[missing-idempotency] tests/data/specs/payments.yaml:33:7: "),
+        out.starts_with("warning[missing-idempotency] tests/data/specs/payments.yaml:32:5: "),
         "{out}"
     );
 }

@@ -17,6 +17,7 @@ pub mod rule;
 mod rules;
 pub mod sink;
 pub mod suppress;
+pub mod write_shape;
 
 pub use engine::{DocumentLint, LintOptions, lint, rule};
 pub use rules::RULES;

@@ -125,6 +125,9 @@ pub(crate) struct KeyInput {
     /// What its schema's own `pattern` and `maxLength` say, as
     /// `key-schema-mismatch` reads them once the contract exists.
     pub(crate) written: WrittenSchema,
+    /// How long the API says it keeps keys, from the key's description
+    /// ("The server stores keys for 45 days"): the contract's window.
+    pub(crate) stated_window_ms: Option<u64>,
 }
 
 /// The `pattern` and `maxLength` a key's schema itself holds (not through
@@ -190,7 +193,9 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             max_length: parameter
                 .get("schema")
                 .and_then(|schema| context.max_length(schema))
-                .map(|length| length as u64),
+                .map(|length| length as u64)
+                .or_else(|| description.and_then(stated_max_length)),
+            stated_window_ms: description.and_then(stated_retention_ms),
             pattern: parameter
                 .get("schema")
                 .and_then(|schema| pattern_of(context, schema)),
@@ -211,14 +216,69 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             .get("required")
             .and_then(Node::as_seq)
             .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(&entry.key)));
+        let description = context
+            .workspace
+            .deref(&entry.value)
+            .and_then(|field| field.get("description"))
+            .and_then(Node::as_str);
         Some(KeyInput {
             shared_name: shared_name(context, schema),
             location: KeyLocation::Body,
             name: idemgen_spec::node::pointer_join("", &entry.key),
             required,
-            max_length: context.max_length(&entry.value).map(|length| length as u64),
+            max_length: context
+                .max_length(&entry.value)
+                .map(|length| length as u64)
+                .or_else(|| description.and_then(stated_max_length)),
+            stated_window_ms: description.and_then(stated_retention_ms),
             pattern: pattern_of(context, &entry.value),
             written: WrittenSchema::of(context, Some(&entry.value)),
+        })
+    })
+}
+
+/// "a maximum of 64 characters", "at most 64 characters", "max 64
+/// characters" in a key's description: the longest key the API accepts.
+pub(crate) fn stated_max_length(description: &str) -> Option<u64> {
+    let words: Vec<String> = description
+        .to_ascii_lowercase()
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|word| !word.is_empty() && *word != "of")
+        .map(str::to_string)
+        .collect();
+    words.windows(3).find_map(|three| {
+        let bound = matches!(three[0].as_str(), "maximum" | "max" | "most" | "to");
+        let unit = matches!(three[2].as_str(), "characters" | "chars" | "bytes");
+        (bound && unit)
+            .then(|| three[1].parse::<u64>().ok())
+            .flatten()
+    })
+}
+
+/// "The server stores keys for 6 hours" (PayPal), "keys are kept for 24
+/// hours", "expire after 45 days": how long the API keeps a key, when a
+/// sentence that speaks of keys being kept states it. "forever" states no
+/// window.
+pub(crate) fn stated_retention_ms(description: &str) -> Option<u64> {
+    description.split(['.', ';']).find_map(|sentence| {
+        let sentence = sentence.to_ascii_lowercase();
+        let kept = ["store", "kept", "keep", "retain", "remember", "expire"]
+            .iter()
+            .any(|verb| sentence.contains(verb));
+        if !sentence.contains("key") || !kept {
+            return None;
+        }
+        let words: Vec<&str> = sentence.split_whitespace().collect();
+        words.windows(2).find_map(|pair| {
+            let count: u64 = pair[0].parse().ok()?;
+            let unit = match pair[1].trim_end_matches([',', ')']) {
+                "second" | "seconds" => 1_000,
+                "minute" | "minutes" => 60_000,
+                "hour" | "hours" => 3_600_000,
+                "day" | "days" => 86_400_000,
+                _ => return None,
+            };
+            (count > 0).then(|| count * unit)
         })
     })
 }
@@ -346,7 +406,12 @@ pub(crate) fn contract_block(
     }
     let timeout = timeout.unwrap_or(defaults.timeout_ms);
     let max_processing = max_processing.unwrap_or(defaults.max_processing_ms);
-    let window = window_for(timeout, &retries, jitter, max_processing)?;
+    let computed = window_for(timeout, &retries, jitter, max_processing)?;
+    // What the API says it keeps keys for, when that is long enough.
+    let window = input
+        .stated_window_ms
+        .filter(|stated| *stated >= computed)
+        .unwrap_or(computed);
     let (template, max_length) = guess_template(context, input)?;
     let mut key = vec![
         ("in", Emit::str(input.location.name())),
@@ -428,6 +493,15 @@ fn guess_unchecked(context: &OperationContext<'_>, input: &KeyInput) -> Option<(
     if let Some(template) = input.pattern.as_deref().and_then(KeyTemplate::from_pattern) {
         return Some((template, limit));
     }
+    if !input.required && input.pattern.is_none() {
+        // An optional key the API already takes, whose schema says nothing
+        // of its shape: today's clients send whatever they send (Adyen and
+        // PayPal suggest a bare UUID). A business prefix would turn them
+        // away; `{opaque}` accepts any key up to the limit, and under the
+        // `stripe` profile such a key needs no prefix.
+        let template = KeyTemplate::parse("{opaque}").ok()?;
+        return Some((template, limit));
+    }
     let prefix = kebab(&name);
     for (segment, length) in [("{uuid}", 36), ("{ulid}", 26), ("{random:16}", 22)] {
         let Some(room) = limit.checked_sub(length + 1) else {
@@ -477,7 +551,31 @@ fn kebab(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::kebab;
+    use super::{kebab, stated_max_length, stated_retention_ms};
+
+    #[test]
+    fn what_key_descriptions_state() {
+        // PayPal's and Adyen's own words.
+        assert_eq!(
+            stated_retention_ms("The server stores keys for 45 days."),
+            Some(45 * 86_400_000)
+        );
+        assert_eq!(
+            stated_retention_ms(
+                "The server stores keys for 6 hours. The API callers can request the times to up to 72 hours by speaking to their Account Manager."
+            ),
+            Some(6 * 3_600_000)
+        );
+        assert_eq!(stated_retention_ms("The server stores keys forever."), None);
+        assert_eq!(stated_retention_ms("Retry after 5 seconds."), None);
+        assert_eq!(
+            stated_max_length(
+                "A unique identifier for the message with a maximum of 64 characters (we recommend a UUID)."
+            ),
+            Some(64)
+        );
+        assert_eq!(stated_max_length("A unique identifier."), None);
+    }
 
     #[test]
     fn prefixes_from_operation_names() {

@@ -24,6 +24,7 @@ pub mod key_schema_mismatch;
 pub mod key_too_long;
 pub mod missing_idempotency;
 pub mod missing_key_undeclared;
+pub mod naturally_idempotent_write;
 pub mod ref_unresolved;
 pub mod replay_alert_too_high;
 pub mod replay_schema_missing;
@@ -47,6 +48,7 @@ use super::rule::Rule;
 pub const RULES: &[Rule] = &[
     contract_invalid::RULE,
     missing_idempotency::RULE,
+    naturally_idempotent_write::RULE,
     idempotency_on_safe_method::RULE,
     undeclared_key_header::RULE,
     key_param_missing::RULE,

@@ -5,6 +5,7 @@ mod applicability;
 mod fix_keeps;
 mod opaque_keys;
 mod openapi_3_2;
+mod refs;
 mod retry_after;
 mod robustness;
 mod security;

@@ -40,10 +40,22 @@ impl<'a> OperationContext<'a> {
         self.operation.name()
     }
 
-    /// Where to point when a finding is about the operation as a whole.
+    /// Where to point when a finding is about the operation as a whole:
+    /// its method's key (`post:`), where a reader and a pull request's diff
+    /// look for it; the operation's mapping starts at its first child, a
+    /// line further down in YAML. The operation's own node when no key of
+    /// the path item names it (a 3.2 custom method).
     pub fn operation_origin(&self) -> Origin {
+        let method = self.operation.method.to_ascii_lowercase();
+        let key = self
+            .operation
+            .path_item
+            .as_map()
+            .and_then(|entries| entries.iter().find(|entry| *entry.key == *method))
+            .filter(|_| !self.operation.custom)
+            .map(|entry| entry.key_span);
         Origin {
-            span: self.operation.node.span,
+            span: key.unwrap_or(self.operation.node.span),
             pointer: self.operation.pointer.clone(),
         }
     }
