@@ -55,7 +55,8 @@ in the report names the instance it came from; instances that do not share
 one idempotency store fail the burst, and the shared-store check sends a
 key one instance answered, with a changed body, to each of the others.
 
-Replays are recognised by --replay-header (Idempotent-Replayed by default)
+Replays are recognised by the contract's responses.replayed-header
+(Idempotent-Replayed unless it says otherwise; --replay-header overrides it)
 and the common names; with several instances, 2xx answers without a mark
 from two of them are two first answers unless --replay-header none says
 the service marks none, and then the shared-store test decides.
@@ -133,11 +134,13 @@ pub struct ProbeArgs {
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = param_arg)]
     pub params: Vec<(String, String)>,
     /// The header the service marks its replays with (value `true`), or
-    /// `none` when it marks none. The common names (Idempotent-Replayed,
+    /// `none` when it marks none; by default what each operation's
+    /// contract says (`responses.replayed-header`, Idempotent-Replayed
+    /// unless set). The common names (Idempotent-Replayed,
     /// Idempotency-Replayed, X-Idempotent-Replayed, X-Idempotency-Replayed)
     /// count as marks whatever this says.
-    #[arg(long, value_name = "NAME|none", default_value = "Idempotent-Replayed", value_parser = replay_header_arg)]
-    pub replay_header: ReplayHeader,
+    #[arg(long, value_name = "NAME|none", value_parser = replay_header_arg)]
+    pub replay_header: Option<ReplayHeader>,
     /// Longest the window-end check may wait for a key's window to end
     /// (it needs the contract's window plus 2 s); without it the check
     /// does not run.

@@ -689,3 +689,71 @@ fn generated_comments_say_what_the_code_does() {
             .unwrap();
     assert!(committed.contains("answered 400 before its key is claimed"));
 }
+
+/// `responses.replayed-header` names the replay mark: the generated
+/// service sends it (or none), its tests expect it, and the generated
+/// client reads it; a name no client can read is `contract-invalid`.
+#[test]
+fn the_replay_mark_the_contract_names_is_the_one_generated() {
+    let example = std::fs::read_to_string(root().join(EXAMPLE).join("openapi.yaml")).unwrap();
+    let failed = "          failed: retry ";
+    assert!(example.contains(failed));
+    let dir = tempfile::tempdir().unwrap();
+    let with_mark = |mark: &str| {
+        let spec = dir.path().join(format!("{mark}.yaml"));
+        let text = example.replacen(
+            failed,
+            &format!("          replayed-header: {mark}\n{failed}"),
+            1,
+        );
+        std::fs::write(&spec, text).unwrap();
+        spec.to_str().unwrap().to_string()
+    };
+
+    let named = with_mark("Idempotency-Replayed");
+    let out = dir.path().join("named");
+    let run = gen_into(&named, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+    assert!(
+        operations.contains("replayed_header: Some(\"Idempotency-Replayed\"),"),
+        "{operations}"
+    );
+    let tests = std::fs::read_dir(out.join("tests"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(
+        tests.contains("const REPLAYED_HEADER: &str = \"idempotency-replayed\";"),
+        "{tests}"
+    );
+    let client = dir.path().join("named-client");
+    let run = gen_into(&named, &client, &["--client"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lib = std::fs::read_to_string(client.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("replayed_header: Some(\"Idempotency-Replayed\"),"),
+        "{lib}"
+    );
+
+    let unmarked = with_mark("none");
+    let out = dir.path().join("unmarked");
+    let run = gen_into(&unmarked, &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+    assert!(
+        operations.contains("replayed_header: None,"),
+        "{operations}"
+    );
+
+    let bad = with_mark("'Replayed From Store'");
+    let lint = idemgen(&["lint", "--no-config", "--format", "json", &bad]);
+    assert_eq!(lint.code, 1, "{}", lint.stderr);
+    assert!(
+        lint.stdout.contains(
+            "`responses.replayed-header` \\\"Replayed From Store\\\" is not an HTTP header name"
+        ),
+        "{}",
+        lint.stdout
+    );
+}

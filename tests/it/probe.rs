@@ -627,6 +627,21 @@ fn spec_file() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
+/// The spec of [`spec_file`] whose `pay` contract declares its replay
+/// mark: `responses.replayed-header: {mark}`.
+fn spec_file_replayed_header(mark: &str) -> (tempfile::TempDir, PathBuf) {
+    let (dir, path) = spec_file();
+    let in_progress = "          in-progress: {status: 429, retry-after: 1s}\n";
+    assert!(SPEC.contains(in_progress));
+    let spec = SPEC.replacen(
+        in_progress,
+        &format!("{in_progress}          replayed-header: {mark}\n"),
+        1,
+    );
+    std::fs::write(&path, spec).unwrap();
+    (dir, path)
+}
+
 fn probe(spec: &Path, base_url: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_idemgen"))
         .arg("probe")
@@ -2176,6 +2191,19 @@ fn replays_marked_under_any_common_name_are_replays() {
         "{report:#}"
     );
     assert_eq!(code, 0, "{report:#}");
+
+    // The contract says it (`responses.replayed-header`), and the probe
+    // reads it there without a flag.
+    let (_dir, declared) = spec_file_replayed_header("Replayed-From-Store");
+    let (code, checks, report) = probe_json(&declared, &own);
+    assert_eq!(
+        checks["replay"]["warnings"],
+        serde_json::json!([]),
+        "{report:#}"
+    );
+    let summary = checks["replay"]["summary"].as_str().unwrap();
+    assert!(summary.contains("Replayed-From-Store: true"), "{summary}");
+    assert_eq!(code, 0, "{report:#}");
 }
 
 /// Two instances of a per-process idempotency layer, each with a store of
@@ -2227,6 +2255,16 @@ fn declared_unmarked_replays_are_judged_by_the_store() {
     for id in ["burst", "in-progress", "retry-after", "shared-store"] {
         assert_eq!(outcome(&checks, id), "fail", "{id}: {report:#}");
     }
+    assert!(
+        evidence(&checks, "burst").contains("took it as a new request"),
+        "{report:#}"
+    );
+    assert_eq!(code, 1, "{report:#}");
+    // The contract declares it (`replayed-header: none`): the same verdict.
+    let (_declared_dir, declared) = spec_file_replayed_header("none");
+    let first = serve(unmarked);
+    let second = serve(unmarked);
+    let (code, checks, report) = probe_instances(&declared, &[&first, &second], &[]);
     assert!(
         evidence(&checks, "burst").contains("took it as a new request"),
         "{report:#}"

@@ -42,10 +42,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
 
-/// The response headers a server sets on an answer replayed from its
-/// idempotency record: idemgen's runtime says `Idempotent-Replayed`, other
-/// implementations `Idempotency-Replayed` or either with an `X-` prefix;
-/// the value is `true`, or `?1` (an RFC 9651 boolean).
+/// The headers other implementations mark a replayed answer with, read
+/// for an operation without a contract: `Idempotent-Replayed` (idemgen's
+/// default), `Idempotency-Replayed`, and either with an `X-` prefix. An
+/// operation with a contract reads the one its `responses.replayed-header`
+/// names. The value is `true`, or `?1` (an RFC 9651 boolean).
 pub const REPLAYED_HEADERS: [&str; 4] = [
     "idempotent-replayed",
     "idempotency-replayed",
@@ -106,6 +107,9 @@ pub struct Contract {
     pub in_progress_retry_after_ms: Option<u64>,
     /// `responses.conflict`.
     pub conflict_status: u16,
+    /// `responses.replayed-header`: the header that marks a replayed
+    /// answer; `None` when the server's replays carry no mark.
+    pub replayed_header: Option<&'static str>,
 }
 
 impl Contract {
@@ -494,8 +498,10 @@ pub struct Answer<R> {
     /// Every response header.
     pub headers: HeaderMap,
     /// Whether the server replayed the answer it stored for the first
-    /// request with this key (one of [`REPLAYED_HEADERS`] says so) instead
-    /// of running the operation now.
+    /// request with this key instead of running the operation now: the
+    /// contract's `responses.replayed-header` says so (always `false` when
+    /// the contract declares replays unmarked; one of [`REPLAYED_HEADERS`]
+    /// for an operation without a contract).
     pub replayed: bool,
     /// The key and every attempt.
     pub call: Call,
@@ -1190,14 +1196,23 @@ fn finish<R>(
         return Err(Error::Refused { response, call });
     }
     Ok(Answer {
-        replayed: REPLAYED_HEADERS.iter().any(|name| {
-            raw.headers.get(*name).is_some_and(|value| {
-                value.as_bytes().eq_ignore_ascii_case(b"true") || value.as_bytes() == b"?1"
-            })
-        }),
+        replayed: is_replayed(&raw.headers, contract),
         response,
         headers: raw.headers,
         call,
+    })
+}
+
+/// Whether `headers` mark an answer replayed, as `contract` names the mark.
+fn is_replayed(headers: &HeaderMap, contract: Option<&Contract>) -> bool {
+    let names: &[&str] = match contract {
+        Some(contract) => contract.replayed_header.as_slice(),
+        None => &REPLAYED_HEADERS,
+    };
+    names.iter().any(|name| {
+        headers.get(*name).is_some_and(|value| {
+            value.as_bytes().eq_ignore_ascii_case(b"true") || value.as_bytes() == b"?1"
+        })
     })
 }
 
@@ -1627,6 +1642,7 @@ mod tests {
         in_progress_status: 409,
         in_progress_retry_after_ms: Some(50),
         conflict_status: 422,
+        replayed_header: Some("Idempotent-Replayed"),
     };
 
     fn keys_sent(requests: &[String]) -> Vec<String> {
@@ -1730,6 +1746,36 @@ mod tests {
             }
         );
         assert!(attempts[1].at - attempts[0].at >= Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn a_replay_is_read_from_the_header_the_contract_names() {
+        const REPLAY: &str = "HTTP/1.1 200 OK\r\nidempotency-replayed: ?1\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}";
+        const ITS_OWN_MARK: Contract = Contract {
+            replayed_header: Some("Idempotency-Replayed"),
+            ..RETRIED
+        };
+        const UNMARKED: Contract = Contract {
+            replayed_header: None,
+            ..RETRIED
+        };
+        for (contract, replayed) in [
+            (Some(&ITS_OWN_MARK), true),
+            (Some(&RETRIED), false),
+            (Some(&UNMARKED), false),
+            (None, true),
+        ] {
+            let (base, _) = server(&[REPLAY]);
+            let answer = send(&transport(), post(&base), contract, Key::New, any_status)
+                .await
+                .unwrap();
+            assert_eq!(
+                answer.replayed,
+                replayed,
+                "{:?}",
+                contract.map(|c| c.replayed_header)
+            );
+        }
     }
 
     #[tokio::test]

@@ -342,6 +342,9 @@ pub struct ContractContext {
     pub in_progress_status: u16,
     pub conflict_status: u16,
     pub retry_failed: bool,
+    /// The header that marks a replay (`responses.replayed-header`);
+    /// `None` when replays are declared unmarked.
+    pub replayed_header: Option<String>,
     pub fp_method: bool,
     pub fp_path: bool,
     pub fp_query: bool,
@@ -417,6 +420,9 @@ pub struct TestTarget {
     pub conflict_status: u16,
     pub retry_after_secs: u64,
     pub retry_failed: bool,
+    /// The replay mark's header name in lower case (as `HeaderMap` shows
+    /// it); `None` when replays are declared unmarked.
+    pub replayed_header: Option<String>,
     pub fp_body: bool,
     /// Whether requests need a verified principal (the tests add one, as
     /// the security check would).
@@ -565,6 +571,7 @@ impl ContractContext {
             in_progress_status: contract.in_progress_status.value,
             conflict_status: contract.conflict_status.value,
             retry_failed: contract.failed.value == FailedPolicy::Retry,
+            replayed_header: contract.replayed_header.value.header().map(str::to_string),
             fp_method: parts.contains(&FingerprintPart::Method),
             fp_path: parts.contains(&FingerprintPart::Path),
             fp_query: parts.contains(&FingerprintPart::Query),
@@ -704,6 +711,10 @@ impl TestTarget {
             conflict_status: contract.conflict_status,
             retry_after_secs: contract.retry_after_secs,
             retry_failed: contract.retry_failed,
+            replayed_header: contract
+                .replayed_header
+                .as_deref()
+                .map(str::to_ascii_lowercase),
             fp_body: contract.fp_body,
             needs_principal,
             secured,

@@ -48,8 +48,9 @@ pub struct ProbeOptions {
     pub request_timeout: Duration,
     pub deadline: Duration,
     pub request: RequestOptions,
-    /// How the service marks its replays (`--replay-header`).
-    pub replay_header: ReplayHeader,
+    /// How the service marks its replays (`--replay-header`); `None`:
+    /// as each operation's contract says (`responses.replayed-header`).
+    pub replay_header: Option<ReplayHeader>,
     /// Longest the `window-end` check may wait for a window to end
     /// (`--window-wait`); zero leaves the check out.
     pub window_wait: Duration,
@@ -67,6 +68,16 @@ pub enum ReplayHeader {
     /// 2xx is not taken for a first answer, and first answers from several
     /// instances are judged by whether they share one store.
     Unmarked,
+}
+
+impl ReplayHeader {
+    /// The mark `contract` declares (`responses.replayed-header`).
+    pub fn declared_by(contract: &Contract) -> ReplayHeader {
+        match contract.replayed_header.value.header() {
+            Some(name) => ReplayHeader::Named(name.to_string()),
+            None => ReplayHeader::Unmarked,
+        }
+    }
 }
 
 impl Default for ReplayHeader {
@@ -254,6 +265,10 @@ pub fn run(
     let mut rng = key::Rng::new();
     let mut operations = Vec::new();
     for (operation, contract) in targets {
+        let replay_header = options
+            .replay_header
+            .clone()
+            .unwrap_or_else(|| ReplayHeader::declared_by(contract));
         let mut report = OperationReport {
             name: operation.name(),
             method: operation.method.clone(),
@@ -299,7 +314,7 @@ pub fn run(
                     plan: &plan,
                     burst: options.burst,
                     concurrency: options.concurrency,
-                    replay_header: &options.replay_header,
+                    replay_header: &replay_header,
                     window_wait: options.window_wait,
                     store_event: &store,
                     store_evidence: std::sync::OnceLock::new(),

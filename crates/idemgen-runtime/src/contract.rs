@@ -78,6 +78,9 @@ pub struct Contract {
     /// `false`: it is refused with the conflict status (`failed: reject`).
     pub retry_failed: bool,
     pub fingerprint: Fingerprint,
+    /// The header that marks a replayed answer `true`
+    /// (`responses.replayed-header`); `None`: replays are not marked.
+    pub replayed_header: Option<&'static str>,
 }
 
 impl Contract {
@@ -116,6 +119,7 @@ impl Contract {
             conflict_status: 409,
             retry_failed: true,
             fingerprint: Fingerprint::DEFAULT,
+            replayed_header: Some("Idempotent-Replayed"),
         }
     }
 }

@@ -32,7 +32,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use regex::Regex;
 use tokio::time::Instant;
@@ -1381,7 +1381,7 @@ fn decide(
     match record.status.as_str() {
         COMPLETED => {
             counters.replays.inc();
-            Decision::Answer(replay(record))
+            Decision::Answer(replay(record, contract))
         }
         FAILED if contract.retry_failed => Decision::Reclaim(Reason::RetryAfterFailure),
         FAILED => {
@@ -1406,8 +1406,8 @@ fn decide(
 }
 
 /// The stored answer: status, content type, body and stored headers,
-/// marked as a replay.
-fn replay(record: &Record) -> Response {
+/// marked as a replay where the contract names a mark.
+fn replay(record: &Record, contract: &Contract) -> Response {
     let status = record
         .response_status
         .and_then(|status| StatusCode::from_u16(status).ok())
@@ -1430,7 +1430,13 @@ fn replay(record: &Record) -> Response {
     if let Some(block) = &record.response_headers {
         response_headers::send(&response_headers::decode(block), headers);
     }
-    headers.insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    // A name the contract's parser accepted is a valid header name.
+    if let Some(name) = contract
+        .replayed_header
+        .and_then(|name| HeaderName::from_bytes(name.as_bytes()).ok())
+    {
+        headers.insert(name, HeaderValue::from_static("true"));
+    }
     outcome::mark(response, Outcome::Replay)
 }
 

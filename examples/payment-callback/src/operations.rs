@@ -71,6 +71,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
                 body: true,
                 canonical_json: true,
             },
+            replayed_header: Some("Idempotent-Replayed"),
         },
     )
     .secured(Security {

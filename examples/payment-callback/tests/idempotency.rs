@@ -7,13 +7,16 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use idemgen_runtime::Dialect;
-use idemgen_runtime::{Call, Principal, REPLAYED_HEADER};
+use idemgen_runtime::{Call, Principal};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use payment_callback::App;
 use payment_callback::Reply;
 use payment_callback::operations::ON_PAY_CALLBACK as OPERATION;
+
+/// The header that marks a replayed answer (`responses.replayed-header`).
+const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// The app under test, and the SQLite file it removes when dropped.
 struct TestApp {

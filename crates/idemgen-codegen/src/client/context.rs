@@ -151,6 +151,8 @@ pub struct ClientContract {
     pub in_progress_status: u16,
     pub in_progress_retry_after_ms: u64,
     pub conflict_status: u16,
+    /// `responses.replayed-header`; `None` when replays are unmarked.
+    pub replayed_header: Option<String>,
 }
 
 /// A part of the key format, as `retry::KeyPart` names it.
@@ -259,6 +261,7 @@ impl ClientContract {
             in_progress_status: contract.in_progress_status.value,
             in_progress_retry_after_ms: contract.retry_after_ms.value,
             conflict_status: contract.conflict_status.value,
+            replayed_header: contract.replayed_header.value.header().map(str::to_string),
         })
     }
 }

@@ -45,6 +45,7 @@ static STRICT: Operation = Operation::idempotent(
         in_progress_status: 409,
         conflict_status: 422,
         retry_failed: false,
+        replayed_header: Some("Idempotent-Replayed"),
         fingerprint: Fingerprint {
             canonical_json: false,
             ..Fingerprint::DEFAULT

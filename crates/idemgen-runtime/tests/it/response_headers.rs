@@ -250,3 +250,57 @@ impl Drop for Database {
         }
     }
 }
+
+static MARKED_ITS_OWN_WAY: Operation = Operation::idempotent(
+    "createOrder",
+    "create_order",
+    Contract {
+        replayed_header: Some("Idempotency-Replayed"),
+        ..Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 3_000)
+    },
+);
+
+static UNMARKED: Operation = Operation::idempotent(
+    "createOrder",
+    "create_order",
+    Contract {
+        replayed_header: None,
+        ..Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 3_000)
+    },
+);
+
+/// `responses.replayed-header`: a replay carries the mark the contract
+/// names and no other, or none when the contract declares replays
+/// unmarked; a first answer never carries one.
+#[tokio::test]
+async fn a_replay_carries_the_mark_the_contract_names() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    for (operation, mark) in [
+        (&MARKED_ITS_OWN_WAY, Some("idempotency-replayed")),
+        (&UNMARKED, None),
+    ] {
+        let key = key();
+        let first = claim(operation, &engine, pay(&key))
+            .await
+            .answer(created())
+            .await;
+        assert_eq!(first.status(), StatusCode::CREATED);
+        let replay = engine
+            .begin(operation, pay(&key))
+            .await
+            .err()
+            .expect("a replay");
+        assert_eq!(replay.status(), StatusCode::CREATED);
+        let mut expected = vec!["content-type", "location", "etag"];
+        expected.extend(mark);
+        let replayed: Vec<&str> = replay.headers().keys().map(|name| name.as_str()).collect();
+        assert_eq!(replayed, expected, "{mark:?}");
+        if let Some(mark) = mark {
+            assert_eq!(header(&replay, mark).unwrap(), "true");
+            assert!(header(&first, mark).is_none());
+        }
+    }
+}

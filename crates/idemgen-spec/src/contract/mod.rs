@@ -7,4 +7,4 @@ pub mod parse;
 pub mod profile;
 pub mod suggest;
 
-pub use model::{Contract, Located, Origin, RawContract};
+pub use model::{Contract, Located, Origin, RawContract, ReplayMark};

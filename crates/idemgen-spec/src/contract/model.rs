@@ -163,6 +163,25 @@ impl Dialect {
     }
 }
 
+/// How a service tells a replayed answer from a first one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayMark {
+    /// A header whose value is `true` (or the structured-field `?1`).
+    Header(String),
+    /// No mark: replays look like first answers (`replayed-header: none`).
+    Unmarked,
+}
+
+impl ReplayMark {
+    /// The header's name, if replays carry one.
+    pub fn header(&self) -> Option<&str> {
+        match self {
+            ReplayMark::Header(name) => Some(name),
+            ReplayMark::Unmarked => None,
+        }
+    }
+}
+
 /// One block exactly as written: every field optional, nothing defaulted.
 /// Merging is `operation.field.or(document.field)` for each leaf, which is
 /// the field-by-field recursive merge with lists replaced whole.
@@ -186,6 +205,7 @@ pub struct RawContract {
     pub failed: Option<Located<FailedPolicy>>,
     pub conflict_status: Option<Located<u16>>,
     pub missing_key_status: Option<Located<u16>>,
+    pub replayed_header: Option<Located<ReplayMark>>,
     pub store_dialect: Option<Located<Dialect>>,
     pub store_engine: Option<Located<String>>,
     pub store_table: Option<Located<String>>,
@@ -237,6 +257,7 @@ impl RawContract {
             failed = "responses.failed",
             conflict_status = "responses.conflict",
             missing_key_status = "responses.missing-key",
+            replayed_header = "responses.replayed-header",
             store_dialect = "store.dialect",
             store_engine = "store.engine",
             store_table = "store.table",
@@ -289,6 +310,8 @@ pub struct Contract {
     pub conflict_status: Located<u16>,
     /// `None` when the profile makes the key optional (`stripe`).
     pub missing_key_status: Option<Located<u16>>,
+    /// How a replayed answer is marked (`responses.replayed-header`).
+    pub replayed_header: Located<ReplayMark>,
     pub dialect: Located<Dialect>,
     pub engine: Option<Located<String>>,
     pub table: Located<String>,
@@ -300,6 +323,8 @@ pub struct Contract {
 
 pub const DEFAULT_MAX_KEY_LENGTH: u64 = 128;
 pub const DEFAULT_RETRY_AFTER_MS: u64 = 1000;
+/// The header a generated service marks its replays with.
+pub const DEFAULT_REPLAYED_HEADER: &str = "Idempotent-Replayed";
 pub const DEFAULT_TABLE: &str = "idempotent_record";
 pub const DEFAULT_REPLAY_RATE_ALERT: f64 = 0.1;
 
@@ -368,6 +393,12 @@ impl Contract {
                     .value
                     .missing_key_status()
                     .map(|status| Located::at(&profile_origin, status))
+            }),
+            replayed_header: raw.replayed_header.unwrap_or_else(|| {
+                Located::at(
+                    &block,
+                    ReplayMark::Header(DEFAULT_REPLAYED_HEADER.to_string()),
+                )
             }),
             dialect: raw.store_dialect.unwrap_or_else(|| {
                 Located::at(&block, defaults.dialect.unwrap_or(Dialect::Sqlite))

@@ -8,7 +8,7 @@ use super::duration::parse_duration;
 use super::key_template::KeyTemplate;
 use super::model::{
     Canonical, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin, RawContract,
-    RequestScope, ScopeSource,
+    ReplayMark, RequestScope, ScopeSource,
 };
 use super::profile::Profile;
 use super::suggest::closest;
@@ -50,6 +50,7 @@ pub const SECTIONS: [(&str, &[&str]); 9] = [
             "failed",
             "conflict",
             "missing-key",
+            "replayed-header",
         ],
     ),
     ("responses.in-progress", &["status", "retry-after"]),
@@ -262,6 +263,37 @@ impl Parser<'_> {
                 None
             }
         }
+    }
+
+    /// `responses.replayed-header`: a header field name, or `none` for a
+    /// service that does not mark its replays.
+    fn replay_mark(&mut self, node: &Node, pointer: &str) -> Option<Located<ReplayMark>> {
+        const FIELD: &str = "responses.replayed-header";
+        let text = self.string(node, pointer, FIELD)?;
+        let problem = if text.value.is_empty() {
+            Some("is empty".to_string())
+        } else {
+            crate::http_token::first_non_token_char(&text.value)
+                .map(|bad| format!("is not an HTTP header name: it holds {bad:?}"))
+        };
+        if let Some(problem) = problem {
+            self.error(
+                node,
+                pointer,
+                FIELD,
+                format!("`{FIELD}` {:?} {problem}", text.value),
+                Some(
+                    "name the header that marks a replayed answer (letters, digits and `!#$%&'*+-.^_`|~`, e.g. `Idempotent-Replayed`), or write `none` if replays carry no mark".into(),
+                ),
+            );
+            return None;
+        }
+        let mark = if text.value == "none" {
+            ReplayMark::Unmarked
+        } else {
+            ReplayMark::Header(text.value)
+        };
+        Some(Located::new(mark, text.origin))
     }
 
     fn choice<T>(
@@ -598,6 +630,7 @@ impl Parser<'_> {
                 "missing-key" => {
                     raw.missing_key_status = self.status(value, &at, "responses.missing-key")
                 }
+                "replayed-header" => raw.replayed_header = self.replay_mark(value, &at),
                 _ => unreachable!("known_fields filters names"),
             }
         }
