@@ -9,6 +9,7 @@ use clap::ValueEnum;
 
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print};
+use idemgen_probe::observe::Observe;
 use idemgen_probe::request::RequestOptions;
 use idemgen_probe::{ProbeOptions, ReplayHeader, report};
 use idemgen_spec::contract::profile::Profile;
@@ -60,6 +61,19 @@ Replays are recognised by the contract's responses.replayed-header
 and the common names; with several instances, 2xx answers without a mark
 from two of them are two first answers unless --replay-header none says
 the service marks none, and then the shared-store test decides.
+
+--observe 'GET /orders/{order_no}=/payments' names a read of the service
+that counts a key's effects: after `=`, the JSON pointer to a number, or
+to an array whose length is the count (`=` alone: the whole document).
+{NAME} is filled from the request each check sends (a path or query
+parameter, --param, a top-level body field; {/pointer} a body value;
+{key} the key), and the read goes to the first --base-url with the
+request's headers. It is read once before any check (a read that fails,
+is not JSON or holds no count stops the probe, exit 2), then before and
+after burst, replay, in-progress, retry-after, shared-store, sf-string
+and window-end: a count that rose by more than one for a key fails the
+check whatever the answers said, one that rose by exactly one is its
+evidence, and decides the verdicts marks and the store test cannot.
 
 --window-wait DURATION lets window-end reuse a key after its window ends
 (the probe waits the window plus 1 s, and the deadline must allow it).
@@ -141,6 +155,12 @@ pub struct ProbeArgs {
     /// count as marks whatever this says.
     #[arg(long, value_name = "NAME|none", value_parser = replay_header_arg)]
     pub replay_header: Option<ReplayHeader>,
+    /// A read that counts a key's effects, `[GET ]PATH=POINTER`, e.g.
+    /// 'GET /orders/{order_no}=/payments': the JSON pointer to a number,
+    /// or to an array whose length is the count. {NAME} is filled from
+    /// each check's request; see the end of --help.
+    #[arg(long, value_name = "'GET /PATH=/POINTER'", value_parser = observe_arg)]
+    pub observe: Option<Observe>,
     /// Longest the window-end check may wait for a key's window to end
     /// (it needs the contract's window plus 2 s); without it the check
     /// does not run.
@@ -181,6 +201,10 @@ fn replay_header_arg(text: &str) -> Result<ReplayHeader, String> {
         ));
     }
     Ok(ReplayHeader::Named(name.to_string()))
+}
+
+fn observe_arg(text: &str) -> Result<Observe, String> {
+    Observe::parse(text)
 }
 
 fn set_arg(text: &str) -> Result<(String, serde_json::Value), String> {
@@ -257,6 +281,7 @@ pub fn run(args: &ProbeArgs) -> ExitCode {
         },
         replay_header: args.replay_header.clone(),
         window_wait: Duration::from_millis(args.window_wait.unwrap_or(0)),
+        observe: args.observe.clone(),
     };
     let spec = args.spec.display().to_string();
     let report = match idemgen_probe::run(&workspace, &spec, &options) {

@@ -2051,6 +2051,7 @@ fn fixed_report() -> idemgen_probe::Report {
         evidence: evidence.iter().map(|line| line.to_string()).collect(),
         warnings: warnings.iter().map(|line| line.to_string()).collect(),
         stopped_early: false,
+        effects: Vec::new(),
     };
     Report {
         spec: "openapi.yaml".into(),

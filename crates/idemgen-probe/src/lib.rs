@@ -9,12 +9,13 @@
 //! [`http`] keeps the client safe (loopback, no redirects, bounded);
 //! [`server_text`] makes what the service sent safe to print;
 //! [`principal`] holds the `--as` credentials and keeps them out of the
-//! report.
+//! report; [`observe`] reads the effect count `--observe` points at.
 
 pub mod check;
 mod checks;
 mod http;
 mod key;
+pub mod observe;
 pub mod principal;
 pub mod report;
 pub mod request;
@@ -54,6 +55,9 @@ pub struct ProbeOptions {
     /// Longest the `window-end` check may wait for a window to end
     /// (`--window-wait`); zero leaves the check out.
     pub window_wait: Duration,
+    /// A read that counts a key's effects (`--observe`): the checks that
+    /// send one key several times count them before and after.
+    pub observe: Option<observe::Observe>,
 }
 
 /// How the service marks an answer replayed from its record
@@ -115,6 +119,8 @@ pub struct CheckResult {
     pub warnings: Vec<String>,
     /// Not run to the end because `--max-requests` or `--deadline` ran out.
     pub stopped_early: bool,
+    /// With `--observe`: the effect count around each key the check sent.
+    pub effects: Vec<observe::EffectCount>,
 }
 
 /// Most evidence (or warning) lines one check keeps.
@@ -129,6 +135,7 @@ impl CheckResult {
             evidence: Vec::new(),
             warnings: Vec::new(),
             stopped_early: false,
+            effects: Vec::new(),
         }
     }
 
@@ -263,7 +270,9 @@ pub fn run(
     )
     .map_err(ProbeError)?;
     let mut rng = key::Rng::new();
-    let mut operations = Vec::new();
+    // Every plan first, and the count `--observe` reads for each: a read
+    // that does not work stops the probe before any check runs.
+    let mut prepared = Vec::new();
     for (operation, contract) in targets {
         let replay_header = options
             .replay_header
@@ -279,7 +288,7 @@ pub fn run(
             checks: Vec::new(),
         };
         let plan = Plan::build(workspace, operation, contract, &options.request, &mut rng);
-        match plan.and_then(|plan| {
+        let events = plan.and_then(|plan| {
             let first = plan.event(&mut rng)?;
             let second = plan.event(&mut rng)?;
             let third = plan.event(&mut rng)?;
@@ -297,50 +306,82 @@ pub fn run(
                 plan.event(&mut rng)?,
             ];
             Ok((plan, first, second, third, scoped, callers, more))
-        }) {
+        });
+        match events {
             Err(why) => report.skipped = Some(why),
-            Ok((
-                plan,
-                first,
-                second,
-                third,
-                scoped,
-                (owned, own, unauthenticated),
-                [store, bare_first, quoted_first, expiring],
-            )) => {
-                report.request = describe_plan(&plan, &first);
-                let probe = Probe {
-                    client: &client,
-                    plan: &plan,
-                    burst: options.burst,
-                    concurrency: options.concurrency,
-                    replay_header: &replay_header,
-                    window_wait: options.window_wait,
-                    store_event: &store,
-                    store_evidence: std::sync::OnceLock::new(),
-                };
-                // The burst goes first, on a fresh event, so it races for
-                // the first claim; the key checks come after it, so a
-                // service that wrongly accepts them meets a finished event.
-                let (burst, settled) = probe.burst(&first);
-                report.checks.push(burst);
-                report.checks.push(probe.replay(&first, &settled));
-                report.checks.push(probe.replay_fidelity(&first, &settled));
-                report.checks.push(probe.conflict(&first, &settled));
-                report.checks.push(probe.missing_key(&first));
-                report.checks.push(probe.malformed_key(&first, &mut rng));
-                report.checks.push(probe.long_key(&first, &mut rng));
-                report.checks.push(probe.in_progress_honesty(&second));
-                report.checks.push(probe.retry_after_honesty(&third));
-                report.checks.push(probe.scope(&scoped[0], &scoped[1]));
-                report.checks.push(probe.principals(&owned, &own));
-                report.checks.push(probe.unauthenticated(&unauthenticated));
-                report.checks.push(probe.shared_store());
-                report
-                    .checks
-                    .push(probe.sf_string(&bare_first, &quoted_first));
-                report.checks.push(probe.window_end(&expiring));
+            Ok(events) => {
+                report.request = describe_plan(&events.0, &events.1);
+                if let Some(observe) = &options.observe {
+                    let reading = observe
+                        .read(&client, &events.0, &events.1)
+                        .map_err(|why| {
+                            let secrets = principal::secrets(&options.request.principals);
+                            ProbeError(principal::redact(
+                                &format!("--observe '{}' ({}): {why}", observe.text, report.name),
+                                &secrets,
+                            ))
+                        })?;
+                    report.request.push(format!(
+                        "effects counted by --observe: {} → {} = {} before the first key",
+                        reading.read,
+                        if observe.pointer.is_empty() {
+                            "the document"
+                        } else {
+                            observe.pointer.as_str()
+                        },
+                        reading.count
+                    ));
+                }
+                prepared.push((report, replay_header, Some(events)));
+                continue;
             }
+        }
+        prepared.push((report, replay_header, None));
+    }
+    let mut operations = Vec::new();
+    for (mut report, replay_header, events) in prepared {
+        if let Some((
+            plan,
+            first,
+            second,
+            third,
+            scoped,
+            (owned, own, unauthenticated),
+            [store, bare_first, quoted_first, expiring],
+        )) = events
+        {
+            let probe = Probe {
+                client: &client,
+                plan: &plan,
+                burst: options.burst,
+                concurrency: options.concurrency,
+                replay_header: &replay_header,
+                window_wait: options.window_wait,
+                observe: options.observe.as_ref(),
+                store_event: &store,
+                store_evidence: std::sync::OnceLock::new(),
+            };
+            // The burst goes first, on a fresh event, so it races for
+            // the first claim; the key checks come after it, so a
+            // service that wrongly accepts them meets a finished event.
+            let (burst, settled) = probe.burst(&first);
+            report.checks.push(burst);
+            report.checks.push(probe.replay(&first, &settled));
+            report.checks.push(probe.replay_fidelity(&first, &settled));
+            report.checks.push(probe.conflict(&first, &settled));
+            report.checks.push(probe.missing_key(&first));
+            report.checks.push(probe.malformed_key(&first, &mut rng));
+            report.checks.push(probe.long_key(&first, &mut rng));
+            report.checks.push(probe.in_progress_honesty(&second));
+            report.checks.push(probe.retry_after_honesty(&third));
+            report.checks.push(probe.scope(&scoped[0], &scoped[1]));
+            report.checks.push(probe.principals(&owned, &own));
+            report.checks.push(probe.unauthenticated(&unauthenticated));
+            report.checks.push(probe.shared_store());
+            report
+                .checks
+                .push(probe.sf_string(&bare_first, &quoted_first));
+            report.checks.push(probe.window_end(&expiring));
         }
         operations.push(report);
     }

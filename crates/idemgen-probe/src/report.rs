@@ -78,13 +78,7 @@ pub fn json(report: &Report) -> Value {
                 "profile": operation.profile,
                 "request": operation.request,
                 "skipped": operation.skipped,
-                "checks": operation.checks.iter().map(|check| json!({
-                    "check": check.id,
-                    "outcome": check.outcome.name(),
-                    "summary": check.summary,
-                    "evidence": check.evidence,
-                    "warnings": check.warnings,
-                })).collect::<Vec<_>>(),
+                "checks": operation.checks.iter().map(check_json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -103,6 +97,33 @@ pub fn json(report: &Report) -> Value {
             "stopped_early": report.stopped_early(),
         },
     })
+}
+
+/// One check; `effects` (with `--observe`) only where counted, so a
+/// report without it is as it always was.
+fn check_json(check: &super::CheckResult) -> Value {
+    let mut value = json!({
+        "check": check.id,
+        "outcome": check.outcome.name(),
+        "summary": check.summary,
+        "evidence": check.evidence,
+        "warnings": check.warnings,
+    });
+    if !check.effects.is_empty() {
+        value["effects"] = check
+            .effects
+            .iter()
+            .map(|count| {
+                json!({
+                    "read": count.read,
+                    "pointer": count.pointer,
+                    "before": count.before,
+                    "after": count.after,
+                })
+            })
+            .collect();
+    }
+    value
 }
 
 /// One `<testsuite>` per operation, one `<testcase>` per check: a failed
@@ -190,6 +211,7 @@ mod tests {
             ],
             warnings: vec![format!("raw {hostile}")],
             stopped_early: false,
+            effects: Vec::new(),
         };
         let operation = |name: &str, skipped: Option<String>| OperationReport {
             name: name.into(),

@@ -60,6 +60,9 @@ pub struct Plan {
     /// The path with its parameters filled in and percent-encoded.
     pub path: String,
     pub query: Vec<(String, String)>,
+    /// Each path and query parameter's value as sent (not encoded), and
+    /// each `--param`: what fills `--observe`'s placeholders.
+    pub params: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
     pub body: Option<Value>,
     pub content_type: String,
@@ -193,6 +196,13 @@ impl Plan {
             path.push_str(&percent_encode(&value));
             path.push_str(rest);
         }
+        let mut params: Vec<(String, String)> = path_values.clone();
+        params.extend(query.iter().cloned());
+        for (name, value) in &options.params {
+            if !params.iter().any(|(known, _)| known == name) {
+                params.push((name.clone(), value.clone()));
+            }
+        }
         for (name, value) in &options.headers {
             // The probe chooses the key itself, check by check.
             if key.location.value == KeyLocation::Header
@@ -264,6 +274,7 @@ impl Plan {
             method: operation.method.clone(),
             path,
             query,
+            params,
             headers,
             body,
             content_type,

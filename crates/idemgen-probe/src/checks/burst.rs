@@ -51,7 +51,9 @@ impl Probe<'_> {
         let mut check = CheckResult::new(&CHECK);
         let request = self.plan.request(event, KeyUse::Valid);
         let total = self.burst.max(1);
+        let before = self.count_before(event);
         let (answers, lost) = self.at_once(&request, total);
+        let effects = self.count_after(before, event);
         check.summary = format!(
             "{total} identical requests at once: {}",
             tally(&answers, self)
@@ -89,10 +91,17 @@ impl Probe<'_> {
             }
         }
         if bodies.len() > 1 {
-            check.fail(format!(
-                "{} different 2xx bodies for one key: the business step ran more than once",
-                bodies.len()
-            ));
+            check.fail(if effects.once() {
+                format!(
+                    "{} different 2xx bodies for one key, and the effect count shows one effect: the others are not the first answer replayed",
+                    bodies.len()
+                )
+            } else {
+                format!(
+                    "{} different 2xx bodies for one key: the business step ran more than once",
+                    bodies.len()
+                )
+            });
             for answer in bodies.iter().take(3) {
                 check.evidence.push(format!(
                     "2xx body{}: {}",
@@ -103,7 +112,7 @@ impl Probe<'_> {
             let mut instances: Vec<usize> = bodies.iter().map(|answer| answer.instance).collect();
             instances.sort_unstable();
             instances.dedup();
-            if instances.len() > 1 {
+            if instances.len() > 1 && !effects.once() {
                 check.evidence.push(format!(
                     "each of {} ran the step for the same key: the instances do not share one idempotency store",
                     self.instance_names(&instances)
@@ -122,7 +131,7 @@ impl Probe<'_> {
         // replays are declared unmarked: the step ran for each, even when
         // the outputs match.
         if bodies.len() == 1 && firsts > 1 {
-            let judged = self.judge_firsts(&unmarked, &successes, &request);
+            let judged = self.judge_firsts(&unmarked, &successes, &request, &effects);
             if matches!(judged, Firsts::Fine) {
                 check.warn(format!(
                     "{firsts} 2xx answers without a replay mark ({}): replays are unmarked, or the step ran {firsts} times with identical output",
@@ -137,6 +146,7 @@ impl Probe<'_> {
                 &format!("the business step ran {firsts} times for one key"),
             );
         }
+        self.record_effects(&mut check, &effects, 1, !successes.is_empty());
         let mut others = Vec::new();
         for answer in &answers {
             if self.in_progress(answer) && !answer.is_success() {

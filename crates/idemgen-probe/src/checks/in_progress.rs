@@ -55,6 +55,7 @@ impl Probe<'_> {
         // Set once any answer is final (not "in progress"): no more
         // duplicates are needed after that.
         let settled = AtomicBool::new(false);
+        let before = self.count_before(event);
         let send = || {
             let answer = self.client.send(&request);
             if answer.as_ref().is_ok_and(|answer| self.is_final(answer)) {
@@ -81,6 +82,7 @@ impl Probe<'_> {
                 })
                 .collect::<Vec<_>>()
         });
+        let effects = self.count_after(before, event);
         let mut answers = Vec::with_capacity(results.len());
         for result in results {
             match result {
@@ -122,6 +124,7 @@ impl Probe<'_> {
                 "the first attempt answered in {} ms, before a duplicate could be sent; slow the business step (the payment-callback example: DOWNSTREAM_DELAY_MS=300)",
                 (first.received - first.sent).as_millis()
             );
+            self.record_effects(&mut check, &effects, 1, first.is_success());
             return check;
         }
         if !self.ran(&first) {
@@ -135,6 +138,7 @@ impl Probe<'_> {
                 "no attempt ran to an answer (a 2xx or a business refusal), so nothing shows how duplicates are treated while one runs; give the service a request it accepts (--example, --set POINTER=VALUE, --body-file)"
                     .into(),
             );
+            self.record_effects(&mut check, &effects, 1, false);
             return check;
         }
         let mut reran: Vec<&Answer> = Vec::new();
@@ -186,7 +190,7 @@ impl Probe<'_> {
             let mut firsts = vec![&first];
             firsts.extend(unmarked_again.iter().copied());
             let seen: Vec<&Answer> = during.iter().chain([&first]).collect();
-            let judged = self.judge_firsts(&firsts, &seen, &request);
+            let judged = self.judge_firsts(&firsts, &seen, &request, &effects);
             let count = unmarked_again.len();
             self.report_firsts(
                 &mut check,
@@ -199,10 +203,17 @@ impl Probe<'_> {
             );
         }
         if !reran.is_empty() {
-            check.fail(format!(
-                "{} duplicate(s) answered 2xx with a different body than the first attempt's: the business step ran again",
-                reran.len()
-            ));
+            check.fail(if effects.once() {
+                format!(
+                    "{} duplicate(s) answered 2xx with a different body than the first attempt's, and the effect count shows one effect: not the first answer",
+                    reran.len()
+                )
+            } else {
+                format!(
+                    "{} duplicate(s) answered 2xx with a different body than the first attempt's: the business step ran again",
+                    reran.len()
+                )
+            });
             check.evidence.push(format!(
                 "first{}: {}",
                 self.client.from(&first),
@@ -216,6 +227,7 @@ impl Probe<'_> {
                 ));
             }
         }
+        self.record_effects(&mut check, &effects, 1, first.is_success());
         check
     }
 }

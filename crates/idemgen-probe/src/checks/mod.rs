@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::check::Check;
 use super::http::{Answer, Client, Outgoing, SendError, shown_header};
+use super::observe::{EffectCount, Effects, Observe, Reading};
 use super::request::{Event, KeyUse, Plan};
 use super::{CheckResult, Outcome, ReplayHeader};
 
@@ -82,11 +83,17 @@ pub struct Probe<'a> {
     /// Longest the `window-end` check may wait for a key's window to end
     /// (`--window-wait`); zero leaves it out.
     pub window_wait: Duration,
+    /// The read that counts a key's effects (`--observe`), if any.
+    pub observe: Option<&'a Observe>,
     /// A fresh event of its own for the `shared-store` test, run at most
     /// once per operation ([`Probe::shared_store_evidence`]).
     pub store_event: &'a Event,
-    pub store_evidence: OnceLock<StoreEvidence>,
+    pub store_evidence: OnceLock<(StoreEvidence, Effects)>,
 }
+
+/// The effect count read before a check's requests for one key (none
+/// without `--observe`).
+pub struct Before(Option<Result<Reading, String>>);
 
 /// What sending one key to each instance showed of their idempotency
 /// store ([`Probe::shared_store_evidence`]).
@@ -122,6 +129,9 @@ pub enum Firsts {
     /// From several instances, replays declared unmarked, and nothing
     /// shows whether the instances share a store: why.
     CannotTell(String),
+    /// The `--observe` count rose: it, not the answers, says how often
+    /// the step ran ([`Probe::record_effects`] reports it).
+    Counted,
 }
 
 /// What the burst settled on: the first success, else the first answer
@@ -262,10 +272,20 @@ impl Probe<'_> {
     /// nothing otherwise. From several instances they are first answers
     /// unless the replays are declared unmarked (`--replay-header none`),
     /// and then the instances' store decides: whether they are the same or
-    /// not, each instance that answered a first answer ran the step.
-    fn judge_firsts(&self, firsts: &[&Answer], seen: &[&Answer], request: &Outgoing) -> Firsts {
+    /// not, each instance that answered a first answer ran the step. An
+    /// `--observe` count that rose (`effects`) decides before all that.
+    fn judge_firsts(
+        &self,
+        firsts: &[&Answer],
+        seen: &[&Answer],
+        request: &Outgoing,
+        effects: &Effects,
+    ) -> Firsts {
         if firsts.len() < 2 {
             return Firsts::Fine;
+        }
+        if effects.decides() {
+            return Firsts::Counted;
         }
         if let Some(mark) = self.marks_replays(seen.iter().copied(), request) {
             return Firsts::Marked(mark);
@@ -297,7 +317,7 @@ impl Probe<'_> {
         let instances = instances_of(firsts);
         let names = self.instance_names(&instances);
         match judged {
-            Firsts::Fine => {}
+            Firsts::Fine | Firsts::Counted => {}
             Firsts::Marked(mark) if instances.len() > 1 => check.fail(format!(
                 "{count} unmarked {what} (first answers, since replays carry `{mark}`) from {names}: each ran the step for the same key; the instances do not share one idempotency store"
             )),
@@ -320,9 +340,94 @@ impl Probe<'_> {
                     check.outcome = Outcome::NotApplicable;
                 }
                 check.evidence.push(format!(
-                    "{count} {what} from {names}, and replays are declared unmarked (--replay-header none): nothing tells a replay from a first answer, so whether each instance ran the step cannot be told ({why})"
+                    "{count} {what} from {names}, and replays are declared unmarked (--replay-header none): nothing tells a replay from a first answer, so whether each instance ran the step cannot be told ({why}); a read that counts the key's effects would tell: --observe"
                 ));
             }
+        }
+    }
+
+    /// The `--observe` count for `event`, before a check sends it.
+    fn count_before(&self, event: &Event) -> Before {
+        Before(
+            self.observe
+                .map(|observe| observe.read(self.client, self.plan, event)),
+        )
+    }
+
+    /// The count `effects` ended on, as the start of the next reading.
+    fn since(effects: &Effects) -> Before {
+        Before(match effects {
+            Effects::Unobserved => None,
+            Effects::Unread(why) => Some(Err(why.clone())),
+            Effects::Counted(count) => Some(Ok(Reading {
+                read: count.read.clone(),
+                count: count.after,
+            })),
+        })
+    }
+
+    /// The count for `event` after a check's requests, against `before`.
+    fn count_after(&self, before: Before, event: &Event) -> Effects {
+        let (Some(observe), Some(before)) = (self.observe, before.0) else {
+            return Effects::Unobserved;
+        };
+        match (before, observe.read(self.client, self.plan, event)) {
+            (Ok(before), Ok(after)) => Effects::Counted(EffectCount {
+                read: after.read,
+                pointer: observe.pointer.clone(),
+                before: before.count,
+                after: after.count,
+            }),
+            (Err(why), _) | (_, Err(why)) => Effects::Unread(why),
+        }
+    }
+
+    /// Records what the `--observe` count shows of one key on `check`:
+    /// a failure when the step took effect more than `allowed` times (1
+    /// for a key's first requests, 0 for a key already answered), the
+    /// count as evidence otherwise, and a warning when it tells nothing
+    /// (it did not move although `answered` a 2xx, it fell, or it could
+    /// not be read).
+    fn record_effects(&self, check: &mut CheckResult, effects: &Effects, allowed: u64, answered: bool) {
+        let count = match effects {
+            Effects::Unobserved => return,
+            Effects::Unread(why) => {
+                check.warn(format!(
+                    "the effect count (--observe) could not be read, so the verdict rests on the answers: {why}"
+                ));
+                return;
+            }
+            Effects::Counted(count) => count,
+        };
+        check.effects.push(count.clone());
+        let rose = count.rose();
+        let (label, before, after) = (count.label(), count.before, count.after);
+        if rose > i128::from(allowed) {
+            if allowed == 0 {
+                check.fail(format!(
+                    "{label} went from {before} to {after} for a key already answered: the step took effect again"
+                ));
+            } else {
+                check.fail(format!(
+                    "{label} went from {before} to {after}: the step took effect {rose} times for one key"
+                ));
+            }
+        } else if rose < 0 {
+            check.warn(format!(
+                "{label} went from {before} to {after}: something else changes it, so it tells nothing of this key"
+            ));
+        } else if rose == 1 {
+            check
+                .evidence
+                .push(format!("one effect: {label} went from {before} to {after}"));
+        } else if allowed == 0 {
+            check
+                .evidence
+                .push(format!("no new effect: {label} stayed at {before}"));
+        } else if answered {
+            check.warn(format!(
+                "{label} stayed at {before} although the service answered 2xx: the read does not count this operation's effect (or counts it later), so it tells nothing here"
+            ));
         }
     }
 

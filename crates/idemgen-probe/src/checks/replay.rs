@@ -55,10 +55,12 @@ impl Probe<'_> {
             );
             return check;
         }
+        let before = self.count_before(event);
         let answer = match self.settle(&self.plan.request(event, KeyUse::Valid)) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
+        let effects = self.count_after(before, event);
         if expect_conflict {
             let conflict = self.plan.expect.conflict;
             check.summary = format!(
@@ -69,6 +71,7 @@ impl Probe<'_> {
             if answer.status != conflict {
                 check.fail(format!("expected {conflict}: {}", answer.excerpt()));
             }
+            self.record_effects(&mut check, &effects, 0, false);
             return check;
         }
         let replayed = self.replay_mark(&answer);
@@ -108,6 +111,7 @@ impl Probe<'_> {
                 answer.excerpt()
             ));
         }
+        self.record_effects(&mut check, &effects, 0, false);
         check
     }
 }

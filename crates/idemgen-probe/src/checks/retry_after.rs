@@ -72,6 +72,7 @@ impl Probe<'_> {
             Duration::from_secs(retry_after_header_secs(self.plan.expect.retry_after_ms));
         let budget = max_processing + promised * RETRIES_PAST_MAX_PROCESSING;
         let request = self.plan.request(event, KeyUse::Valid);
+        let before = self.count_before(event);
         let started = Instant::now();
         let (first, outcome) = std::thread::scope(|scope| {
             let first = scope.spawn(|| self.client.send(&request));
@@ -104,6 +105,7 @@ impl Probe<'_> {
             Ok(waited) => waited,
             Err(error) => return check.no_answer(error),
         };
+        let effects = self.count_after(before, event);
         let advertised = advertised_waits(&waits);
         let first_ran = first.as_ref().is_ok_and(|answer| self.ran(answer));
         let first_answer = first.as_ref().ok().cloned();
@@ -126,6 +128,7 @@ impl Probe<'_> {
                 last.describe(),
                 self.client.from(&last)
             );
+            self.record_effects(&mut check, &effects, 1, false);
             return check;
         }
         let allowed = format!(
@@ -182,7 +185,7 @@ impl Probe<'_> {
                 && !self.marked_replay(&last)
         }) {
             let firsts = [&first, &last];
-            let judged = self.judge_firsts(&firsts, &firsts, &request);
+            let judged = self.judge_firsts(&firsts, &firsts, &request, &effects);
             self.report_firsts(
                 &mut check,
                 judged,
@@ -191,6 +194,7 @@ impl Probe<'_> {
                 "the business step ran twice for one key",
             );
         }
+        self.record_effects(&mut check, &effects, 1, last.is_success());
         check
     }
 }

@@ -71,6 +71,7 @@ impl Probe<'_> {
             let sf = sf_string(&bare);
             let (one, two) = if quoted { (&sf, &bare) } else { (&bare, &sf) };
             let first_request = self.plan.request(event, KeyUse::Given(one));
+            let before = self.count_before(event);
             let first = match self.settle(&first_request) {
                 Ok(answer) => answer,
                 Err(error) => return check.no_answer(error),
@@ -98,6 +99,8 @@ impl Probe<'_> {
                 Ok(answer) => answer,
                 Err(error) => return check.no_answer(error),
             };
+            let effects = self.count_after(before, event);
+            self.record_effects(&mut check, &effects, 1, true);
             let same = second.status == first.status && second.same_body(&first);
             let mark = self.replay_mark(&second);
             parts.push(format!(
@@ -108,6 +111,17 @@ impl Probe<'_> {
                     .map_or(String::new(), |mark| format!(" ({mark})"))
             ));
             if same && mark.is_some() {
+                continue;
+            }
+            if same && effects.once() {
+                // The count shows the second form ran nothing.
+                if mark.is_none() {
+                    if let Some(mark) = self.marks_replays(std::iter::empty(), &first_request) {
+                        check.warn(format!(
+                            "`{two}` got the first answer without the replay mark this service gives its replays (`{mark}`), though the effect count shows one effect"
+                        ));
+                    }
+                }
                 continue;
             }
             if same {
@@ -121,7 +135,12 @@ impl Probe<'_> {
                 }
                 continue;
             }
-            if second.is_success() {
+            if second.is_success() && effects.once() {
+                check.fail(format!(
+                    "`{two}` got {} with another body than `{one}`'s, and the effect count shows one effect: not the stored answer",
+                    self.shown(&second)
+                ));
+            } else if second.is_success() {
                 check.fail(format!(
                     "`{two}` got {} with another body than `{one}`'s: the two forms are two keys, and the step ran twice for one event",
                     self.shown(&second)

@@ -26,7 +26,8 @@
 
 use super::{Probe, StoreEvidence};
 use crate::check::declare_check;
-use crate::request::KeyUse;
+use crate::observe::Effects;
+use crate::request::{Event, KeyUse};
 use crate::{CheckResult, Outcome};
 
 declare_check!(
@@ -55,6 +56,15 @@ impl Probe<'_> {
                 check.summary = why;
             }
         }
+        if let Some((_, effects)) = self.store_evidence.get() {
+            // A count that rose by more than one is in the failure's
+            // lines already.
+            if !effects.rose().is_some_and(|rose| rose > 1) {
+                self.record_effects(&mut check, effects, 1, false);
+            } else if let Effects::Counted(count) = effects {
+                check.effects.push(count.clone());
+            }
+        }
         check
     }
 
@@ -63,28 +73,72 @@ impl Probe<'_> {
     pub(super) fn shared_store_evidence(&self) -> StoreEvidence {
         self.store_evidence
             .get_or_init(|| self.test_store())
+            .0
             .clone()
     }
 
-    fn test_store(&self) -> StoreEvidence {
+    /// The store test, and the `--observe` count around it.
+    fn test_store(&self) -> (StoreEvidence, Effects) {
         let instances = self.client.instances();
         if instances.len() < 2 {
-            return StoreEvidence::Unknown(
-                "one --base-url: give one per instance to check that they share one store".into(),
+            return (
+                StoreEvidence::Unknown(
+                    "one --base-url: give one per instance to check that they share one store"
+                        .into(),
+                ),
+                Effects::Unobserved,
             );
         }
         if !self.plan.expect.fingerprint_body {
-            return StoreEvidence::Unknown(
-                "`fingerprint.include` leaves out the body, so a changed body is the same request"
-                    .into(),
+            return (
+                StoreEvidence::Unknown(
+                    "`fingerprint.include` leaves out the body, so a changed body is the same request"
+                        .into(),
+                ),
+                Effects::Unobserved,
             );
         }
         let event = self.store_event;
         let Some((changed, pointer)) = self.plan.changed(event) else {
-            return StoreEvidence::Unknown(
-                "the request body has no value the probe can change".into(),
+            return (
+                StoreEvidence::Unknown("the request body has no value the probe can change".into()),
+                Effects::Unobserved,
             );
         };
+        let before = self.count_before(event);
+        let evidence = self.store_answers(&changed, &pointer);
+        let effects = self.count_after(before, event);
+        // One key that took effect twice is a store each, whatever the
+        // instances answered.
+        let evidence = match (&effects, evidence) {
+            (Effects::Counted(count), evidence) if count.rose() > 1 => {
+                let line = format!(
+                    "{} went from {} to {}: the step took effect {} times for one key",
+                    count.label(),
+                    count.before,
+                    count.after,
+                    count.rose()
+                );
+                match evidence {
+                    StoreEvidence::NotShared(mut lines) => {
+                        lines.push(line);
+                        StoreEvidence::NotShared(lines)
+                    }
+                    StoreEvidence::Shared(summary) | StoreEvidence::Unknown(summary) => {
+                        StoreEvidence::NotShared(vec![summary, line])
+                    }
+                }
+            }
+            (_, evidence) => evidence,
+        };
+        (evidence, effects)
+    }
+
+    /// A fresh key answered by the first instance, then `changed` sent to
+    /// every instance.
+    fn store_answers(&self, changed: &Event, pointer: &str) -> StoreEvidence {
+        let instances = self.client.instances();
+        let event = self.store_event;
         let home = &instances[0];
         let first = match self.settle_on(Some(0), &self.plan.request(event, KeyUse::Valid)) {
             Ok(answer) => answer,
@@ -97,7 +151,7 @@ impl Probe<'_> {
             ));
         }
         let conflict = self.plan.expect.conflict;
-        let request = self.plan.request(&changed, KeyUse::Valid);
+        let request = self.plan.request(changed, KeyUse::Valid);
         let mut answers = Vec::with_capacity(instances.len());
         for (index, instance) in instances.iter().enumerate() {
             match self.settle_on(Some(index), &request) {

@@ -77,6 +77,7 @@ impl Probe<'_> {
             return check;
         }
         let request = self.plan.request(event, KeyUse::Valid);
+        let before_old = self.count_before(event);
         let old = match self.settle(&request) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
@@ -99,8 +100,14 @@ impl Probe<'_> {
             return check;
         }
         std::thread::sleep(wait);
+        // The count around the first request shows whether it counts
+        // this operation's effect at all; the one around the burst, how
+        // often the expired key ran.
+        let first_effect = self.count_after(before_old, event);
+        let counts_this = first_effect.once();
         let total = self.burst.max(1);
         let (answers, lost) = self.at_once(&request, total);
+        let effects = self.count_after(Self::since(&first_effect), event);
         check.summary = format!(
             "{total} requests with a key answered {:.1} s earlier (window {:.1} s): {}",
             wait.as_secs_f64(),
@@ -111,6 +118,12 @@ impl Probe<'_> {
             return check.no_answer(error);
         }
         let successes: Vec<&Answer> = answers.iter().filter(|a| a.is_success()).collect();
+        self.record_effects(
+            &mut check,
+            &effects,
+            1,
+            !successes.is_empty() && !counts_this,
+        );
         for answer in answers.iter().filter(|answer| !answer.is_success()) {
             if self.in_progress(answer) {
                 if let Err(why) = self.retry_after(answer) {
@@ -136,11 +149,18 @@ impl Probe<'_> {
             }
         }
         if new_bodies.len() > 1 {
-            check.fail(format!(
-                "{} different new 2xx bodies for the expired key: the step ran {} times, more than one request took the expired record",
-                new_bodies.len(),
-                new_bodies.len()
-            ));
+            check.fail(if effects.once() {
+                format!(
+                    "{} different new 2xx bodies for the expired key, and the effect count shows one effect: the others are not the new answer",
+                    new_bodies.len()
+                )
+            } else {
+                format!(
+                    "{} different new 2xx bodies for the expired key: the step ran {} times, more than one request took the expired record",
+                    new_bodies.len(),
+                    new_bodies.len()
+                )
+            });
             for answer in new_bodies.iter().take(3) {
                 self.show(&mut check, "new 2xx body", answer);
             }
@@ -155,7 +175,7 @@ impl Probe<'_> {
         // service marks its replays when none of the burst's answers did.
         let marks = self.marks_replays(successes.iter().copied(), &request);
         match marks {
-            Some(mark) if firsts.len() > 1 => {
+            Some(mark) if firsts.len() > 1 && !effects.decides() => {
                 check.fail(format!(
                     "{} unmarked 2xx answers for the expired key (first answers, since replays carry `{mark}`): the step ran {} times for one key",
                     firsts.len(),
@@ -169,10 +189,23 @@ impl Probe<'_> {
                 self.show(&mut check, "old answer", &old);
             }
             Some(_) => {}
+            None if new_bodies.is_empty()
+                && !successes.is_empty()
+                && counts_this
+                && effects.rose() == Some(0) =>
+            {
+                // The count moved for the first request and not for the
+                // burst: every 2xx was the old record's.
+                check.fail(
+                    "no request ran the step: every 2xx is the old answer's bytes, and the effect count did not move (it rose by one for the key's first request): the record outlived its window, and an expired record is a new one"
+                        .into(),
+                );
+            }
+            None if new_bodies.is_empty() && !successes.is_empty() && effects.decides() => {}
             None if new_bodies.is_empty() && !successes.is_empty() => {
                 check.outcome = Outcome::NotApplicable;
                 check.evidence.push(
-                    "every 2xx is the old answer's bytes, and the service marks no replay: nothing tells a replay of the old record from a new execution with the same output"
+                    "every 2xx is the old answer's bytes, and the service marks no replay: nothing tells a replay of the old record from a new execution with the same output (a count of the key's effects would: --observe)"
                         .into(),
                 );
             }
