@@ -147,6 +147,10 @@ enum Flaw {
     QuotedKeyIsAnotherKey,
     /// Refuses a key sent as an sf-string (`"k"`), the IETF draft's form.
     RefusesQuotedKey,
+    /// Check-then-write whose every execution answers the same bytes, and
+    /// whose replays carry no mark: its answers look like one payment
+    /// however many it made.
+    CheckThenWriteUnmarked,
 }
 
 impl Flaw {
@@ -154,6 +158,7 @@ impl Flaw {
     fn replay_mark(self) -> Option<&'static str> {
         match self {
             Flaw::SameAnswerMarkedAs(mark) => mark,
+            Flaw::CheckThenWriteUnmarked => None,
             _ => Some("Idempotent-Replayed"),
         }
     }
@@ -179,6 +184,7 @@ enum Record {
 }
 
 struct Request {
+    method: String,
     path: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
@@ -228,7 +234,19 @@ fn refund_key(body: &[u8]) -> Option<String> {
 }
 
 /// The payment (and refund) handler, with one promise broken by `flaw`.
-fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request) -> Reply {
+fn handle(
+    flaw: Flaw,
+    records: &Mutex<HashMap<String, Record>>,
+    ledger: &Mutex<HashMap<String, Vec<u64>>>,
+    request: Request,
+) -> Reply {
+    if request.method == "GET" {
+        return read_ledger(ledger, &request.path);
+    }
+    let order_no = serde_json::from_slice::<Value>(&request.body)
+        .ok()
+        .and_then(|body| body.get("order_no")?.as_str().map(str::to_string))
+        .unwrap_or_default();
     // `/principal-pay` declares `key.scope: [principal]` and a bearer
     // token; it authenticates first, and its answers echo the token (as a
     // careless service might), which the report must not show.
@@ -305,16 +323,23 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
         // Long enough that scheduling noise on a busy machine does not
         // decide which request overlaps which.
         std::thread::sleep(Duration::from_millis(150));
+        let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
+        ledger
+            .lock()
+            .unwrap()
+            .entry(order_no.clone())
+            .or_default()
+            .push(id);
         if matches!(
             flaw,
             Flaw::SameAnswerEachTime
                 | Flaw::CheckThenWriteSameAnswer
                 | Flaw::CheckThenWriteMarkedFalse
+                | Flaw::CheckThenWriteUnmarked
                 | Flaw::SameAnswerMarkedAs(_)
         ) {
             return br#"{"status":"paid"}"#.to_vec();
         }
-        let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
         format!(r#"{{"payment_id":{id},"status":"paid"{echo}}}"#).into_bytes()
     };
     if flaw == Flaw::AlwaysUnavailable {
@@ -354,7 +379,10 @@ fn handle(flaw: Flaw, records: &Mutex<HashMap<String, Record>>, request: Request
     }
     if matches!(
         flaw,
-        Flaw::CheckThenWrite | Flaw::CheckThenWriteSameAnswer | Flaw::CheckThenWriteMarkedFalse
+        Flaw::CheckThenWrite
+            | Flaw::CheckThenWriteSameAnswer
+            | Flaw::CheckThenWriteMarkedFalse
+            | Flaw::CheckThenWriteUnmarked
     ) {
         if let Some(Record::Done { answer, .. }) = records.lock().unwrap().get(&key) {
             return replayed(flaw, answer.clone());
@@ -491,17 +519,61 @@ fn serve(flaw: Flaw) -> String {
 /// per connection, one request per connection; returns the base URL.
 /// Instances given one store stand for a deployment that shares it.
 fn serve_with(flaw: Flaw, store: Store) -> String {
+    serve_on(flaw, store, Ledger::default())
+}
+
+/// As [`serve_with`], its payments recorded in `ledger`: instances given
+/// one ledger share one business database, whatever their stores.
+fn serve_on(flaw: Flaw, store: Store, ledger: Ledger) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let store = Arc::clone(&store);
+            let ledger = Arc::clone(&ledger);
             std::thread::spawn(move || {
-                let _ = answer(stream, |request| handle(flaw, &store, request));
+                let _ = answer(stream, |request| handle(flaw, &store, &ledger, request));
             });
         }
     });
     format!("http://{address}")
+}
+
+/// The business database: each order's payments (their ids), whichever
+/// instance and idempotency store made them.
+type Ledger = Arc<Mutex<HashMap<String, Vec<u64>>>>;
+
+/// The reads the payment servers answer: `GET /orders/{order_no}/payments`
+/// (`{"order_no": …, "payments": [ids], "state": …}`), the same as a page
+/// (`…/page`, HTML), and `/hang-up`, which answers nothing; anything else
+/// is 404.
+fn read_ledger(ledger: &Mutex<HashMap<String, Vec<u64>>>, path: &str) -> Reply {
+    if path == "/hang-up" {
+        return reply(0, "");
+    }
+    let Some(rest) = path.strip_prefix("/orders/") else {
+        return reply(404, r#"{"title":"no such read"}"#);
+    };
+    let (order_no, view) = rest.split_once('/').unwrap_or((rest, ""));
+    let payments = ledger
+        .lock()
+        .unwrap()
+        .get(order_no)
+        .cloned()
+        .unwrap_or_default();
+    match view {
+        "payments" => reply(
+            200,
+            &serde_json::json!({
+                "order_no": order_no,
+                "payments": payments,
+                "state": if payments.is_empty() { "open" } else { "paid" },
+            })
+            .to_string(),
+        ),
+        "page" => reply(200, "<html><body>paid</body></html>"),
+        _ => reply(404, r#"{"title":"no such order view"}"#),
+    }
 }
 
 /// Minimal HTTP/1.1: request line, headers, a Content-Length body.
@@ -509,6 +581,7 @@ fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io:
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut line = String::new();
     reader.read_line(&mut line)?;
+    let method = line.split(' ').next().unwrap_or("").to_string();
     let path = line.split(' ').nth(1).unwrap_or("/").to_string();
     let mut headers = Vec::new();
     loop {
@@ -530,10 +603,15 @@ fn answer(stream: TcpStream, handler: impl FnOnce(Request) -> Reply) -> std::io:
     let mut body = vec![0; length];
     reader.read_exact(&mut body)?;
     let reply = handler(Request {
+        method,
         path,
         headers,
         body,
     });
+    if reply.status == 0 {
+        // Hang up without an answer.
+        return Ok(());
+    }
     let mut out = format!(
         "HTTP/1.1 {} X\r\nContent-Length: {}\r\nContent-Type: application/json\r\nConnection: close\r\n",
         reply.status,
@@ -2583,4 +2661,242 @@ fn sf_string_keys_are_refused_only_outside_the_drafts_string() {
         "createOrder",
     );
     assert_eq!(outcome(&checks, "malformed-key"), "fail", "{report:#}");
+}
+
+/// `--observe` for the payment servers: the order's payments, whose
+/// number is the count.
+const OBSERVE_PAYMENTS: [&str; 2] = ["--observe", "GET /orders/{order_no}/payments=/payments"];
+
+/// The `--observe` counts a check reported: (before, after) per key.
+fn counts(checks: &HashMap<String, Value>, id: &str) -> Vec<(u64, u64)> {
+    checks[id]["effects"]
+        .as_array()
+        .map(|effects| {
+            effects
+                .iter()
+                .map(|count| {
+                    assert_eq!(count["read"], "GET /orders/ORD-1/payments", "{count}");
+                    assert_eq!(count["pointer"], "/payments", "{count}");
+                    (
+                        count["before"].as_u64().unwrap(),
+                        count["after"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A service that keeps every promise, with a read that counts its
+/// payments: every check that sends one key several times counts one
+/// payment for it (none for the replay), says so, and passes.
+#[test]
+fn an_effect_count_shows_one_effect_per_key() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::None);
+    let (code, checks, report) = probe_op_json_with(&spec, &base, "pay", &OBSERVE_PAYMENTS);
+    for id in ALL.iter().chain(&["sf-string"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    assert_eq!(code, 0, "{report:#}");
+    let request = report["operations"][0]["request"].to_string();
+    assert!(
+        request.contains("effects counted by --observe: GET /orders/ORD-1/payments → /payments = 0 before the first key"),
+        "{request}"
+    );
+    for id in ["burst", "in-progress", "retry-after"] {
+        let [(before, after)] = counts(&checks, id)[..] else {
+            panic!("{id}: one count expected: {report:#}");
+        };
+        assert_eq!(after, before + 1, "{id}: {report:#}");
+        assert!(
+            evidence(&checks, id).contains(&format!(
+                "one effect: `/payments` of GET /orders/ORD-1/payments went from {before} to {after}"
+            )),
+            "{id}: {report:#}"
+        );
+    }
+    // The burst paid ORD-1 first.
+    assert_eq!(counts(&checks, "burst"), [(0, 1)], "{report:#}");
+    let [(before, after)] = counts(&checks, "replay")[..] else {
+        panic!("{report:#}");
+    };
+    assert_eq!(before, after, "{report:#}");
+    assert!(
+        evidence(&checks, "replay").contains("no new effect"),
+        "{report:#}"
+    );
+    // Two keys, one payment each.
+    let sf = counts(&checks, "sf-string");
+    assert_eq!(sf.len(), 2, "{report:#}");
+    assert!(
+        sf.iter().all(|(before, after)| after - before == 1),
+        "{report:#}"
+    );
+    // The checks that do not send one key several times count nothing.
+    assert!(checks["conflict"].get("effects").is_none(), "{report:#}");
+
+    // Without --observe the report has no counts at all.
+    let (_, checks, report) = probe_json(&spec, &base);
+    assert!(
+        checks.values().all(|check| check.get("effects").is_none()),
+        "{report:#}"
+    );
+}
+
+/// Check-then-write on one instance whose every execution answers the
+/// same bytes and whose replays carry no mark: the answers look like one
+/// payment, and only the count shows the others. It fails the burst and
+/// the in-progress duplicates whatever `--replay-header` says.
+#[test]
+fn a_count_that_rose_by_more_than_one_fails_whatever_the_answers_say() {
+    let (_dir, spec) = spec_file();
+    // What the answers alone say of it.
+    let (_, checks, report) = probe_op_json_with(
+        &spec,
+        &serve(Flaw::CheckThenWriteUnmarked),
+        "pay",
+        &["--replay-header", "none"],
+    );
+    assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+
+    for replay_header in ["none", "Idempotent-Replayed"] {
+        let mut args = vec!["--replay-header", replay_header];
+        args.extend(OBSERVE_PAYMENTS);
+        let (code, checks, report) =
+            probe_op_json_with(&spec, &serve(Flaw::CheckThenWriteUnmarked), "pay", &args);
+        for id in ["burst", "in-progress"] {
+            assert_eq!(
+                outcome(&checks, id),
+                "fail",
+                "{replay_header}, {id}: {report:#}"
+            );
+            let [(before, after)] = counts(&checks, id)[..] else {
+                panic!("{id}: {report:#}");
+            };
+            assert!(after > before + 1, "{id}: {report:#}");
+            assert!(
+                evidence(&checks, id).contains(&format!(
+                    "`/payments` of GET /orders/ORD-1/payments went from {before} to {after}: the step took effect {} times for one key",
+                    after - before
+                )),
+                "{replay_header}, {id}: {report:#}"
+            );
+        }
+        assert_eq!(code, 1, "{report:#}");
+    }
+}
+
+/// Two instances with a store each, paying into one business database,
+/// their replays unmarked and declared so: the count fails them, with
+/// the endpoint and the counts as evidence. The same instances sharing
+/// one store pass, the count their evidence, where without it the answers
+/// cannot tell.
+#[test]
+fn instances_are_judged_by_the_count_of_effects() {
+    let (_dir, spec) = spec_file();
+    let unmarked = Flaw::SameAnswerMarkedAs(None);
+    let mut args = vec!["--replay-header", "none"];
+    args.extend(OBSERVE_PAYMENTS);
+
+    let ledger = Ledger::default();
+    let first = serve_on(unmarked, Store::default(), Arc::clone(&ledger));
+    let second = serve_on(unmarked, Store::default(), ledger);
+    let (code, checks, report) = probe_instances(&spec, &[&first, &second], &args);
+    for id in ["burst", "in-progress", "retry-after", "shared-store"] {
+        assert_eq!(outcome(&checks, id), "fail", "{id}: {report:#}");
+    }
+    for id in ["burst", "shared-store"] {
+        let said = evidence(&checks, id);
+        assert!(
+            said.contains("of GET /orders/ORD-1/payments went from")
+                && said.contains("the step took effect 2 times for one key"),
+            "{id}: {report:#}"
+        );
+    }
+    assert_eq!(code, 1, "{report:#}");
+
+    // One store: one request of the burst at a time, so each instance
+    // answers the same unmarked bytes; the store test passes, and the
+    // count, not the answers, passes the burst.
+    let one_at_a_time = ["--replay-header", "none", "--concurrency", "1"];
+    let counted: Vec<&str> = one_at_a_time
+        .iter()
+        .chain(&OBSERVE_PAYMENTS)
+        .copied()
+        .collect();
+    let store = Store::default();
+    let ledger = Ledger::default();
+    let first = serve_on(unmarked, Arc::clone(&store), Arc::clone(&ledger));
+    let second = serve_on(unmarked, store, ledger);
+    let (_, checks, report) = probe_instances(&spec, &[&first, &second], &one_at_a_time);
+    assert_eq!(outcome(&checks, "burst"), "not-applicable", "{report:#}");
+    assert!(
+        evidence(&checks, "burst").contains("--observe"),
+        "the verdict says what would tell: {report:#}"
+    );
+    let (code, checks, report) = probe_instances(&spec, &[&first, &second], &counted);
+    for id in ALL.iter().chain(&["sf-string", "shared-store"]) {
+        assert_eq!(outcome(&checks, id), "pass", "{id}: {report:#}");
+    }
+    for id in ["burst", "in-progress", "retry-after", "shared-store"] {
+        assert!(
+            evidence(&checks, id)
+                .contains("one effect: `/payments` of GET /orders/ORD-1/payments went from"),
+            "{id}: {report:#}"
+        );
+    }
+    assert!(
+        !evidence(&checks, "burst").contains("cannot be told"),
+        "{report:#}"
+    );
+    assert_eq!(code, 0, "{report:#}");
+}
+
+/// A count that cannot be read stops the probe before any check runs
+/// (exit 2), naming --observe, what it got and the fix; never a panic.
+#[test]
+fn an_observe_read_that_does_not_count_is_a_usage_error() {
+    let (_dir, spec) = spec_file();
+    let ledger = Ledger::default();
+    let base = serve_on(Flaw::None, Store::default(), Arc::clone(&ledger));
+    for (observe, says) in [
+        ("GET /orders/{order_no}/page=/payments", "not JSON"),
+        (
+            "GET /orders/{order_no}/payments=/total",
+            "without `/total` (its top-level names: /order_no, /payments, /state)",
+        ),
+        (
+            "GET /orders/{order_no}/payments=/state",
+            "a string at `/state`, not a count",
+        ),
+        (
+            "GET /orders/{order_no}/payments=",
+            "an object at the document, not a count",
+        ),
+        ("GET /nowhere/{order_no}=/n", "answered 404 Not Found"),
+        ("GET /hang-up=/n", "GET /hang-up: no answer"),
+        (
+            "GET /orders/{order}/payments=/payments",
+            "`{order}` names no path or query parameter",
+        ),
+        (
+            "GET /orders/{/order}/payments=/payments",
+            "--set /order=VALUE",
+        ),
+        (
+            "POST /orders/{order_no}/payments=/payments",
+            "read with GET",
+        ),
+        ("GET /orders/{order_no}/payments", "no `=`"),
+    ] {
+        let output = probe(&spec, &base, &["--op", "pay", "--observe", observe]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{observe}: {stderr}");
+        assert!(stderr.contains("--observe"), "{observe}: {stderr}");
+        assert!(stderr.contains(says), "{observe}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{observe}: {stderr}");
+        assert!(output.stdout.is_empty(), "{observe}: no check ran");
+    }
+    assert!(ledger.lock().unwrap().is_empty(), "nothing was paid");
 }

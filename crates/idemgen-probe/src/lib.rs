@@ -312,15 +312,13 @@ pub fn run(
             Ok(events) => {
                 report.request = describe_plan(&events.0, &events.1);
                 if let Some(observe) = &options.observe {
-                    let reading = observe
-                        .read(&client, &events.0, &events.1)
-                        .map_err(|why| {
-                            let secrets = principal::secrets(&options.request.principals);
-                            ProbeError(principal::redact(
-                                &format!("--observe '{}' ({}): {why}", observe.text, report.name),
-                                &secrets,
-                            ))
-                        })?;
+                    let reading = observe.read(&client, &events.0, &events.1).map_err(|why| {
+                        let secrets = principal::secrets(&options.request.principals);
+                        ProbeError(principal::redact(
+                            &format!("--observe '{}' ({}): {why}", observe.text, report.name),
+                            &secrets,
+                        ))
+                    })?;
                     report.request.push(format!(
                         "effects counted by --observe: {} → {} = {} before the first key",
                         reading.read,

@@ -210,9 +210,7 @@ impl Observe {
         match value {
             Value::Array(items) => Ok(items.len() as u64),
             Value::Number(number) => number.as_u64().ok_or_else(|| {
-                format!(
-                    "answered {number} at {shown}, not a count (a whole number, 0 or more)"
-                )
+                format!("answered {number} at {shown}, not a count (a whole number, 0 or more)")
             }),
             other => Err(format!(
                 "answered {} at {shown}, not a count; point at a number, or an array whose length is the count",
@@ -375,7 +373,12 @@ mod tests {
         for (pointer, status, body, says) in [
             ("/payments", 404, "{}", "answered 404 Not Found"),
             ("/payments", 200, "<html>", "not JSON"),
-            ("/nope", 200, body, "without `/nope` (its top-level names: /half"),
+            (
+                "/nope",
+                200,
+                body,
+                "without `/nope` (its top-level names: /half",
+            ),
             ("/state", 200, body, "a string at `/state`, not a count"),
             ("/neg", 200, body, "-1 at `/neg`, not a count"),
             ("/half", 200, body, "1.5 at `/half`, not a count"),

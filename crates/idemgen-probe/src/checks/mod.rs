@@ -388,7 +388,13 @@ impl Probe<'_> {
     /// count as evidence otherwise, and a warning when it tells nothing
     /// (it did not move although `answered` a 2xx, it fell, or it could
     /// not be read).
-    fn record_effects(&self, check: &mut CheckResult, effects: &Effects, allowed: u64, answered: bool) {
+    fn record_effects(
+        &self,
+        check: &mut CheckResult,
+        effects: &Effects,
+        allowed: u64,
+        answered: bool,
+    ) {
         let count = match effects {
             Effects::Unobserved => return,
             Effects::Unread(why) => {
