@@ -151,6 +151,8 @@ enum Flaw {
     /// whose replays carry no mark: its answers look like one payment
     /// however many it made.
     CheckThenWriteUnmarked,
+    /// Takes any header text for a key, well-formed or not.
+    AcceptsAnyKey,
 }
 
 impl Flaw {
@@ -286,6 +288,7 @@ fn handle(
                 let key = header_key(value)?;
                 match flaw {
                     Flaw::RefusesQuotedKey if value.starts_with('"') => None,
+                    Flaw::AcceptsAnyKey => Some(key),
                     _ if !valid_key(&key) => None,
                     Flaw::QuotedKeyIsAnotherKey => Some(value.clone()),
                     _ => Some(key),
@@ -2510,7 +2513,15 @@ enum Expiry {
 /// A key's record: its answer and when it was finished, or none yet.
 type Expiring = Mutex<HashMap<String, Option<(Instant, Vec<u8>)>>>;
 
-fn pay_with_expiry(expiry: Expiry, records: &Expiring, request: Request) -> Reply {
+fn pay_with_expiry(
+    expiry: Expiry,
+    records: &Expiring,
+    ledger: &Mutex<HashMap<String, Vec<u64>>>,
+    request: Request,
+) -> Reply {
+    if request.method == "GET" {
+        return read_ledger(ledger, &request.path);
+    }
     let Some(key) = request
         .headers
         .iter()
@@ -2552,6 +2563,11 @@ fn pay_with_expiry(expiry: Expiry, records: &Expiring, request: Request) -> Repl
     drop(guard);
     std::thread::sleep(Duration::from_millis(150));
     let id = PAYMENT_IDS.fetch_add(1, Ordering::SeqCst);
+    let order_no = serde_json::from_slice::<Value>(&request.body)
+        .ok()
+        .and_then(|body| body.get("order_no")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    ledger.lock().unwrap().entry(order_no).or_default().push(id);
     let answer = format!(r#"{{"payment_id":{id},"status":"paid"}}"#).into_bytes();
     records
         .lock()
@@ -2568,11 +2584,15 @@ fn serve_expiring(expiry: Expiry) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let records: Arc<Expiring> = Arc::default();
+    let ledger = Ledger::default();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let records = Arc::clone(&records);
+            let ledger = Arc::clone(&ledger);
             std::thread::spawn(move || {
-                let _ = answer(stream, |request| pay_with_expiry(expiry, &records, request));
+                let _ = answer(stream, |request| {
+                    pay_with_expiry(expiry, &records, &ledger, request)
+                });
             });
         }
     });
@@ -2632,6 +2652,34 @@ fn a_key_reused_after_its_window_runs_once() {
         check["evidence"]
             .to_string()
             .contains("the record outlived its window"),
+        "{check:#}"
+    );
+
+    // With a count of the order's payments: one new payment, or the
+    // counts that show several.
+    let counted = |expiry| {
+        let mut args = vec!["--window-wait", "5s"];
+        args.extend(OBSERVE_PAYMENTS);
+        window_end(expiry, &args)
+    };
+    let (verdict, check, report) = counted(Expiry::New);
+    assert_eq!(verdict, "pass", "{report:#}");
+    let effects = &check["effects"][0];
+    assert_eq!(
+        effects["after"].as_u64().unwrap(),
+        effects["before"].as_u64().unwrap() + 1,
+        "{check:#}"
+    );
+    assert!(
+        check["evidence"].to_string().contains("one effect:"),
+        "{check:#}"
+    );
+    let (verdict, check, report) = counted(Expiry::TakenByEach);
+    assert_eq!(verdict, "fail", "{report:#}");
+    assert!(
+        check["evidence"]
+            .to_string()
+            .contains("of GET /orders/ORD-1/payments went from"),
         "{check:#}"
     );
 }
@@ -2899,4 +2947,30 @@ fn an_observe_read_that_does_not_count_is_a_usage_error() {
         assert!(output.stdout.is_empty(), "{observe}: no check ran");
     }
     assert!(ledger.lock().unwrap().is_empty(), "nothing was paid");
+}
+
+/// A key the contract refuses, answered 2xx: the evidence says what the
+/// answers and the count show, never more. The count shows the payment;
+/// without it, and with replays declared unmarked, the answer cannot tell
+/// a processed request from a stored answer.
+#[test]
+fn a_refused_key_answered_2xx_is_described_by_what_was_observed() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::AcceptsAnyKey);
+    let (_, checks, report) = probe_op_json_with(&spec, &base, "pay", &OBSERVE_PAYMENTS);
+    assert_eq!(outcome(&checks, "malformed-key"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "malformed-key")
+            .contains("the request was processed without a valid key (the effect count rose)"),
+        "{report:#}"
+    );
+    let [(before, after)] = counts(&checks, "malformed-key")[..] else {
+        panic!("{report:#}");
+    };
+    assert_eq!(after, before + 1, "{report:#}");
+
+    let (_, checks, report) = probe_op_json_with(&spec, &base, "pay", &["--replay-header", "none"]);
+    let said = evidence(&checks, "malformed-key");
+    assert!(said.contains("cannot tell which"), "{report:#}");
+    assert!(!said.contains("was processed"), "{report:#}");
 }

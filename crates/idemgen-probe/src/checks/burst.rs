@@ -28,7 +28,11 @@
 //! succeeds the check does not apply: give the probe a request the service
 //! accepts (`--example`, `--set`, `--body-file`). Unmarked replays from one
 //! instance and a race that was never exercised (the first attempt
-//! finished before a duplicate arrived) are warnings.
+//! finished before a duplicate arrived) are warnings. With `--observe`, a
+//! read that counts the key's effects before and after the burst decides:
+//! a count that rose by more than one fails the check whatever the answers
+//! looked like, and one that rose by exactly one is its evidence, in place
+//! of what marks and the `shared-store` test infer.
 
 use super::{Firsts, Probe, REPLAY_MARKS, Settled, tally};
 use crate::check::declare_check;

@@ -22,7 +22,9 @@
 //! contract's answer, but one a client retries. When the first attempt
 //! finished before a duplicate could be sent, or no attempt ran to an
 //! answer (a 2xx or a business refusal), the check does not apply: slow the
-//! business step down, or give the service a request it accepts.
+//! business step down, or give the service a request it accepts. With
+//! `--observe`, the key's effect count decides as in `burst`: more than
+//! one effect fails, exactly one is the evidence.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -530,22 +530,42 @@ impl Probe<'_> {
             check.summary = "no such key can be built from this template".into();
             return check;
         };
+        let before = self.count_before(event);
         let answer = match self.client.send(&self.plan.request(event, key_use)) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
+        let effects = self.count_after(before, event);
         check.summary = format!("{what}: {}{}", answer.describe(), self.client.from(&answer));
         if answer.status != expect {
             check.fail(format!("expected {expect}: {}", answer.excerpt()));
+            let counted = effects.rose().filter(|_| answer.is_success());
             if let Some(mark) = self.replay_mark(&answer).filter(|_| answer.is_success()) {
                 check.evidence.push(format!(
                     "the answer is a stored one (`{mark}`): the service keeps records under a key the contract refuses"
                 ));
+            } else if counted.is_some_and(|rose| rose >= 1) {
+                check.evidence.push(
+                    "the request was processed without a valid key (the effect count rose)".into(),
+                );
+            } else if counted == Some(0) {
+                check.evidence.push(
+                    "the service answered 2xx to a key the contract refuses, and the effect count did not move: an answer from a record it keeps under such a key, or one that ran nothing"
+                        .into(),
+                );
+            } else if answer.is_success() && *self.replay_header == ReplayHeader::Unmarked {
+                check.evidence.push(
+                    "the service answered 2xx to a key the contract refuses: it processed the request, or answered from a record it keeps under such a key (its replays carry no mark, so the answer cannot tell which)"
+                        .into(),
+                );
             } else if answer.is_success() {
                 check
                     .evidence
                     .push("the request was processed without a valid key".into());
             }
+        }
+        if let Effects::Counted(count) = &effects {
+            check.effects.push(count.clone());
         }
         check
     }

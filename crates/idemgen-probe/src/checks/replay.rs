@@ -19,6 +19,8 @@
 //! and logs cannot tell it from a first answer), unless `--replay-header
 //! none` says the service marks none. Under
 //! `failed: retry` after a failed first attempt the check does not apply.
+//! With `--observe`, an effect count that rose for the replay fails it:
+//! the step ran again for a key already answered.
 
 use idemgen_spec::contract::model::FailedPolicy;
 

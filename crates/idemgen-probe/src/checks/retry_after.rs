@@ -21,7 +21,8 @@
 //! the contract declares no `server.max-processing`, or when no attempt
 //! ran to an answer (a 2xx or a business refusal) and the duplicates were
 //! not kept waiting on one: the service answered only 5xx, "try again
-//! later", or a refusal before running anything.
+//! later", or a refusal before running anything. With `--observe`, the
+//! key's effect count decides as in `burst`.
 
 use idemgen_spec::contract::duration::retry_after_header_secs;
 use std::time::{Duration, Instant};

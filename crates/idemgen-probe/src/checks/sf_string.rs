@@ -21,7 +21,8 @@
 //! key travels in the query or the body (taken as sent) or the bare key's
 //! first request does not succeed. When the service marks no replay and
 //! the bodies are the same, a warning says the answers cannot tell a
-//! replay from a second execution.
+//! replay from a second execution; with `--observe` the key's effect count
+//! tells (one effect passes, more fail).
 
 use super::Probe;
 use crate::check::declare_check;

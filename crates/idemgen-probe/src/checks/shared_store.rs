@@ -22,7 +22,9 @@
 //! not apply with one `--base-url`, when `fingerprint.include` leaves out
 //! the body or the body has no value to change, when the first request did
 //! not succeed, or when the first instance itself does not answer the
-//! conflict status (the `conflict` check judges that).
+//! conflict status (the `conflict` check judges that). With `--observe`,
+//! an effect count that rose by more than one for the key fails it too,
+//! whatever the instances answered.
 
 use super::{Probe, StoreEvidence};
 use crate::check::declare_check;
@@ -56,14 +58,14 @@ impl Probe<'_> {
                 check.summary = why;
             }
         }
-        if let Some((_, effects)) = self.store_evidence.get() {
+        match self.store_evidence.get() {
             // A count that rose by more than one is in the failure's
             // lines already.
-            if !effects.rose().is_some_and(|rose| rose > 1) {
-                self.record_effects(&mut check, effects, 1, false);
-            } else if let Effects::Counted(count) = effects {
+            Some((_, Effects::Counted(count))) if count.rose() > 1 => {
                 check.effects.push(count.clone());
             }
+            Some((_, effects)) => self.record_effects(&mut check, effects, 1, false),
+            None => {}
         }
         check
     }

@@ -25,7 +25,10 @@
 //! not apply without `--window-wait` (or with a shorter one), without a
 //! `window` in the contract, when the first request does not succeed, or
 //! when the service marks no replay and answers the same bytes each time,
-//! so nothing tells a replay from a new execution.
+//! so nothing tells a replay from a new execution, unless `--observe`
+//! counts the key's effects: the count around the burst must rise by
+//! exactly one (and, when it rose by one for the key's first request, a
+//! burst that left it unmoved ran nothing).
 
 use std::time::Duration;
 
