@@ -70,10 +70,11 @@ parameter, --param, a top-level body field; {/pointer} a body value;
 {key} the key), and the read goes to the first --base-url with the
 request's headers. It is read once before any check (a read that fails,
 is not JSON or holds no count stops the probe, exit 2), then before and
-after burst, replay, in-progress, retry-after, shared-store, sf-string
-and window-end: a count that rose by more than one for a key fails the
-check whatever the answers said, one that rose by exactly one is its
-evidence, and decides the verdicts marks and the store test cannot.
+after burst, replay, conflict, the key checks, in-progress, retry-after,
+shared-store, sf-string and window-end: a count that rose by more than
+one for a key (by any for a replay or a changed body) fails the check
+whatever the answers said; one that rose by exactly one is its evidence,
+and decides the verdicts marks and the store test cannot.
 
 --window-wait DURATION lets window-end reuse a key after its window ends
 (the probe waits the window plus 1 s, and the deadline must allow it).

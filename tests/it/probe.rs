@@ -2781,8 +2781,13 @@ fn an_effect_count_shows_one_effect_per_key() {
         sf.iter().all(|(before, after)| after - before == 1),
         "{report:#}"
     );
-    // The checks that do not send one key several times count nothing.
-    assert!(checks["conflict"].get("effects").is_none(), "{report:#}");
+    // The changed body under a used key: no payment.
+    let [(before, after)] = counts(&checks, "conflict")[..] else {
+        panic!("{report:#}");
+    };
+    assert_eq!(before, after, "{report:#}");
+    // The checks that send no key of their own count nothing.
+    assert!(checks["scope"].get("effects").is_none(), "{report:#}");
 
     // Without --observe the report has no counts at all.
     let (_, checks, report) = probe_json(&spec, &base);
@@ -2854,7 +2859,16 @@ fn instances_are_judged_by_the_count_of_effects() {
     for id in ["burst", "in-progress", "retry-after", "shared-store"] {
         assert_eq!(outcome(&checks, id), "fail", "{id}: {report:#}");
     }
-    for id in ["burst", "shared-store"] {
+    // Each form of a key paid once per instance: the count, not a
+    // warning that the answers cannot tell.
+    assert_eq!(outcome(&checks, "sf-string"), "fail", "{report:#}");
+    assert!(
+        !checks["sf-string"]["warnings"]
+            .to_string()
+            .contains("cannot be told"),
+        "{report:#}"
+    );
+    for id in ["burst", "shared-store", "sf-string"] {
         let said = evidence(&checks, id);
         assert!(
             said.contains("of GET /orders/ORD-1/payments went from")

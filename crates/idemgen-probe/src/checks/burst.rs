@@ -138,7 +138,7 @@ impl Probe<'_> {
             let judged = self.judge_firsts(&unmarked, &successes, &request, &effects);
             if matches!(judged, Firsts::Fine) {
                 check.warn(format!(
-                    "{firsts} 2xx answers without a replay mark ({}): replays are unmarked, or the step ran {firsts} times with identical output",
+                    "{firsts} 2xx answers without a replay mark ({}): replays are unmarked, or the step ran {firsts} times with identical output (a read that counts the key's effects would tell: --observe)",
                     REPLAY_MARKS.join(", ")
                 ));
             }

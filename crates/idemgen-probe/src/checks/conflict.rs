@@ -12,7 +12,8 @@
 //! **What a failure means.** Another status came back; when it is the first
 //! answer replayed, the service ignores the request fingerprint. The check
 //! does not apply when `fingerprint.include` leaves out the body or the
-//! body holds no value the probe can change.
+//! body holds no value the probe can change. With `--observe`, an effect
+//! count that rose shows the changed request ran the step.
 
 use super::{Probe, Settled};
 use crate::check::declare_check;
@@ -40,10 +41,14 @@ impl Probe<'_> {
             check.summary = "the request body has no value the probe can change".into();
             return check;
         };
+        // Counted on the first event's read: the changed value is the
+        // amount, rarely what the read names.
+        let before = self.count_before(event);
         let answer = match self.settle(&self.plan.request(&changed, KeyUse::Valid)) {
             Ok(answer) => answer,
             Err(error) => return check.no_answer(error),
         };
+        let effects = self.count_after(before, event);
         let show = |event: &Event| {
             event
                 .body
@@ -64,13 +69,14 @@ impl Probe<'_> {
                 .0
                 .as_ref()
                 .is_some_and(|first| first.same_body(&answer));
-            if answer.is_success() && replayed {
+            if answer.is_success() && replayed && !effects.decides() {
                 check.evidence.push(
                     "it is the first answer replayed: the request fingerprint is ignored, so a different payment under a reused key is silently dropped"
                         .into(),
                 );
             }
         }
+        self.record_effects(&mut check, &effects, 0, false);
         check
     }
 }

@@ -114,9 +114,10 @@ impl Probe<'_> {
             if same && mark.is_some() {
                 continue;
             }
-            if same && effects.once() {
-                // The count shows the second form ran nothing.
-                if mark.is_none() {
+            if same && effects.decides() {
+                // The count says how often the step ran (more than once:
+                // failed above), not the answers.
+                if mark.is_none() && effects.once() {
                     if let Some(mark) = self.marks_replays(std::iter::empty(), &first_request) {
                         check.warn(format!(
                             "`{two}` got the first answer without the replay mark this service gives its replays (`{mark}`), though the effect count shows one effect"
