@@ -2960,6 +2960,20 @@ fn an_observe_read_that_does_not_count_is_a_usage_error() {
         assert!(!stderr.contains("panicked"), "{observe}: {stderr}");
         assert!(output.stdout.is_empty(), "{observe}: no check ran");
     }
+    // Read for every probed operation: `refund` has no order number.
+    let output = probe(
+        &spec,
+        &base,
+        &["--observe", "GET /orders/{order_no}/payments=/payments"],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("(refund): `{order_no}` names no path or query parameter")
+            && stderr.contains("with --op"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no check ran");
     assert!(ledger.lock().unwrap().is_empty(), "nothing was paid");
 }
 

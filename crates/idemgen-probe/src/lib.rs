@@ -273,6 +273,7 @@ pub fn run(
     // Every plan first, and the count `--observe` reads for each: a read
     // that does not work stops the probe before any check runs.
     let mut prepared = Vec::new();
+    let several = targets.len() > 1;
     for (operation, contract) in targets {
         let replay_header = options
             .replay_header
@@ -314,8 +315,16 @@ pub fn run(
                 if let Some(observe) = &options.observe {
                     let reading = observe.read(&client, &events.0, &events.1).map_err(|why| {
                         let secrets = principal::secrets(&options.request.principals);
+                        let hint = if several {
+                            "; --observe is read for every probed operation: probe the one whose effects it counts with --op"
+                        } else {
+                            ""
+                        };
                         ProbeError(principal::redact(
-                            &format!("--observe '{}' ({}): {why}", observe.text, report.name),
+                            &format!(
+                                "--observe '{}' ({}): {why}{hint}",
+                                observe.text, report.name
+                            ),
                             &secrets,
                         ))
                     })?;
@@ -421,6 +430,9 @@ fn redact_operation(operation: &mut OperationReport, secrets: &[String]) {
         redact(&mut check.summary);
         check.evidence.iter_mut().for_each(redact);
         check.warnings.iter_mut().for_each(redact);
+        for count in &mut check.effects {
+            redact(&mut count.read);
+        }
     }
 }
 
