@@ -2812,6 +2812,13 @@ fn a_count_that_rose_by_more_than_one_fails_whatever_the_answers_say() {
         &["--replay-header", "none"],
     );
     assert_eq!(outcome(&checks, "burst"), "pass", "{report:#}");
+    // It ignores the fingerprint, and its unmarked answer to a changed
+    // body may be a replay or a second payment: the evidence says both.
+    assert_eq!(outcome(&checks, "conflict"), "fail", "{report:#}");
+    assert!(
+        evidence(&checks, "conflict").contains("--observe would tell which"),
+        "{report:#}"
+    );
 
     for replay_header in ["none", "Idempotent-Replayed"] {
         let mut args = vec!["--replay-header", replay_header];
@@ -2836,6 +2843,12 @@ fn a_count_that_rose_by_more_than_one_fails_whatever_the_answers_say() {
                 "{replay_header}, {id}: {report:#}"
             );
         }
+        // The count tells: no payment for the changed body, a replay.
+        let said = evidence(&checks, "conflict");
+        assert!(
+            said.contains("it is the first answer replayed") && said.contains("no new effect"),
+            "{report:#}"
+        );
         assert_eq!(code, 1, "{report:#}");
     }
 }

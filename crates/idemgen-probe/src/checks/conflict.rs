@@ -70,10 +70,16 @@ impl Probe<'_> {
                 .as_ref()
                 .is_some_and(|first| first.same_body(&answer));
             if answer.is_success() && replayed && !effects.decides() {
-                check.evidence.push(
+                // Only a replay mark or the count shows that the first
+                // answer's bytes are a replay and not a second execution
+                // with the same output.
+                check.evidence.push(if self.marked_replay(&answer) || effects.rose() == Some(0) {
                     "it is the first answer replayed: the request fingerprint is ignored, so a different payment under a reused key is silently dropped"
-                        .into(),
-                );
+                        .into()
+                } else {
+                    "it carries the first answer's bytes without a replay mark: the request fingerprint is ignored, and the changed request was either answered from the first one's record (a different payment silently dropped) or run again with the same output; --observe would tell which"
+                        .into()
+                });
             }
         }
         self.record_effects(&mut check, &effects, 0, false);
