@@ -2789,6 +2789,17 @@ fn an_effect_count_shows_one_effect_per_key() {
     // The checks that send no key of their own count nothing.
     assert!(checks["scope"].get("effects").is_none(), "{report:#}");
 
+    // `{/pointer}` fills from the body as `{NAME}` does, and `GET` may be
+    // left out.
+    let (code, checks, report) = probe_op_json_with(
+        &spec,
+        &base,
+        "pay",
+        &["--observe", "/orders/{/order_no}/payments=/payments"],
+    );
+    assert_eq!(counts(&checks, "burst").len(), 1, "{report:#}");
+    assert_eq!(code, 0, "{report:#}");
+
     // Without --observe the report has no counts at all.
     let (_, checks, report) = probe_json(&spec, &base);
     assert!(
