@@ -68,8 +68,9 @@ to an array whose length is the count (`=` alone: the whole document).
 {NAME} is filled from the request each check sends (a path or query
 parameter, --param, a top-level body field; {/pointer} a body value;
 {key} the key), and the read goes to the first --base-url with the
-request's headers. It is read once before any check (a read that fails,
-is not JSON or holds no count stops the probe, exit 2), then before and
+request's headers. It is read for each probed operation (choose the one
+it counts with --op), once before any check (a read that fails, is not
+JSON or holds no count stops the probe, exit 2), then before and
 after burst, replay, conflict, the key checks, in-progress, retry-after,
 shared-store, sf-string and window-end: a count that rose by more than
 one for a key (by any for a replay or a changed body) fails the check
