@@ -736,7 +736,7 @@ fn the_replay_mark_the_contract_names_is_the_one_generated() {
         "{lib}"
     );
 
-    let unmarked = with_mark("none");
+    let unmarked = with_mark("None");
     let out = dir.path().join("unmarked");
     let run = gen_into(&unmarked, &out, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);

@@ -288,7 +288,8 @@ impl Parser<'_> {
             );
             return None;
         }
-        let mark = if text.value == "none" {
+        // `none` in any case, as `probe --replay-header` reads it.
+        let mark = if text.value.eq_ignore_ascii_case("none") {
             ReplayMark::Unmarked
         } else {
             ReplayMark::Header(text.value)
