@@ -347,13 +347,13 @@ fn options(args: &LintArgs, mut options: LintOptions) -> LintOptions {
     }
     let fix_defaults = &mut options.fix_defaults;
     if let Some(timeout) = args.timeout {
-        fix_defaults.timeout_ms = timeout;
+        fix_defaults.timeout_ms = Some(timeout);
     }
     if let Some(retries) = &args.retries {
-        fix_defaults.retries_ms = retries.0.clone();
+        fix_defaults.retries_ms = Some(retries.0.clone());
     }
     if let Some(max_processing) = args.max_processing {
-        fix_defaults.max_processing_ms = max_processing;
+        fix_defaults.max_processing_ms = Some(max_processing);
     }
     fix_defaults.dialect = options.defaults.dialect.filter(|_| args.dialect.is_some());
     options

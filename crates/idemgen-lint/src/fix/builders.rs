@@ -9,6 +9,7 @@ use idemgen_spec::contract::duration::format_ms;
 use idemgen_spec::contract::key_template::KeyTemplate;
 use idemgen_spec::contract::model::KeyLocation;
 use idemgen_spec::contract::parse::parse_block;
+use idemgen_spec::contract::placeholder;
 use idemgen_spec::key_names::is_idempotency_key;
 use idemgen_spec::window::{WindowInputs, compute};
 
@@ -333,28 +334,45 @@ pub(crate) fn contract_block(
         .unwrap_or_default();
     let timeout = document.client_timeout.as_ref().map(|t| t.value);
     let max_processing = document.server_max_processing.as_ref().map(|t| t.value);
-    let retries: Vec<u64> = match &document.client_retries {
-        Some(retries) => retries.value.iter().map(|delay| delay.value).collect(),
-        None if timeout.is_some() => Vec::new(),
+    let retries: Option<Vec<u64>> = match &document.client_retries {
+        Some(retries) => Some(retries.value.iter().map(|delay| delay.value).collect()),
+        // The document states a timeout and no retries: the contract's
+        // default, none.
+        None if timeout.is_some() => Some(Vec::new()),
         None => defaults.retries_ms.clone(),
     };
     let jitter = document.client_jitter.as_ref().map_or(0, |j| j.value);
-    // Document-level defaults for what the document does not say yet.
+    // Document-level values for what the document does not say yet: the
+    // command line's, else placeholders that lint as errors (a guess
+    // would read as a decision nobody made).
+    let duration_or_placeholder = |value: Option<u64>, field: &str| match value {
+        Some(ms) => Emit::str(format_ms(ms)),
+        None => Emit::str(placeholder::text(field)),
+    };
+    // A value written but unreadable (a placeholder not filled in yet, a
+    // typo) is the author's to mend: it is never overwritten.
+    let written = |field| document.invalid.contains(&field);
     let mut client = Vec::new();
-    if timeout.is_none() {
-        client.push(("timeout", Emit::str(format_ms(defaults.timeout_ms))));
-        if document.client_retries.is_none() {
-            client.push((
-                "retries",
-                Emit::Seq(retries.iter().map(|ms| Emit::str(format_ms(*ms))).collect()),
-            ));
+    if timeout.is_none() && !written("client.timeout") {
+        client.push((
+            "timeout",
+            duration_or_placeholder(defaults.timeout_ms, "client.timeout"),
+        ));
+        if document.client_retries.is_none() && !written("client.retries") {
+            let value = match &retries {
+                Some(retries) => {
+                    Emit::Seq(retries.iter().map(|ms| Emit::str(format_ms(*ms))).collect())
+                }
+                None => Emit::str(placeholder::text("client.retries")),
+            };
+            client.push(("retries", value));
         }
     }
     let mut server = Vec::new();
-    if max_processing.is_none() {
+    if max_processing.is_none() && !written("server.max-processing") {
         server.push((
             "max-processing",
-            Emit::str(format_ms(defaults.max_processing_ms)),
+            duration_or_placeholder(defaults.max_processing_ms, "server.max-processing"),
         ));
     }
     let mut store = Vec::new();
@@ -404,14 +422,27 @@ pub(crate) fn contract_block(
             }
         }
     }
-    let timeout = timeout.unwrap_or(defaults.timeout_ms);
-    let max_processing = max_processing.unwrap_or(defaults.max_processing_ms);
-    let computed = window_for(timeout, &retries, jitter, max_processing)?;
-    // What the API says it keeps keys for, when that is long enough.
-    let window = input
-        .stated_window_ms
-        .filter(|stated| *stated >= computed)
-        .unwrap_or(computed);
+    // The smallest safe window, when every value it needs is known.
+    let computed = match (
+        timeout.or(defaults.timeout_ms),
+        &retries,
+        max_processing.or(defaults.max_processing_ms),
+    ) {
+        (Some(timeout), Some(retries), Some(max_processing)) => {
+            Some(window_for(timeout, retries, jitter, max_processing)?)
+        }
+        _ => None,
+    };
+    // What the API says it keeps keys for wins, when it is long enough
+    // for the values known (`window-too-short` checks it again once the
+    // placeholders are filled in); else the smallest safe window; else a
+    // placeholder.
+    let window = match (input.stated_window_ms, computed) {
+        (Some(stated), Some(computed)) => Emit::str(format_ms(stated.max(computed))),
+        (Some(stated), None) => Emit::str(format_ms(stated)),
+        (None, Some(computed)) => Emit::str(format_ms(computed)),
+        (None, None) => Emit::str(placeholder::text("window")),
+    };
     let (template, max_length) = guess_template(context, input)?;
     let mut key = vec![
         ("in", Emit::str(input.location.name())),
@@ -421,10 +452,7 @@ pub(crate) fn contract_block(
     if input.max_length.is_some() {
         key.push(("max-length", Emit::Int(max_length as i64)));
     }
-    let mut block = vec![
-        ("key", Emit::map(key)),
-        ("window", Emit::str(format_ms(window))),
-    ];
+    let mut block = vec![("key", Emit::map(key)), ("window", window)];
     block.extend(
         own_sections
             .into_iter()
