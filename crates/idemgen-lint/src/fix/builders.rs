@@ -115,6 +115,8 @@ pub(crate) struct KeyInput {
     /// Parameter name, or JSON pointer for a body field.
     pub(crate) name: String,
     pub(crate) required: bool,
+    /// Whether the API already takes it (not a header the fix adds).
+    pub(crate) existing: bool,
     pub(crate) max_length: Option<u64>,
     /// The name the key's template is derived from when its declaration
     /// is shared with other operations (a parameter or schema under
@@ -191,6 +193,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             location,
             name: name.to_string(),
             required: parameter.get("required").and_then(Node::as_bool) == Some(true),
+            existing: true,
             max_length: parameter
                 .get("schema")
                 .and_then(|schema| context.max_length(schema))
@@ -227,6 +230,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             location: KeyLocation::Body,
             name: idemgen_spec::node::pointer_join("", &entry.key),
             required,
+            existing: true,
             max_length: context
                 .max_length(&entry.value)
                 .map(|length| length as u64)
@@ -462,6 +466,9 @@ pub(crate) fn contract_block(
         // The API lets clients leave the key out; the `stripe` profile is
         // the one whose key is optional.
         block.insert(0, ("profile", Emit::str("stripe")));
+    } else if input.existing && template.is_opaque() {
+        // A required key of the client's own shape: the IETF draft's.
+        block.insert(0, ("profile", Emit::str("ietf-draft")));
     }
     editor.insert(
         context.operation.node,
@@ -521,12 +528,14 @@ fn guess_unchecked(context: &OperationContext<'_>, input: &KeyInput) -> Option<(
     if let Some(template) = input.pattern.as_deref().and_then(KeyTemplate::from_pattern) {
         return Some((template, limit));
     }
-    if !input.required && input.pattern.is_none() {
-        // An optional key the API already takes, whose schema says nothing
-        // of its shape: today's clients send whatever they send (Adyen and
-        // PayPal suggest a bare UUID). A business prefix would turn them
-        // away; `{opaque}` accepts any key up to the limit, and under the
-        // `stripe` profile such a key needs no prefix.
+    if input.existing && input.pattern.is_none() {
+        // A key the API already takes, whose schema says nothing of its
+        // shape: today's clients send whatever they send (Adyen and PayPal
+        // suggest a bare UUID, Square "any valid string"). A business
+        // prefix would turn them away; `{opaque}` accepts any key up to
+        // the limit, and under the profiles of client-chosen keys
+        // (`stripe` for an optional key, `ietf-draft` for a required one)
+        // such a key needs no prefix.
         let template = KeyTemplate::parse("{opaque}").ok()?;
         return Some((template, limit));
     }
