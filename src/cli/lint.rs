@@ -120,8 +120,15 @@ pub fn run(args: &LintArgs) -> ExitCode {
         report.files += 1;
         report.operations += linted.operations;
         report.suppressed += linted.suppressed;
-        for diagnostic in &diagnostics {
-            let file = &diagnostic.location.file;
+        let files = diagnostics.iter().flat_map(|diagnostic| {
+            std::iter::once(&diagnostic.location.file).chain(
+                diagnostic
+                    .related
+                    .iter()
+                    .map(|related| &related.location.file),
+            )
+        });
+        for file in files {
             if !report.sources.contains_key(file) {
                 if let Some(loaded) = workspace.file_named(file) {
                     report
