@@ -120,8 +120,15 @@ pub fn run(args: &LintArgs) -> ExitCode {
         report.files += 1;
         report.operations += linted.operations;
         report.suppressed += linted.suppressed;
-        for diagnostic in &diagnostics {
-            let file = &diagnostic.location.file;
+        let files = diagnostics.iter().flat_map(|diagnostic| {
+            std::iter::once(&diagnostic.location.file).chain(
+                diagnostic
+                    .related
+                    .iter()
+                    .map(|related| &related.location.file),
+            )
+        });
+        for file in files {
             if !report.sources.contains_key(file) {
                 if let Some(loaded) = workspace.file_named(file) {
                     report
@@ -347,13 +354,13 @@ fn options(args: &LintArgs, mut options: LintOptions) -> LintOptions {
     }
     let fix_defaults = &mut options.fix_defaults;
     if let Some(timeout) = args.timeout {
-        fix_defaults.timeout_ms = timeout;
+        fix_defaults.timeout_ms = Some(timeout);
     }
     if let Some(retries) = &args.retries {
-        fix_defaults.retries_ms = retries.0.clone();
+        fix_defaults.retries_ms = Some(retries.0.clone());
     }
     if let Some(max_processing) = args.max_processing {
-        fix_defaults.max_processing_ms = max_processing;
+        fix_defaults.max_processing_ms = Some(max_processing);
     }
     fix_defaults.dialect = options.defaults.dialect.filter(|_| args.dialect.is_some());
     options

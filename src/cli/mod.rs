@@ -97,16 +97,16 @@ pub struct LintArgs {
     /// nothing, even with --fix; exit 1 when there is something to change.
     #[arg(long)]
     pub diff: bool,
-    /// Client timeout an unsafe fix writes into a new document-level block
-    /// [default: 30s].
+    /// Client timeout an unsafe fix writes into a new contract where the
+    /// spec states none [default: a `TODO:` placeholder, an error until filled in].
     #[arg(long, value_parser = duration_arg, value_name = "D")]
     pub timeout: Option<u64>,
-    /// Retry delays an unsafe fix writes into a new document-level block
-    /// [default: 1s,2s,4s].
+    /// Retry delays an unsafe fix writes into a new contract where the
+    /// spec states none [default: a `TODO:` placeholder].
     #[arg(long, value_parser = retries_arg, allow_hyphen_values = true, value_name = "D,D,...")]
     pub retries: Option<Retries>,
     /// Worst server processing time an unsafe fix writes into a new
-    /// document-level block [default: 30s].
+    /// contract where the spec states none [default: a `TODO:` placeholder].
     #[arg(long, value_parser = duration_arg, value_name = "D")]
     pub max_processing: Option<u64>,
     #[arg(long, value_enum, default_value = "pretty")]

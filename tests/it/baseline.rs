@@ -221,3 +221,100 @@ fn since_outside_a_repository_is_bad_input() {
     assert_eq!(run.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&run.stderr).contains("not inside a git repository"));
 }
+
+/// Copies the directory `from` into `to`, file by file.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Pointers, and so baselines, are relative to the root document: a
+/// multi-file spec's baseline taken in another checkout (the same tree at
+/// another absolute path, named another way on the command line) matches
+/// every finding, those in referenced files included.
+#[test]
+fn a_baseline_from_another_checkout_of_a_multi_file_spec_matches() {
+    let fixture = root().join("tests/fixtures/refs");
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let old_root = one.path().join("refs");
+    let new_root = two.path().join("checkout/api/refs");
+    copy_tree(&fixture, &old_root);
+    copy_tree(&fixture, &new_root);
+    let old_spec = old_root.join("openapi.yaml");
+    let new_spec = new_root.join("openapi.yaml");
+
+    // The same findings with the same pointers, whether the spec is named
+    // by an absolute path or relative to the working directory.
+    let pointers = |dir: &Path, spec: &str| -> Vec<(String, String)> {
+        let run = idemgen(dir, &["--format", "json", spec]);
+        assert_eq!(run.code, 1, "{}", run.stderr);
+        let mut pointers = rules_with(&run.stdout, "pointer");
+        pointers.sort();
+        pointers
+    };
+    let absolute = pointers(&root(), old_spec.to_str().unwrap());
+    let relative = pointers(two.path(), "checkout/api/refs/openapi.yaml");
+    assert_eq!(absolute, relative);
+    let in_referenced: Vec<_> = absolute
+        .iter()
+        .filter(|(_, pointer)| pointer.contains('#'))
+        .collect();
+    assert!(
+        !in_referenced.is_empty(),
+        "the fixture has findings in referenced files: {absolute:?}"
+    );
+    for (rule, pointer) in &in_referenced {
+        assert!(
+            pointer.starts_with("shared/") || pointer.starts_with("paths/"),
+            "{rule}: {pointer} is not relative to the root document"
+        );
+    }
+
+    // The baseline in one checkout, the spec in the other: nothing new.
+    let run = idemgen(
+        &root(),
+        &[
+            "--format",
+            "json",
+            "--baseline",
+            old_spec.to_str().unwrap(),
+            new_spec.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(findings(&run.stdout), []);
+    // A finding that the other checkout really is new in still is: the
+    // shared key parameter is no longer required.
+    let parameters = new_root.join("shared/parameters.yaml");
+    let text = std::fs::read_to_string(&parameters).unwrap();
+    assert!(text.contains("required: true"), "{text}");
+    std::fs::write(
+        &parameters,
+        text.replace("required: true", "required: false"),
+    )
+    .unwrap();
+    let run = idemgen(
+        &root(),
+        &[
+            "--format",
+            "json",
+            "--baseline",
+            old_spec.to_str().unwrap(),
+            new_spec.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(run.code, 1, "{}\n{}", run.stdout, run.stderr);
+    let fresh = rules_with(&run.stdout, "pointer");
+    assert_eq!(fresh.len(), 1, "{fresh:?}");
+    assert_eq!(fresh[0].0, "key-param-missing");
+    // It points where the contract names the key (in the root's tree).
+    assert_eq!(fresh[0].1, "/paths/~1payments/post/x-idempotency/key/name");
+}

@@ -338,8 +338,9 @@ fn a_shared_key_is_reported_at_each_operation() {
 /// The fix takes what a key's description states instead of a guess:
 /// PayPal's catalog API "stores keys for 72 hours", so that is the
 /// contract's window; Adyen's `Idempotency-Key` is "a unique identifier
-/// ... with a maximum of 64 characters", so the contract and the schema
-/// say 64, not the default 128 that would accept keys Adyen refuses; and
+/// ... with a maximum of 64 characters", so the contract says 64, not the
+/// default 128 that would accept keys Adyen refuses (its schema, silent on
+/// the length, is left as it is: no fix narrows an existing key); and
 /// its format is `{opaque}`, not a guessed business prefix that would turn
 /// away the bare UUIDs clients send today.
 #[test]
@@ -381,7 +382,8 @@ fn the_fix_takes_what_the_key_description_states() {
         idemgen_spec::Value::Int(length) => Some(length),
         _ => None,
     });
-    assert_eq!(schema_max, Some(64));
+    // The schema is the API's: the fix leaves it as it was.
+    assert_eq!(schema_max, None);
     let contract_max =
         idemgen_spec::refs::evaluate(root, "/paths/~1transfers/post/x-idempotency/key/max-length")
             .and_then(|node| match node.value {

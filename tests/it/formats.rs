@@ -444,3 +444,104 @@ fn a_spec_that_does_not_load_is_in_every_format_not_a_clean_report() {
         "{github}"
     );
 }
+
+/// A finding about an operation whose key is a shared component points
+/// at the operation and names the component as a related place: `related`
+/// in JSON (only where there is one), `relatedLocations` in SARIF, a note
+/// with its snippet in the pretty output.
+#[test]
+fn a_shared_key_is_a_related_location_in_every_format_that_has_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("shared")).unwrap();
+    std::fs::write(
+        dir.path().join("openapi.yaml"),
+        "openapi: 3.1.0
+info: {title: Payments, version: '1'}
+paths:
+  /refunds:
+    post:
+      operationId: createRefund
+      parameters:
+        - $ref: 'shared/parameters.yaml#/IdempotencyKey'
+      responses:
+        '201': {description: created}
+  /payouts:
+    post:
+      operationId: createPayout
+      parameters:
+        - name: Idempotency-Key
+          in: header
+          schema: {type: string}
+      responses:
+        '201': {description: created}
+",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("shared/parameters.yaml"),
+        "IdempotencyKey:
+  name: Idempotency-Key
+  in: header
+  required: false
+  schema: {type: string}
+",
+    )
+    .unwrap();
+    let run = |format: &str| {
+        crate::support::run::idemgen_in(
+            dir.path(),
+            &["lint", "--no-config", "--format", format, "openapi.yaml"],
+        )
+    };
+
+    let json = run("json");
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let report: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let by_operation = |name: &str| {
+        report["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["operation"] == name && d["rule"] == "undeclared-key-header")
+            .unwrap_or_else(|| panic!("{name}: {report:#}"))
+            .clone()
+    };
+    let shared = by_operation("createRefund");
+    assert_eq!(shared["pointer"], "/paths/~1refunds/post");
+    assert_eq!(shared["line"], 5);
+    assert_eq!(
+        shared["related"],
+        serde_json::json!([{
+            "message": "the header parameter `Idempotency-Key` is declared here, shared by the operations that reference it",
+            "file": "shared/parameters.yaml",
+            "line": 2,
+            "column": 3,
+            "pointer": "shared/parameters.yaml#/IdempotencyKey"
+        }])
+    );
+    // The operation's own parameter: the finding is there, nothing related.
+    let own = by_operation("createPayout");
+    assert!(own.get("related").is_none(), "{own:#}");
+    assert_eq!(own["pointer"], "/paths/~1payouts/post/parameters/0");
+
+    let sarif = run("sarif");
+    let sarif: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    let related: Vec<&serde_json::Value> = results
+        .iter()
+        .filter_map(|result| result.get("relatedLocations"))
+        .collect();
+    assert_eq!(related.len(), 1, "{sarif:#}");
+    assert_eq!(
+        related[0][0]["physicalLocation"]["region"]["startLine"], 2,
+        "{sarif:#}"
+    );
+
+    let pretty = run("pretty");
+    assert!(
+        pretty.stdout.contains("╭─[shared/parameters.yaml:2:3]"),
+        "{}",
+        pretty.stdout
+    );
+    assert!(pretty.stdout.contains("declared here"), "{}", pretty.stdout);
+}

@@ -720,3 +720,56 @@ fn a_second_initialize_is_an_invalid_request() {
     );
     assert_eq!(client.stop(), 0);
 }
+
+/// A finding whose key is a shared component points at the operation and
+/// names the component's place as `relatedInformation`, in its own file.
+#[test]
+fn a_shared_key_is_a_related_location_of_the_operations_finding() {
+    let (mut client, root) = server();
+    let api = "openapi: 3.1.0
+info: {title: Payments, version: '1'}
+paths:
+  /refunds:
+    post:
+      operationId: createRefund
+      parameters:
+        - $ref: 'shared.yaml#/IdempotencyKey'
+      responses:
+        '201': {description: created}
+";
+    let shared = "IdempotencyKey:
+  name: Idempotency-Key
+  in: header
+  required: false
+  schema: {type: string}
+";
+    std::fs::write(root.path().join("api.yaml"), api).unwrap();
+    std::fs::write(root.path().join("shared.yaml"), shared).unwrap();
+    let (api_uri, shared_uri) = (
+        uri(&root.path().join("api.yaml")),
+        uri(&root.path().join("shared.yaml")),
+    );
+    client.open(&api_uri, api);
+    let published = client.diagnostics(&api_uri);
+    let finding = published["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["code"] == "undeclared-key-header")
+        .unwrap_or_else(|| panic!("{published}"))
+        .clone();
+    // At the operation's method key, line 4 (0-based).
+    assert_eq!(finding["range"]["start"]["line"], 4, "{finding}");
+    let related = finding["relatedInformation"].as_array().expect("related");
+    assert_eq!(related.len(), 1, "{finding}");
+    assert_eq!(related[0]["location"]["uri"], shared_uri.as_str());
+    // The parameter's `name:` line, 1 (0-based).
+    assert_eq!(related[0]["location"]["range"]["start"]["line"], 1);
+    assert!(
+        related[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("declared here"),
+        "{finding}"
+    );
+}

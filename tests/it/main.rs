@@ -30,6 +30,7 @@ mod nemesis;
 mod overlay;
 mod pg_crash;
 mod pg_failover;
+mod placeholders;
 mod precision;
 mod probe;
 mod suppress;

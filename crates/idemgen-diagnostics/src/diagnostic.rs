@@ -53,6 +53,22 @@ pub struct Diagnostic {
     pub label: Option<String>,
     /// Text edits that resolve the finding, when the rule knows them.
     pub fix: Option<crate::Fix>,
+    /// Other places that matter to the finding: for a finding about an
+    /// operation whose key is a shared component, where that component is
+    /// declared (the finding itself points at the operation).
+    pub related: Vec<Related>,
+}
+
+/// A place related to a finding, with what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Related {
+    pub location: Location,
+    /// JSON pointer of the place: in the root document's tree, or, in a
+    /// referenced file, that file's path relative to the root document's
+    /// directory, `#`, and the pointer within it.
+    pub pointer: String,
+    /// What is there (`the key is declared here`).
+    pub message: String,
 }
 
 /// Builder-style setters, so a rule can write
@@ -65,6 +81,12 @@ impl Diagnostic {
 
     pub fn with_label(&mut self, label: impl Into<String>) -> &mut Self {
         self.label = Some(label.into());
+        self
+    }
+
+    /// Adds a place related to the finding.
+    pub fn with_related(&mut self, related: Related) -> &mut Self {
+        self.related.push(related);
         self
     }
 

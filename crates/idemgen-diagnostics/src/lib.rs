@@ -8,5 +8,7 @@
 mod diagnostic;
 mod fix;
 
-pub use diagnostic::{Diagnostic, LintedFile, LoadFailure, Location, Report, RuleInfo, Severity};
+pub use diagnostic::{
+    Diagnostic, LintedFile, LoadFailure, Location, Related, Report, RuleInfo, Severity,
+};
 pub use fix::{Applicability, Edit, Fix};

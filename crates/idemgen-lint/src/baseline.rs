@@ -133,6 +133,7 @@ mod tests {
             help: None,
             label: None,
             fix: None,
+            related: Vec::new(),
         }
     }
 

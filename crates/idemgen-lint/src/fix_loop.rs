@@ -386,6 +386,7 @@ paths:
                     replacement: "\nbroken: [".into(),
                 }],
             }),
+            related: Vec::new(),
         }
     }
 

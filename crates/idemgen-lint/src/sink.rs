@@ -71,6 +71,7 @@ impl Sink<'_> {
             help: None,
             label: None,
             fix: None,
+            related: Vec::new(),
         });
         self.out.last_mut().expect("just pushed")
     }

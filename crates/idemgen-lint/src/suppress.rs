@@ -233,6 +233,7 @@ fn finding(
         help,
         label: Some(label.into()),
         fix: None,
+        related: Vec::new(),
     }
 }
 

@@ -6,7 +6,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use lsp_types::{CodeDescription, DiagnosticSeverity, NumberOrString, Range, Uri};
+use lsp_types::{
+    CodeDescription, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString,
+    Range, Uri,
+};
 
 use super::documents::{LineIndex, path_to_uri};
 use super::load::{Loaded, load};
@@ -85,15 +88,46 @@ pub fn convert(
             .into_iter()
             .map(|finding| {
                 let start = finding.location.offset;
-                to_lsp(
+                let mut diagnostic = to_lsp(
                     finding,
                     index.range(text, start, start + finding.location.length),
-                )
+                );
+                let related: Vec<_> = finding
+                    .related
+                    .iter()
+                    .filter_map(|related| related_information(workspace, root_uri, related))
+                    .collect();
+                if !related.is_empty() {
+                    diagnostic.related_information = Some(related);
+                }
+                diagnostic
             })
             .collect();
         out.push((uri, diagnostics));
     }
     out
+}
+
+/// A place related to a finding (where a shared key is declared), for
+/// the client to show and jump to.
+fn related_information(
+    workspace: &Workspace,
+    root_uri: &Uri,
+    related: &idemgen_diagnostics::Related,
+) -> Option<DiagnosticRelatedInformation> {
+    let loaded = workspace.file_named(&related.location.file)?;
+    let uri = if std::ptr::eq(loaded, &workspace.files[0]) {
+        root_uri.clone()
+    } else {
+        path_to_uri(&loaded.source.path)?
+    };
+    let text = &loaded.source.text;
+    let start = related.location.offset;
+    let range = LineIndex::new(text).range(text, start, start + related.location.length);
+    Some(DiagnosticRelatedInformation {
+        location: Location { uri, range },
+        message: related.message.clone(),
+    })
 }
 
 /// One finding at `range`.

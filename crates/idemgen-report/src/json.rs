@@ -9,7 +9,7 @@ pub fn render(report: &Report) -> String {
         .diagnostics
         .iter()
         .map(|diagnostic| {
-            json!({
+            let mut value = json!({
                 "rule": diagnostic.rule,
                 "severity": diagnostic.severity.as_str(),
                 "message": diagnostic.message,
@@ -19,7 +19,25 @@ pub fn render(report: &Report) -> String {
                 "pointer": diagnostic.pointer,
                 "operation": diagnostic.operation,
                 "help": diagnostic.help,
-            })
+            });
+            // An added field, only where there is something to say: a
+            // finding without related places is exactly the contract's.
+            if !diagnostic.related.is_empty() {
+                value["related"] = diagnostic
+                    .related
+                    .iter()
+                    .map(|related| {
+                        json!({
+                            "message": related.message,
+                            "file": related.location.file,
+                            "line": related.location.line,
+                            "column": related.location.column,
+                            "pointer": related.pointer,
+                        })
+                    })
+                    .collect();
+            }
+            value
         })
         .collect();
     let mut document = json!({

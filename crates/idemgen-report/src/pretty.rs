@@ -14,6 +14,57 @@ use idemgen_diagnostics::{Diagnostic, Report, Severity};
 struct Finding<'a> {
     diagnostic: &'a Diagnostic,
     source: Option<Excerpt>,
+    /// Its related places, shown under it.
+    related: Vec<RelatedPlace<'a>>,
+}
+
+/// A place related to a finding (where a shared key is declared), shown
+/// as a note with its own snippet.
+#[derive(Debug)]
+struct RelatedPlace<'a> {
+    related: &'a idemgen_diagnostics::Related,
+    source: Option<Excerpt>,
+}
+
+impl std::fmt::Display for RelatedPlace<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.related.message)
+    }
+}
+
+impl std::error::Error for RelatedPlace<'_> {}
+
+impl miette::Diagnostic for RelatedPlace<'_> {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(miette::Severity::Advice)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source
+            .as_ref()
+            .map(|source| source as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let excerpt = self.source.as_ref()?;
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some("declared here".into()),
+            excerpt.span,
+        ))))
+    }
+}
+
+fn excerpt(report: &Report, location: &idemgen_diagnostics::Location) -> Option<Excerpt> {
+    report.sources.get(&location.file).map(|text| {
+        Excerpt::new(
+            &location.file,
+            text,
+            location.offset,
+            location.length,
+            location.line,
+            location.column,
+        )
+    })
 }
 
 impl std::fmt::Display for Finding<'_> {
@@ -50,6 +101,17 @@ impl miette::Diagnostic for Finding<'_> {
             .map(|source| source as &dyn miette::SourceCode)
     }
 
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn miette::Diagnostic> + 'a>> {
+        if self.related.is_empty() {
+            return None;
+        }
+        Some(Box::new(
+            self.related
+                .iter()
+                .map(|place| place as &dyn miette::Diagnostic),
+        ))
+    }
+
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let excerpt = self.source.as_ref()?;
         let label = self
@@ -83,19 +145,17 @@ pub fn render(report: &Report, color: bool) -> String {
         .with_width(100);
     let mut out = String::new();
     for diagnostic in &report.diagnostics {
-        let location = &diagnostic.location;
         let finding = Finding {
             diagnostic,
-            source: report.sources.get(&location.file).map(|text| {
-                Excerpt::new(
-                    &location.file,
-                    text,
-                    location.offset,
-                    location.length,
-                    location.line,
-                    location.column,
-                )
-            }),
+            source: excerpt(report, &diagnostic.location),
+            related: diagnostic
+                .related
+                .iter()
+                .map(|related| RelatedPlace {
+                    related,
+                    source: excerpt(report, &related.location),
+                })
+                .collect(),
         };
         if handler.render_report(&mut out, &finding).is_err() {
             let _ = writeln!(out, "  {}", diagnostic.message);

@@ -156,7 +156,26 @@ fn result(report: &Report, diagnostic: &Diagnostic, index: usize) -> Value {
         message.push_str("\nhelp: ");
         message.push_str(help);
     }
-    json!({
+    let related: Vec<Value> = diagnostic
+        .related
+        .iter()
+        .enumerate()
+        .map(|(id, related)| {
+            json!({
+                "id": id,
+                "message": {"text": related.message},
+                "physicalLocation": {
+                    "artifactLocation": artifact_location(&related.location.file),
+                    "region": {
+                        "startLine": related.location.line,
+                        "startColumn": related.location.column,
+                    },
+                },
+                "logicalLocations": [{"fullyQualifiedName": related.pointer}],
+            })
+        })
+        .collect();
+    let mut result = json!({
         "ruleId": diagnostic.rule,
         "ruleIndex": index,
         "level": level(diagnostic.severity),
@@ -171,7 +190,11 @@ fn result(report: &Report, diagnostic: &Diagnostic, index: usize) -> Value {
         "partialFingerprints": {
             "idemgen/v1": fingerprint(diagnostic),
         },
-    })
+    });
+    if !related.is_empty() {
+        result["relatedLocations"] = Value::Array(related);
+    }
+    result
 }
 
 /// A stable identity for a finding: rule, operation and pointer, hashed

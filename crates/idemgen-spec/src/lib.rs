@@ -260,7 +260,8 @@ impl Workspace {
 
     /// JSON pointer of the innermost node that starts at `span`, found by
     /// descending through the nodes whose spans contain it. Pointers into
-    /// referenced files are prefixed with the file's name and `#`.
+    /// referenced files are prefixed with the file's path relative to the
+    /// root document's directory and `#` (`shared/parameters.yaml#/Key`).
     pub fn pointer_at(&self, span: Span) -> String {
         if self.is_overlay(span.file) {
             // Written by an overlay: where it landed in the root's tree.
@@ -308,7 +309,26 @@ impl Workspace {
         if span.file.0 == 0 {
             pointer
         } else {
-            format!("{}#{pointer}", loaded.source.display)
+            format!("{}#{pointer}", self.relative_name(loaded))
+        }
+    }
+
+    /// A referenced file's path relative to the root document's directory,
+    /// with `/` between its parts: the same in every checkout and from
+    /// every working directory, so pointers (and the baselines that match
+    /// findings by them) do not depend on where the spec tree lies or how
+    /// its path was written on the command line.
+    fn relative_name(&self, loaded: &LoadedFile) -> String {
+        let root_dir = self.files[0].source.path.parent().unwrap_or(Path::new(""));
+        match loaded.source.path.strip_prefix(root_dir) {
+            Ok(relative) => relative
+                .components()
+                .map(|part| part.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/"),
+            // Only files inside the root's directory are read; a workspace
+            // made otherwise keeps the name it was given.
+            Err(_) => loaded.source.display.clone(),
         }
     }
 

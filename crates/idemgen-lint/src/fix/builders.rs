@@ -9,6 +9,7 @@ use idemgen_spec::contract::duration::format_ms;
 use idemgen_spec::contract::key_template::KeyTemplate;
 use idemgen_spec::contract::model::KeyLocation;
 use idemgen_spec::contract::parse::parse_block;
+use idemgen_spec::contract::placeholder;
 use idemgen_spec::key_names::is_idempotency_key;
 use idemgen_spec::window::{WindowInputs, compute};
 
@@ -114,6 +115,8 @@ pub(crate) struct KeyInput {
     /// Parameter name, or JSON pointer for a body field.
     pub(crate) name: String,
     pub(crate) required: bool,
+    /// Whether the API already takes it (not a header the fix adds).
+    pub(crate) existing: bool,
     pub(crate) max_length: Option<u64>,
     /// The name the key's template is derived from when its declaration
     /// is shared with other operations (a parameter or schema under
@@ -190,6 +193,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             location,
             name: name.to_string(),
             required: parameter.get("required").and_then(Node::as_bool) == Some(true),
+            existing: true,
             max_length: parameter
                 .get("schema")
                 .and_then(|schema| context.max_length(schema))
@@ -226,6 +230,7 @@ pub(crate) fn key_input(context: &OperationContext<'_>) -> Option<KeyInput> {
             location: KeyLocation::Body,
             name: idemgen_spec::node::pointer_join("", &entry.key),
             required,
+            existing: true,
             max_length: context
                 .max_length(&entry.value)
                 .map(|length| length as u64)
@@ -333,28 +338,45 @@ pub(crate) fn contract_block(
         .unwrap_or_default();
     let timeout = document.client_timeout.as_ref().map(|t| t.value);
     let max_processing = document.server_max_processing.as_ref().map(|t| t.value);
-    let retries: Vec<u64> = match &document.client_retries {
-        Some(retries) => retries.value.iter().map(|delay| delay.value).collect(),
-        None if timeout.is_some() => Vec::new(),
+    let retries: Option<Vec<u64>> = match &document.client_retries {
+        Some(retries) => Some(retries.value.iter().map(|delay| delay.value).collect()),
+        // The document states a timeout and no retries: the contract's
+        // default, none.
+        None if timeout.is_some() => Some(Vec::new()),
         None => defaults.retries_ms.clone(),
     };
     let jitter = document.client_jitter.as_ref().map_or(0, |j| j.value);
-    // Document-level defaults for what the document does not say yet.
+    // Document-level values for what the document does not say yet: the
+    // command line's, else placeholders that lint as errors (a guess
+    // would read as a decision nobody made).
+    let duration_or_placeholder = |value: Option<u64>, field: &str| match value {
+        Some(ms) => Emit::str(format_ms(ms)),
+        None => Emit::str(placeholder::text(field)),
+    };
+    // A value written but unreadable (a placeholder not filled in yet, a
+    // typo) is the author's to mend: it is never overwritten.
+    let written = |field| document.invalid.contains(&field);
     let mut client = Vec::new();
-    if timeout.is_none() {
-        client.push(("timeout", Emit::str(format_ms(defaults.timeout_ms))));
-        if document.client_retries.is_none() {
-            client.push((
-                "retries",
-                Emit::Seq(retries.iter().map(|ms| Emit::str(format_ms(*ms))).collect()),
-            ));
+    if timeout.is_none() && !written("client.timeout") {
+        client.push((
+            "timeout",
+            duration_or_placeholder(defaults.timeout_ms, "client.timeout"),
+        ));
+        if document.client_retries.is_none() && !written("client.retries") {
+            let value = match &retries {
+                Some(retries) => {
+                    Emit::Seq(retries.iter().map(|ms| Emit::str(format_ms(*ms))).collect())
+                }
+                None => Emit::str(placeholder::text("client.retries")),
+            };
+            client.push(("retries", value));
         }
     }
     let mut server = Vec::new();
-    if max_processing.is_none() {
+    if max_processing.is_none() && !written("server.max-processing") {
         server.push((
             "max-processing",
-            Emit::str(format_ms(defaults.max_processing_ms)),
+            duration_or_placeholder(defaults.max_processing_ms, "server.max-processing"),
         ));
     }
     let mut store = Vec::new();
@@ -404,14 +426,27 @@ pub(crate) fn contract_block(
             }
         }
     }
-    let timeout = timeout.unwrap_or(defaults.timeout_ms);
-    let max_processing = max_processing.unwrap_or(defaults.max_processing_ms);
-    let computed = window_for(timeout, &retries, jitter, max_processing)?;
-    // What the API says it keeps keys for, when that is long enough.
-    let window = input
-        .stated_window_ms
-        .filter(|stated| *stated >= computed)
-        .unwrap_or(computed);
+    // The smallest safe window, when every value it needs is known.
+    let computed = match (
+        timeout.or(defaults.timeout_ms),
+        &retries,
+        max_processing.or(defaults.max_processing_ms),
+    ) {
+        (Some(timeout), Some(retries), Some(max_processing)) => {
+            Some(window_for(timeout, retries, jitter, max_processing)?)
+        }
+        _ => None,
+    };
+    // What the API says it keeps keys for wins, when it is long enough
+    // for the values known (`window-too-short` checks it again once the
+    // placeholders are filled in); else the smallest safe window; else a
+    // placeholder.
+    let window = match (input.stated_window_ms, computed) {
+        (Some(stated), Some(computed)) => Emit::str(format_ms(stated.max(computed))),
+        (Some(stated), None) => Emit::str(format_ms(stated)),
+        (None, Some(computed)) => Emit::str(format_ms(computed)),
+        (None, None) => Emit::str(placeholder::text("window")),
+    };
     let (template, max_length) = guess_template(context, input)?;
     let mut key = vec![
         ("in", Emit::str(input.location.name())),
@@ -421,10 +456,7 @@ pub(crate) fn contract_block(
     if input.max_length.is_some() {
         key.push(("max-length", Emit::Int(max_length as i64)));
     }
-    let mut block = vec![
-        ("key", Emit::map(key)),
-        ("window", Emit::str(format_ms(window))),
-    ];
+    let mut block = vec![("key", Emit::map(key)), ("window", window)];
     block.extend(
         own_sections
             .into_iter()
@@ -434,6 +466,9 @@ pub(crate) fn contract_block(
         // The API lets clients leave the key out; the `stripe` profile is
         // the one whose key is optional.
         block.insert(0, ("profile", Emit::str("stripe")));
+    } else if input.existing && template.is_opaque() {
+        // A required key of the client's own shape: the IETF draft's.
+        block.insert(0, ("profile", Emit::str("ietf-draft")));
     }
     editor.insert(
         context.operation.node,
@@ -493,12 +528,14 @@ fn guess_unchecked(context: &OperationContext<'_>, input: &KeyInput) -> Option<(
     if let Some(template) = input.pattern.as_deref().and_then(KeyTemplate::from_pattern) {
         return Some((template, limit));
     }
-    if !input.required && input.pattern.is_none() {
-        // An optional key the API already takes, whose schema says nothing
-        // of its shape: today's clients send whatever they send (Adyen and
-        // PayPal suggest a bare UUID). A business prefix would turn them
-        // away; `{opaque}` accepts any key up to the limit, and under the
-        // `stripe` profile such a key needs no prefix.
+    if input.existing && input.pattern.is_none() {
+        // A key the API already takes, whose schema says nothing of its
+        // shape: today's clients send whatever they send (Adyen and PayPal
+        // suggest a bare UUID, Square "any valid string"). A business
+        // prefix would turn them away; `{opaque}` accepts any key up to
+        // the limit, and under the profiles of client-chosen keys
+        // (`stripe` for an optional key, `ietf-draft` for a required one)
+        // such a key needs no prefix.
         let template = KeyTemplate::parse("{opaque}").ok()?;
         return Some((template, limit));
     }

@@ -34,27 +34,17 @@ impl Offer {
     }
 }
 
-/// The values an unsafe fix writes into a new document-level
-/// `x-idempotency` block when the document has none
-/// (`--timeout`, `--retries`, `--max-processing`, `--dialect`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The values an unsafe fix writes into a new contract where the
+/// document states none (`--timeout`, `--retries`, `--max-processing`,
+/// `--dialect`). What is `None` here and not in the spec is not guessed:
+/// the fix writes a placeholder ([`placeholder`]) that lints as an error
+/// until a person writes the value.
+///
+/// [`placeholder`]: idemgen_spec::contract::placeholder
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FixDefaults {
-    pub timeout_ms: u64,
-    pub retries_ms: Vec<u64>,
-    pub max_processing_ms: u64,
+    pub timeout_ms: Option<u64>,
+    pub retries_ms: Option<Vec<u64>>,
+    pub max_processing_ms: Option<u64>,
     pub dialect: Option<Dialect>,
-}
-
-impl Default for FixDefaults {
-    /// Conservative: a 30 s client timeout, three retries after 1 s, 2 s
-    /// and 4 s, and 30 s of worst-case processing, so the window derived
-    /// from them (2m14s) errs on the long side.
-    fn default() -> Self {
-        FixDefaults {
-            timeout_ms: 30_000,
-            retries_ms: vec![1_000, 2_000, 4_000],
-            max_processing_ms: 30_000,
-            dialect: None,
-        }
-    }
 }

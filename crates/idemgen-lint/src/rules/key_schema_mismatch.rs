@@ -21,6 +21,12 @@
 //! ```
 //!
 //! `idemgen lint --fix` writes both (a safe fix).
+//!
+//! An `{opaque}` key (a key of the client's own shape, what a fix writes
+//! for a key the API already takes) agrees with a schema that says nothing
+//! of its shape or length: no `pattern` and no `maxLength` are asked for,
+//! so no fix narrows the schema of a key today's clients already send. A
+//! `pattern` or `maxLength` the schema does state must still agree.
 use super::prelude::*;
 use crate::fix::Offer;
 use crate::fix::edit::Editor;
@@ -47,8 +53,13 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     };
     let template = &key.format.value;
     let max_length = key.max_length.value;
+    // An `{opaque}` key's shape is the client's: a schema silent about
+    // shape and length agrees with it, and writing a `pattern` or
+    // `maxLength` there would turn away keys today's clients may send.
+    let silent_ok = template.is_opaque();
     let mut problems = Vec::new();
     match schema.get("pattern").and_then(Node::as_str) {
+        None if silent_ok && schema.get("pattern").is_none() => {}
         None => problems.push("has no `pattern`".to_string()),
         Some(pattern) if !template.pattern_matches(pattern) => problems.push(format!(
             "has `pattern` `{pattern}`, which is not the template `{}`",
@@ -57,6 +68,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         Some(_) => {}
     }
     match schema.get("maxLength").map(|node| &node.value) {
+        None if silent_ok => {}
         None => problems.push(format!(
             "has no `maxLength` (key.max-length is {max_length})"
         )),
@@ -97,17 +109,21 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
 fn key_schema(context: &OperationContext<'_>, key: &KeySpec, schema: &Node) -> Option<Offer> {
     let mut editor = Editor::new(context.workspace);
     let template = &key.format.value;
-    let pattern_ok = schema
-        .get("pattern")
-        .and_then(Node::as_str)
-        .is_some_and(|pattern| template.pattern_matches(pattern));
+    let silent_ok = template.is_opaque();
+    let pattern_ok = match schema.get("pattern") {
+        None => silent_ok,
+        Some(pattern) => pattern
+            .as_str()
+            .is_some_and(|pattern| template.pattern_matches(pattern)),
+    };
     if !pattern_ok {
         editor.set(schema, &["pattern"], Emit::str(template.schema_pattern()))?;
     }
-    let length_ok = matches!(
-        schema.get("maxLength").map(|node| &node.value),
-        Some(Value::Int(length)) if u64::try_from(*length).ok() == Some(key.max_length.value)
-    );
+    let length_ok = match schema.get("maxLength").map(|node| &node.value) {
+        None => silent_ok,
+        Some(Value::Int(length)) => u64::try_from(*length).ok() == Some(key.max_length.value),
+        Some(_) => false,
+    };
     if !length_ok {
         editor.set(
             schema,

@@ -197,6 +197,7 @@ fn contract_with_new_key(context: &OperationContext<'_>, defaults: &FixDefaults)
         location: KeyLocation::Header,
         name: "Idempotency-Key".into(),
         required: true,
+        existing: false,
         max_length: None,
         written: Default::default(),
         shared_name: None,

@@ -21,10 +21,13 @@
 //! **Where it points.** At the key when the operation declares it; at
 //! the operation (its method's key) when the key is a shared component or
 //! sits in another file, with a label that names where the key is
-//! declared: Adyen's 22 operations that share one `Idempotency-Key`
-//! parameter get 22 findings at 22 operations, not one line that a pull
-//! request rarely touches, and the finding's pointer is the root
-//! document's, so a baseline matches in any checkout.
+//! declared and that place as a related location (`related` in the JSON
+//! output, `relatedLocations` in SARIF, a note with its snippet in the
+//! pretty output, `relatedInformation` in the editor): Adyen's 22
+//! operations that share one `Idempotency-Key` parameter get 22 findings
+//! at 22 operations, not one line that a pull request rarely touches, and
+//! the finding's pointer is the root document's, so a baseline matches in
+//! any checkout.
 //!
 //! **Reads are a note.** A POST that the `missing-idempotency` heuristics
 //! call a read (`search`, `retrieve`, `get`, `validate`… as the first word
@@ -56,6 +59,7 @@ use crate::fix::builders::{contract_block, key_input};
 use crate::fix::edit::Editor;
 use crate::fix::{FixDefaults, Offer};
 use crate::write_shape::{self, Shape};
+use idemgen_diagnostics::Related;
 use idemgen_spec::Node;
 
 declare_rule!(
@@ -210,7 +214,15 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         .with_help("add an `x-idempotency` block that names this key, its window and its answers")
         .with_fix(RULE.offered(fix));
     if !own {
-        diagnostic.with_label(format!("the key is declared at {}", shown(&declared_at)));
+        diagnostic
+            .with_label(format!("the key is declared at {}", shown(&declared_at)))
+            .with_related(Related {
+                location: crate::sink::location(context.workspace, node.span),
+                pointer: declared_at,
+                message: format!(
+                    "the {what} is declared here, shared by the operations that reference it"
+                ),
+            });
     }
 }
 

@@ -2,7 +2,7 @@
 //! whose clients choose their keys (`ietf-draft`, `stripe`) a format of
 //! just `{opaque}` needs no business prefix; under `retry-after` it does.
 //! Either way `key-predictable` warns that the server cannot check it, and
-//! `--fix` writes the schema pattern the server validates with.
+//! a schema silent about the key's shape is left as it is.
 
 use idemgen_diagnostics::{Diagnostic, Severity};
 use idemgen_lint::LintOptions;
@@ -99,20 +99,47 @@ fn the_retry_after_profile_keeps_the_prefix_rule() {
     assert_eq!(of_rule(&found, "key-prefix-missing").len(), 1, "{found:#?}");
 }
 
+/// An `{opaque}` key is of the client's own shape: a schema that says
+/// nothing of shape or length agrees with it, and no fix narrows it (a
+/// new `pattern` or `maxLength` would turn away keys today's clients may
+/// send). A schema that states a length other than the contract's is
+/// still reported, and fixed to the contract's.
 #[test]
-fn the_fix_writes_the_pattern_of_an_opaque_key() {
+fn an_opaque_key_leaves_a_silent_schema_as_it_is() {
     let before = spec("ietf-draft", "{opaque}", "{type: string}");
-    assert_eq!(of_rule(&findings(&before), "key-schema-mismatch").len(), 1);
+    assert!(
+        of_rule(&findings(&before), "key-schema-mismatch").is_empty(),
+        "{:#?}",
+        findings(&before)
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("spec.yaml");
     std::fs::write(&path, &before).unwrap();
     let outcome = fix_document(&path, &LintOptions::default(), false).unwrap();
     assert!(!outcome.unfinished);
-    let after = &outcome.files.first().expect("the schema was fixed").after;
-    assert!(after.contains("^[!-~]+$"), "{after}");
     assert!(
-        of_rule(&findings(after), "key-schema-mismatch").is_empty(),
-        "{after}"
+        outcome
+            .files
+            .iter()
+            .all(|file| !file.after.contains("pattern") && !file.after.contains("maxLength")),
+        "{:#?}",
+        outcome
+            .files
+            .iter()
+            .map(|file| &file.after)
+            .collect::<Vec<_>>()
+    );
+
+    let stated = spec("ietf-draft", "{opaque}", "{type: string, maxLength: 64}");
+    let found = findings(&stated);
+    let mismatch = of_rule(&found, "key-schema-mismatch");
+    assert_eq!(mismatch.len(), 1, "{found:#?}");
+    assert!(
+        mismatch[0]
+            .message
+            .contains("`maxLength` other than key.max-length 255"),
+        "{}",
+        mismatch[0].message
     );
 }
 

@@ -4,6 +4,7 @@ pub mod duration;
 pub mod key_template;
 pub mod model;
 pub mod parse;
+pub mod placeholder;
 pub mod profile;
 pub mod suggest;
 

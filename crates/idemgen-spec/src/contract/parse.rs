@@ -10,6 +10,7 @@ use super::model::{
     Canonical, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin, RawContract,
     ReplayMark, RequestScope, ScopeSource,
 };
+use super::placeholder;
 use super::profile::Profile;
 use super::suggest::closest;
 
@@ -149,6 +150,12 @@ impl Parser<'_> {
             message,
             help,
         });
+    }
+
+    /// A `TODO: …` a fix wrote where the spec states no value.
+    fn placeholder(&mut self, node: &Node, pointer: &str, field: &'static str) {
+        let (message, help) = placeholder::problem(field);
+        self.error(node, pointer, field, message, Some(help));
     }
 
     fn mapping<'n>(
@@ -336,6 +343,10 @@ impl Parser<'_> {
         field: &'static str,
     ) -> Option<Located<u64>> {
         let parsed = match &node.value {
+            Value::Str(text) if placeholder::is_placeholder(text) => {
+                self.placeholder(node, pointer, field);
+                return None;
+            }
             Value::Str(text) => parse_duration(text),
             Value::Int(number) => Err(format!(
                 "`{number}` has no unit; write `{number}s` for seconds or `{number}ms` for milliseconds"
@@ -493,6 +504,10 @@ impl Parser<'_> {
                 "timeout" => raw.client_timeout = self.duration(value, &at, "client.timeout"),
                 "jitter" => raw.client_jitter = self.duration(value, &at, "client.jitter"),
                 "retries" => {
+                    if value.as_str().is_some_and(placeholder::is_placeholder) {
+                        self.placeholder(value, &at, "client.retries");
+                        continue;
+                    }
                     let Some(items) = value.as_seq() else {
                         self.error(
                             value,
