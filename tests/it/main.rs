@@ -23,6 +23,7 @@ mod formats;
 mod formats_ci;
 mod galera;
 mod gen_layout;
+mod help;
 mod generated;
 mod lsp;
 mod lsp_neovim;
