@@ -56,7 +56,7 @@ pub fn window_help(math: &WindowMath, other_rule: &str, other_bound: &str) -> Op
         String::new()
     };
     Some(format!(
-        "set `window: {}` or longer{why}; that is the floor: a client that resumes a request after a restart needs hours or days (`idemgen window`)",
+        "set `window: {}` or longer{why} (a floor: resumed calls need hours, see `idemgen window`)",
         format_ms(smallest)
     ))
 }
