@@ -673,13 +673,7 @@ fn checks_in_table(page: &str, after: &str) -> Vec<String> {
         .take_while(|line| line.starts_with('|'))
     {
         let first = line.trim_start_matches('|').split('|').next().unwrap();
-        ids.extend(
-            first
-                .split('`')
-                .skip(1)
-                .step_by(2)
-                .map(str::to_string),
-        );
+        ids.extend(first.split('`').skip(1).step_by(2).map(str::to_string));
     }
     ids
 }
@@ -704,12 +698,25 @@ fn probe_pages_list_every_check_the_probe_runs() {
         );
     }
     // `9 passed, 0 failed, 6 not applicable, ...`: one outcome per check.
-    for page in ["probe.md", "contract.md", "conformance.md", "../../README.md"] {
+    for page in [
+        "probe.md",
+        "contract.md",
+        "conformance.md",
+        "../../README.md",
+    ] {
         let text = std::fs::read_to_string(book().join(page)).unwrap();
         for (index, line) in text.lines().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
-            if let [passed, "passed,", failed, "failed,", na, "not", "applicable,", ..] =
-                words.as_slice()
+            if let [
+                passed,
+                "passed,",
+                failed,
+                "failed,",
+                na,
+                "not",
+                "applicable,",
+                ..,
+            ] = words.as_slice()
             {
                 let total: usize = [passed, failed, na]
                     .iter()

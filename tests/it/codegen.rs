@@ -785,15 +785,25 @@ fn the_generated_readme_and_lib_describe_the_project_generated() {
     let lib = std::fs::read_to_string(out.join("src/lib.rs")).unwrap();
     let url = "postgres://postgres@127.0.0.1:5432/journey";
     assert!(
-        lib.contains(&format!("pub const DEFAULT_DATABASE_URL: &str = \"{url}\";")),
+        lib.contains(&format!(
+            "pub const DEFAULT_DATABASE_URL: &str = \"{url}\";"
+        )),
         "{lib}"
     );
     assert!(
-        readme.contains(&format!("cargo run                        # DATABASE_URL defaults to {url}")),
+        readme.contains(&format!(
+            "cargo run                        # DATABASE_URL defaults to {url}"
+        )),
         "{readme}"
     );
-    assert!(readme.contains("names `journey`, the contracts'\n`store.database`"), "{readme}");
-    assert!(!readme.contains("refunds_svc`") && !readme.contains("/refunds_svc"), "{readme}");
+    assert!(
+        readme.contains("names `journey`, the contracts'\n`store.database`"),
+        "{readme}"
+    );
+    assert!(
+        !readme.contains("refunds_svc`") && !readme.contains("/refunds_svc"),
+        "{readme}"
+    );
     // The module documentation names the same default, and no SQLite one.
     let settings: String = lib
         .lines()
@@ -814,11 +824,11 @@ fn the_generated_readme_and_lib_describe_the_project_generated() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let lib = std::fs::read_to_string(several.join("src/lib.rs")).unwrap();
     assert!(
-        lib.contains(&format!("//!   `{url}` in a build for PostgreSQL (the default one);")),
+        lib.contains(&format!("//!   PostgreSQL (the default build): `{url}`;")),
         "{lib}"
     );
     assert!(
-        lib.contains("//!   `sqlite://journey.db` (in the working directory, created if missing) in a build for SQLite."),
+        lib.contains("//!   SQLite: `sqlite://journey.db`, in the working\n//!   directory, created if missing."),
         "{lib}"
     );
 }
@@ -834,7 +844,11 @@ fn the_generated_readme_shows_sqlx_cli_offline_data_and_dynamic_sql() {
         .split("[[package]]")
         .find(|package| package.contains("name = \"sqlx\"\n"))
         .and_then(|package| package.lines().find(|line| line.starts_with("version = ")))
-        .map(|line| line.trim_start_matches("version = ").trim_matches('"').to_string())
+        .map(|line| {
+            line.trim_start_matches("version = ")
+                .trim_matches('"')
+                .to_string()
+        })
         .expect("sqlx in Cargo.lock");
     assert_eq!(codegen::SQLX_VERSION, locked);
 
@@ -842,16 +856,24 @@ fn the_generated_readme_shows_sqlx_cli_offline_data_and_dynamic_sql() {
     let out = gen_journey(dir.path());
     let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
     let manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
-    assert!(manifest.contains(&format!("sqlx = {{ version = \"={locked}\"")), "{manifest}");
+    assert!(
+        manifest.contains(&format!("sqlx = {{ version = \"={locked}\"")),
+        "{manifest}"
+    );
     for expected in [
-        format!("cargo install sqlx-cli --version {locked} --locked --no-default-features --features rustls,postgres\n"),
+        format!(
+            "cargo install sqlx-cli --version {locked} --locked --no-default-features --features rustls,postgres\n"
+        ),
         "DATABASE_URL=postgres://postgres@127.0.0.1:5432/journey cargo sqlx prepare".to_string(),
         "SQLX_OFFLINE=true cargo build".to_string(),
         "cargo sqlx prepare --check".to_string(),
         "sqlx::query_scalar(sqlx::AssertSqlSafe(sql))".to_string(),
         "ORDER BY {column} LIMIT $1".to_string(),
     ] {
-        assert!(readme.contains(&expected), "README lacks {expected:?}:\n{readme}");
+        assert!(
+            readme.contains(&expected),
+            "README lacks {expected:?}:\n{readme}"
+        );
     }
     let auth = std::fs::read_to_string(out.join("src/auth.rs")).unwrap();
     assert!(
@@ -867,6 +889,9 @@ fn the_generated_readme_shows_sqlx_cli_offline_data_and_dynamic_sql() {
         "sqlx::AssertSqlSafe(sql)".to_string(),
         "Ok(Principal::new(".to_string(),
     ] {
-        assert!(service.contains(&expected), "docs/src/service.md lacks {expected:?}");
+        assert!(
+            service.contains(&expected),
+            "docs/src/service.md lacks {expected:?}"
+        );
     }
 }

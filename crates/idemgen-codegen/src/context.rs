@@ -797,7 +797,10 @@ impl DialectContext {
             ),
             (Dialect::Postgres, database) => (
                 "PostgreSQL",
-                format!("postgres://postgres@127.0.0.1:5432/{}", database.unwrap_or(lib)),
+                format!(
+                    "postgres://postgres@127.0.0.1:5432/{}",
+                    database.unwrap_or(lib)
+                ),
                 "$1",
             ),
         };

@@ -415,9 +415,7 @@ impl Plan {
     pub fn event(&self, rng: &mut Rng) -> Result<Event, String> {
         let mut body = self.body.clone();
         if !self.fresh.is_empty() {
-            let seq = self
-                .seq
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let target = body.get_or_insert_with(|| Value::Object(Default::default()));
             for (pointer, value) in &self.fresh {
                 set_pointer(target, pointer, value.value(rng, seq))?;
@@ -907,7 +905,10 @@ mod tests {
     #[test]
     fn set_values_with_placeholders_are_fresh_each_time() {
         assert_eq!(SetValue::parse("5").unwrap(), SetValue::Fixed(json!(5)));
-        assert_eq!(SetValue::parse("ORD-1").unwrap(), SetValue::Fixed(json!("ORD-1")));
+        assert_eq!(
+            SetValue::parse("ORD-1").unwrap(),
+            SetValue::Fixed(json!("ORD-1"))
+        );
         assert_eq!(
             SetValue::parse(r#"{"a":1}"#).unwrap(),
             SetValue::Fixed(json!({"a": 1}))

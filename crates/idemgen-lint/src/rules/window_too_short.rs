@@ -43,15 +43,18 @@ pub fn window_help(math: &WindowMath, other_rule: &str, other_bound: &str) -> Op
         "window-below-retry-span" => math.retry_span_ms,
         _ => math.required_ms,
     };
-    let other_fails = math.window_ms.zip(other_ms).is_some_and(|(window, bound)| window < bound);
+    let other_fails = math
+        .window_ms
+        .zip(other_ms)
+        .is_some_and(|(window, bound)| window < bound);
     let this_ms = match other_rule {
         "window-below-retry-span" => math.required_ms,
         _ => math.retry_span_ms,
     };
     let why = if this_ms < other_ms {
-        format!(", the {other_bound} `{other_rule}` asks for, which covers this bound too")
+        format!(", the {other_bound} `{other_rule}` asks for, which covers this one too")
     } else if other_fails {
-        format!(" (which `{other_rule}` accepts too)")
+        format!(", which passes `{other_rule}` too")
     } else {
         String::new()
     };
