@@ -222,12 +222,10 @@ pub fn markdown(rows: &[WindowRow]) -> String {
          `?` means an input (`client.timeout`, `server.max-processing` or `window`) is missing.\n",
     );
     out.push('\n');
-    out.push_str(
-        &FLOOR_NOTE
-            .replace('\n', " ")
-            .replace("window - max-processing", "`window − max-processing`")
-            .trim_end(),
-    );
+    let note = FLOOR_NOTE
+        .replace('\n', " ")
+        .replace("window - max-processing", "`window − max-processing`");
+    out.push_str(note.trim_end());
     out.push('\n');
     out
 }
