@@ -137,3 +137,53 @@ fn only_lint_help_says_what_fix_does_with_an_overlay() {
         "only {with_overlay} commands take --overlay"
     );
 }
+
+/// The values `--format` takes, as `idemgen COMMAND --help` lists them.
+fn format_values(command: &str) -> Vec<String> {
+    let help = idemgen(&[command, "--help"]).stdout;
+    let entry: Vec<&str> = help
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("--format <FORMAT>"))
+        .skip(1)
+        .take_while(|line| !line.trim_start().starts_with("--"))
+        .collect();
+    let mut values = Vec::new();
+    for line in &entry {
+        let line = line.trim();
+        if let Some(listed) = line
+            .split("[possible values: ")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+        {
+            values.extend(listed.split(", ").map(str::to_string));
+        } else if let Some(item) = line.strip_prefix("- ") {
+            values.push(item.split(':').next().unwrap().trim().to_string());
+        }
+    }
+    assert!(values.len() >= 3, "idemgen {command} --help: {entry:?}");
+    values
+}
+
+/// The book's synopses and the output-formats chapter name every format
+/// the binary has, and no other.
+#[test]
+fn the_book_names_every_output_format() {
+    let book = crate::support::root().join("docs/src");
+    let read = |page: &str| std::fs::read_to_string(book.join(page)).unwrap();
+    for (command, page) in [("probe", "probe.md"), ("window", "window.md")] {
+        let synopsis = format!("[--format {}]", format_values(command).join("|"));
+        assert!(
+            read(page).contains(&synopsis),
+            "docs/src/{page}'s synopsis should say {synopsis}"
+        );
+    }
+    let chapter = read("output-formats.md");
+    for value in format_values("lint") {
+        if value != "pretty" {
+            assert!(
+                chapter.contains(&format!("`--format {value}`")),
+                "docs/src/output-formats.md does not describe `--format {value}`"
+            );
+        }
+    }
+}
