@@ -11,7 +11,10 @@
 //!
 //! **Example fix.** With `timeout: 5s`, eight 1 s retries and
 //! `max-processing: 1s`, the span is 8×5 + 8 + 1 = 49 s: set `window: 49s`
-//! or more, or retry less.
+//! or more, or retry less. `lint --fix` writes the smallest safe window,
+//! the larger of this bound and `window-too-short`'s (both findings ask for
+//! that one window), with a comment that it is the floor: a client that
+//! resumes a stored key later needs hours or days.
 use super::prelude::*;
 use super::window_too_short::{jitter_term, window_help};
 use idemgen_spec::window::{WindowInputs, compute};

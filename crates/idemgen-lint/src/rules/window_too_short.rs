@@ -12,6 +12,13 @@
 //! runs the payment again.
 //!
 //! **Example fix.** `window: 10s` becomes `window: 18s` (or longer).
+//! `lint --fix` writes the smallest safe window, the larger of this bound
+//! and `window-below-retry-span`'s, with a comment that it is the floor:
+//! it covers one call's retries, and a client that resends a stored key
+//! after a restart (it may start an attempt until `window −
+//! max-processing` after the key's first send) needs hours or days, as
+//! money APIs keep them (Stripe 24 h). When both window rules fire, both
+//! ask for that one window.
 use super::prelude::*;
 use idemgen_spec::window::{WindowInputs, WindowMath, compute};
 
