@@ -603,7 +603,9 @@ impl RawAnswer {
 impl fmt::Debug for RawAnswer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut debug = f.debug_struct("RawAnswer");
-        debug.field("status", &self.status).field("headers", &self.headers);
+        debug
+            .field("status", &self.status)
+            .field("headers", &self.headers);
         match self.problem() {
             Some(problem) => debug.field("problem", &problem),
             None => debug.field("body", &self.text()),
@@ -1609,8 +1611,14 @@ mod tests {
         );
         let debug = format!("{error:?}");
         assert!(debug.contains("status: 401"), "{debug}");
-        assert!(debug.contains("\"www-authenticate\": \"Bearer\""), "{debug}");
-        assert!(debug.contains("detail: Some(\"unknown API key\")"), "{debug}");
+        assert!(
+            debug.contains("\"www-authenticate\": \"Bearer\""),
+            "{debug}"
+        );
+        assert!(
+            debug.contains("detail: Some(\"unknown API key\")"),
+            "{debug}"
+        );
         assert!(!debug.contains("[123, 34"), "{debug}");
         // Not a problem: the body as text; not UTF-8: its size.
         let text = RawAnswer {
