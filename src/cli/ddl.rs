@@ -9,6 +9,8 @@ use idemgen_spec::contract::model::Dialect;
 
 #[derive(clap::Args)]
 pub struct DdlArgs {
+    /// OpenAPI 3.0/3.1/3.2 document (YAML or JSON) whose contracts' store
+    /// (table, dialect, key width) the DDL is for.
     pub spec: PathBuf,
     /// SQL dialect (mariadb is mysql); default: the spec's store.dialect,
     /// else idemgen.toml's, else sqlite.

@@ -14,7 +14,7 @@ use idemgen_spec::contract::model::Dialect;
 
 #[derive(clap::Args)]
 pub struct GenArgs {
-    /// OpenAPI 3.0/3.1 document with x-idempotency contracts.
+    /// OpenAPI 3.0/3.1/3.2 document (YAML or JSON) with x-idempotency contracts.
     pub spec: PathBuf,
     /// Directory of the generated project (created if missing).
     #[arg(short, long)]

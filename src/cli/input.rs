@@ -20,8 +20,7 @@ pub struct ConfigArgs {
     pub no_config: bool,
     /// Apply this OpenAPI Overlay document (1.0 or 1.1) to the spec before
     /// reading it; repeat to apply several, in order. Replaces what
-    /// idemgen.toml's [overlays] lists. With `lint --fix`: write the fixes
-    /// to this file, as an overlay, instead of editing the spec.
+    /// idemgen.toml's [overlays] lists.
     #[arg(long = "overlay", value_name = "FILE")]
     pub overlays: Vec<PathBuf>,
 }

@@ -53,7 +53,10 @@ enum Command {
     /// math on hover, fixes as code actions, completion, go to `$ref`.
     Lsp,
     /// Print shell completions.
-    Completions { shell: clap_complete::Shell },
+    Completions {
+        /// The shell to print them for.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
@@ -80,6 +83,7 @@ pub enum ColorChoice {
 }
 
 #[derive(clap::Args)]
+#[command(mut_arg("overlays", |arg| arg.help(LINT_OVERLAY_HELP)))]
 pub struct LintArgs {
     /// OpenAPI 3.0/3.1/3.2 documents (YAML or JSON); referenced files are read too.
     #[arg(required = true)]
@@ -147,6 +151,12 @@ pub struct LintArgs {
     pub since: Option<String>,
 }
 
+/// `--overlay` as lint reads it: what every command does with it, and
+/// what `--fix` does with it.
+const LINT_OVERLAY_HELP: &str = "Apply this OpenAPI Overlay document (1.0 or 1.1) to the spec before \
+reading it; repeat to apply several, in order. Replaces what idemgen.toml's [overlays] lists. \
+With --fix: write the fixes to this file, as an overlay, instead of editing the spec.";
+
 fn rule_level_arg(text: &str) -> Result<(String, Option<idemgen_diagnostics::Severity>), String> {
     idemgen_lint::config::parse_rule_level(text)
 }
@@ -161,6 +171,8 @@ pub enum WindowFormat {
 
 #[derive(clap::Args)]
 pub struct WindowArgs {
+    /// OpenAPI 3.0/3.1/3.2 document (YAML or JSON) whose contracts' windows
+    /// to show.
     pub spec: PathBuf,
     /// Only these operations (operationId, or `METHOD /path`).
     #[arg(long = "op")]

@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use super::input::{self, ConfigArgs};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, duration_arg, print};
 use idemgen_probe::observe::Observe;
-use idemgen_probe::request::RequestOptions;
+use idemgen_probe::request::{RequestOptions, SetValue};
 use idemgen_probe::{ProbeOptions, ReplayHeader, report};
 use idemgen_spec::contract::profile::Profile;
 
@@ -131,9 +131,12 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "NAME")]
     pub example: Option<String>,
     /// Set a body value: `/order_no=ORD-1` (JSON values such as `5` or
-    /// `true` are parsed; anything else is a string). Repeatable.
+    /// `true` are parsed; anything else is a string). `{uuid}`, `{ulid}`
+    /// or `{seq}` in VALUE (`/payment_id={uuid}`, `/order_no=ORD-{seq}`)
+    /// is fresh for every new key the probe sends; `{seq}` counts 1, 2, 3…
+    /// and alone is a number. Repeatable.
     #[arg(long = "set", value_name = "POINTER=VALUE", value_parser = set_arg)]
-    pub sets: Vec<(String, serde_json::Value)>,
+    pub sets: Vec<(String, SetValue)>,
     /// A principal's credentials, e.g. alice='Authorization: Bearer …'.
     /// Repeat with a second NAME for the principals check, or with the
     /// same NAME for another header; the first NAME sends every other
@@ -209,7 +212,7 @@ fn observe_arg(text: &str) -> Result<Observe, String> {
     Observe::parse(text)
 }
 
-fn set_arg(text: &str) -> Result<(String, serde_json::Value), String> {
+fn set_arg(text: &str) -> Result<(String, SetValue), String> {
     let (pointer, value) = text
         .split_once('=')
         .ok_or("write it as POINTER=VALUE, e.g. /order_no=ORD-1")?;
@@ -218,9 +221,7 @@ fn set_arg(text: &str) -> Result<(String, serde_json::Value), String> {
             "`{pointer}` is not a JSON pointer; write /{pointer}"
         ));
     }
-    let value = serde_json::from_str(value)
-        .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
-    Ok((pointer.to_string(), value))
+    Ok((pointer.to_string(), SetValue::parse(value)?))
 }
 
 fn param_arg(text: &str) -> Result<(String, String), String> {

@@ -68,7 +68,12 @@ pub fn run(args: &WindowArgs) -> ExitCode {
         _ => format!("{hidden} operations whose windows are ok are not shown.\n"),
     };
     let text = match args.format {
-        WindowFormat::Table => idemgen_report::window::render::table(&rows) + &hidden_note,
+        WindowFormat::Table => {
+            idemgen_report::window::render::table(&rows)
+                + &hidden_note
+                + "\n"
+                + idemgen_report::window::render::FLOOR_NOTE
+        }
         WindowFormat::Markdown if hidden > 0 => {
             idemgen_report::window::render::markdown(&rows) + "\n" + &hidden_note
         }

@@ -654,3 +654,120 @@ fn conformance_table_matches_the_expected_verdicts() {
         "docs/src/conformance.md shows {shown} verdicts, conformance/expected.json has {total}"
     );
 }
+
+/// The check ids a Markdown table's first column names (each in
+/// backticks; one cell may name several), from the first table whose
+/// header starts `| check |` after the line `after` begins with.
+fn checks_in_table(page: &str, after: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(book().join(page)).unwrap();
+    let start = text
+        .lines()
+        .position(|line| line.starts_with(after))
+        .unwrap_or_else(|| panic!("docs/src/{page} has no line starting {after:?}"));
+    let mut ids = Vec::new();
+    for line in text
+        .lines()
+        .skip(start)
+        .skip_while(|line| !line.starts_with("| check |"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+    {
+        let first = line.trim_start_matches('|').split('|').next().unwrap();
+        ids.extend(first.split('`').skip(1).step_by(2).map(str::to_string));
+    }
+    ids
+}
+
+/// The pages that describe the probe in prose list every check the binary
+/// runs, and their sample runs count as many: `probe.md`'s table and
+/// `contract.md`'s "What `idemgen probe` checks", and every totals line.
+#[test]
+fn probe_pages_list_every_check_the_probe_runs() {
+    let checks: Vec<String> = probe_checks().into_iter().map(|(id, _)| id).collect();
+    for (page, after) in [
+        ("probe.md", "# `idemgen probe`"),
+        ("contract.md", "## What `idemgen probe` checks"),
+    ] {
+        let listed = checks_in_table(page, after);
+        let missing: Vec<&String> = checks.iter().filter(|id| !listed.contains(id)).collect();
+        let unknown: Vec<&String> = listed.iter().filter(|id| !checks.contains(id)).collect();
+        assert!(
+            missing.is_empty() && unknown.is_empty(),
+            "docs/src/{page}'s table of checks drifted from `idemgen probe --help`: \
+             missing {missing:?}, not a check {unknown:?}"
+        );
+    }
+    // `9 passed, 0 failed, 6 not applicable, ...`: one outcome per check.
+    for page in [
+        "probe.md",
+        "contract.md",
+        "conformance.md",
+        "../../README.md",
+    ] {
+        let text = std::fs::read_to_string(book().join(page)).unwrap();
+        for (index, line) in text.lines().enumerate() {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let [
+                passed,
+                "passed,",
+                failed,
+                "failed,",
+                na,
+                "not",
+                "applicable,",
+                ..,
+            ] = words.as_slice()
+            {
+                let total: usize = [passed, failed, na]
+                    .iter()
+                    .map(|count| count.parse::<usize>().unwrap())
+                    .sum();
+                // A run of one operation counts each check once.
+                assert!(
+                    total % checks.len() == 0,
+                    "docs/src/{page}:{}: {line:?} counts {total} outcomes; the probe runs {} checks per operation",
+                    index + 1,
+                    checks.len()
+                );
+            }
+        }
+    }
+}
+
+/// The contract chapter's table of rules (`## Rules`) has a row for every
+/// rule the binary has, at its default severity, and none other.
+#[test]
+fn contract_rule_table_lists_every_rule() {
+    let text = std::fs::read_to_string(book().join("contract.md")).unwrap();
+    let rows: Vec<(String, String)> = text
+        .lines()
+        .skip_while(|line| *line != "## Rules")
+        .skip_while(|line| !line.starts_with("| id | default |"))
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            (cells[0].trim_matches('`').to_string(), cells[1].to_string())
+        })
+        .collect();
+    let rules = rules();
+    for rule in &rules {
+        let row = rows.iter().find(|(id, _)| *id == rule.id);
+        assert!(
+            row.is_some_and(|(_, severity)| *severity == rule.severity),
+            "docs/src/contract.md's table of rules: `{}` ({}) is {}",
+            rule.id,
+            rule.severity,
+            match row {
+                Some((_, severity)) => format!("listed as {severity}"),
+                None => "missing".into(),
+            }
+        );
+    }
+    for (id, _) in &rows {
+        assert!(
+            rules.iter().any(|rule| rule.id == *id),
+            "docs/src/contract.md's table of rules lists `{id}`, which `idemgen rules` does not"
+        );
+    }
+}

@@ -757,3 +757,141 @@ fn the_replay_mark_the_contract_names_is_the_one_generated() {
         lint.stdout
     );
 }
+
+/// The payment-callback spec on PostgreSQL alone, its `store.database`
+/// renamed `journey`, generated into `dir`.
+fn gen_journey(dir: &Path) -> PathBuf {
+    let spec = std::fs::read_to_string(root().join(EXAMPLE).join("openapi.yaml"))
+        .unwrap()
+        .replace("    dialect: sqlite\n", "    dialect: postgres\n")
+        .replace("    database: payments ", "    database: journey ");
+    assert!(spec.contains("dialect: postgres") && spec.contains("database: journey"));
+    let spec_path = dir.join("openapi.yaml");
+    std::fs::write(&spec_path, spec).unwrap();
+    let out = dir.join("refunds_svc");
+    let run = gen_into(spec_path.to_str().unwrap(), &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    out
+}
+
+/// The generated README and `src/lib.rs` describe the project generated:
+/// its dialect, its `store.database` (not the directory's name) and the
+/// default that `DEFAULT_DATABASE_URL` really holds.
+#[test]
+fn the_generated_readme_and_lib_describe_the_project_generated() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gen_journey(dir.path());
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    let lib = std::fs::read_to_string(out.join("src/lib.rs")).unwrap();
+    let url = "postgres://postgres@127.0.0.1:5432/journey";
+    assert!(
+        lib.contains(&format!(
+            "pub const DEFAULT_DATABASE_URL: &str = \"{url}\";"
+        )),
+        "{lib}"
+    );
+    assert!(
+        readme.contains(&format!(
+            "cargo run                        # DATABASE_URL defaults to {url}"
+        )),
+        "{readme}"
+    );
+    assert!(
+        readme.contains("names `journey`, the contracts'\n`store.database`"),
+        "{readme}"
+    );
+    assert!(
+        !readme.contains("refunds_svc`") && !readme.contains("/refunds_svc"),
+        "{readme}"
+    );
+    // The module documentation names the same default, and no SQLite one.
+    let settings: String = lib
+        .lines()
+        .take_while(|line| line.starts_with("//!"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(settings.contains(&format!("`{url}`")), "{settings}");
+    assert!(!settings.to_lowercase().contains("sqlite"), "{settings}");
+    assert!(!readme.contains("sqlite://"), "{readme}");
+
+    // Several dialects: each default named with its build.
+    let several = dir.path().join("several");
+    let run = gen_into(
+        dir.path().join("openapi.yaml").to_str().unwrap(),
+        &several,
+        &["--db", "postgres,sqlite"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lib = std::fs::read_to_string(several.join("src/lib.rs")).unwrap();
+    assert!(
+        lib.contains(&format!("//!   PostgreSQL (the default build): `{url}`;")),
+        "{lib}"
+    );
+    assert!(
+        lib.contains("//!   SQLite: `sqlite://journey.db`, in the working\n//!   directory, created if missing."),
+        "{lib}"
+    );
+}
+
+/// The generated README says how to get and use sqlx-cli at the version
+/// the project pins, the offline check, and dynamic SQL in sqlx 0.9; the
+/// auth stub shows a `Principal` being built.
+#[test]
+fn the_generated_readme_shows_sqlx_cli_offline_data_and_dynamic_sql() {
+    // The version the project pins is the one this workspace builds with.
+    let lock = std::fs::read_to_string(root().join("Cargo.lock")).unwrap();
+    let locked = lock
+        .split("[[package]]")
+        .find(|package| package.contains("name = \"sqlx\"\n"))
+        .and_then(|package| package.lines().find(|line| line.starts_with("version = ")))
+        .map(|line| {
+            line.trim_start_matches("version = ")
+                .trim_matches('"')
+                .to_string()
+        })
+        .expect("sqlx in Cargo.lock");
+    assert_eq!(codegen::SQLX_VERSION, locked);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = gen_journey(dir.path());
+    let readme = std::fs::read_to_string(out.join("README.md")).unwrap();
+    let manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains(&format!("sqlx = {{ version = \"={locked}\"")),
+        "{manifest}"
+    );
+    for expected in [
+        format!(
+            "cargo install sqlx-cli --version {locked} --locked --no-default-features --features rustls,postgres\n"
+        ),
+        "DATABASE_URL=postgres://postgres@127.0.0.1:5432/journey cargo sqlx prepare".to_string(),
+        "SQLX_OFFLINE=true cargo build".to_string(),
+        "cargo sqlx prepare --check".to_string(),
+        "sqlx::query_scalar(sqlx::AssertSqlSafe(sql))".to_string(),
+        "ORDER BY {column} LIMIT $1".to_string(),
+    ] {
+        assert!(
+            readme.contains(&expected),
+            "README lacks {expected:?}:\n{readme}"
+        );
+    }
+    let auth = std::fs::read_to_string(out.join("src/auth.rs")).unwrap();
+    assert!(
+        auth.contains("//! Ok(Principal::new(format!(\"client:{client_id}\"), scheme.name))"),
+        "{auth}"
+    );
+    // The book says the same, at the same version.
+    let service = std::fs::read_to_string(root().join("docs/src/service.md")).unwrap();
+    for expected in [
+        format!("cargo install sqlx-cli --version {locked} --locked"),
+        "SQLX_OFFLINE=true".to_string(),
+        "cargo sqlx prepare --check".to_string(),
+        "sqlx::AssertSqlSafe(sql)".to_string(),
+        "Ok(Principal::new(".to_string(),
+    ] {
+        assert!(
+            service.contains(&expected),
+            "docs/src/service.md lacks {expected:?}"
+        );
+    }
+}

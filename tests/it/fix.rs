@@ -373,3 +373,93 @@ paths:
     );
     assert_eq!(after, &expected, "window 16s = 2 × (5s + 3s) needs no fix");
 }
+
+/// The window fix writes the floor, the smallest safe window, and says so:
+/// in the fix's title and in a comment beside the value it writes (YAML
+/// block style; JSON and flow collections take no comment).
+#[test]
+fn the_window_fix_writes_the_floor_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    let text = std::fs::read_to_string(root().join("examples/broken/window-too-short.yaml"))
+        .unwrap()
+        .replace(
+            "        window: 16s   # <- needs 18s\n",
+            "        window: 16s\n",
+        );
+    assert!(text.contains("        window: 16s\n"));
+    std::fs::write(&path, &text).unwrap();
+    let workspace = Workspace::load(&path).unwrap();
+    let report = lint(&workspace, &LintOptions::default());
+    let finding = report
+        .diagnostics
+        .iter()
+        .find(|d| d.rule == "window-too-short")
+        .expect("window-too-short fires");
+    let title = &finding.fix.as_ref().expect("a fix").title;
+    assert!(
+        title.starts_with("Set `window` to its floor, the smallest safe window, 18s: a minimum"),
+        "{title}"
+    );
+    assert!(title.contains("hours or days"), "{title}");
+    let (code, _, stderr) = idemgen(&["lint", "--fix", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    let fixed = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        fixed.contains(
+            "        window: 18s  # the floor (idemgen window); clients that resume after a restart need hours or days\n"
+        ),
+        "{fixed}"
+    );
+    // The comment is no finding, and a second run changes nothing.
+    assert!(findings(&path).is_empty(), "{:?}", findings(&path));
+    let (_, _, _) = idemgen(&["lint", "--fix", path.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), fixed);
+}
+
+/// When the window is below both bounds, both findings ask for the same
+/// window, the larger bound, and following either one passes both rules.
+#[test]
+fn both_window_findings_ask_for_one_window_that_passes_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    // 2 × (5 s + 1 s + 3 s) = 18 s, retry span 2 × 5 s + 1 s + 3 s = 14 s.
+    let text = std::fs::read_to_string(root().join("examples/broken/window-too-short.yaml"))
+        .unwrap()
+        .replace(
+            "        window: 16s   # <- needs 18s\n",
+            "        window: 10s\n",
+        );
+    std::fs::write(&path, &text).unwrap();
+    let workspace = Workspace::load(&path).unwrap();
+    let report = lint(&workspace, &LintOptions::default());
+    let helps: Vec<(&str, String)> = report
+        .diagnostics
+        .iter()
+        .filter(|d| d.rule.starts_with("window-"))
+        .map(|d| (d.rule, d.help.clone().unwrap_or_default()))
+        .collect();
+    assert_eq!(helps.len(), 2, "{helps:?}");
+    for (rule, help) in &helps {
+        assert!(
+            help.starts_with("set `window: 18s` or longer"),
+            "{rule}: {help}"
+        );
+    }
+    let span = &helps
+        .iter()
+        .find(|(rule, _)| *rule == "window-below-retry-span")
+        .unwrap()
+        .1;
+    assert!(
+        span.contains("the 2× bound `window-too-short` asks for, which covers this one too"),
+        "{span}"
+    );
+    // Following the help (not the fix) passes every window rule.
+    std::fs::write(&path, text.replace("window: 10s", "window: 18s")).unwrap();
+    let left: Vec<_> = findings(&path)
+        .into_iter()
+        .filter(|(rule, _, _)| rule.starts_with("window-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

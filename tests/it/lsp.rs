@@ -123,7 +123,9 @@ fn every_broken_example_gets_the_findings_lint_reports() {
         diagnostic["message"]
             .as_str()
             .unwrap()
-            .ends_with("\nhelp: set `window: 18s` or longer"),
+            .ends_with(
+                "\nhelp: set `window: 18s` or longer (a floor: resumed calls need hours, see `idemgen window`)"
+            ),
         "{diagnostic}"
     );
     assert_eq!(client.stop(), 0);
@@ -308,7 +310,7 @@ fn definition_follows_local_and_relative_file_refs() {
     let column = text.lines().nth(48).unwrap().find("#/components").unwrap() as u32;
     let answer = client.request("textDocument/definition", at(&uri, 48, column + 2));
     assert_eq!(answer["result"]["uri"], uri);
-    assert_eq!(answer["result"]["range"]["start"]["line"], 62, "{answer}");
+    assert_eq!(answer["result"]["range"]["start"]["line"], 64, "{answer}");
 
     std::fs::write(root.path().join("schemas.yaml"), "Pay:\n  type: object\n").unwrap();
     let spec = root.path().join("api.yaml");

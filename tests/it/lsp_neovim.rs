@@ -114,7 +114,10 @@ fn neovim_shows_the_diagnostic_and_its_code_actions() {
         .filter_map(Value::as_str)
         .collect();
     assert!(
-        titles.contains(&"Set `window` to the smallest safe window, 18s"),
+        titles.contains(
+            &"Set `window` to its floor, the smallest safe window, 18s: a minimum, not a \
+              recommendation (clients that resume a request after a restart need hours or days)"
+        ),
         "{result}"
     );
     assert!(

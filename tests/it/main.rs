@@ -24,6 +24,7 @@ mod formats_ci;
 mod galera;
 mod gen_layout;
 mod generated;
+mod help;
 mod lsp;
 mod lsp_neovim;
 mod nemesis;

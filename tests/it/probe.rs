@@ -153,6 +153,10 @@ enum Flaw {
     CheckThenWriteUnmarked,
     /// Takes any header text for a key, well-formed or not.
     AcceptsAnyKey,
+    /// Keeps every promise, and has a business rule of its own: one
+    /// payment per `order_no`. A new key for an order already paid (or
+    /// being paid) is refused with 422 before it is claimed.
+    OnePaymentPerOrder,
 }
 
 impl Flaw {
@@ -432,6 +436,23 @@ fn handle(
                 return busy;
             }
             Some(Record::Done { answer, .. }) => return replayed(flaw, answer.clone()),
+            None if flaw == Flaw::OnePaymentPerOrder && {
+                let order = |body: &[u8]| {
+                    serde_json::from_slice::<Value>(body)
+                        .ok()
+                        .and_then(|body| body.get("order_no").cloned())
+                };
+                let wanted = order(&request.body);
+                wanted.is_some()
+                    && records.values().any(|record| match record {
+                        Record::InProgress { body } | Record::Done { body, .. } => {
+                            order(body) == wanted
+                        }
+                    })
+            } =>
+            {
+                return reply(422, r#"{"title":"this order is already paid"}"#);
+            }
             None => {
                 records.insert(
                     key.clone(),
@@ -828,6 +849,66 @@ fn a_correct_server_keeps_every_promise() {
     // `pay` and `refunds` (whose key travels in the body: no sf-string).
     assert!(text.contains("19 passed, 0 failed"), "{text}");
     assert_eq!(table.status.code(), Some(0));
+}
+
+/// A business rule (one payment per order) refuses every new key after
+/// the first for the same order, so the checks that need a fresh request
+/// meet a refusal; `--set /order_no=ORD-{seq}` (or `{ulid}`) gives every
+/// new key a new order and every check passes again.
+#[test]
+fn fresh_set_values_get_past_a_one_payment_per_order_rule() {
+    let (_dir, spec) = spec_file();
+    let base = serve(Flaw::OnePaymentPerOrder);
+    let (_, checks, report) = probe_json(&spec, &base);
+    let refused: Vec<&str> = ALL
+        .iter()
+        .chain(&["sf-string"])
+        .copied()
+        .filter(|id| outcome(&checks, id) != "pass")
+        .collect();
+    assert!(
+        refused.contains(&"sf-string"),
+        "the rule should stop the checks that need a fresh request: {report:#}"
+    );
+    for set in ["/order_no=ORD-{seq}", "/order_no={ulid}"] {
+        // A service that has paid no order yet.
+        let base = serve(Flaw::OnePaymentPerOrder);
+        let (code, checks, report) = probe_op_json_with(&spec, &base, "pay", &["--set", set]);
+        for id in ALL.iter().chain(&["sf-string"]) {
+            assert_eq!(
+                outcome(&checks, id),
+                "pass",
+                "--set {set}: {id}: {report:#}"
+            );
+        }
+        assert_eq!(code, 0, "--set {set}: {report:#}");
+        // The report shows the first value the template took.
+        let request: Vec<&str> = report["operations"][0]["request"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let request = request.join("\n");
+        match set {
+            "/order_no=ORD-{seq}" => {
+                assert!(request.contains(r#""order_no":"ORD-1""#), "{request}")
+            }
+            _ => assert!(!request.contains("{ulid}"), "{request}"),
+        }
+    }
+}
+
+#[test]
+fn a_set_value_with_an_unknown_placeholder_is_refused() {
+    let (_dir, spec) = spec_file();
+    let output = probe(&spec, "http://127.0.0.1:9", &["--set", "/order_no={uuid4}"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`{uuid4}` is not a placeholder --set knows; use {uuid}, {ulid}, {seq}"),
+        "{stderr}"
+    );
 }
 
 /// `POST /orders` under the IETF draft's profile, with keys the client

@@ -514,12 +514,104 @@ impl<R> Answer<R> {
     }
 }
 
-/// An answer as it came, for the errors that could not type it.
-#[derive(Debug, Clone)]
+/// An answer as it came, for the errors that could not type it. Its
+/// `Debug` shows the body as text (an RFC 9457 problem as its fields), not
+/// as bytes.
+#[derive(Clone)]
 pub struct RawAnswer {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Vec<u8>,
+}
+
+/// The fields of an RFC 9457 problem (`application/problem+json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Problem {
+    pub problem_type: Option<String>,
+    pub title: Option<String>,
+    pub status: Option<u16>,
+    pub detail: Option<String>,
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(title) = &self.title {
+            parts.push(title.clone());
+        }
+        if let Some(detail) = &self.detail {
+            parts.push(detail.clone());
+        }
+        if let Some(problem_type) = &self.problem_type {
+            parts.push(format!("type {problem_type}"));
+        }
+        f.write_str(&parts.join(": "))
+    }
+}
+
+/// Most characters of a body an error's text shows.
+const SHOWN_BODY_CHARS: usize = 500;
+
+impl RawAnswer {
+    /// The body read as an RFC 9457 problem, when its `Content-Type` says
+    /// it is one (`application/problem+json`) and it parses.
+    pub fn problem(&self) -> Option<Problem> {
+        let content_type = self.headers.get(CONTENT_TYPE)?.to_str().ok()?;
+        let media = content_type.split(';').next()?.trim();
+        if !media.eq_ignore_ascii_case("application/problem+json") {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+        let text = |name: &str| value.get(name)?.as_str().map(str::to_string);
+        Some(Problem {
+            problem_type: text("type"),
+            title: text("title"),
+            status: value
+                .get("status")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|status| u16::try_from(status).ok()),
+            detail: text("detail"),
+        })
+    }
+
+    /// The body as text: UTF-8 as it is (cut at
+    /// [`SHOWN_BODY_CHARS`] characters, `…` marking the cut), else its size.
+    pub fn text(&self) -> String {
+        match std::str::from_utf8(&self.body) {
+            Ok(text) if text.chars().count() > SHOWN_BODY_CHARS => {
+                let mut cut: String = text.chars().take(SHOWN_BODY_CHARS).collect();
+                cut.push('…');
+                cut
+            }
+            Ok(text) => text.to_string(),
+            Err(_) => format!("<{} bytes, not UTF-8>", self.body.len()),
+        }
+    }
+
+    /// The status with its reason phrase: `401 Unauthorized`.
+    fn status_line(&self) -> String {
+        match reqwest::StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|status| status.canonical_reason())
+        {
+            Some(reason) => format!("{} {reason}", self.status),
+            None => self.status.to_string(),
+        }
+    }
+}
+
+impl fmt::Debug for RawAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut debug = f.debug_struct("RawAnswer");
+        debug
+            .field("status", &self.status)
+            .field("headers", &self.headers);
+        match self.problem() {
+            Some(problem) => debug.field("problem", &problem),
+            None => debug.field("body", &self.text()),
+        };
+        debug.finish()
+    }
 }
 
 /// Why a call stopped retrying without an answer to stop at.
@@ -651,11 +743,18 @@ impl<R: fmt::Debug> fmt::Display for Error<R> {
                 "the operation ran (status {}), but its answer could not be read: {why}",
                 answer.status
             ),
-            Error::Undeclared { answer, why, .. } => write!(
-                f,
-                "the server answered {}, which the spec does not declare: {why}",
-                answer.status
-            ),
+            Error::Undeclared { answer, why, .. } => {
+                write!(
+                    f,
+                    "the server answered {}, which the spec does not declare ({why})",
+                    answer.status_line()
+                )?;
+                match answer.problem() {
+                    Some(problem) => write!(f, ": {problem}"),
+                    None if answer.body.is_empty() => write!(f, ", with no body"),
+                    None => write!(f, ": {}", answer.text()),
+                }
+            }
             Error::Request(why) => write!(f, "the request was not sent: {why}"),
         }
     }
@@ -1483,6 +1582,58 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::sync::mpsc::Receiver;
+
+    #[test]
+    fn undeclared_answers_show_as_text_with_status_and_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        headers.insert("www-authenticate", HeaderValue::from_static("Bearer"));
+        let answer = RawAnswer {
+            status: 401,
+            headers,
+            body: br#"{"type":"about:blank","title":"Unauthorized","status":401,"detail":"unknown API key"}"#.to_vec(),
+        };
+        let error: Error<()> = Error::Undeclared {
+            answer: Box::new(answer.clone()),
+            why: "status 401 is not declared".into(),
+            call: Call {
+                key: None,
+                attempts: Vec::new(),
+            },
+        };
+        assert_eq!(
+            error.to_string(),
+            "the server answered 401 Unauthorized, which the spec does not declare \
+             (status 401 is not declared): Unauthorized: unknown API key: type about:blank"
+        );
+        let debug = format!("{error:?}");
+        assert!(debug.contains("status: 401"), "{debug}");
+        assert!(
+            debug.contains("\"www-authenticate\": \"Bearer\""),
+            "{debug}"
+        );
+        assert!(
+            debug.contains("detail: Some(\"unknown API key\")"),
+            "{debug}"
+        );
+        assert!(!debug.contains("[123, 34"), "{debug}");
+        // Not a problem: the body as text; not UTF-8: its size.
+        let text = RawAnswer {
+            status: 418,
+            headers: HeaderMap::new(),
+            body: b"short and stout".to_vec(),
+        };
+        assert!(format!("{text:?}").contains("body: \"short and stout\""));
+        let bytes = RawAnswer {
+            status: 418,
+            headers: HeaderMap::new(),
+            body: vec![0xff, 0xfe],
+        };
+        assert_eq!(bytes.text(), "<2 bytes, not UTF-8>");
+    }
 
     #[test]
     fn dates_are_utc_days() {

@@ -31,6 +31,10 @@ pub struct Project {
     /// The dialect of the default build.
     pub dialect: &'static str,
     pub table: String,
+    /// The contracts' `store.database`, which the default URLs name.
+    pub database: Option<String>,
+    /// The sqlx version the project pins (and sqlx-cli must match).
+    pub sqlx_version: &'static str,
     /// Whether the project declares its own `[workspace]`.
     pub standalone: bool,
     pub operations: Vec<Operation>,
@@ -777,21 +781,26 @@ fn example_uri(path: &str) -> String {
 }
 
 impl DialectContext {
+    /// The dialect's settings; its default `DATABASE_URL` names the
+    /// contracts' `store.database`, else the package (`lib`).
     pub fn new(d: Dialect, store: &Store, lib: &str) -> DialectContext {
-        let (title, default_url, placeholder) = match d {
-            Dialect::Sqlite => (
+        let (title, default_url, placeholder) = match (d, store.database.as_deref()) {
+            (Dialect::Sqlite, database) => (
                 "SQLite",
-                format!("sqlite://{}.db", lib.replace('_', "-")),
+                format!("sqlite://{}.db", database.unwrap_or(&lib.replace('_', "-"))),
                 "?1",
             ),
-            Dialect::Mysql => (
+            (Dialect::Mysql, database) => (
                 "MySQL / MariaDB",
-                format!("mysql://root@127.0.0.1:3306/{lib}"),
+                format!("mysql://root@127.0.0.1:3306/{}", database.unwrap_or(lib)),
                 "?",
             ),
-            Dialect::Postgres => (
+            (Dialect::Postgres, database) => (
                 "PostgreSQL",
-                format!("postgres://postgres@127.0.0.1:5432/{lib}"),
+                format!(
+                    "postgres://postgres@127.0.0.1:5432/{}",
+                    database.unwrap_or(lib)
+                ),
                 "$1",
             ),
         };

@@ -78,12 +78,20 @@ pub struct Project {
     pub secured: bool,
 }
 
+/// The sqlx version generated projects pin exactly (their offline query
+/// data in `.sqlx/` is in its format), as idemgen-runtime does; their
+/// README's sqlx-cli install names it too.
+pub const SQLX_VERSION: &str = "0.9.0";
+
 /// The dialect, record table and key width every idempotent operation of
 /// the spec agrees on.
 pub struct Store {
     pub dialect: Dialect,
     pub table: String,
     pub key_width: u64,
+    /// `store.database`, when the contracts name one (and all the same):
+    /// the database the default `DATABASE_URL` names.
+    pub database: Option<String>,
 }
 
 /// Reads the store settings from the contracts; `dialect` overrides.
@@ -119,10 +127,30 @@ pub fn store(contracts: &[&Contract], dialect: Option<Dialect>) -> Result<Store,
         .filter_map(|c| c.key.as_ref().map(|key| key.max_length.value))
         .max()
         .unwrap_or(DEFAULT_MAX_KEY_LENGTH);
+    let mut databases: Vec<&str> = contracts
+        .iter()
+        .filter_map(|c| c.database.as_ref().map(|database| database.value.as_str()))
+        .collect();
+    databases.sort_unstable();
+    databases.dedup();
+    // A name that a URL's path carries as it is; another one (which
+    // `store-identifier-invalid` reports) leaves the package's name.
+    let database = match databases.as_slice() {
+        [one]
+            if !one.is_empty()
+                && one
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '$')) =>
+        {
+            Some(one.to_string())
+        }
+        _ => None,
+    };
     Ok(Store {
         dialect,
         table,
         key_width,
+        database,
     })
 }
 
@@ -468,6 +496,8 @@ fn project_context(
         lib,
         dialect: store.dialect.name(),
         table: store.table.clone(),
+        database: store.database.clone(),
+        sqlx_version: SQLX_VERSION,
         standalone: options.standalone,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),

@@ -24,8 +24,8 @@ use super::sample::Sampler;
 pub struct RequestOptions {
     pub body: Option<Value>,
     pub example: Option<String>,
-    /// JSON pointer → value, applied to the body.
-    pub sets: Vec<(String, Value)>,
+    /// JSON pointer → value, applied to the body (`--set`).
+    pub sets: Vec<(String, SetValue)>,
     /// Path or query parameter name → value.
     pub params: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
@@ -36,6 +36,91 @@ pub struct RequestOptions {
     /// `--as`: the first sends every request but those of the
     /// `principals` and `unauthenticated` checks.
     pub principals: Vec<Principal>,
+}
+
+/// The value of one `--set`: fixed, or a text with `{uuid}`, `{ulid}` or
+/// `{seq}` in it that takes fresh values for every new key the probe sends
+/// (the copies of one request, a burst's or a replay's, carry the same).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    Fixed(Value),
+    Fresh(String),
+}
+
+/// The placeholders a `--set` value may hold.
+pub const FRESH_PLACEHOLDERS: [&str; 3] = ["{uuid}", "{ulid}", "{seq}"];
+
+impl SetValue {
+    /// `VALUE` of `--set POINTER=VALUE`: JSON (`5`, `true`, `{"a":1}`) as
+    /// such, a text with a placeholder as a fresh value, anything else as
+    /// a string. A `{word}` that is no placeholder is refused, naming them.
+    pub fn parse(text: &str) -> Result<SetValue, String> {
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) if !value.is_string() => return Ok(SetValue::Fixed(value)),
+            _ => {}
+        }
+        let mut fresh = false;
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            let tail = &rest[open..];
+            let Some(close) = tail.find('}') else { break };
+            let word = &tail[..=close];
+            if word[1..close]
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && close > 1
+            {
+                if !FRESH_PLACEHOLDERS.contains(&word) {
+                    return Err(format!(
+                        "`{word}` is not a placeholder --set knows; use {} (a fresh value for every new key)",
+                        FRESH_PLACEHOLDERS.join(", ")
+                    ));
+                }
+                fresh = true;
+            }
+            rest = &tail[close + 1..];
+        }
+        Ok(if fresh {
+            SetValue::Fresh(text.to_string())
+        } else {
+            SetValue::Fixed(
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_string())),
+            )
+        })
+    }
+
+    /// The value to send: a fresh one from `rng` and the sequence number
+    /// `seq` for a [`SetValue::Fresh`] (`{seq}` alone is a number).
+    pub fn value(&self, rng: &mut Rng, seq: u64) -> Value {
+        match self {
+            SetValue::Fixed(value) => value.clone(),
+            SetValue::Fresh(text) if text == "{seq}" => Value::from(seq),
+            SetValue::Fresh(text) => {
+                let mut out = String::new();
+                let mut rest = text.as_str();
+                while let Some(at) = rest.find('{') {
+                    out.push_str(&rest[..at]);
+                    let tail = &rest[at..];
+                    let placeholder = FRESH_PLACEHOLDERS
+                        .iter()
+                        .find(|placeholder| tail.starts_with(**placeholder));
+                    match placeholder {
+                        Some(&"{uuid}") => out.push_str(&rng.uuid()),
+                        Some(&"{ulid}") => out.push_str(&rng.ulid()),
+                        Some(_) => out.push_str(&seq.to_string()),
+                        None => {
+                            out.push('{');
+                            rest = &tail[1..];
+                            continue;
+                        }
+                    }
+                    rest = &tail[placeholder.map_or(1, |p| p.len())..];
+                }
+                out.push_str(rest);
+                Value::String(out)
+            }
+        }
+    }
 }
 
 /// The answers the contract promises.
@@ -76,6 +161,10 @@ pub struct Plan {
     /// fresh values unless the user pinned them with `--set`.
     fields: Vec<(String, Option<usize>)>,
     pinned: Vec<String>,
+    /// `--set` values with `{uuid}`, `{ulid}` or `{seq}`: new for every event.
+    fresh: Vec<(String, SetValue)>,
+    /// The `{seq}` of the next event (the first is 1).
+    seq: std::sync::atomic::AtomicU64,
     /// Each `key.scope` source with the two values the probe sends: the
     /// first on every request, the second as the scope check's other tenant.
     pub scopes: Vec<(RequestScope, [String; 2])>,
@@ -144,7 +233,8 @@ impl Plan {
         let mut body = body;
         for (pointer, value) in &options.sets {
             let target = body.get_or_insert_with(|| Value::Object(Default::default()));
-            set_pointer(target, pointer, value.clone())
+            // A fresh value is shown as the first event's would be.
+            set_pointer(target, pointer, value.value(sampler.rng, 1))
                 .map_err(|why| format!("--set {pointer}: {why}"))?;
         }
 
@@ -285,6 +375,13 @@ impl Plan {
             max_length: usize::try_from(key.max_length.value).unwrap_or(usize::MAX),
             fields,
             pinned,
+            fresh: options
+                .sets
+                .iter()
+                .filter(|(_, value)| matches!(value, SetValue::Fresh(_)))
+                .cloned()
+                .collect(),
+            seq: std::sync::atomic::AtomicU64::new(1),
             scopes,
             principal_scoped: key
                 .scope
@@ -328,6 +425,13 @@ impl Plan {
     /// is new too) and a new key that matches the template.
     pub fn event(&self, rng: &mut Rng) -> Result<Event, String> {
         let mut body = self.body.clone();
+        if !self.fresh.is_empty() {
+            let seq = self.seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let target = body.get_or_insert_with(|| Value::Object(Default::default()));
+            for (pointer, value) in &self.fresh {
+                set_pointer(target, pointer, value.value(rng, seq))?;
+            }
+        }
         if let Some(body) = body.as_mut() {
             for (pointer, max_length) in &self.fields {
                 if self.pinned.contains(pointer) {
@@ -808,6 +912,40 @@ fn declared_response_headers(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn set_values_with_placeholders_are_fresh_each_time() {
+        assert_eq!(SetValue::parse("5").unwrap(), SetValue::Fixed(json!(5)));
+        assert_eq!(
+            SetValue::parse("ORD-1").unwrap(),
+            SetValue::Fixed(json!("ORD-1"))
+        );
+        assert_eq!(
+            SetValue::parse(r#"{"a":1}"#).unwrap(),
+            SetValue::Fixed(json!({"a": 1}))
+        );
+        let mut rng = Rng::new();
+        let seq = SetValue::parse("{seq}").unwrap();
+        assert_eq!(seq.value(&mut rng, 7), json!(7));
+        let order = SetValue::parse("ORD-{seq}").unwrap();
+        assert_eq!(order.value(&mut rng, 2), json!("ORD-2"));
+        let uuid = SetValue::parse("{uuid}").unwrap();
+        let (a, b) = (uuid.value(&mut rng, 1), uuid.value(&mut rng, 1));
+        assert_ne!(a, b);
+        assert_eq!(a.as_str().unwrap().len(), 36);
+        let ulid = SetValue::parse("r-{ulid}").unwrap().value(&mut rng, 1);
+        assert!(ulid.as_str().unwrap().starts_with("r-") && ulid.as_str().unwrap().len() == 28);
+        // Braces that are no placeholder stay text.
+        assert_eq!(
+            SetValue::parse("{ not one }").unwrap(),
+            SetValue::Fixed(json!("{ not one }"))
+        );
+        assert!(
+            SetValue::parse("{date}")
+                .unwrap_err()
+                .contains("use {uuid}, {ulid}, {seq}")
+        );
+    }
 
     #[test]
     fn pointers() {

@@ -12,6 +12,21 @@ pub enum OpenApiVersion {
 }
 
 /// Why a document is not one idemgen can lint, with the node to point at.
+impl OpenApiVersion {
+    /// Every version idemgen reads, oldest first: what the help texts and
+    /// the book say it reads (tests/it/help.rs holds them to this list).
+    pub const ALL: [OpenApiVersion; 3] = [Self::V3_0, Self::V3_1, Self::V3_2];
+
+    /// `3.0`, `3.1`, `3.2`: the version without its patch number.
+    pub fn minor(self) -> &'static str {
+        match self {
+            Self::V3_0 => "3.0",
+            Self::V3_1 => "3.1",
+            Self::V3_2 => "3.2",
+        }
+    }
+}
+
 pub struct Unsupported<'n> {
     pub message: String,
     pub help: String,

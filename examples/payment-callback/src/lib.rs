@@ -7,8 +7,11 @@
 //!
 //! Settings (environment variables):
 //! - `DATABASE_URL`: where records and business data live (default
-//!   `sqlite://payment-callback.db` in the working directory when built for
-//!   SQLite, created if missing). Migrations run at start.
+//!   `DEFAULT_DATABASE_URL`). Migrations run at start.
+//!   SQLite (the default build): `sqlite://payments.db`, in the working
+//!   directory, created if missing;
+//!   MySQL / MariaDB: `mysql://root@127.0.0.1:3306/payments`;
+//!   PostgreSQL: `postgres://postgres@127.0.0.1:5432/payments`.
 //! - `LISTEN_ADDR`: the address to serve on (default `127.0.0.1:8080`).
 //! - `DATABASE_POOL_SIZE`: most connections open at once (default 10). A
 //!   request that finds none free within its lease is answered 429 with
@@ -55,21 +58,21 @@ pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8080";
 
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "sqlite")]
-pub const DEFAULT_DATABASE_URL: &str = "sqlite://payment-callback.db";
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://payments.db";
 
 #[cfg(feature = "sqlite")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
 
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "mysql")]
-pub const DEFAULT_DATABASE_URL: &str = "mysql://root@127.0.0.1:3306/payment_callback";
+pub const DEFAULT_DATABASE_URL: &str = "mysql://root@127.0.0.1:3306/payments";
 
 #[cfg(feature = "mysql")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/mysql");
 
 /// Used when `DATABASE_URL` is not set.
 #[cfg(feature = "postgres")]
-pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/payment_callback";
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/payments";
 
 #[cfg(feature = "postgres")]
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");

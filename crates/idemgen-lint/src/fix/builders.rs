@@ -17,14 +17,22 @@ use super::edit::Editor;
 use super::emit::Emit;
 use super::{FixDefaults, Offer};
 
+/// The comment the window fix writes beside the value it sets.
+pub const WINDOW_FLOOR_NOTE: &str =
+    "the floor (idemgen window); clients that resume after a restart need hours or days";
+
 /// `window` → the smallest window both bounds accept.
 pub fn window(context: &OperationContext<'_>, contract: &Contract) -> Option<Offer> {
     let window = contract.window_ms.as_ref()?;
     let smallest = compute(&WindowInputs::of(contract)).smallest_safe_ms?;
     let mut editor = Editor::new(context.workspace);
-    editor.replace_scalar(window.origin.span, &Emit::str(format_ms(smallest)))?;
+    editor.replace_scalar_noting(
+        window.origin.span,
+        &Emit::str(format_ms(smallest)),
+        Some(WINDOW_FLOOR_NOTE),
+    )?;
     editor.finish(format!(
-        "Set `window` to the smallest safe window, {}",
+        "Set `window` to its floor, the smallest safe window, {}: a minimum, not a recommendation (clients that resume a request after a restart need hours or days)",
         format_ms(smallest)
     ))
 }

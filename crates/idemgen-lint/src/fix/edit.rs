@@ -163,6 +163,19 @@ impl<'a> Editor<'a> {
 
     /// Replaces the scalar written at `span` with `value`.
     pub fn replace_scalar(&mut self, span: Span, value: &Emit) -> Option<()> {
+        self.replace_scalar_noting(span, value, None)
+    }
+
+    /// [`Editor::replace_scalar`], with `# note` written after the value
+    /// where a YAML comment can go: a block entry alone on its line with
+    /// no comment yet (JSON has no comments, and text after a value in a
+    /// flow collection would comment out the rest of it).
+    pub fn replace_scalar_noting(
+        &mut self,
+        span: Span,
+        value: &Emit,
+        note: Option<&str>,
+    ) -> Option<()> {
         let start = self.byte(span.file, span.start);
         let end = self.value_end_at(span);
         let old = &self.text(span.file)[start..end];
@@ -183,6 +196,18 @@ impl<'a> Editor<'a> {
             value.json_compact()
         } else {
             value.yaml_flow()
+        };
+        let note = note.filter(|_| !self.is_json(span.file)).filter(|_| {
+            let whole = self.text(span.file);
+            let line_start = whole[..start].rfind('\n').map_or(0, |at| at + 1);
+            let line_end = whole[end..].find('\n').map_or(whole.len(), |at| end + at);
+            let before = &whole[line_start..start];
+            let after = &whole[end..line_end];
+            after.trim().is_empty() && !before.contains(['{', '[', ',', '#'])
+        });
+        let text = match note {
+            Some(note) => format!("{text}  # {note}"),
+            None => text,
         };
         if text != old {
             self.push(span.file, start, end, text);

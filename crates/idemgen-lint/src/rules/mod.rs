@@ -11,6 +11,7 @@ mod prelude {
     pub use idemgen_spec::contract::duration::format_ms;
 }
 
+pub mod auth_responses_undeclared;
 pub mod conflict_undeclared;
 pub mod contract_invalid;
 pub mod duplicate_key;
@@ -55,6 +56,7 @@ pub const RULES: &[Rule] = &[
     key_prefix_missing::RULE,
     key_predictable::RULE,
     replay_unauthenticated::RULE,
+    auth_responses_undeclared::RULE,
     key_too_long::RULE,
     key_schema_mismatch::RULE,
     window_missing::RULE,

@@ -11,9 +11,12 @@
 //!
 //! **Example fix.** With `timeout: 5s`, eight 1 s retries and
 //! `max-processing: 1s`, the span is 8×5 + 8 + 1 = 49 s: set `window: 49s`
-//! or more, or retry less.
+//! or more, or retry less. `lint --fix` writes the smallest safe window,
+//! the larger of this bound and `window-too-short`'s (both findings ask for
+//! that one window), with a comment that it is the floor: a client that
+//! resumes a stored key later needs hours or days.
 use super::prelude::*;
-use super::window_too_short::jitter_term;
+use super::window_too_short::{jitter_term, window_help};
 use idemgen_spec::window::{WindowInputs, compute};
 
 declare_rule!(
@@ -37,7 +40,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         return;
     };
     let inputs = WindowInputs::of(contract);
-    let Some(span) = compute(&inputs).retry_span_ms else {
+    let math = compute(&inputs);
+    let Some(span) = math.retry_span_ms else {
         return;
     };
     if window.value >= span {
@@ -58,7 +62,11 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             format_ms(span)
         ),
     )
-    .with_help(format!("set `window: {}` or longer, or retry fewer times", format_ms(span)))
+    .with_help(format!(
+        "{}; or retry fewer times",
+        window_help(&math, "window-too-short", "2× bound")
+            .unwrap_or_else(|| format!("set `window: {}` or longer", format_ms(span)))
+    ))
     .with_label(format!("retries run for up to {}", format_ms(span)))
     .with_fix(RULE.offered(crate::fix::builders::window(context, contract)));
 }

@@ -12,8 +12,15 @@
 //! runs the payment again.
 //!
 //! **Example fix.** `window: 10s` becomes `window: 18s` (or longer).
+//! `lint --fix` writes the smallest safe window, the larger of this bound
+//! and `window-below-retry-span`'s, with a comment that it is the floor:
+//! it covers one call's retries, and a client that resends a stored key
+//! after a restart (it may start an attempt until `window −
+//! max-processing` after the key's first send) needs hours or days, as
+//! money APIs keep them (Stripe 24 h). When both window rules fire, both
+//! ask for that one window.
 use super::prelude::*;
-use idemgen_spec::window::{WindowInputs, compute};
+use idemgen_spec::window::{WindowInputs, WindowMath, compute};
 
 declare_rule!(
     "window_too_short.rs",
@@ -33,6 +40,37 @@ pub fn jitter_term(retries: usize, jitter_ms: u64) -> String {
     }
 }
 
+/// The help of both window rules: one window that passes them both (the
+/// larger bound), named as the floor it is, so two findings on one
+/// `window` never ask for two different values. `other_rule` is the other
+/// window rule, `other_bound` what it bounds the window by.
+pub fn window_help(math: &WindowMath, other_rule: &str, other_bound: &str) -> Option<String> {
+    let smallest = math.smallest_safe_ms?;
+    let other_ms = match other_rule {
+        "window-below-retry-span" => math.retry_span_ms,
+        _ => math.required_ms,
+    };
+    let other_fails = math
+        .window_ms
+        .zip(other_ms)
+        .is_some_and(|(window, bound)| window < bound);
+    let this_ms = match other_rule {
+        "window-below-retry-span" => math.required_ms,
+        _ => math.retry_span_ms,
+    };
+    let why = if this_ms < other_ms {
+        format!(", the {other_bound} `{other_rule}` asks for, which covers this one too")
+    } else if other_fails {
+        format!(", which passes `{other_rule}` too")
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "set `window: {}` or longer{why} (a floor: resumed calls need hours, see `idemgen window`)",
+        format_ms(smallest)
+    ))
+}
+
 fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     let Some(contract) = context.contract() else {
         return;
@@ -45,7 +83,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         return;
     };
     let inputs = WindowInputs::of(contract);
-    let Some(required) = compute(&inputs).required_ms else {
+    let math = compute(&inputs);
+    let Some(required) = math.required_ms else {
         return;
     };
     if window.value >= required {
@@ -65,7 +104,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
             format_ms(required)
         ),
     )
-    .with_help(format!("set `window: {}` or longer", format_ms(required)))
+    .with_help(
+        window_help(&math, "window-below-retry-span", "retry span")
+            .unwrap_or_else(|| format!("set `window: {}` or longer", format_ms(required))),
+    )
     .with_label(format!("needs at least {}", format_ms(required)))
     .with_fix(RULE.offered(crate::fix::builders::window(context, contract)));
 }

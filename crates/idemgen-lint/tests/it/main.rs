@@ -2,6 +2,7 @@
 //! engine, rules and fixes through the crate's public API.
 
 mod applicability;
+mod auth_responses;
 mod fix_keeps;
 mod opaque_keys;
 mod openapi_3_2;

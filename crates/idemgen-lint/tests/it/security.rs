@@ -40,6 +40,7 @@ x-idempotency:
       responses:
         '200': {{description: ok, content: {{application/json: {{schema: {{type: object}}}}}}}}
         '400': {{description: bad key}}
+        '401': {{description: no or bad credentials}}
         '409': {{description: conflict}}
         '429': {{description: busy, headers: {{Retry-After: {{required: true, schema: {{type: integer}}}}}}}}
 components:
@@ -252,6 +253,7 @@ fn with_refund(text: &str, security: &str) -> String {
       responses:
         '200': {{description: ok, content: {{application/json: {{schema: {{type: object}}}}}}}}
         '400': {{description: bad key}}
+        '401': {{description: no or bad credentials}}
         '409': {{description: conflict}}
         '429': {{description: busy, headers: {{Retry-After: {{required: true, schema: {{type: integer}}}}}}}}
 components:

@@ -160,6 +160,17 @@ pub fn table(rows: &[WindowRow]) -> String {
     out
 }
 
+/// What the smallest safe window is and is not, after the table and the
+/// markdown: it covers one client's retries, not a client that keeps a key
+/// and resends it later.
+pub const FLOOR_NOTE: &str = "\
+The smallest safe window is a floor: it covers one client's retries, not a
+client that keeps a key and resends it after a restart or an outage. Such a
+resumed call may start a new attempt only until window - max-processing
+after the key's first send; money APIs and resumable clients keep keys for
+hours or days (Stripe keeps them 24 h).
+";
+
 /// Cuts text to at most `max_chars` characters, marking the cut with `…`.
 pub(super) fn truncate_chars(text: &str, max_chars: usize) -> String {
     if text.chars().count() <= max_chars {
@@ -210,6 +221,12 @@ pub fn markdown(rows: &[WindowRow]) -> String {
          The window must cover both, so the smallest safe window is the larger one. \
          `?` means an input (`client.timeout`, `server.max-processing` or `window`) is missing.\n",
     );
+    out.push('\n');
+    let note = FLOOR_NOTE
+        .replace('\n', " ")
+        .replace("window - max-processing", "`window − max-processing`");
+    out.push_str(note.trim_end());
+    out.push('\n');
     out
 }
 

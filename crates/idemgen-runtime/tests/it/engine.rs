@@ -1147,3 +1147,49 @@ async fn a_single_server_needs_no_clock_margin() {
     let engine = engine.with_clock_margin(std::time::Duration::from_millis(250));
     assert_eq!(engine.clock_margin(), std::time::Duration::from_millis(250));
 }
+
+/// A replay is the answer as it was stored: after the resource it tells of
+/// has changed, a retry with the same key still gets the first answer
+/// (docs/src/service.md says so), and a new key sees the change.
+#[tokio::test]
+async fn a_replay_is_the_stored_answer_even_after_the_resource_changed() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    table
+        .sql("CREATE TABLE {t}_payment (id INTEGER PRIMARY KEY, refunded INTEGER NOT NULL)")
+        .await;
+    table
+        .sql("INSERT INTO {t}_payment (id, refunded) VALUES (1, 0)")
+        .await;
+    let refunded = || count(&table, "SELECT refunded FROM {t}_payment WHERE id = 1");
+    let state = |refunded: i64| {
+        Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::OK,
+            &json!({ "refunded": refunded }),
+        ))
+    };
+
+    let key = key();
+    let first = claim(&engine, pay(Some(&key), &json!({"amount": 1})))
+        .await
+        .finish(state(refunded().await))
+        .await;
+    let first_body = body_text(first).await;
+    assert_eq!(first_body, r#"{"refunded":0}"#);
+
+    table
+        .sql("UPDATE {t}_payment SET refunded = 1 WHERE id = 1")
+        .await;
+    let replay = answer(&PAY, &engine, pay(Some(&key), &json!({"amount": 1}))).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert_eq!(body_text(replay).await, first_body);
+
+    let fresh = claim(&engine, pay(Some(&support::key()), &json!({"amount": 1})))
+        .await
+        .finish(state(refunded().await))
+        .await;
+    assert_eq!(body_text(fresh).await, r#"{"refunded":1}"#);
+    table.sql("DROP TABLE {t}_payment").await;
+}
