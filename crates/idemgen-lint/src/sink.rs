@@ -77,6 +77,18 @@ impl Sink<'_> {
     }
 }
 
+/// A pointer for a label: a file other than the root's by its name only,
+/// so the text does not depend on where the checkout is.
+pub(crate) fn shown(pointer: &str) -> String {
+    match pointer.split_once('#') {
+        Some((file, inner)) => {
+            let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
+            format!("`{name}#{inner}`")
+        }
+        None => format!("`{pointer}`"),
+    }
+}
+
 /// A span as a location; the underline stops at the end of the first line
 /// so a whole mapping is not highlighted.
 pub fn location(workspace: &Workspace, span: Span) -> Location {

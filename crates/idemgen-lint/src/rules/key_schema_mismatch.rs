@@ -27,10 +27,15 @@
 //! of its shape or length: no `pattern` and no `maxLength` are asked for,
 //! so no fix narrows the schema of a key today's clients already send. A
 //! `pattern` or `maxLength` the schema does state must still agree.
+//!
+//! A key schema shared through a component or another file is reported at
+//! each operation that takes it, with the shared schema (where the fix
+//! writes) as a related location.
 use super::prelude::*;
 use crate::fix::Offer;
 use crate::fix::edit::Editor;
 use crate::fix::emit::Emit;
+use idemgen_diagnostics::Related;
 use idemgen_spec::contract::model::KeySpec;
 use idemgen_spec::{Node, Value};
 
@@ -80,12 +85,22 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
     if problems.is_empty() {
         return;
     }
-    let origin = Origin {
-        span: schema.span,
-        pointer: context.workspace.pointer_at(schema.span),
+    // At the schema when the operation itself declares it; a schema shared
+    // through a component or another file is reported at the operation (what
+    // a pull request touches, once for each operation that takes the key),
+    // with the shared schema, where the fix writes, as the related place.
+    let declared_at = context.workspace.pointer_at(schema.span);
+    let own = declared_at.starts_with(&format!("{}/", context.operation.pointer));
+    let origin = if own {
+        Origin {
+            span: schema.span,
+            pointer: declared_at.clone(),
+        }
+    } else {
+        context.operation_origin()
     };
     let fix = key_schema(context, key, schema);
-    sink.report(
+    let diagnostic = sink.report(
         &origin,
         format!(
             "{}: the schema of key {} `{}` {}",
@@ -103,6 +118,20 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         Emit::str(template.schema_pattern()).json_compact()
     ))
     .with_fix(RULE.offered(fix));
+    if !own {
+        diagnostic
+            .with_label(format!(
+                "the key's schema is declared at {}",
+                crate::sink::shown(&declared_at)
+            ))
+            .with_related(Related {
+                location: crate::sink::location(context.workspace, schema.span),
+                pointer: declared_at,
+                message:
+                    "the key's schema is declared here, shared by the operations that reference it"
+                        .into(),
+            });
+    }
 }
 
 /// The key's schema → `pattern` and `maxLength` from the contract.

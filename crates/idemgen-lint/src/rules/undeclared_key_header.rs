@@ -215,7 +215,10 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         .with_fix(RULE.offered(fix));
     if !own {
         diagnostic
-            .with_label(format!("the key is declared at {}", shown(&declared_at)))
+            .with_label(format!(
+                "the key is declared at {}",
+                crate::sink::shown(&declared_at)
+            ))
             .with_related(Related {
                 location: crate::sink::location(context.workspace, node.span),
                 pointer: declared_at,
@@ -223,18 +226,6 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
                     "the {what} is declared here, shared by the operations that reference it"
                 ),
             });
-    }
-}
-
-/// A pointer for a label: a file other than the root's by its name only,
-/// so the text does not depend on where the checkout is.
-fn shown(pointer: &str) -> String {
-    match pointer.split_once('#') {
-        Some((file, inner)) => {
-            let name = file.rsplit(['/', '\\']).next().unwrap_or(file);
-            format!("`{name}#{inner}`")
-        }
-        None => format!("`{pointer}`"),
     }
 }
 
