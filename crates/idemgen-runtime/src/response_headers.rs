@@ -6,7 +6,7 @@
 //! response into [`crate::Reply::headers`], so an undeclared header never
 //! reaches the record. Of those, the ones that belong to one exchange and
 //! not to the answer are sent but never stored: a replay gets the
-//! server's own `Date`, the engine's `Idempotent-Replayed`, and no cookie
+//! server's own `Date`, the engine's replay mark, and no cookie
 //! (a session set up again by a retry would be a second login). The
 //! headers that frame the message are the server's alone and are not
 //! even sent.
@@ -18,7 +18,8 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 
-/// Marks an answer replayed from the record.
+/// Marks an answer replayed from the record, unless the contract names
+/// another header (`Contract::replayed_header`) or none.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
 /// Headers a business answer never sets: they frame the message or mark a
