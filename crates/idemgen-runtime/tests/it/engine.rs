@@ -1158,7 +1158,7 @@ async fn a_replay_is_the_stored_answer_even_after_the_resource_changed() {
     };
     let engine = table.engine().await;
     table
-        .sql("CREATE TABLE {t}_payment (id INTEGER PRIMARY KEY, refunded INTEGER NOT NULL)")
+        .sql("CREATE TABLE {t}_payment (id BIGINT PRIMARY KEY, refunded BIGINT NOT NULL)")
         .await;
     table
         .sql("INSERT INTO {t}_payment (id, refunded) VALUES (1, 0)")
