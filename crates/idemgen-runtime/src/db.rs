@@ -10,6 +10,9 @@ use sqlx::pool::PoolOptions;
 // Parsed (and unit-tested) in every build; followed in PostgreSQL builds.
 #[cfg(any(feature = "postgres", test))]
 mod primary;
+mod unanswered;
+
+pub(crate) use unanswered::within;
 
 #[cfg(not(any(feature = "sqlite", feature = "mysql", feature = "postgres")))]
 compile_error!("enable one database feature: sqlite, mysql or postgres");
@@ -191,7 +194,8 @@ pub async fn connect_with_pool_size(
         // answered 503 with `Retry-After` (and the broken connection is
         // dropped), as for any request caught by an outage.
         .test_before_acquire(false)
-        .before_acquire(|connection, meta| Box::pin(ping_if_idle(connection, meta)));
+        .before_acquire(|connection, meta| Box::pin(ping_if_idle(connection, meta)))
+        .after_release(|connection, _| Box::pin(unanswered::after_release(connection)));
     if let Some(max) = max_connections {
         options = options.max_connections(max.max(1));
     }
@@ -206,7 +210,7 @@ async fn ping_if_idle(
     meta: sqlx::pool::PoolConnectionMetadata,
 ) -> Result<bool, sqlx::Error> {
     if meta.idle_for >= PING_AFTER_IDLE {
-        sqlx::Connection::ping(connection).await?;
+        unanswered::ping(connection).await?;
     }
     Ok(true)
 }

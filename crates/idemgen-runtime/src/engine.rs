@@ -65,6 +65,10 @@ const CLAIM_ATTEMPTS: usize = 3;
 /// anyway (the lease ends on its own).
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a business transaction's completion and COMMIT may take by
+/// default ([`Idempotency::with_commit_timeout`]).
+pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// One endpoint: its name in logs, its `operation` label in metrics, its
 /// contract (`None`: not idempotent, served in a plain transaction) and
 /// its counters. Declare it as a `static`.
@@ -151,6 +155,8 @@ pub struct Idempotency {
     clock_margin_ms: i64,
     /// The largest answer body stored; an answer over it is refused.
     max_stored_answer: usize,
+    /// How long completing and committing the business transaction may take.
+    commit_timeout: Duration,
     /// Shared by the clones: whether the database was found down.
     reachability: Arc<Reachability>,
     /// The record table's size, as last sampled.
@@ -249,6 +255,7 @@ impl Idempotency {
             records,
             clock_margin_ms,
             max_stored_answer: DEFAULT_MAX_STORED_ANSWER_BYTES,
+            commit_timeout: DEFAULT_COMMIT_TIMEOUT,
             reachability: Arc::default(),
             census: Arc::default(),
         })
@@ -267,6 +274,24 @@ impl Idempotency {
     /// live claim.
     pub fn with_clock_margin(mut self, margin: Duration) -> Idempotency {
         self.clock_margin_ms = i64::try_from(margin.as_millis()).unwrap_or(i64::MAX);
+        self
+    }
+
+    /// How long completing and committing a business transaction may take
+    /// (by default [`DEFAULT_COMMIT_TIMEOUT`], 5 s).
+    pub fn commit_timeout(&self) -> Duration {
+        self.commit_timeout
+    }
+
+    /// Gives the completion and COMMIT of a business transaction at most
+    /// `timeout`. A COMMIT with no answer by then (a primary cut off from
+    /// its synchronous standby, a frozen or partitioned server) is
+    /// answered `503` with the problem type `outcome-unknown` and
+    /// `Retry-After`: it may still happen, so the client retries with the
+    /// same key, never a new one. Without a deadline such a request, and
+    /// its connection, would wait for as long as the server does.
+    pub fn with_commit_timeout(mut self, timeout: Duration) -> Idempotency {
+        self.commit_timeout = timeout;
         self
     }
 
@@ -549,6 +574,23 @@ impl Idempotency {
     /// A connection broke: finds out in the background whether the server
     /// is gone, so the next requests need not wait out their lease to
     /// learn it.
+    /// The answer to a COMMIT that got no answer within the commit
+    /// timeout: its outcome is unknown.
+    fn commit_unanswered(&self, operation: &Operation, contract: Option<&Contract>) -> Response {
+        tracing::error!(
+            operation = operation.name,
+            timeout = ?self.commit_timeout,
+            "commit outcome unknown: no answer within the commit timeout"
+        );
+        self.probe_in_background();
+        let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
+        let what = format!(
+            "the database did not answer within {:?}",
+            self.commit_timeout
+        );
+        outcome::mark(outcome_unknown(retry_after, &what), Outcome::Failed)
+    }
+
     fn probe_in_background(&self) {
         let (reachability, pool) = (self.reachability.clone(), self.pool.clone());
         tokio::spawn(async move { reachability.probe(&pool).await });
@@ -1022,9 +1064,13 @@ impl Call {
             claim,
             ..
         } = self;
+        let commit_by = Instant::now() + engine.commit_timeout;
         let Some(claim) = claim else {
             let done = if reply.is_success() {
-                tx.commit().await
+                let Some(done) = db::within(commit_by, tx.commit()).await else {
+                    return engine.commit_unanswered(operation, None);
+                };
+                done
             } else {
                 tx.rollback().await
             };
@@ -1050,17 +1096,26 @@ impl Call {
             key: &claim.key,
             token: &claim.token,
         };
-        let completed = match engine.records.complete(&mut *tx, &finish).await {
-            // On PostgreSQL, a business step that wrote nothing looks like
-            // one that ended its transaction: ask, and complete in the
-            // transaction that is still open.
-            Ok(false) if Dialect::BUILT == Dialect::Postgres => {
-                match engine.records.transaction_is_open(&mut tx).await {
-                    Ok(true) => engine.records.finish(&mut *tx, &finish).await,
-                    other => other,
+        let completing = async {
+            match engine.records.complete(&mut *tx, &finish).await {
+                // On PostgreSQL, a business step that wrote nothing looks
+                // like one that ended its transaction: ask, and complete in
+                // the transaction that is still open.
+                Ok(false) if Dialect::BUILT == Dialect::Postgres => {
+                    match engine.records.transaction_is_open(&mut tx).await {
+                        Ok(true) => engine.records.finish(&mut *tx, &finish).await,
+                        other => other,
+                    }
                 }
+                completed => completed,
             }
-            completed => completed,
+        };
+        // Nothing is committed yet: the transaction is rolled back (when
+        // the connection is dropped) and the claim released for the retry.
+        let Some(completed) = db::within(commit_by, completing).await else {
+            drop(tx);
+            engine.release(operation, &claim).await;
+            return engine.stopped(operation, contract, Stop::Unavailable, None);
         };
         match completed {
             Ok(true) => {}
@@ -1114,7 +1169,13 @@ impl Call {
                 return engine.stopped(operation, contract, stop, Some(&error));
             }
         }
-        match tx.commit().await {
+        let Some(committed) = db::within(commit_by, tx.commit()).await else {
+            // The COMMIT may still happen, so the claim is not released:
+            // a retry with the same key is answered "in progress" until
+            // the lease ends, then gets the stored answer or runs again.
+            return engine.commit_unanswered(operation, contract);
+        };
+        match committed {
             Ok(()) => reply.into_response(),
             // The database refused the commit: nothing was written, and the
             // claim (committed on its own) is released for the retry.
@@ -1142,7 +1203,10 @@ impl Call {
                 tracing::error!(operation = operation.name, %error, "commit outcome unknown");
                 engine.probe_in_background();
                 let retry_after = contract.map_or(1, |contract| contract.retry_after_secs);
-                outcome::mark(outcome_unknown(retry_after), Outcome::Failed)
+                outcome::mark(
+                    outcome_unknown(retry_after, "the database connection broke"),
+                    Outcome::Failed,
+                )
             }
         }
     }
@@ -1496,12 +1560,17 @@ fn retry_later(kind: ProblemKind, status: u16, retry_after_secs: u64) -> Respons
 
 /// A `503` for a commit that may or may not have happened: retry with the
 /// same key, never a new one.
-fn outcome_unknown(retry_after_secs: u64) -> Response {
-    let mut response = problem(ProblemKind::OutcomeUnknown, 
+/// The answer to a COMMIT whose outcome is unknown, because `what`
+/// happened while it ran.
+fn outcome_unknown(retry_after_secs: u64, what: &str) -> Response {
+    let mut response = problem(
+        ProblemKind::OutcomeUnknown,
         503,
-        "the database connection broke while the request was committing: it may have been \
-         processed. Retry it with the same key after the Retry-After delay (never with a new \
-         key): the retry gets the stored answer if it was processed, and runs it if not",
+        &format!(
+            "{what} while the request was committing: it may have been processed. Retry it \
+             with the same key after the Retry-After delay (never with a new key): the retry \
+             gets the stored answer if it was processed, and runs it if not"
+        ),
     );
     response
         .headers_mut()

@@ -122,7 +122,8 @@ engine! {
     pub use contract::{Contract, Fingerprint, Source};
     pub use db::{ConnectError, Db, Dialect, Pool, Tx, connect, connect_with_pool_size};
     pub use engine::{
-        Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
+        Call, DEFAULT_COMMIT_TIMEOUT, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER,
+        within_lease,
     };
     pub use input::{Param, Scalar};
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason};

@@ -4,7 +4,7 @@
 //!
 //! The pool connects to one host at a time, the first of the URL's that
 //! answers and is writable (`read-write`: `transaction_read_only` off;
-//! `primary`: not in recovery; `any`: answers). A task of the pool's own
+//! `primary`: not in recovery; `any`: answers a query). A task of the pool's own
 //! asks that host once every [`CHECK_EVERY`] whether it still is; when it
 //! is not (dead, or demoted to a standby) it tries every host in order and
 //! points the pool's new connections at the first that is. Connections
@@ -132,7 +132,14 @@ mod follow {
         attrs: SessionAttrs,
     ) -> Result<bool, sqlx::Error> {
         Ok(match attrs {
-            SessionAttrs::Any => true,
+            // A host that answers: asked, like the other modes, so that a
+            // dead host fails the check and the pool moves on.
+            SessionAttrs::Any => {
+                sqlx::query_scalar::<_, i32>("SELECT 1")
+                    .fetch_one(&mut *connection)
+                    .await?
+                    == 1
+            }
             SessionAttrs::ReadWrite => {
                 sqlx::query_scalar::<_, String>("SHOW transaction_read_only")
                     .fetch_one(&mut *connection)

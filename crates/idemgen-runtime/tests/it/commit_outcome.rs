@@ -7,6 +7,10 @@
 //! real server: the COMMIT lost on its way (nothing committed: the retry
 //! runs) and the COMMIT executed with its answer lost (committed: the
 //! retry gets the stored answer and the business step does not run again).
+//! A COMMIT that gets no answer at all (a frozen server, a primary cut off
+//! from its synchronous standby) is given up after the commit timeout and
+//! answered the same way, and its connection does not keep a place in the
+//! pool.
 
 #![cfg(any(feature = "mysql", feature = "postgres"))]
 
@@ -31,6 +35,10 @@ static PAY: Operation = Operation::idempotent(
 const PASS: u8 = 0;
 const DROP_BEFORE: u8 = 1;
 const DROP_AFTER: u8 = 2;
+/// Send the COMMIT on, relay nothing back, keep the connection open.
+const HOLD_ANSWER: u8 = 3;
+/// Keep the COMMIT, and the connection open.
+const HOLD_COMMIT: u8 = 4;
 
 /// A TCP proxy to `upstream`; `mode` arms it for one COMMIT.
 async fn proxy(upstream: String, mode: Arc<AtomicU8>) -> u16 {
@@ -76,6 +84,16 @@ async fn relay(client: TcpStream, server: TcpStream, mode: Arc<AtomicU8>) {
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 break;
             }
+            Some(HOLD_ANSWER) => {
+                answers.abort();
+                let _ = server_write.write_all(packet).await;
+                until_closed(&mut client_read, &mut buffer).await;
+                break;
+            }
+            Some(HOLD_COMMIT) => {
+                until_closed(&mut client_read, &mut buffer).await;
+                break;
+            }
             _ => {
                 if server_write.write_all(packet).await.is_err() {
                     break;
@@ -84,6 +102,16 @@ async fn relay(client: TcpStream, server: TcpStream, mode: Arc<AtomicU8>) {
         }
     }
     answers.abort();
+}
+
+/// Reads and drops what the client sends until it closes the connection,
+/// as a server that stopped answering would.
+async fn until_closed(client: &mut tokio::net::tcp::OwnedReadHalf, buffer: &mut [u8]) {
+    while let Ok(read) = client.read(buffer).await {
+        if read == 0 {
+            return;
+        }
+    }
 }
 
 /// The server's `host:port` and the URL with the proxy's port instead.
@@ -238,4 +266,108 @@ async fn a_commit_refused_by_a_deferred_constraint_is_a_definite_failure() {
     table
         .sql("DROP TABLE {t}_child; DROP TABLE {t}_parent")
         .await;
+}
+
+/// A payment whose COMMIT gets no answer (`fault`: held before or after
+/// the server ran it), on a pool of one connection with a 300 ms commit
+/// timeout. Returns how long the first answer took, the first answer, the
+/// answer to a retry made at once, and the payments made after a retry
+/// past the lease.
+async fn pay_with_an_unanswered_commit(
+    fault: u8,
+) -> Option<(
+    Duration,
+    axum::response::Response,
+    axum::response::Response,
+    i64,
+)> {
+    let table = Table::new().await?;
+    table
+        .sql("CREATE TABLE {t}_payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
+        .await;
+    let mode = Arc::new(AtomicU8::new(PASS));
+    let (upstream, _) = through_proxy(&table.url, 0);
+    let port = proxy(upstream, mode.clone()).await;
+    let (_, proxied) = through_proxy(&table.url, port);
+    let pool = idemgen_runtime::connect_with_pool_size(&proxied, &NO_MIGRATIONS, Some(1))
+        .await
+        .expect("connect through the proxy");
+    let engine = Idempotency::new(pool, &table.name)
+        .await
+        .unwrap()
+        .with_commit_timeout(Duration::from_millis(300));
+    let key = key();
+    let attempt = |id: i64| {
+        let engine = engine.clone();
+        let (key, table_name) = (key.clone(), table.name.clone());
+        async move {
+            let mut call = match engine.begin(&PAY, pay(&key)).await {
+                Ok(call) => call,
+                Err(answer) => return answer,
+            };
+            let (tx, _) = call.parts();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "INSERT INTO {table_name}_payments (id, amount) VALUES ({id}, 100)"
+            )))
+            .execute(&mut **tx)
+            .await
+            .unwrap();
+            call.finish(Ok::<_, sqlx::Error>(Reply::json(
+                StatusCode::CREATED,
+                &json!({"paid": 100}),
+            )))
+            .await
+        }
+    };
+    mode.store(fault, Ordering::SeqCst);
+    let started = std::time::Instant::now();
+    let first = attempt(1).await;
+    let took = started.elapsed();
+    // The only connection of the pool was given up on: the retry gets one.
+    let retry = tokio::time::timeout(Duration::from_secs(10), attempt(2))
+        .await
+        .expect("the pool gave the retry a connection");
+    // Past the lease (5 s), a claim whose COMMIT never happened is taken
+    // over; a completed one is replayed again.
+    tokio::time::sleep(Duration::from_millis(5_500)).await;
+    let last = attempt(3).await;
+    assert!(
+        last.status() == StatusCode::CREATED,
+        "after the lease: {}",
+        body_text(last).await
+    );
+    let paid = payments(&table).await;
+    table.sql("DROP TABLE {t}_payments").await;
+    Some((took, first, retry, paid))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_run_but_never_answered_is_given_up_and_the_retry_is_a_replay() {
+    let Some((took, first, retry, paid)) = pay_with_an_unanswered_commit(HOLD_ANSWER).await else {
+        return;
+    };
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    the_outcome_is_unknown(first).await;
+    assert_eq!(retry.status(), StatusCode::CREATED);
+    assert_eq!(retry.headers().get(REPLAYED_HEADER).unwrap(), "true");
+    assert_eq!(
+        paid, 1,
+        "one payment: the retries replayed the committed one"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_never_delivered_is_given_up_and_runs_once_after_the_lease() {
+    let Some((took, first, retry, paid)) = pay_with_an_unanswered_commit(HOLD_COMMIT).await else {
+        return;
+    };
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    the_outcome_is_unknown(first).await;
+    // The claim stands (the COMMIT might still have happened): in progress.
+    let text = body_text(retry).await;
+    assert!(
+        text.contains("urn:idemgen:problem:request-in-progress"),
+        "{text}"
+    );
+    assert_eq!(paid, 1, "one payment: the held COMMIT never ran");
 }

@@ -15,6 +15,7 @@ mod commit_outcome;
 mod created_headers_models;
 mod engine;
 mod exact_numbers;
+mod failover;
 mod galera_lost_races;
 mod hand_written;
 mod ietf_draft;
