@@ -7,6 +7,9 @@
 #   scripts/pg-ha.sh stop           stop every node and the monitor cleanly
 #   scripts/pg-ha.sh status         one line per node: port, pid, role, state
 #   scripts/pg-ha.sh kill N         SIGKILL node N (1 or 2) and its keeper, as a crash would
+#   scripts/pg-ha.sh freeze N       SIGSTOP node N and its keeper: it stops answering, its
+#                                   connections stay open, as in a network partition
+#   scripts/pg-ha.sh thaw N         SIGCONT node N and its keeper (the partition heals)
 #   scripts/pg-ha.sh start-node N   start node N again and wait until it is a primary or a synced standby
 #   scripts/pg-ha.sh primary        the port of the current primary
 #   scripts/pg-ha.sh wait-failover  wait until a primary with a synced standby answers
@@ -18,8 +21,14 @@
 # their own datadirs and pg_autoctl state under IDEMGEN_PGHA_DIR (default
 # /var/tmp/idemgen-pgha). The system PostgreSQL on 5432 is left alone.
 # Everything runs as the postgres OS user (pg_autoctl and initdb refuse root).
-# The monitor's health checks are shortened so a dead primary is failed
-# over in seconds, not the default half minute.
+# The timeouts are shortened so a dead primary is failed over in seconds,
+# not the default half minute, keeping pg_auto_failover's safety rule: the
+# monitor waits longer before promoting the standby
+# (primary_demote_timeout, 6 s here, 30 s by default) than an isolated
+# primary's keeper waits before demoting it (network_partition_timeout, 4 s
+# here, 20 s by default), so there are never two primaries. The shortened
+# values are for tests on one machine, not for production: keep the
+# defaults' ratio and margins there.
 set -euo pipefail
 
 BASE_DIR="${IDEMGEN_PGHA_DIR:-/var/tmp/idemgen-pgha}"
@@ -119,15 +128,26 @@ wait_monitor() {
 
 # Failing over in seconds: health checks every second, a node unhealthy
 # after 3 s of failed checks, and a dead primary's demotion not waited for
-# beyond 3 s (defaults: 5 s, 20 s and 30 s).
+# beyond 6 s (defaults: 5 s, 20 s and 30 s). The 6 s must stay above the
+# keepers' network_partition_timeout (tune_keeper): an isolated primary
+# demotes itself before its standby is promoted.
 tune_monitor() {
     monitor_sql "ALTER SYSTEM SET pgautofailover.health_check_period = 1000" >/dev/null
     monitor_sql "ALTER SYSTEM SET pgautofailover.health_check_timeout = 1000" >/dev/null
     monitor_sql "ALTER SYSTEM SET pgautofailover.health_check_max_retries = 1" >/dev/null
     monitor_sql "ALTER SYSTEM SET pgautofailover.health_check_retry_delay = 500" >/dev/null
     monitor_sql "ALTER SYSTEM SET pgautofailover.node_considered_unhealthy_timeout = 3000" >/dev/null
-    monitor_sql "ALTER SYSTEM SET pgautofailover.primary_demote_timeout = 3000" >/dev/null
+    monitor_sql "ALTER SYSTEM SET pgautofailover.primary_demote_timeout = 6000" >/dev/null
     monitor_sql "SELECT pg_reload_conf()" >/dev/null
+}
+
+# A primary that reaches neither the monitor nor its standby for 4 s
+# demotes itself (default 20 s), before the monitor's 6 s demote timeout.
+PARTITION_TIMEOUT_SECS=4
+tune_keeper() {
+    local n=$1
+    as_pg pg_autoctl config set --pgdata "$(pgdata "$n")" timeout.network_partition_timeout "$PARTITION_TIMEOUT_SECS" >/dev/null
+    as_pg pg_autoctl reload --pgdata "$(pgdata "$n")" >/dev/null 2>&1 || true
 }
 
 # node N's state as the monitor sees it: "reported goal".
@@ -180,6 +200,7 @@ start_node() {
     local n=$1
     running "$n" || launch "$n"
     wait_pair 2
+    tune_keeper "$n"
 }
 
 start() {
@@ -192,6 +213,7 @@ start() {
     if [ ! -f "$(pgdata 2)/PG_VERSION" ]; then wait_pair 1; fi
     running 2 || launch 2
     wait_pair 2
+    for n in "${NODES[@]}"; do tune_keeper "$n"; done
     status
 }
 
@@ -230,6 +252,17 @@ kill_node() {
     done
 }
 
+# Sends SIG to node N's keeper group and its Postgres processes.
+signal_node() {
+    local n=$1 sig=$2 pid postmaster
+    pid=$(pid_of "$n") || die "node $n is not running"
+    postmaster=$(head -n1 "$(pgdata "$n")/postmaster.pid" 2>/dev/null || true)
+    kill "-$sig" -- "-$pid" 2>/dev/null || true
+    if [ -n "$postmaster" ]; then
+        kill "-$sig" "$postmaster" $(pgrep -P "$postmaster" || true) 2>/dev/null || true
+    fi
+}
+
 status() {
     for n in "${NODES[@]}"; do
         if pid=$(pid_of "$n"); then
@@ -256,7 +289,9 @@ case "${1:-}" in
     primary) primary_port || die "no primary answers" ;;
     wait-failover) wait_pair 2 ;;
     kill) check_node "${2:-}"; kill_node "$2" ;;
+    freeze) check_node "${2:-}"; signal_node "$2" STOP ;;
+    thaw) check_node "${2:-}"; signal_node "$2" CONT ;;
     start-node) check_node "${2:-}"; require_tools; start_node "$2" ;;
     destroy) stop; rm -rf "$BASE_DIR" ;;
-    *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,/^set -euo/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,10 +1,15 @@
-//! A PostgreSQL primary SIGKILLed in the middle of a burst of payments and
-//! its synchronous standby promoted by pg_auto_failover: the services follow
+//! A PostgreSQL primary SIGKILLed, or cut off (SIGSTOPped with its keeper:
+//! it stops answering and its connections stay open, as in a network
+//! partition), in the middle of a burst of payments, and its synchronous
+//! standby promoted by pg_auto_failover: the services follow
 //! the new primary through a multi-host `DATABASE_URL`
 //! (`target_session_attrs=read-write`), and afterwards, on the new primary,
 //! every payment answered 200 has its `paid_log` row and replays
 //! byte-identically, no order is paid twice, no key is left in progress,
-//! and the old primary, once it rejoins as a standby, agrees.
+//! and the old primary, once it rejoins as a standby, agrees. While the
+//! primary is cut off, requests are answered within the commit timeout
+//! (503 `outcome-unknown` for a COMMIT that got no answer) instead of
+//! waiting with it.
 //!
 //! The claim commits with `synchronous_commit` off (see
 //! `crates/idemgen-runtime/src/store.rs`): the question here is what the
@@ -53,19 +58,37 @@ fn a_failover_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice() {
     let binaries =
         Binaries::build(Dialect::Postgres, Profile::Release).with_override(Dialect::Postgres);
     let mut failures = Vec::new();
-    for synchronous_claim in [false, true] {
-        let figures = round(&binaries.generated, synchronous_claim);
+    for (fault, synchronous_claim) in [
+        (Fault::Kill, false),
+        (Fault::Kill, true),
+        (Fault::Isolate, false),
+    ] {
+        let figures = round(&binaries.generated, fault, synchronous_claim);
         eprintln!("{figures}");
         failures.extend(figures.violations.iter().cloned());
     }
     assert!(failures.is_empty(), "exactly-once violated: {failures:#?}");
 }
 
+/// What happens to the primary mid-burst.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    /// SIGKILL: its connections break at once.
+    Kill,
+    /// SIGSTOP of the node and its keeper, SIGCONT after the burst: it
+    /// answers nothing while its connections stay open.
+    Isolate,
+}
+
 /// What one round measured.
 struct Figures {
+    fault: Fault,
     claim: &'static str,
     kill_to_first_200: Option<Duration>,
+    /// The longest any request sent after the fault waited for its answer.
+    longest_wait: Duration,
     answered_503: usize,
+    answered_429: usize,
     transport_errors: usize,
     acknowledged: usize,
     acknowledged_before_kill: usize,
@@ -78,13 +101,17 @@ impl std::fmt::Display for Figures {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "claim {}: first 200 from the new primary {} after the kill; {} answered 503 and {} \
-             transport errors meanwhile; {} payments acknowledged ({} before the kill), {} of \
-             them in paid_log on the new primary; {} orders paid twice; {} violations",
+            "{:?}, claim {}: first 200 from the new primary {} after the fault; the longest \
+             answer took {:.1?}; {} answered 503, {} answered 429 and {} transport errors \
+             meanwhile; {} payments acknowledged ({} before the fault), {} of them in paid_log \
+             on the new primary; {} orders paid twice; {} violations",
+            self.fault,
             self.claim,
             self.kill_to_first_200
                 .map_or("never".to_string(), |d| format!("{d:.1?}")),
+            self.longest_wait,
             self.answered_503,
+            self.answered_429,
             self.transport_errors,
             self.acknowledged,
             self.acknowledged_before_kill,
@@ -105,7 +132,7 @@ struct Seen {
     answered: Duration,
 }
 
-fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
+fn round(binary: &std::path::Path, fault: Fault, synchronous_claim: bool) -> Figures {
     let claim = if synchronous_claim {
         "synchronous"
     } else {
@@ -142,10 +169,14 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
             wait_for_answers(&answered, PAYMENTS / 3, started);
             let port: u16 = pair(&["primary"]).trim().parse().expect("a primary's port");
             let node = (port - port_base()) as u8;
-            pair(&["kill", &node.to_string()]);
+            let verb = match fault {
+                Fault::Kill => "kill",
+                Fault::Isolate => "freeze",
+            };
+            pair(&[verb, &node.to_string()]);
             *killed.lock().unwrap() = Some((started.elapsed(), node));
             eprintln!(
-                "killed the primary (node {node}) after {} answers, {:.1?} in",
+                "{verb}: the primary (node {node}) after {} answers, {:.1?} in",
                 answered.load(Ordering::Relaxed),
                 started.elapsed()
             );
@@ -186,6 +217,13 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
         .into_inner()
         .unwrap()
         .expect("the primary was killed");
+    if fault == Fault::Isolate {
+        // The partition heals: the old primary's keeper learns it was
+        // replaced and rejoins as a standby, before anything below writes
+        // through the URL (which would otherwise try it first).
+        pair(&["thaw", &killed_node.to_string()]);
+        pair(&["wait-failover"]);
+    }
     let mut violations = Vec::new();
 
     let mut tally: BTreeMap<u16, usize> = BTreeMap::new();
@@ -199,6 +237,21 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
         .map(|answer| answer.answered - killed_at)
         .min();
     let answered_503 = after_kill().filter(|answer| answer.status == 503).count();
+    let answered_429 = after_kill().filter(|answer| answer.status == 429).count();
+    // Acquiring, claiming and the business step are bounded by the lease,
+    // completing and committing by the commit timeout (5 s), releasing by
+    // a second: a request never waits for the cut-off primary itself.
+    let bound = Duration::from_secs(15);
+    let longest_wait = after_kill()
+        .map(|answer| answer.answered - answer.sent)
+        .max()
+        .unwrap_or_default();
+    if longest_wait > bound {
+        violations.push(format!(
+            "a request sent after the fault waited {longest_wait:.1?} for its answer (bound: \
+             {bound:?})"
+        ));
+    }
     let transport_errors = after_kill().filter(|answer| answer.status == 0).count();
     if let Some(answer) = seen.values().flatten().find(|answer| answer.status == 500) {
         violations.push(format!(
@@ -325,7 +378,9 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
     }
 
     // The old primary rejoins as a standby and has the same payments.
-    pair(&["start-node", &killed_node.to_string()]);
+    if fault == Fault::Kill {
+        pair(&["start-node", &killed_node.to_string()]);
+    }
     let standby_url = format!(
         "postgres://postgres@127.0.0.1:{}/{}",
         port_base() + u16::from(killed_node),
@@ -352,9 +407,12 @@ fn round(binary: &std::path::Path, synchronous_claim: bool) -> Figures {
     drop(servers);
     drop(db);
     Figures {
+        fault,
         claim,
         kill_to_first_200,
+        longest_wait,
         answered_503,
+        answered_429,
         transport_errors,
         acknowledged: acknowledged.len(),
         acknowledged_before_kill,

@@ -297,6 +297,40 @@ pub(crate) async fn is_galera(pool: &Pool) -> bool {
         .is_ok_and(|on| on == 1)
 }
 
+/// A warning when this session's `synchronous_commit` (PostgreSQL) lets an
+/// acknowledged answer be lost: `off` returns before the commit is flushed
+/// even on this server, so a crash loses completed records (and a retry
+/// with the same key runs again); `local` does not wait for a synchronous
+/// standby, so a failover can. `None` when commits wait for both, or on
+/// another database. [`crate::Idempotency::new`] logs it at start.
+pub async fn commit_durability_warning(pool: &Pool) -> Option<String> {
+    if Dialect::BUILT != Dialect::Postgres {
+        return None;
+    }
+    let setting = sqlx::query_scalar::<_, String>("SHOW synchronous_commit")
+        .fetch_one(pool)
+        .await
+        .ok()?;
+    let consequence = match setting.as_str() {
+        "off" => {
+            "a completed record, and the business write with it, is acknowledged before it is \
+             flushed: a crash of the database server can lose it after the client got its \
+             answer, and a retry with the same key then runs again"
+        }
+        "local" => {
+            "commits do not wait for a synchronous standby: a failover can lose a completed \
+             record after the client got its answer, and a retry with the same key then runs \
+             again"
+        }
+        _ => return None,
+    };
+    Some(format!(
+        "synchronous_commit is `{setting}` for the service's sessions: {consequence}. Set it to \
+         `on` (the default) for the service's role or database, e.g. ALTER ROLE … SET \
+         synchronous_commit = on"
+    ))
+}
+
 /// What a database error means for the request that met it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Failure {

@@ -241,6 +241,9 @@ impl Idempotency {
     /// keep their own clocks; [`Idempotency::with_clock_margin`] sets it.
     pub async fn new(pool: Pool, table: &str) -> Result<Idempotency, StoreError> {
         let records = RecordStore::new(&pool, table).await?;
+        if let Some(warning) = db::commit_durability_warning(&pool).await {
+            tracing::warn!("{warning}");
+        }
         let clock_margin_ms = if db::is_galera(&pool).await {
             tracing::info!(
                 margin_ms = GALERA_CLOCK_MARGIN.as_millis() as u64,

@@ -120,7 +120,10 @@ engine! {
     mod time;
 
     pub use contract::{Contract, Fingerprint, Source};
-    pub use db::{ConnectError, Db, Dialect, Pool, Tx, connect, connect_with_pool_size};
+    pub use db::{
+        ConnectError, Db, Dialect, Pool, Tx, commit_durability_warning, connect,
+        connect_with_pool_size,
+    };
     pub use engine::{
         Call, DEFAULT_COMMIT_TIMEOUT, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER,
         within_lease,

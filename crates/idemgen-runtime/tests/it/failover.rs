@@ -168,3 +168,32 @@ async fn every_session_kind_follows_the_second_host_when_the_first_dies() {
         );
     }
 }
+
+/// A service whose sessions commit with `synchronous_commit` off (set for
+/// the role, the database or, here, the connection) is told at start that
+/// acknowledged answers can be lost; one with the default is not.
+#[tokio::test]
+async fn a_session_that_commits_without_waiting_is_warned_about() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    assert_eq!(
+        idemgen_runtime::commit_durability_warning(&table.pool).await,
+        None
+    );
+    for (setting, says) in [("off", "crash"), ("local", "failover")] {
+        let separator = if table.url.contains('?') { '&' } else { '?' };
+        let url = format!(
+            "{}{separator}options=-c%20synchronous_commit%3D{setting}",
+            table.url
+        );
+        let pool = idemgen_runtime::connect(&url, &NO_MIGRATIONS)
+            .await
+            .unwrap();
+        let warning = idemgen_runtime::commit_durability_warning(&pool)
+            .await
+            .unwrap_or_else(|| panic!("synchronous_commit={setting} is warned about"));
+        assert!(warning.contains(&format!("`{setting}`")), "{warning}");
+        assert!(warning.contains(says), "{warning}");
+    }
+}
