@@ -44,7 +44,7 @@ use crate::in_place::in_place;
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::{
-    Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason,
+    Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason, Rejection,
 };
 use crate::outcome::{self, Outcome};
 use crate::problem::ProblemKind;
@@ -222,6 +222,9 @@ enum Decision {
 enum Reason {
     Expired,
     RetryAfterFailure,
+    /// The attempt that held it stopped and released it.
+    Released,
+    /// Its lease ran out: the attempt that held it died or hangs.
     Takeover,
 }
 
@@ -374,9 +377,12 @@ impl Idempotency {
                 call.business_started = Instant::now();
                 Ok(call)
             }
-            Err(answer) => Err(outcome::timed(answer, Outcome::Failed, |observed| {
-                observed.claim = claims.then_some(took);
-            })),
+            Err(answer) => {
+                outcome::count(operation, &answer);
+                Err(outcome::timed(answer, Outcome::Failed, |observed| {
+                    observed.claim = claims.then_some(took);
+                }))
+            }
         }
     }
 
@@ -533,7 +539,10 @@ impl Idempotency {
                 );
                 retry_later(ProblemKind::ProcessingTooLong, 503, retry_after)
             }
-            Stop::Refused => refused_value(operation, error).into_response(),
+            Stop::Refused => outcome::reject(
+                refused_value(operation, error).into_response(),
+                Rejection::Refused,
+            ),
             Stop::Error => {
                 tracing::error!(operation = operation.name, ?error, "database error");
                 problem(ProblemKind::InternalError, 
@@ -695,6 +704,10 @@ impl Idempotency {
             if won {
                 match reason {
                     Reason::Takeover => counters.takeovers.inc(),
+                    Reason::Released => {
+                        counters.first_attempts.inc();
+                        counters.reclaims_after_release.inc();
+                    }
                     Reason::Expired | Reason::RetryAfterFailure => counters.first_attempts.inc(),
                 }
                 tracing::info!(
@@ -911,13 +924,15 @@ impl Call {
     /// }
     /// ```
     pub async fn lease_expired(self) -> Response {
+        let operation = self.operation;
         let business = self.business_started.elapsed();
-        self.operation
+        operation
             .metrics
-            .observe_business(self.operation.lease_ms(), business);
+            .observe_business(operation.lease_ms(), business);
         let claim = self.claim_time;
         let ending = Instant::now();
         let answer = in_place(|| self.stop(Stop::DeadlineExceeded, None)).await;
+        outcome::count(operation, &answer);
         outcome::timed(answer, Outcome::Failed, |observed| {
             observed.claim = claim;
             observed.business = Some(business);
@@ -948,7 +963,9 @@ impl Call {
         let claim = self.claim_time;
         let taken_over = self.claim.as_ref().is_some_and(|claim| claim.taken_over);
         let finishing = Instant::now();
+        let operation = self.operation;
         let answer = in_place(|| self.store_and_commit(outcome)).await;
+        outcome::count(operation, &answer);
         // Unmarked: this attempt's own answer, stored (a success) or
         // recorded as a failure.
         let outcome = match (answer.status().is_success(), taken_over) {
@@ -1174,7 +1191,7 @@ impl Call {
         if let Some(claim) = &claim {
             engine.record_failure(operation, claim, &reply).await;
         }
-        reply.into_response()
+        outcome::reject(reply.into_response(), Rejection::Refused)
     }
 
     /// Rolls back and releases the claim, so a retry runs again.
@@ -1396,7 +1413,11 @@ fn decide(
             ))
         }
         _ if record.lease_expires_at.saturating_add(margin_ms) <= now => {
-            Decision::Reclaim(Reason::Takeover)
+            if record.released(margin_ms) {
+                Decision::Reclaim(Reason::Released)
+            } else {
+                Decision::Reclaim(Reason::Takeover)
+            }
         }
         _ => {
             counters.in_progress.inc();
@@ -1455,6 +1476,8 @@ fn in_progress(contract: &Contract) -> Response {
 /// `answer`, counted and marked as refused for `refusal`.
 fn refuse(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
     operation.metrics.refused(refusal);
+    let answer = outcome::reject(answer, Rejection::Refused);
+    outcome::count(operation, &answer);
     outcome::mark(answer, Outcome::Refused(refusal))
 }
 
@@ -1464,6 +1487,11 @@ fn unread(operation: &Operation, answer: Response) -> Response {
     let reason = match answer.status() {
         StatusCode::PAYLOAD_TOO_LARGE => RefusalReason::TooLarge,
         _ => RefusalReason::Other,
+    };
+    // Too many bodies being read at once: the server is busy.
+    let answer = match answer.status() {
+        StatusCode::SERVICE_UNAVAILABLE => outcome::reject(answer, Rejection::Busy),
+        _ => answer,
     };
     refuse(operation, reason, answer)
 }
@@ -1479,7 +1507,10 @@ fn conflict(operation: &Operation, answer: Response) -> Response {
 /// is not an HTTP status answers 400).
 fn problem(kind: ProblemKind, status: u16, detail: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    Reply::refusal(kind, status, detail).into_response()
+    outcome::reject(
+        Reply::refusal(kind, status, detail).into_response(),
+        Rejection::of_problem(kind),
+    )
 }
 
 /// A problem with `Retry-After`: nothing was processed, try again.

@@ -22,6 +22,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::problem::ProblemKind;
+
 /// A monotonically increasing count: read by anyone, counted only by the
 /// engine.
 pub struct Counter(AtomicU64);
@@ -57,10 +59,15 @@ pub struct Counters {
     pub in_progress: Counter,
     /// Keys reused with a different request (or after a refused failure).
     pub conflicts: Counter,
-    /// In-progress claims taken over after their lease ran out.
+    /// In-progress claims taken over after their lease ran out (the
+    /// attempt died or hangs), never one its attempt released.
     pub takeovers: Counter,
     /// Attempts recorded as failed.
     pub failures: Counter,
+    /// Keys claimed again after their attempt released them (it stopped on
+    /// a database error, a busy pool or its deadline, and rolled back);
+    /// also counted as first attempts, never as takeovers.
+    pub reclaims_after_release: Counter,
 }
 
 impl Counters {
@@ -72,6 +79,7 @@ impl Counters {
             conflicts: Counter::new(),
             takeovers: Counter::new(),
             failures: Counter::new(),
+            reclaims_after_release: Counter::new(),
         }
     }
 }
@@ -127,6 +135,97 @@ impl RefusalReason {
     }
 }
 
+/// Why an answer is not the business function's success nor the replay of
+/// one (`idempotency_rejections_total{reason}`): every such answer has
+/// exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// No database connection or claim in time on a server that is up
+    /// (429), or too many requests being read at once.
+    Busy,
+    /// The database cannot be reached (503).
+    DatabaseUnavailable,
+    /// The business step ran past `server.max-processing` and was rolled
+    /// back (503).
+    Deadline,
+    /// The commit's outcome is unknown: the connection broke while it ran,
+    /// or it outlived its deadline (503; retry with the same key).
+    OutcomeUnknown,
+    /// Anything else that failed on the server (5xx).
+    InternalError,
+    /// Another attempt holds the key (the contract's in-progress answer).
+    InProgress,
+    /// The key was used with a different request, or after a failure that
+    /// may not be retried.
+    Conflict,
+    /// The request was refused before its business step (key, credentials,
+    /// schema, size, a value the database refused).
+    Refused,
+    /// The business function's own answer, not a success.
+    Business,
+}
+
+impl Rejection {
+    pub const ALL: [Rejection; 9] = [
+        Rejection::Busy,
+        Rejection::DatabaseUnavailable,
+        Rejection::Deadline,
+        Rejection::OutcomeUnknown,
+        Rejection::InternalError,
+        Rejection::InProgress,
+        Rejection::Conflict,
+        Rejection::Refused,
+        Rejection::Business,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Rejection::Busy => "busy",
+            Rejection::DatabaseUnavailable => "database_unavailable",
+            Rejection::Deadline => "deadline",
+            Rejection::OutcomeUnknown => "outcome_unknown",
+            Rejection::InternalError => "internal_error",
+            Rejection::InProgress => "in_progress",
+            Rejection::Conflict => "conflict",
+            Rejection::Refused => "refused",
+            Rejection::Business => "business",
+        }
+    }
+
+    /// The reason of an answer the engine makes with the problem `kind`.
+    pub fn of_problem(kind: ProblemKind) -> Rejection {
+        match kind {
+            ProblemKind::ServerBusy | ProblemKind::Overloaded | ProblemKind::ConcurrentRequest => {
+                Rejection::Busy
+            }
+            ProblemKind::DatabaseUnavailable => Rejection::DatabaseUnavailable,
+            ProblemKind::ProcessingTooLong => Rejection::Deadline,
+            ProblemKind::OutcomeUnknown => Rejection::OutcomeUnknown,
+            ProblemKind::InternalError
+            | ProblemKind::AnswerTooLarge
+            | ProblemKind::NotImplemented => Rejection::InternalError,
+            ProblemKind::InProgress => Rejection::InProgress,
+            ProblemKind::KeyReused | ProblemKind::EarlierAttemptFailed => Rejection::Conflict,
+            ProblemKind::MissingKey
+            | ProblemKind::InvalidKey
+            | ProblemKind::Unauthenticated
+            | ProblemKind::Forbidden
+            | ProblemKind::InvalidScope
+            | ProblemKind::AmbiguousBody
+            | ProblemKind::InvalidBody
+            | ProblemKind::SchemaMismatch
+            | ProblemKind::ValueRefused
+            | ProblemKind::InvalidParameters
+            | ProblemKind::UnsupportedMediaType
+            | ProblemKind::UnsupportedTransferCoding
+            | ProblemKind::BodyTooLarge
+            | ProblemKind::BodyTooSlow
+            | ProblemKind::NotFound
+            | ProblemKind::MethodNotAllowed => Rejection::Refused,
+        }
+    }
+}
+
 /// Where a request lost a race to a concurrent one on the database
 /// (`idempotency_lost_races_total{class}`); each is answered (in progress
 /// or replay), never a 500.
@@ -177,6 +276,7 @@ const STATUSES: std::ops::Range<u16> = 100..600;
 pub struct OperationMetrics {
     histograms: OnceLock<Histograms>,
     refusals: [Counter; RefusalReason::ALL.len()],
+    rejections: [Counter; Rejection::ALL.len()],
     lost_races: [Counter; LostRace::ALL.len()],
     responses: [Counter; (STATUSES.end - STATUSES.start) as usize],
 }
@@ -192,6 +292,7 @@ impl OperationMetrics {
         OperationMetrics {
             histograms: OnceLock::new(),
             refusals: [const { Counter::new() }; RefusalReason::ALL.len()],
+            rejections: [const { Counter::new() }; Rejection::ALL.len()],
             lost_races: [const { Counter::new() }; LostRace::ALL.len()],
             responses: [const { Counter::new() }; (STATUSES.end - STATUSES.start) as usize],
         }
@@ -204,6 +305,15 @@ impl OperationMetrics {
     /// How many requests were refused for `refusal`.
     pub fn refusals(&self, refusal: RefusalReason) -> u64 {
         self.refusals[refusal as usize].get()
+    }
+
+    pub(crate) fn rejected(&self, rejection: Rejection) {
+        self.rejections[rejection as usize].inc();
+    }
+
+    /// How many answers were not a success for `rejection`.
+    pub fn rejections(&self, rejection: Rejection) -> u64 {
+        self.rejections[rejection as usize].get()
     }
 
     pub(crate) fn lost_race(&self, class: LostRace) {
@@ -327,11 +437,11 @@ impl std::fmt::Debug for Collector {
     }
 }
 
-/// The six counters users' dashboards read: name (without `_total`), help,
+/// The counters users' dashboards read: name (without `_total`), help,
 /// which counter.
 type CounterFamily = (&'static str, &'static str, fn(&Counters) -> &Counter);
 
-const COUNTER_FAMILIES: [CounterFamily; 6] = [
+const COUNTER_FAMILIES: [CounterFamily; 7] = [
     (
         "idempotency_first_attempts",
         "Requests that claimed their key and ran the business function.",
@@ -361,6 +471,11 @@ const COUNTER_FAMILIES: [CounterFamily; 6] = [
         "idempotency_failures",
         "Attempts recorded as failed.",
         |c| &c.failures,
+    ),
+    (
+        "idempotency_reclaims_after_release",
+        "Keys claimed again after their attempt released them (a database error, a busy pool, its deadline); also first attempts, never takeovers.",
+        |c| &c.reclaims_after_release,
     ),
 ];
 
@@ -420,6 +535,19 @@ impl PromCollector for Collector {
             for refusal in RefusalReason::ALL {
                 let labels = [("operation", operation.label), ("reason", refusal.label())];
                 ConstCounter::new(operation.metrics.refusals(refusal))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
+            "idempotency_rejections",
+            "Answers that are neither the business function's success nor its replay, by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for operation in &self.operations {
+            for rejection in Rejection::ALL {
+                let labels = [("operation", operation.label), ("reason", rejection.label())];
+                ConstCounter::new(operation.metrics.rejections(rejection))
                     .encode(family.encode_family(&labels)?)?;
             }
         }

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::engine::Operation;
-use crate::metrics::RefusalReason;
+use crate::metrics::{RefusalReason, Rejection};
 use crate::outcome::{Observed, Outcome};
 
 /// The middleware of `operation`'s route: runs the rest of the request
@@ -64,6 +64,14 @@ pub async fn observe(
             };
             if let Outcome::Refused(refusal) = outcome {
                 operation.metrics.refused(refusal);
+            }
+            let rejection = match status {
+                400..=499 => Some(Rejection::Refused),
+                500..=599 => Some(Rejection::InternalError),
+                _ => None,
+            };
+            if let Some(rejection) = rejection {
+                operation.metrics.rejected(rejection);
             }
             Observed::new(outcome)
         }
