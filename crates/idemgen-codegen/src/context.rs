@@ -54,6 +54,9 @@ pub struct Project {
     /// Where the project publishes `ops/prometheus/runbook.md`
     /// (`--runbook-url`); the alerts link to its sections.
     pub runbook_url: Option<String>,
+    /// The `job` label every alert rule selects (`--job`, else the
+    /// package name).
+    pub job: String,
     /// Every security scheme an operation requires, each once.
     pub schemes: Vec<SchemeContext>,
     /// Whether any operation requires credentials.
