@@ -584,7 +584,7 @@ impl PromCollector for Collector {
         let gauges = [
             (
                 "idempotency_records",
-                "Records in the record table, sampled by the purge task.",
+                "Records in the record table, sampled by the purge task (from 100000 on, the database's estimate on MySQL and PostgreSQL).",
                 &self.census.records,
             ),
             (

@@ -27,6 +27,10 @@ use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr};
 use crate::db::{Db, Dialect, Pool};
 use crate::reply::Reply;
 
+/// Below this many records (by the database's estimate) the census counts
+/// the table; from it on, it serves the estimate ([`RecordStore::census`]).
+pub(crate) const CENSUS_EXACT_BELOW: i64 = 100_000;
+
 /// Final record states, as stored (a claim writes `in_progress`).
 pub(crate) const IN_PROGRESS: &str = "in_progress";
 pub(crate) const COMPLETED: &str = "completed";
@@ -509,16 +513,35 @@ impl RecordStore {
 
     /// How many records the table holds, and how many of them are in
     /// progress `margin_ms` past their lease (their first attempt died or
-    /// hangs). Two counts of the whole table: run by the purge task, not
-    /// per request.
+    /// hangs). Run by the purge task, and cheap on a table of tens of
+    /// millions of records: the records past their lease are found through
+    /// the in-progress index (migration `20261205000000_record_in_progress`),
+    /// and on MySQL and PostgreSQL a table the database estimates at
+    /// [`CENSUS_EXACT_BELOW`] records or more is given that estimate
+    /// rather than counted.
     pub(crate) async fn census(&self, pool: &Pool, margin_ms: i64) -> Result<(i64, i64), sqlx::Error> {
+        let t = &self.table;
+        let exact = format!("(SELECT COUNT(*) FROM {t})");
+        let records = match Dialect::BUILT {
+            Dialect::Sqlite => exact,
+            // InnoDB's row estimate, refreshed by its statistics.
+            Dialect::Mysql => format!(
+                "COALESCE((SELECT CAST(TABLE_ROWS AS SIGNED) FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{t}' \
+                 AND TABLE_ROWS >= {CENSUS_EXACT_BELOW}), {exact})"
+            ),
+            // The planner's estimate; -1 until the table is first analyzed.
+            Dialect::Postgres => format!(
+                "COALESCE((SELECT CAST(reltuples AS BIGINT) FROM pg_class \
+                 WHERE oid = to_regclass('{t}') AND reltuples >= {CENSUS_EXACT_BELOW}), {exact})"
+            ),
+        };
         let sql = placeholders(
             Dialect::BUILT,
             &format!(
-                "SELECT (SELECT COUNT(*) FROM {t}) AS records, \
+                "SELECT {records} AS records, \
                  (SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
-                 AND lease_expires_at + {{1}} < {now}) AS past_lease",
-                t = self.table,
+                 AND lease_expires_at < {now} - {{1}}) AS past_lease",
                 now = db_now(Dialect::BUILT),
             ),
         );
