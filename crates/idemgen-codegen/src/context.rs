@@ -345,6 +345,8 @@ pub struct ContractContext {
     pub scope_sources: Vec<ScopeSourceContext>,
     pub window_ms: u64,
     pub lease_ms: u64,
+    /// `client.timeout` (0: none).
+    pub client_timeout_ms: u64,
     pub retry_after_secs: u64,
     pub in_progress_status: u16,
     pub conflict_status: u16,
@@ -572,6 +574,10 @@ impl ContractContext {
                 .max_processing_ms
                 .as_ref()
                 .map_or(30_000, |lease| lease.value),
+            client_timeout_ms: contract
+                .timeout_ms
+                .as_ref()
+                .map_or(0, |timeout| timeout.value),
             retry_after_secs: idemgen_spec::contract::duration::retry_after_header_secs(
                 contract.retry_after_ms.value,
             ),

@@ -126,12 +126,6 @@ impl Operation {
         }
     }
 
-    /// The lease (`server.max-processing`) in milliseconds; `None` without
-    /// a contract.
-    pub(crate) fn lease_ms(&self) -> Option<i64> {
-        self.contract.as_ref().map(|contract| contract.lease_ms)
-    }
-
     /// This endpoint, callable only by the callers `security` admits. The
     /// service checks it with [`crate::authenticate`] before
     /// [`Idempotency::begin`]; the engine refuses (`401`) a request that
@@ -369,7 +363,9 @@ impl Idempotency {
         let begun = in_place(|| self.claim_and_begin(operation, request, admitted, started)).await;
         let took = started.elapsed();
         if claims {
-            operation.metrics.observe_claim(operation.lease_ms(), took);
+            operation
+                .metrics
+                .observe_claim(operation.contract.as_ref(), took);
         }
         match begun {
             Ok(mut call) => {
@@ -928,7 +924,7 @@ impl Call {
         let business = self.business_started.elapsed();
         operation
             .metrics
-            .observe_business(operation.lease_ms(), business);
+            .observe_business(operation.contract.as_ref(), business);
         let claim = self.claim_time;
         let ending = Instant::now();
         let answer = in_place(|| self.stop(Stop::DeadlineExceeded, None)).await;
@@ -959,7 +955,7 @@ impl Call {
         let business = self.business_started.elapsed();
         self.operation
             .metrics
-            .observe_business(self.operation.lease_ms(), business);
+            .observe_business(self.operation.contract.as_ref(), business);
         let claim = self.claim_time;
         let taken_over = self.claim.as_ref().is_some_and(|claim| claim.taken_over);
         let finishing = Instant::now();

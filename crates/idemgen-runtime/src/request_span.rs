@@ -76,7 +76,9 @@ pub async fn observe(
             Observed::new(outcome)
         }
     };
-    operation.metrics.observe_request(operation.lease_ms(), took);
+    operation
+        .metrics
+        .observe_request(operation.contract.as_ref(), took);
     operation.metrics.responded(status);
     span.record("outcome", observed.outcome.label());
     if let Outcome::Refused(refusal) = observed.outcome {
