@@ -192,8 +192,8 @@ answers a duplicate in progress is not counted here (its reason is
         "More than 1 % of an operation's answers are server errors other than 503
 (500, 501, 507…). No contract field: a database error the engine could not
 classify, a business function that failed, an answer too large to store,
-a bug. Nothing was committed; `idempotency_rejections_total`'s `reason`
-label (`internal_error`, `business`) and the error log say which.",
+a bug. Nothing was committed unless the business function answered the
+error itself; the error log says which.",
     ),
     (
         "IdempotencyRecordsStuckInProgress",

@@ -374,7 +374,7 @@ impl Idempotency {
                 Ok(call)
             }
             Err(answer) => {
-                outcome::count(operation, &answer);
+                outcome::count(&operation.metrics, &answer);
                 Err(outcome::timed(answer, Outcome::Failed, |observed| {
                     observed.claim = claims.then_some(took);
                 }))
@@ -928,7 +928,7 @@ impl Call {
         let claim = self.claim_time;
         let ending = Instant::now();
         let answer = in_place(|| self.stop(Stop::DeadlineExceeded, None)).await;
-        outcome::count(operation, &answer);
+        outcome::count(&operation.metrics, &answer);
         outcome::timed(answer, Outcome::Failed, |observed| {
             observed.claim = claim;
             observed.business = Some(business);
@@ -961,7 +961,7 @@ impl Call {
         let finishing = Instant::now();
         let operation = self.operation;
         let answer = in_place(|| self.store_and_commit(outcome)).await;
-        outcome::count(operation, &answer);
+        outcome::count(&operation.metrics, &answer);
         // Unmarked: this attempt's own answer, stored (a success) or
         // recorded as a failure.
         let outcome = match (answer.status().is_success(), taken_over) {
@@ -1473,7 +1473,7 @@ fn in_progress(contract: &Contract) -> Response {
 fn refuse(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
     operation.metrics.refused(refusal);
     let answer = outcome::reject(answer, Rejection::Refused);
-    outcome::count(operation, &answer);
+    outcome::count(&operation.metrics, &answer);
     outcome::mark(answer, Outcome::Refused(refusal))
 }
 

@@ -152,7 +152,8 @@ pub enum Rejection {
     /// The commit's outcome is unknown: the connection broke while it ran,
     /// or it outlived its deadline (503; retry with the same key).
     OutcomeUnknown,
-    /// Anything else that failed on the server (5xx).
+    /// Anything else that failed on the server (5xx), the business
+    /// function's own 5xx answers included.
     InternalError,
     /// Another attempt holds the key (the contract's in-progress answer).
     InProgress,
@@ -162,7 +163,7 @@ pub enum Rejection {
     /// The request was refused before its business step (key, credentials,
     /// schema, size, a value the database refused).
     Refused,
-    /// The business function's own answer, not a success.
+    /// The business function's own answer that is not a success (a 4xx).
     Business,
 }
 

@@ -131,6 +131,18 @@ async fn every_answer_that_is_not_a_success_is_counted_under_its_reason() {
         StatusCode::PAYMENT_REQUIRED
     );
 
+    // The business function's own server error.
+    assert_eq!(
+        answer(
+            &engine,
+            op,
+            pay(&key()),
+            Reply::problem(StatusCode::BAD_GATEWAY, "the provider is down", "")
+        )
+        .await,
+        StatusCode::BAD_GATEWAY
+    );
+
     // The business function failed.
     let failed = claim(op, &engine, pay(&key())).await;
     let error = std::io::Error::other("the ledger is read-only");
@@ -151,7 +163,7 @@ async fn every_answer_that_is_not_a_success_is_counted_under_its_reason() {
         ("conflict", 1.0),
         ("in_progress", 1.0),
         ("business", 1.0),
-        ("internal_error", 1.0),
+        ("internal_error", 2.0),
         ("deadline", 1.0),
         ("busy", 0.0),
         ("database_unavailable", 0.0),
