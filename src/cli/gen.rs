@@ -43,6 +43,11 @@ pub struct GenArgs {
     /// file's path in the project.
     #[arg(long, value_name = "URL", value_parser = runbook_url, conflicts_with = "client")]
     pub runbook_url: Option<String>,
+    /// The `job` label Prometheus gives this service's series (its scrape
+    /// job's name): every alert rule selects it, so two services in one
+    /// Prometheus never share an alert. Default: the package name.
+    #[arg(long, value_name = "NAME", value_parser = job_label, conflicts_with = "client")]
+    pub job: Option<String>,
     /// Write a Rust client crate (reqwest, tokio) instead of the service:
     /// one async method per operation, idempotent ones retried with one key
     /// on the schedule their contract's window was checked against.
@@ -99,6 +104,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         defaults: config.defaults,
         runtime_path: args.runtime_path.clone(),
         runbook_url: args.runbook_url.clone(),
+        job: args.job.clone(),
         spec: args
             .spec
             .file_name()
@@ -273,6 +279,19 @@ fn shell_word(text: &str) -> String {
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
     }
+}
+
+/// `--job`: a Prometheus label value written into the rules' selectors.
+fn job_label(value: &str) -> Result<String, String> {
+    if value.is_empty() || value.contains(['"', '\\', '{', '}']) || value.contains(char::is_control)
+    {
+        return Err(
+            "the name of the Prometheus scrape job that scrapes this service (its `job` label), \
+             without quotes, backslashes, braces or control characters"
+                .to_string(),
+        );
+    }
+    Ok(value.to_string())
 }
 
 /// `--runbook-url`: the address of the file, to which each alert adds its

@@ -332,6 +332,7 @@ fn the_example_is_idemgen_output_plus_business_files() {
         standalone: false,
         runtime_path: Some("../../crates/idemgen-runtime".into()),
         runbook_url: None,
+        job: None,
         spec: "openapi.yaml".into(),
         defaults: Default::default(),
     };

@@ -114,6 +114,7 @@ fn response_headers_are_fields_of_their_variant() {
         standalone: false,
         runtime_path: None,
         runbook_url: None,
+        job: None,
         spec: "openapi.yaml".into(),
         defaults: Default::default(),
     };

@@ -25,16 +25,21 @@ pub const RUNBOOK: &str = "ops/prometheus/runbook.md";
 /// The window rates are taken over, and how long a condition must hold.
 const RATE_WINDOW: &str = "10m";
 const HOLD: &str = "5m";
-/// Records stuck in progress must stay stuck this long (the purge task
-/// samples them once a minute by default).
-const STUCK_HOLD: &str = "15m";
-/// The share of answers that may be 503 before the alert (not a contract
-/// number: a service that answers 1 % of its requests "unavailable" is
-/// down for someone).
+/// The least answers an operation must give over [`RATE_WINDOW`] before a
+/// ratio alert may fire: one replay among ten requests is no trend.
+const MIN_ANSWERS: u32 = 100;
+/// The share of answers that may be 503, busy or another 5xx before the
+/// alert (not a contract number: a service that fails 1 % of its requests
+/// is down for someone).
 const UNAVAILABLE_SHARE: f64 = 0.01;
 /// The business step's 99th percentile, as a share of the lease, above
 /// which a takeover is near.
 const NEAR_LEASE: f64 = 0.75;
+/// How often a generated service's purge task samples the record table
+/// (`PURGE_INTERVAL_SECS`, 60 unless set).
+const PURGE_INTERVAL_SECS: u64 = 60;
+/// The longest a stuck record must stay stuck before the alert.
+const STUCK_HOLD_MAX_SECS: u64 = 15 * 60;
 
 /// The contract fields the thresholds come from.
 const REPLAY_RATE: &str = "monitoring.replay-rate-alert";
@@ -81,7 +86,7 @@ impl Cohort<'_> {
 struct Alert {
     name: &'static str,
     expr: String,
-    hold: &'static str,
+    hold: String,
     severity: &'static str,
     /// The label the alert carries besides `severity`: `operation` from
     /// the expression, or the record table's.
@@ -93,17 +98,17 @@ struct Alert {
     watches: String,
     /// The contract fields behind the rule, with this rule's values.
     fields: Vec<(&'static str, String)>,
-    /// Series (`name{labels}`, promtool's expanding notation) that cross
-    /// the threshold, and series that stay below it.
-    above: Vec<(String, String)>,
-    below: Vec<(String, String)>,
+    /// The unit tests: series (`name{labels}`, promtool's expanding
+    /// notation) on which it fires, and the outages' look-alikes on which
+    /// it stays silent.
+    scenarios: Vec<Scenario>,
 }
 
 /// What each alert means and what to do, the same for every service: the
 /// sections of the manual's alerts page (`docs/src/alerts.md`, rendered
 /// from here by the book test) and of every generated `runbook.md`, which
 /// adds the service's own numbers.
-const GUIDE: [(&str, &str); 7] = [
+const GUIDE: [(&str, &str); 9] = [
     (
         "IdempotencyReplayRateHigh",
         "More than the threshold of an operation's requests are answered with a
@@ -121,9 +126,13 @@ attempts. Contract field: `server.max-processing` (and `client.timeout`).
 Retries arrive while their first attempt still runs: the client's timeout
 is shorter than the business step. Takeovers mean an attempt ran past its
 lease (or its process died) and a retry took the key over; the first
-attempt was rolled back. Compare `idempotency_business_duration_seconds`
-with `server.max-processing`; raise it (and re-run `idemgen window`, since
-the window must grow with it), or make the step faster.",
+attempt was rolled back. A key its attempt released (it stopped on a
+database error, a busy pool or its deadline) and a retry claimed again is
+no takeover: `idempotency_reclaims_after_release_total` counts those, and a
+database blip raises them, not this alert. Compare
+`idempotency_business_duration_seconds` with `server.max-processing`; raise
+it (and re-run `idemgen window`, since the window must grow with it), or
+make the step faster.",
     ),
     (
         "IdempotencyBusinessNearMaxProcessing",
@@ -160,19 +169,45 @@ and `commit` cost a rolled-back business step.",
         "More than 1 % of an operation's answers are 503. Contract field:
 `server.max-processing` (a 503 \"processing took too long\" is an attempt cut
 off at its lease). Otherwise the database is unreachable, or a commit's
-outcome is unknown (the connection broke while it ran). Clients retry with
+outcome is unknown (the connection broke while it ran);
+`idempotency_rejections_total`'s `reason` label (`deadline`,
+`database_unavailable`, `outcome_unknown`) says which. Clients retry with
 the same key after `Retry-After`, and the record table keeps the request
 exactly-once meanwhile; check `GET /healthz` and the database.",
     ),
     (
+        "IdempotencyBusy",
+        "More than 1 % of an operation's answers are \"server busy\" (429,
+`idempotency_rejections_total{reason=\"busy\"}`): requests waited out their
+lease for a database connection or their claim on a database that still
+accepts connections. Contract field: `server.max-processing` (how long a
+request waits). The database stalls (lock waits, a full disk, a failover
+or a demoted primary) or the pool is too small for the load. A 429 that
+answers a duplicate in progress is not counted here (its reason is
+`in_progress`). Check the database's own metrics and the claim histogram
+(`idempotency_claim_duration_seconds`); clients retry with the same key.",
+    ),
+    (
+        "IdempotencyServerErrors",
+        "More than 1 % of an operation's answers are server errors other than 503
+(500, 501, 507…). No contract field: a database error the engine could not
+classify, a business function that failed, an answer too large to store,
+a bug. Nothing was committed unless the business function answered the
+error itself; the error log says which.",
+    ),
+    (
         "IdempotencyRecordsStuckInProgress",
-        "For 15 minutes the record table has held records in progress whose lease
-ran out. Contract field: `server.max-processing` (the lease) and `window`.
-Their first attempt neither finished nor released the key: the process
-died or hangs mid-request, and no client retried. A retry with the same key
-takes the record over at once; otherwise the key stays blocked until its
-window ends and the purge deletes it. Look for crashes or restarts at the
-time the records were created.",
+        "The record table holds more records in progress past their lease than
+it did a little earlier, and still does after the hold. Contract fields:
+`server.max-processing` (the lease) and `window`. A stuck record's first
+attempt neither finished nor released the key: the process died or hangs
+mid-request, and no client retried. A retry with the same key takes the
+record over at once; otherwise the key stays blocked until its window ends
+and the purge deletes it. The hold is the shortest window less the longest
+lease and a purge interval (at most 15 minutes; 0 when the purge deletes a
+stuck record before it is sampled twice), and the alert resolves a few
+minutes after the last record got stuck, however long the window keeps
+it. Look for crashes or restarts at the time the records got stuck.",
     ),
 ];
 
@@ -202,7 +237,7 @@ pub fn files(project: &Project) -> Vec<File> {
     }
     let mut alerts = Vec::new();
     for cohort in &cohorts {
-        alerts.extend(cohort_alerts(cohort));
+        alerts.extend(cohort_alerts(project, cohort));
     }
     alerts.push(stuck(project, &cohorts));
     vec![
@@ -262,8 +297,27 @@ fn percent(ratio: f64) -> String {
     format!("{} %", number(ratio * 100.0))
 }
 
-fn rate(metric: &str, matcher: &str) -> String {
-    format!("sum by (operation) (rate({metric}{{{matcher}}}[{RATE_WINDOW}]))")
+/// The selector of `job`'s series, with `more` matchers.
+fn selector(job: &str, more: &str) -> String {
+    if more.is_empty() {
+        format!("job=\"{job}\"")
+    } else {
+        format!("job=\"{job}\",{more}")
+    }
+}
+
+fn rate(metric: &str, selector: &str) -> String {
+    format!("sum by (job, operation) (rate({metric}{{{selector}}}[{RATE_WINDOW}]))")
+}
+
+/// `ratio > threshold`, only where the operation gave [`MIN_ANSWERS`]
+/// answers over the window.
+fn with_floor(ratio: String, threshold: f64, selector: &str) -> String {
+    format!(
+        "{ratio}\n  > {}\nand on (job, operation)\n  sum by (job, operation) \
+         (increase(idempotency_responses_total{{{selector}}}[{RATE_WINDOW}])) >= {MIN_ANSWERS}",
+        number(threshold)
+    )
 }
 
 /// A counter growing by `per_minute` every minute for 40 minutes.
@@ -271,111 +325,228 @@ fn growing(per_minute: f64) -> String {
     format!("0+{}x40", number(per_minute))
 }
 
+/// A counter at 0 for 10 minutes, then 1 for 30: one event at minute 10.
+const ONCE_AT_MINUTE_10: &str = "0x9 1x30";
+
+/// The series one unit test feeds an operation's rules, by metric and
+/// extra labels.
+struct Feed<'a> {
+    job: &'a str,
+    op: &'a str,
+}
+
+impl Feed<'_> {
+    fn series(&self, metric: &str, extra: &str) -> String {
+        format!(
+            "{metric}{{job=\"{}\",operation=\"{}\"{extra}}}",
+            self.job, self.op
+        )
+    }
+
+    /// `per_minute` first attempts, each answered 201.
+    fn traffic(&self, per_minute: f64) -> Vec<(String, String)> {
+        vec![
+            (
+                self.series("idempotency_first_attempts_total", ""),
+                growing(per_minute),
+            ),
+            (
+                self.series("idempotency_responses_total", ",code=\"201\""),
+                growing(per_minute),
+            ),
+        ]
+    }
+
+    /// `per_minute` answers with `code`, counted under `reason`.
+    fn rejected(&self, code: &str, reason: &str, values: &str) -> Vec<(String, String)> {
+        vec![
+            (
+                self.series("idempotency_responses_total", &format!(",code=\"{code}\"")),
+                values.to_string(),
+            ),
+            (
+                self.series(
+                    "idempotency_rejections_total",
+                    &format!(",reason=\"{reason}\""),
+                ),
+                values.to_string(),
+            ),
+        ]
+    }
+}
+
+/// One `promtool test rules` case: series, when the rule is evaluated,
+/// and whether it fires then.
+struct Scenario {
+    what: String,
+    series: Vec<(String, String)>,
+    eval_minutes: u64,
+    fires: bool,
+}
+
+impl Scenario {
+    fn fires(what: &str, series: Vec<(String, String)>) -> Scenario {
+        Scenario {
+            what: what.to_string(),
+            series,
+            eval_minutes: 30,
+            fires: true,
+        }
+    }
+
+    fn silent(what: &str, series: Vec<(String, String)>) -> Scenario {
+        Scenario {
+            fires: false,
+            ..Scenario::fires(what, series)
+        }
+    }
+}
+
+/// A ratio alert's scenarios: fires at twice the threshold's share of a
+/// thousand first attempts a minute, silent at half of it, and silent on
+/// one event at minute 10 among one first attempt a minute.
+fn ratio_scenarios(feed: &Feed<'_>, watched: &str, threshold: f64) -> Vec<Scenario> {
+    let with = |per_minute: f64, values: String| {
+        let mut series = feed.traffic(per_minute);
+        series.push((watched.to_string(), values));
+        series
+    };
+    vec![
+        Scenario::fires(
+            "fires at twice its threshold, 1,000 requests a minute",
+            with(1000.0, growing(2.0 * threshold * 1000.0)),
+        ),
+        Scenario::silent(
+            "stays silent at half its threshold",
+            with(1000.0, growing(0.5 * threshold * 1000.0)),
+        ),
+        // Evaluated while the one event is still in the rate's window and
+        // the hold has passed.
+        Scenario {
+            eval_minutes: 16,
+            ..Scenario::silent(
+                "stays silent on one at minute 10 among one request a minute (under the traffic floor)",
+                with(1.0, ONCE_AT_MINUTE_10.to_string()),
+            )
+        },
+    ]
+}
+
 /// The per-operation alerts of one cohort.
-fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
-    let m = cohort.matcher();
-    let op = cohort.sample();
+fn cohort_alerts(project: &Project, cohort: &Cohort<'_>) -> Vec<Alert> {
+    let job = project.job.as_str();
+    let m = selector(job, &cohort.matcher());
+    let feed = Feed {
+        job,
+        op: cohort.sample(),
+    };
     let names = cohort.names();
     let r = cohort.replay_ratio;
     let lease = cohort.lease_secs;
     let first = rate("idempotency_first_attempts_total", &m);
     let replays = rate("idempotency_replays_total", &m);
-    let operation = vec![("operation", op.to_string())];
-    let series = |metric: &str, extra: &str| format!("{metric}{{operation=\"{op}\"{extra}}}");
-    // A thousand first attempts a minute; the watched count at twice the
-    // threshold's share, and at half of it.
-    let traffic = (
-        series("idempotency_first_attempts_total", ""),
-        growing(1000.0),
-    );
-    let watched = |metric: &str, extra: &str| {
-        (
-            vec![
-                traffic.clone(),
-                (series(metric, extra), growing(2.0 * r * 1000.0)),
-            ],
-            vec![
-                traffic.clone(),
-                (series(metric, extra), growing(0.5 * r * 1000.0)),
-            ],
-        )
-    };
+    let answers = rate("idempotency_responses_total", &m);
+    let labels = vec![("job", job.to_string()), ("operation", feed.op.to_string())];
     let replay_share = percent(r);
     let lease_text = format!("{} s", number(lease));
     let labels_note = "{{ $labels.operation }}";
+    let floor_note = format!("(with at least {MIN_ANSWERS} answers over {RATE_WINDOW})");
     let mut alerts = Vec::new();
 
-    let (above, below) = watched("idempotency_replays_total", "");
+    let replay_series = feed.series("idempotency_replays_total", "");
     alerts.push(Alert {
         name: "IdempotencyReplayRateHigh",
-        expr: format!("{replays}\n  / ({first} + {replays})\n  > {}", number(r)),
-        hold: HOLD,
+        expr: with_floor(format!("{replays}\n  / ({first} + {replays})"), r, &m),
+        hold: HOLD.to_string(),
         severity: "warning",
         watches: names.clone(),
         fields: vec![(REPLAY_RATE, replay_share.clone())],
-        labels: operation.clone(),
+        labels: labels.clone(),
         summary: format!(
             "{labels_note}: more than {replay_share} of requests are answered by replay"
         ),
         description: format!(
-            "Over {RATE_WINDOW}, the share of requests answered with a stored response is above \
-             monitoring.replay-rate-alert ({replay_share}) of the contract of {names}. A client \
-             retries requests that already succeeded: its retry policy broke, or answers are lost \
-             on the way back."
+            "Over {RATE_WINDOW} {floor_note}, the share of requests answered with a stored \
+             response is above monitoring.replay-rate-alert ({replay_share}) of the contract of \
+             {names}. A client retries requests that already succeeded: its retry policy broke, \
+             or answers are lost on the way back."
         ),
-        above,
-        below,
+        scenarios: ratio_scenarios(&feed, &replay_series, r),
     });
 
-    let (mut above, mut below) = watched("idempotency_in_progress_total", "");
+    let in_progress = feed.series("idempotency_in_progress_total", "");
+    let takeovers = feed.series("idempotency_takeovers_total", "");
     // The runtime serves every counter of an operation, at 0 until counted.
-    let no_takeovers = (
-        series("idempotency_takeovers_total", ""),
-        "0x40".to_string(),
-    );
-    above.push(no_takeovers.clone());
-    below.push(no_takeovers);
+    let mut scenarios = ratio_scenarios(&feed, &in_progress, r);
+    for scenario in &mut scenarios {
+        scenario.series.push((takeovers.clone(), "0x40".into()));
+    }
+    let mut taken_over = feed.traffic(1000.0);
+    taken_over.push((in_progress.clone(), "0x40".into()));
+    taken_over.push((takeovers.clone(), growing(2.0 * r * 1000.0)));
+    scenarios.push(Scenario::fires(
+        "fires on takeovers (leases that ran out) at twice its threshold",
+        taken_over,
+    ));
+    // A database blip: attempts stop, release their keys, and their
+    // retries claim them again at once; no lease ran out.
+    let mut blip = feed.traffic(1000.0);
+    blip.push((in_progress.clone(), "0x40".into()));
+    blip.push((takeovers.clone(), "0x40".into()));
+    let blip_values = "0x9 100 200 300x28";
+    blip.push((
+        feed.series("idempotency_reclaims_after_release_total", ""),
+        blip_values.into(),
+    ));
+    blip.extend(feed.rejected("503", "database_unavailable", blip_values));
+    scenarios.push(Scenario::silent(
+        "stays silent on a blip whose released claims are claimed again",
+        blip,
+    ));
     alerts.push(Alert {
         name: "IdempotencyInProgressRising",
-        expr: format!(
-            "({} + {})\n  / {first}\n  > {}",
-            rate("idempotency_in_progress_total", &m),
-            rate("idempotency_takeovers_total", &m),
-            number(r)
+        expr: with_floor(
+            format!(
+                "({} + {})\n  / {first}",
+                rate("idempotency_in_progress_total", &m),
+                rate("idempotency_takeovers_total", &m),
+            ),
+            r,
+            &m,
         ),
-        hold: HOLD,
+        hold: HOLD.to_string(),
         severity: "warning",
         watches: names.clone(),
         fields: vec![(REPLAY_RATE, replay_share.clone()), (MAX_PROCESSING, lease_text.clone())],
-        labels: operation.clone(),
+        labels: labels.clone(),
         summary: format!(
             "{labels_note}: duplicates answered in progress, or taken over, exceed {replay_share} of first attempts"
         ),
         description: format!(
-            "Over {RATE_WINDOW}, retries arrive while their first attempt still runs, or take over \
-             one whose lease ran out. Check server.max-processing ({} s) of the contract of \
-             {names} against the business step's latency and client.timeout: a lease shorter \
-             than the step, or a client that gives up before it ends, sends duplicates here.",
+            "Over {RATE_WINDOW} {floor_note}, retries arrive while their first attempt still \
+             runs, or take over one whose lease ran out (a claim its attempt released is no \
+             takeover). Check server.max-processing ({} s) of the contract of {names} against \
+             the business step's latency and client.timeout: a lease shorter than the step, or a \
+             client that gives up before it ends, sends duplicates here.",
             number(lease)
         ),
-        above,
-        below,
+        scenarios,
     });
 
     let bucket = "idempotency_business_duration_seconds_bucket";
-    let le = |bound: &str| series(bucket, &format!(",le=\"{bound}\""));
+    let le = |bound: &str| feed.series(bucket, &format!(",le=\"{bound}\""));
     let near = number(NEAR_LEASE * lease);
     let (half, ninety, full) = (number(0.5 * lease), number(0.9 * lease), number(lease));
     alerts.push(Alert {
         name: "IdempotencyBusinessNearMaxProcessing",
         expr: format!(
-            "histogram_quantile(0.99, sum by (operation, le) (rate({bucket}{{{m}}}[{RATE_WINDOW}])))\n  > {near}"
+            "histogram_quantile(0.99, sum by (job, operation, le) (rate({bucket}{{{m}}}[{RATE_WINDOW}])))\n  > {near}"
         ),
-        hold: HOLD,
+        hold: HOLD.to_string(),
         severity: "warning",
         watches: names.clone(),
         fields: vec![(MAX_PROCESSING, format!("{lease_text} (the alert at {near} s, {})", percent(NEAR_LEASE)))],
-        labels: operation.clone(),
+        labels: labels.clone(),
         summary: format!(
             "{labels_note}: the business step's 99th percentile is above {} of server.max-processing",
             percent(NEAR_LEASE)
@@ -388,140 +559,312 @@ fn cohort_alerts(cohort: &Cohort<'_>) -> Vec<Alert> {
         ),
         // Every step between 90 % of the lease and the lease, or all
         // within half of it.
-        above: vec![
-            (le(&half), "0x40".into()),
-            (le(&ninety), "0x40".into()),
-            (le(&full), growing(100.0)),
-            (le("+Inf"), growing(100.0)),
-        ],
-        below: vec![
-            (le(&half), growing(100.0)),
-            (le(&ninety), growing(100.0)),
-            (le(&full), growing(100.0)),
-            (le("+Inf"), growing(100.0)),
+        scenarios: vec![
+            Scenario::fires(
+                "fires when every step takes 90 % of the lease",
+                vec![
+                    (le(&half), "0x40".into()),
+                    (le(&ninety), "0x40".into()),
+                    (le(&full), growing(100.0)),
+                    (le("+Inf"), growing(100.0)),
+                ],
+            ),
+            Scenario::silent(
+                "stays silent when every step takes half the lease",
+                vec![
+                    (le(&half), growing(100.0)),
+                    (le(&ninety), growing(100.0)),
+                    (le(&full), growing(100.0)),
+                    (le("+Inf"), growing(100.0)),
+                ],
+            ),
         ],
     });
 
-    let (above, below) = watched("idempotency_conflicts_total", "");
+    let conflicts = feed.series("idempotency_conflicts_total", "");
     alerts.push(Alert {
         name: "IdempotencyConflictsRising",
-        expr: format!(
-            "{}\n  / {first}\n  > {}",
-            rate("idempotency_conflicts_total", &m),
-            number(r)
+        expr: with_floor(
+            format!(
+                "{}\n  / {first}",
+                rate("idempotency_conflicts_total", &m)
+            ),
+            r,
+            &m,
         ),
-        hold: HOLD,
+        hold: HOLD.to_string(),
         severity: "warning",
         watches: names.clone(),
         fields: vec![(REPLAY_RATE, replay_share.clone())],
-        labels: operation.clone(),
+        labels: labels.clone(),
         summary: format!(
             "{labels_note}: keys reused with another request exceed {replay_share} of first attempts"
         ),
         description: format!(
-            "Over {RATE_WINDOW}, requests of {names} reuse a key with a different request (or \
-             after a failure under responses.failed: reject). A client generates keys wrongly \
-             (see key.format) or changes a request between retries; fingerprint.include says \
-             which parts must stay the same."
+            "Over {RATE_WINDOW} {floor_note}, requests of {names} reuse a key with a different \
+             request (or after a failure under responses.failed: reject). A client generates keys \
+             wrongly (see key.format) or changes a request between retries; fingerprint.include \
+             says which parts must stay the same."
         ),
-        above,
-        below,
+        scenarios: ratio_scenarios(&feed, &conflicts, r),
     });
 
-    let (above, below) = watched("idempotency_lost_races_total", ",class=\"claim\"");
+    let lost = feed.series("idempotency_lost_races_total", ",class=\"claim\"");
     alerts.push(Alert {
         name: "IdempotencyLostRacesHigh",
-        expr: format!(
-            "{}\n  / {first}\n  > {}",
-            rate("idempotency_lost_races_total", &m),
-            number(r)
+        expr: with_floor(
+            format!(
+                "{}\n  / {first}",
+                rate("idempotency_lost_races_total", &m)
+            ),
+            r,
+            &m,
         ),
-        hold: HOLD,
+        hold: HOLD.to_string(),
         severity: "info",
         watches: names.clone(),
         fields: vec![(REPLAY_RATE, replay_share.clone())],
-        labels: operation.clone(),
+        labels: labels.clone(),
         summary: format!(
             "{labels_note}: races lost to concurrent duplicates exceed {replay_share} of first attempts"
         ),
         description: format!(
-            "Over {RATE_WINDOW}, requests of {names} lose races on the database to a duplicate \
-             sent at the same moment (the class label says where). Each is answered correctly \
-             (in progress or replay); many mean clients send copies in parallel, not retries \
-             after client.timeout, which monitoring.replay-rate-alert ({replay_share}) also \
-             bounds."
+            "Over {RATE_WINDOW} {floor_note}, requests of {names} lose races on the database to \
+             a duplicate sent at the same moment (the class label says where). Each is answered \
+             correctly (in progress or replay); many mean clients send copies in parallel, not \
+             retries after client.timeout, which monitoring.replay-rate-alert ({replay_share}) \
+             also bounds."
         ),
-        above,
-        below,
+        scenarios: ratio_scenarios(&feed, &lost, r),
     });
 
-    let ok = series("idempotency_responses_total", ",code=\"201\"");
-    let unavailable = series("idempotency_responses_total", ",code=\"503\"");
+    let share = UNAVAILABLE_SHARE;
+    // Answers failing at `per_minute` among a thousand successes a minute,
+    // alone at a thousand a minute, and one a minute alone.
+    let outage = |code: &str, reason: &str| {
+        let with = |ok: f64, failing: f64| {
+            let mut series = feed.traffic(ok);
+            series.extend(feed.rejected(code, reason, &growing(failing)));
+            series
+        };
+        vec![
+            Scenario::fires(
+                &format!("fires on {code} ({reason}) at 1,000 a minute for 30 minutes"),
+                with(0.0, 1000.0),
+            ),
+            Scenario::fires(
+                &format!("fires on {code} ({reason}) at twice its threshold"),
+                with(1000.0, 2.0 * share * 1000.0),
+            ),
+            Scenario::silent(
+                "stays silent at half its threshold",
+                with(1000.0, 0.5 * share * 1000.0),
+            ),
+            Scenario::silent(
+                &format!("stays silent on one {code} a minute (under the traffic floor)"),
+                with(0.0, 1.0),
+            ),
+        ]
+    };
+
+    let mut scenarios = outage("429", "busy");
+    let mut duplicates = feed.traffic(0.0);
+    duplicates.extend(feed.rejected("429", "in_progress", &growing(1000.0)));
+    scenarios.push(Scenario::silent(
+        "stays silent on 429s that answer duplicates in progress, not a busy server",
+        duplicates,
+    ));
     alerts.push(Alert {
-        name: "IdempotencyUnavailable",
-        expr: format!(
-            "{}\n  / {}\n  > {}",
-            rate("idempotency_responses_total", &format!("{m},code=\"503\"")),
-            rate("idempotency_responses_total", &m),
-            number(UNAVAILABLE_SHARE)
+        name: "IdempotencyBusy",
+        expr: with_floor(
+            format!(
+                "{}\n  / {answers}",
+                rate(
+                    "idempotency_rejections_total",
+                    &format!("{m},reason=\"busy\"")
+                )
+            ),
+            share,
+            &m,
         ),
-        hold: HOLD,
+        hold: HOLD.to_string(),
         severity: "critical",
         watches: names.clone(),
         fields: vec![(MAX_PROCESSING, lease_text.clone())],
-        labels: operation,
+        labels: labels.clone(),
         summary: format!(
-            "{labels_note}: more than {} of answers are 503",
-            percent(UNAVAILABLE_SHARE)
+            "{labels_note}: more than {} of answers are \"server busy\"",
+            percent(share)
         ),
         description: format!(
-            "Over {RATE_WINDOW}, requests of {names} are answered 503: the database is \
-             unreachable, a commit's outcome is unknown, or a business step ran past \
-             server.max-processing ({} s). Clients retry with the same key after Retry-After; \
-             the record table keeps it exactly-once meanwhile.",
+            "Over {RATE_WINDOW} {floor_note}, requests of {names} waited out their lease, \
+             server.max-processing ({} s), for a database connection or their claim on a \
+             database that still accepts connections: it stalls (locks, a full disk, a \
+             failover in progress) or the pool is too small. Clients retry with the same key \
+             after Retry-After.",
             number(lease)
         ),
-        above: vec![
-            (ok.clone(), growing(1000.0)),
-            (unavailable.clone(), growing(20.0)),
-        ],
-        below: vec![(ok, growing(1000.0)), (unavailable, growing(5.0))],
+        scenarios,
+    });
+
+    alerts.push(Alert {
+        name: "IdempotencyServerErrors",
+        expr: with_floor(
+            format!(
+                "{}\n  / {answers}",
+                rate(
+                    "idempotency_responses_total",
+                    &format!("{m},code=~\"5..\",code!=\"503\"")
+                )
+            ),
+            share,
+            &m,
+        ),
+        hold: HOLD.to_string(),
+        severity: "critical",
+        watches: names.clone(),
+        fields: vec![],
+        labels: labels.clone(),
+        summary: format!(
+            "{labels_note}: more than {} of answers are 5xx other than 503",
+            percent(share)
+        ),
+        description: format!(
+            "Over {RATE_WINDOW} {floor_note}, requests of {names} fail with a server error \
+             (500 and the other 5xx but 503): a database error, a business function that \
+             failed, a bug. Nothing was committed; idempotency_rejections_total's reason label \
+             and the logs say which."
+        ),
+        scenarios: outage("500", "internal_error"),
+    });
+
+    alerts.push(Alert {
+        name: "IdempotencyUnavailable",
+        expr: with_floor(
+            format!(
+                "{}\n  / {answers}",
+                rate("idempotency_responses_total", &format!("{m},code=\"503\""))
+            ),
+            share,
+            &m,
+        ),
+        hold: HOLD.to_string(),
+        severity: "critical",
+        watches: names.clone(),
+        fields: vec![(MAX_PROCESSING, lease_text.clone())],
+        labels,
+        summary: format!(
+            "{labels_note}: more than {} of answers are 503",
+            percent(share)
+        ),
+        description: format!(
+            "Over {RATE_WINDOW} {floor_note}, requests of {names} are answered 503: the database \
+             is unreachable, a commit's outcome is unknown, or a business step ran past \
+             server.max-processing ({} s) (idempotency_rejections_total's reason label says \
+             which). Clients retry with the same key after Retry-After; the record table keeps \
+             it exactly-once meanwhile.",
+            number(lease)
+        ),
+        scenarios: outage("503", "database_unavailable"),
     });
     alerts
+}
+
+/// How long records must stay stuck before the alert, in whole minutes:
+/// a stuck record stays in the table from its lease's end until its
+/// window ends (then the purge deletes it within an interval), so the
+/// hold leaves an interval of that to see it, capped at 15 minutes.
+fn stuck_hold_minutes(shortest_window_secs: f64, longest_lease_secs: f64) -> u64 {
+    let visible = shortest_window_secs - longest_lease_secs - PURGE_INTERVAL_SECS as f64;
+    (visible.max(0.0) as u64).min(STUCK_HOLD_MAX_SECS) / 60
 }
 
 /// Records in progress past their lease, table-wide.
 fn stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
     let table = &project.table;
+    let job = project.job.as_str();
     let mut leases: Vec<f64> = cohorts.iter().map(|cohort| cohort.lease_secs).collect();
     leases.sort_by(f64::total_cmp);
     leases.dedup();
+    let longest_lease = leases.last().copied().unwrap_or(0.0);
+    let shortest_window = project
+        .operations
+        .iter()
+        .filter_map(|op| op.contract.as_ref())
+        .map(|contract| contract.window_ms as f64 / 1000.0)
+        .fold(f64::INFINITY, f64::min);
+    let hold = stuck_hold_minutes(shortest_window, longest_lease);
+    // New stuck records are looked for over the hold and two samples more:
+    // one record resolves the alert that long after it got stuck, however
+    // long its window keeps it.
+    let lookback = hold + 2 * PURGE_INTERVAL_SECS / 60;
     let leases = leases
         .iter()
         .map(|lease| format!("{} s", number(*lease)))
         .collect::<Vec<_>>()
         .join(", ");
-    let series = format!("idempotency_records_past_lease{{table=\"{table}\"}}");
+    let selected = format!(
+        "idempotency_records_past_lease{{{}}}",
+        selector(job, &format!("table=\"{table}\""))
+    );
+    let series = format!("idempotency_records_past_lease{{job=\"{job}\",table=\"{table}\"}}");
+    let appears = format!("0x9 1x{}", 30 + lookback);
+    let mut scenarios = vec![
+        Scenario {
+            what: "fires once a record got stuck and stayed for the hold".to_string(),
+            series: vec![(series.clone(), appears.clone())],
+            eval_minutes: 10 + hold + 1,
+            fires: true,
+        },
+        Scenario {
+            what: "stays silent once the stuck record is older than the look-back, \
+                   however long its window keeps it"
+                .to_string(),
+            series: vec![(series.clone(), appears)],
+            eval_minutes: 10 + lookback + 1,
+            fires: false,
+        },
+        Scenario::silent(
+            "stays silent without stuck records",
+            vec![(series.clone(), "0x40".into())],
+        ),
+    ];
+    if hold >= 2 {
+        scenarios.push(Scenario {
+            what: "stays silent on a record a retry takes over within the hold".to_string(),
+            series: vec![(series, "0x9 1 0x30".into())],
+            eval_minutes: 10 + hold,
+            fires: false,
+        });
+    }
     Alert {
         name: "IdempotencyRecordsStuckInProgress",
-        expr: format!("max by (table) ({series}) > 0"),
-        hold: STUCK_HOLD,
+        expr: format!(
+            "max by (job, table) ({selected})\n  > max by (job, table) (min_over_time({selected}[{lookback}m]))"
+        ),
+        hold: format!("{hold}m"),
         severity: "warning",
         watches: format!("the record table `{table}`"),
         fields: vec![
             (MAX_PROCESSING, leases),
+            (
+                "window",
+                format!("{} s (the shortest)", number(shortest_window)),
+            ),
             ("store.table", format!("`{table}`")),
         ],
-        labels: vec![("table", table.clone())],
-        summary: "{{ $labels.table }}: records stay in progress past their lease".to_string(),
+        labels: vec![("job", job.to_string()), ("table", table.clone())],
+        summary: "{{ $labels.table }}: records got stuck in progress past their lease".to_string(),
         description: format!(
-            "For {STUCK_HOLD}, the record table holds records whose first attempt neither \
-             finished nor released its key before server.max-processing ran out: the process \
-             died or hangs mid-request, and no client retried. A retry with the same key takes \
-             the record over; otherwise it blocks the key until its window ends."
+            "For {hold} minutes (the shortest window less the longest lease and a purge \
+             interval, at most 15), the record table has held more records in progress past \
+             their lease than it did in the {lookback} minutes before: an attempt neither \
+             finished nor released its key before server.max-processing ran out (the process \
+             died or hangs mid-request), and no client retried. A retry with the same key takes \
+             the record over; otherwise it blocks the key until its window ends. The alert \
+             resolves {lookback} minutes after the last record got stuck."
         ),
-        above: vec![(series.clone(), "1x40".into())],
-        below: vec![(series, "0x40".into())],
+        scenarios,
     }
 }
 
@@ -546,14 +889,20 @@ fn runbook_md(project: &Project, alerts: &[Alert]) -> String {
              link then starts with"
         ),
     };
+    let stuck_hold = alerts
+        .iter()
+        .find(|alert| alert.name == "IdempotencyRecordsStuckInProgress")
+        .map_or(HOLD, |alert| alert.hold.as_str());
     let _ = writeln!(
         out,
         "Each rule of `alerts.yml` (beside this file) links to its section here through its \
          `runbook_url`: {published}. A section says what the alert means, which contract \
-         field of {} sets its threshold, and this service's numbers. Rates are taken over \
-         {RATE_WINDOW} and must hold for {HOLD} (records stuck in progress: {STUCK_HOLD}); \
-         edit the contract and run `idemgen gen` again, not this file.\n",
-        project.spec
+         field of {} sets its threshold, and this service's numbers. Every rule selects the \
+         series of the Prometheus job `{}` (`idemgen gen --job`). Rates are taken over \
+         {RATE_WINDOW}, a ratio needs {MIN_ANSWERS} answers of the operation in that time, and \
+         must hold for {HOLD} (records stuck in progress: {stuck_hold}); edit the contract \
+         and run `idemgen gen` again, not this file.\n",
+        project.spec, project.job
     );
     let mut names: Vec<&str> = Vec::new();
     for alert in alerts {
@@ -606,10 +955,20 @@ fn header(project: &Project, what: &str) -> String {
 }
 
 fn rules_yaml(project: &Project, alerts: &[Alert]) -> String {
+    let job_origin = if project.job == project.package {
+        "the package name, the default"
+    } else {
+        "from `idemgen gen --job`"
+    };
     let mut out = header(
         project,
-        "Prometheus alert rules over the service's GET /metrics, thresholds from its contracts.\n\
-         # Load with `rule_files: [alerts.yml]`; `promtool test rules alerts.test.yml` proves them.",
+        &format!(
+            "Prometheus alert rules over the service's GET /metrics, thresholds from its contracts.\n\
+             # Every rule selects job=\"{}\" ({job_origin}): the name of the scrape job that\n\
+             # scrapes this service; pass yours with `idemgen gen --job NAME`.\n\
+             # Load with `rule_files: [alerts.yml]`; `promtool test rules alerts.test.yml` proves them.",
+            project.job
+        ),
     );
     let _ = writeln!(out, "groups:");
     let _ = writeln!(out, "  - name: {}-idempotency", project.package);
@@ -638,34 +997,26 @@ fn rules_yaml(project: &Project, alerts: &[Alert]) -> String {
 fn tests_yaml(project: &Project, alerts: &[Alert]) -> String {
     let mut out = header(
         project,
-        "promtool unit tests of alerts.yml: each alert fires on series above its threshold and\n\
-         # stays silent below it. Run `promtool test rules alerts.test.yml`.",
+        "promtool unit tests of alerts.yml: each alert fires on its outage and stays silent\n\
+         # below its threshold and on the noise that looks like it. Run\n\
+         # `promtool test rules alerts.test.yml`.",
     );
     let _ = writeln!(
         out,
         "rule_files:\n  - alerts.yml\nevaluation_interval: 1m\ntests:"
     );
     for alert in alerts {
-        for (fires, series) in [(true, &alert.above), (false, &alert.below)] {
-            let _ = writeln!(
-                out,
-                "  # {} {}.",
-                alert.name,
-                if fires {
-                    "fires above its threshold"
-                } else {
-                    "stays silent below it"
-                }
-            );
+        for scenario in &alert.scenarios {
+            let _ = writeln!(out, "  # {} {}.", alert.name, scenario.what);
             let _ = writeln!(out, "  - interval: 1m\n    input_series:");
-            for (name, values) in series.iter() {
+            for (name, values) in &scenario.series {
                 let _ = writeln!(out, "      - series: {}", quoted(name));
                 let _ = writeln!(out, "        values: {}", quoted(values));
             }
             let _ = writeln!(out, "    alert_rule_test:");
-            let _ = writeln!(out, "      - eval_time: 30m");
+            let _ = writeln!(out, "      - eval_time: {}m", scenario.eval_minutes);
             let _ = writeln!(out, "        alertname: {}", alert.name);
-            if !fires {
+            if !scenario.fires {
                 let _ = writeln!(out, "        exp_alerts: []");
                 continue;
             }
@@ -707,6 +1058,16 @@ fn tests_yaml(project: &Project, alerts: &[Alert]) -> String {
 #[cfg(test)]
 mod tests {
     use super::number;
+
+    #[test]
+    fn the_stuck_hold_leaves_room_to_see_a_stuck_record() {
+        // The example: an 18 s window, a 3 s lease: purged before a
+        // second sample, so any sample with one fires.
+        assert_eq!(super::stuck_hold_minutes(18.0, 3.0), 0);
+        assert_eq!(super::stuck_hold_minutes(300.0, 30.0), 3);
+        // A day's window: capped.
+        assert_eq!(super::stuck_hold_minutes(86_400.0, 30.0), 15);
+    }
 
     #[test]
     fn numbers_are_written_without_float_noise() {

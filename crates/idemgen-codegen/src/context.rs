@@ -54,6 +54,9 @@ pub struct Project {
     /// Where the project publishes `ops/prometheus/runbook.md`
     /// (`--runbook-url`); the alerts link to its sections.
     pub runbook_url: Option<String>,
+    /// The `job` label every alert rule selects (`--job`, else the
+    /// package name).
+    pub job: String,
     /// Every security scheme an operation requires, each once.
     pub schemes: Vec<SchemeContext>,
     /// Whether any operation requires credentials.
@@ -342,6 +345,8 @@ pub struct ContractContext {
     pub scope_sources: Vec<ScopeSourceContext>,
     pub window_ms: u64,
     pub lease_ms: u64,
+    /// `client.timeout` (0: none).
+    pub client_timeout_ms: u64,
     pub retry_after_secs: u64,
     pub in_progress_status: u16,
     pub conflict_status: u16,
@@ -569,6 +574,10 @@ impl ContractContext {
                 .max_processing_ms
                 .as_ref()
                 .map_or(30_000, |lease| lease.value),
+            client_timeout_ms: contract
+                .timeout_ms
+                .as_ref()
+                .map_or(0, |timeout| timeout.value),
             retry_after_secs: idemgen_spec::contract::duration::retry_after_header_secs(
                 contract.retry_after_ms.value,
             ),

@@ -40,17 +40,39 @@ pub fn alterations(dialect: Dialect, table: &str) -> Vec<Alteration> {
         Dialect::Postgres => "BYTEA",
         Dialect::Sqlite => "BLOB",
     };
-    vec![Alteration {
-        stem: "20261204000000_record_response_headers",
-        sql: format!(
-            "-- The headers a stored answer is replayed with besides its content type (the
+    // PostgreSQL and SQLite index the in-progress records alone (a few:
+    // the attempts running, and those stuck); MySQL has no partial index.
+    let in_progress_index = match dialect {
+        Dialect::Mysql => {
+            format!("CREATE INDEX ix_{table}_in_progress ON {table} (status, lease_expires_at);")
+        }
+        Dialect::Postgres | Dialect::Sqlite => format!(
+            "CREATE INDEX ix_{table}_in_progress ON {table} (lease_expires_at) \
+             WHERE status = 'in_progress';"
+        ),
+    };
+    vec![
+        Alteration {
+            stem: "20261204000000_record_response_headers",
+            sql: format!(
+                "-- The headers a stored answer is replayed with besides its content type (the
 -- ones the spec declares on that response; never Set-Cookie, Date or the
 -- server's own): an HTTP/1.1 field block, `name: value` lines ending in CRLF,
 -- names in lower case; NULL for none. Run alone on a table created before.
 ALTER TABLE {table} ADD COLUMN response_headers {headers_type};
 "
-        ),
-    }]
+            ),
+        },
+        Alteration {
+            stem: "20261205000000_record_in_progress",
+            sql: format!(
+                "-- The records in progress, by when their lease ends: the purge task counts
+-- those past it (records stuck in progress) without reading the table.
+{in_progress_index}
+"
+            ),
+        },
+    ]
 }
 
 /// The record table and its purge index as first created: migration

@@ -48,6 +48,9 @@ pub struct Options {
     /// `ops/prometheus/runbook.md`; each alert's `runbook_url` is this and
     /// `#` its section (else the file's path in the project).
     pub runbook_url: Option<String>,
+    /// `--job`: the `job` label the alert rules select (else the package
+    /// name).
+    pub job: Option<String>,
 }
 
 /// Who owns a generated file after it is first written.
@@ -513,6 +516,10 @@ fn project_context(
         schemes,
         runtime_path: options.runtime_path.clone(),
         runbook_url: options.runbook_url.clone(),
+        job: options
+            .job
+            .clone()
+            .unwrap_or_else(|| options.package.clone()),
     }
 }
 

@@ -64,6 +64,10 @@ pub const TEMPLATES: &[Template] = {
             "migrations/20261204000000_record_response_headers.sql.j2",
             PerDialect("migrations/{dialect}/20261204000000_record_response_headers.sql")
         ),
+        template!(
+            "migrations/20261205000000_record_in_progress.sql.j2",
+            PerDialect("migrations/{dialect}/20261205000000_record_in_progress.sql")
+        ),
         template!("tests/idempotency.rs.j2", File("tests/idempotency.rs")),
     ]
 };

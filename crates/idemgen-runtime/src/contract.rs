@@ -68,6 +68,9 @@ pub struct Contract {
     /// How long an in-progress claim is held before another request may
     /// take it over (`server.max-processing`), in milliseconds.
     pub lease_ms: i64,
+    /// `client.timeout` in milliseconds (0: the contract has none): a bound
+    /// of the request histogram, to compare the service's latency with.
+    pub client_timeout_ms: i64,
     /// `Retry-After` of the in-progress answer, in seconds.
     pub retry_after_secs: u64,
     /// The answer to a duplicate while the first attempt runs.
@@ -114,6 +117,7 @@ impl Contract {
             scope: &[],
             window_ms,
             lease_ms,
+            client_timeout_ms: 0,
             retry_after_secs: 1,
             in_progress_status: 429,
             conflict_status: 409,

@@ -44,7 +44,7 @@ use crate::in_place::in_place;
 use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::{
-    Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason,
+    Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason, Rejection,
 };
 use crate::outcome::{self, Outcome};
 use crate::problem::ProblemKind;
@@ -128,12 +128,6 @@ impl Operation {
             metrics: OperationMetrics::new(),
             key_regex: OnceLock::new(),
         }
-    }
-
-    /// The lease (`server.max-processing`) in milliseconds; `None` without
-    /// a contract.
-    pub(crate) fn lease_ms(&self) -> Option<i64> {
-        self.contract.as_ref().map(|contract| contract.lease_ms)
     }
 
     /// This endpoint, callable only by the callers `security` admits. The
@@ -228,6 +222,9 @@ enum Decision {
 enum Reason {
     Expired,
     RetryAfterFailure,
+    /// The attempt that held it stopped and released it.
+    Released,
+    /// Its lease ran out: the attempt that held it died or hangs.
     Takeover,
 }
 
@@ -394,7 +391,9 @@ impl Idempotency {
         let begun = in_place(|| self.claim_and_begin(operation, request, admitted, started)).await;
         let took = started.elapsed();
         if claims {
-            operation.metrics.observe_claim(operation.lease_ms(), took);
+            operation
+                .metrics
+                .observe_claim(operation.contract.as_ref(), took);
         }
         match begun {
             Ok(mut call) => {
@@ -402,9 +401,12 @@ impl Idempotency {
                 call.business_started = Instant::now();
                 Ok(call)
             }
-            Err(answer) => Err(outcome::timed(answer, Outcome::Failed, |observed| {
-                observed.claim = claims.then_some(took);
-            })),
+            Err(answer) => {
+                outcome::count(&operation.metrics, &answer);
+                Err(outcome::timed(answer, Outcome::Failed, |observed| {
+                    observed.claim = claims.then_some(took);
+                }))
+            }
         }
     }
 
@@ -561,7 +563,10 @@ impl Idempotency {
                 );
                 retry_later(ProblemKind::ProcessingTooLong, 503, retry_after)
             }
-            Stop::Refused => refused_value(operation, error).into_response(),
+            Stop::Refused => outcome::reject(
+                refused_value(operation, error).into_response(),
+                Rejection::Refused,
+            ),
             Stop::Error => {
                 tracing::error!(operation = operation.name, ?error, "database error");
                 problem(ProblemKind::InternalError, 
@@ -740,6 +745,10 @@ impl Idempotency {
             if won {
                 match reason {
                     Reason::Takeover => counters.takeovers.inc(),
+                    Reason::Released => {
+                        counters.first_attempts.inc();
+                        counters.reclaims_after_release.inc();
+                    }
                     Reason::Expired | Reason::RetryAfterFailure => counters.first_attempts.inc(),
                 }
                 tracing::info!(
@@ -956,13 +965,15 @@ impl Call {
     /// }
     /// ```
     pub async fn lease_expired(self) -> Response {
+        let operation = self.operation;
         let business = self.business_started.elapsed();
-        self.operation
+        operation
             .metrics
-            .observe_business(self.operation.lease_ms(), business);
+            .observe_business(operation.contract.as_ref(), business);
         let claim = self.claim_time;
         let ending = Instant::now();
         let answer = in_place(|| self.stop(Stop::DeadlineExceeded, None)).await;
+        outcome::count(&operation.metrics, &answer);
         outcome::timed(answer, Outcome::Failed, |observed| {
             observed.claim = claim;
             observed.business = Some(business);
@@ -989,11 +1000,13 @@ impl Call {
         let business = self.business_started.elapsed();
         self.operation
             .metrics
-            .observe_business(self.operation.lease_ms(), business);
+            .observe_business(self.operation.contract.as_ref(), business);
         let claim = self.claim_time;
         let taken_over = self.claim.as_ref().is_some_and(|claim| claim.taken_over);
         let finishing = Instant::now();
+        let operation = self.operation;
         let answer = in_place(|| self.store_and_commit(outcome)).await;
+        outcome::count(&operation.metrics, &answer);
         // Unmarked: this attempt's own answer, stored (a success) or
         // recorded as a failure.
         let outcome = match (answer.status().is_success(), taken_over) {
@@ -1241,7 +1254,7 @@ impl Call {
         if let Some(claim) = &claim {
             engine.record_failure(operation, claim, &reply).await;
         }
-        reply.into_response()
+        outcome::reject(reply.into_response(), Rejection::Refused)
     }
 
     /// Rolls back and releases the claim, so a retry runs again.
@@ -1463,7 +1476,11 @@ fn decide(
             ))
         }
         _ if record.lease_expires_at.saturating_add(margin_ms) <= now => {
-            Decision::Reclaim(Reason::Takeover)
+            if record.released(margin_ms) {
+                Decision::Reclaim(Reason::Released)
+            } else {
+                Decision::Reclaim(Reason::Takeover)
+            }
         }
         _ => {
             counters.in_progress.inc();
@@ -1522,6 +1539,8 @@ fn in_progress(contract: &Contract) -> Response {
 /// `answer`, counted and marked as refused for `refusal`.
 fn refuse(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
     operation.metrics.refused(refusal);
+    let answer = outcome::reject(answer, Rejection::Refused);
+    outcome::count(&operation.metrics, &answer);
     outcome::mark(answer, Outcome::Refused(refusal))
 }
 
@@ -1531,6 +1550,11 @@ fn unread(operation: &Operation, answer: Response) -> Response {
     let reason = match answer.status() {
         StatusCode::PAYLOAD_TOO_LARGE => RefusalReason::TooLarge,
         _ => RefusalReason::Other,
+    };
+    // Too many bodies being read at once: the server is busy.
+    let answer = match answer.status() {
+        StatusCode::SERVICE_UNAVAILABLE => outcome::reject(answer, Rejection::Busy),
+        _ => answer,
     };
     refuse(operation, reason, answer)
 }
@@ -1546,7 +1570,10 @@ fn conflict(operation: &Operation, answer: Response) -> Response {
 /// is not an HTTP status answers 400).
 fn problem(kind: ProblemKind, status: u16, detail: &str) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-    Reply::refusal(kind, status, detail).into_response()
+    outcome::reject(
+        Reply::refusal(kind, status, detail).into_response(),
+        Rejection::of_problem(kind),
+    )
 }
 
 /// A problem with `Retry-After`: nothing was processed, try again.

@@ -129,7 +129,7 @@ engine! {
         within_lease,
     };
     pub use input::{Param, Scalar};
-    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason};
+    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection};
     pub use request_span::observe;
     pub use principal::Principal;
     pub use problem::ProblemKind;

@@ -22,6 +22,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::contract::Contract;
+use crate::problem::ProblemKind;
+
 /// A monotonically increasing count: read by anyone, counted only by the
 /// engine.
 pub struct Counter(AtomicU64);
@@ -57,10 +60,15 @@ pub struct Counters {
     pub in_progress: Counter,
     /// Keys reused with a different request (or after a refused failure).
     pub conflicts: Counter,
-    /// In-progress claims taken over after their lease ran out.
+    /// In-progress claims taken over after their lease ran out (the
+    /// attempt died or hangs), never one its attempt released.
     pub takeovers: Counter,
     /// Attempts recorded as failed.
     pub failures: Counter,
+    /// Keys claimed again after their attempt released them (it stopped on
+    /// a database error, a busy pool or its deadline, and rolled back);
+    /// also counted as first attempts, never as takeovers.
+    pub reclaims_after_release: Counter,
 }
 
 impl Counters {
@@ -72,6 +80,7 @@ impl Counters {
             conflicts: Counter::new(),
             takeovers: Counter::new(),
             failures: Counter::new(),
+            reclaims_after_release: Counter::new(),
         }
     }
 }
@@ -127,6 +136,98 @@ impl RefusalReason {
     }
 }
 
+/// Why an answer is not the business function's success nor the replay of
+/// one (`idempotency_rejections_total{reason}`): every such answer has
+/// exactly one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// No database connection or claim in time on a server that is up
+    /// (429), or too many requests being read at once.
+    Busy,
+    /// The database cannot be reached (503).
+    DatabaseUnavailable,
+    /// The business step ran past `server.max-processing` and was rolled
+    /// back (503).
+    Deadline,
+    /// The commit's outcome is unknown: the connection broke while it ran,
+    /// or it outlived its deadline (503; retry with the same key).
+    OutcomeUnknown,
+    /// Anything else that failed on the server (5xx), the business
+    /// function's own 5xx answers included.
+    InternalError,
+    /// Another attempt holds the key (the contract's in-progress answer).
+    InProgress,
+    /// The key was used with a different request, or after a failure that
+    /// may not be retried.
+    Conflict,
+    /// The request was refused before its business step (key, credentials,
+    /// schema, size, a value the database refused).
+    Refused,
+    /// The business function's own answer that is not a success (a 4xx).
+    Business,
+}
+
+impl Rejection {
+    pub const ALL: [Rejection; 9] = [
+        Rejection::Busy,
+        Rejection::DatabaseUnavailable,
+        Rejection::Deadline,
+        Rejection::OutcomeUnknown,
+        Rejection::InternalError,
+        Rejection::InProgress,
+        Rejection::Conflict,
+        Rejection::Refused,
+        Rejection::Business,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Rejection::Busy => "busy",
+            Rejection::DatabaseUnavailable => "database_unavailable",
+            Rejection::Deadline => "deadline",
+            Rejection::OutcomeUnknown => "outcome_unknown",
+            Rejection::InternalError => "internal_error",
+            Rejection::InProgress => "in_progress",
+            Rejection::Conflict => "conflict",
+            Rejection::Refused => "refused",
+            Rejection::Business => "business",
+        }
+    }
+
+    /// The reason of an answer the engine makes with the problem `kind`.
+    pub fn of_problem(kind: ProblemKind) -> Rejection {
+        match kind {
+            ProblemKind::ServerBusy | ProblemKind::Overloaded | ProblemKind::ConcurrentRequest => {
+                Rejection::Busy
+            }
+            ProblemKind::DatabaseUnavailable => Rejection::DatabaseUnavailable,
+            ProblemKind::ProcessingTooLong => Rejection::Deadline,
+            ProblemKind::OutcomeUnknown => Rejection::OutcomeUnknown,
+            ProblemKind::InternalError
+            | ProblemKind::AnswerTooLarge
+            | ProblemKind::NotImplemented => Rejection::InternalError,
+            ProblemKind::InProgress => Rejection::InProgress,
+            ProblemKind::KeyReused | ProblemKind::EarlierAttemptFailed => Rejection::Conflict,
+            ProblemKind::MissingKey
+            | ProblemKind::InvalidKey
+            | ProblemKind::Unauthenticated
+            | ProblemKind::Forbidden
+            | ProblemKind::InvalidScope
+            | ProblemKind::AmbiguousBody
+            | ProblemKind::InvalidBody
+            | ProblemKind::SchemaMismatch
+            | ProblemKind::ValueRefused
+            | ProblemKind::InvalidParameters
+            | ProblemKind::UnsupportedMediaType
+            | ProblemKind::UnsupportedTransferCoding
+            | ProblemKind::BodyTooLarge
+            | ProblemKind::BodyTooSlow
+            | ProblemKind::NotFound
+            | ProblemKind::MethodNotAllowed => Rejection::Refused,
+        }
+    }
+}
+
 /// Where a request lost a race to a concurrent one on the database
 /// (`idempotency_lost_races_total{class}`); each is answered (in progress
 /// or replay), never a 500.
@@ -177,6 +278,7 @@ const STATUSES: std::ops::Range<u16> = 100..600;
 pub struct OperationMetrics {
     histograms: OnceLock<Histograms>,
     refusals: [Counter; RefusalReason::ALL.len()],
+    rejections: [Counter; Rejection::ALL.len()],
     lost_races: [Counter; LostRace::ALL.len()],
     responses: [Counter; (STATUSES.end - STATUSES.start) as usize],
 }
@@ -192,6 +294,7 @@ impl OperationMetrics {
         OperationMetrics {
             histograms: OnceLock::new(),
             refusals: [const { Counter::new() }; RefusalReason::ALL.len()],
+            rejections: [const { Counter::new() }; Rejection::ALL.len()],
             lost_races: [const { Counter::new() }; LostRace::ALL.len()],
             responses: [const { Counter::new() }; (STATUSES.end - STATUSES.start) as usize],
         }
@@ -206,6 +309,15 @@ impl OperationMetrics {
         self.refusals[refusal as usize].get()
     }
 
+    pub(crate) fn rejected(&self, rejection: Rejection) {
+        self.rejections[rejection as usize].inc();
+    }
+
+    /// How many answers were not a success for `rejection`.
+    pub fn rejections(&self, rejection: Rejection) -> u64 {
+        self.rejections[rejection as usize].get()
+    }
+
     pub(crate) fn lost_race(&self, class: LostRace) {
         self.lost_races[class as usize].inc();
     }
@@ -216,65 +328,78 @@ impl OperationMetrics {
         }
     }
 
-    /// `lease_ms`: the operation's lease (`None`: no contract), which the
-    /// buckets are chosen from when the histograms are made.
-    pub(crate) fn observe_claim(&self, lease_ms: Option<i64>, took: Duration) {
-        self.histograms(lease_ms).claim.observe(took.as_secs_f64());
+    /// `contract`: the operation's (`None`: it has none), whose lease and
+    /// client timeout the buckets are chosen from when the histograms are
+    /// made.
+    pub(crate) fn observe_claim(&self, contract: Option<&Contract>, took: Duration) {
+        self.histograms(contract).claim.observe(took.as_secs_f64());
     }
 
-    pub(crate) fn observe_business(&self, lease_ms: Option<i64>, took: Duration) {
-        self.histograms(lease_ms)
+    pub(crate) fn observe_business(&self, contract: Option<&Contract>, took: Duration) {
+        self.histograms(contract)
             .business
             .observe(took.as_secs_f64());
     }
 
-    pub(crate) fn observe_request(&self, lease_ms: Option<i64>, took: Duration) {
-        self.histograms(lease_ms)
+    pub(crate) fn observe_request(&self, contract: Option<&Contract>, took: Duration) {
+        self.histograms(contract)
             .request
             .observe(took.as_secs_f64());
     }
 
-    fn histograms(&self, lease_ms: Option<i64>) -> &Histograms {
+    fn histograms(&self, contract: Option<&Contract>) -> &Histograms {
         self.histograms.get_or_init(|| {
-            let make = |extra: &[f64]| {
-                let mut bounds = buckets(lease_ms);
-                bounds.extend_from_slice(extra);
-                Histogram::new(bounds)
-            };
-            let lease = lease_seconds(lease_ms);
+            let lease_ms = contract.map(|contract| contract.lease_ms);
+            let client_timeout_ms = contract.map_or(0, |contract| contract.client_timeout_ms);
+            let make = |extra_ms: &[i64]| Histogram::new(buckets(lease_ms, client_timeout_ms, extra_ms));
+            let lease = lease_ms.map_or(DEFAULT_LEASE_MS, |ms| ms.max(1));
             Histograms {
                 claim: make(&[]),
                 business: make(&[]),
                 // A request stopped at its lease still rolls back and
                 // releases its claim (at most a second more).
-                request: make(&[lease + 1.0, 2.0 * lease + 1.0]),
+                request: make(&[lease + 1_000, 2 * lease + 1_000]),
             }
         })
     }
 }
 
-/// The lease in seconds; a second for an operation without a contract.
-fn lease_seconds(lease_ms: Option<i64>) -> f64 {
-    lease_ms.map_or(1.0, |ms| ms.max(1) as f64 / 1000.0)
-}
+/// The lease of an operation without a contract, for its buckets.
+const DEFAULT_LEASE_MS: i64 = 1_000;
 
-/// Histogram bounds from the lease (`server.max-processing`): a few
-/// milliseconds for a fast claim or replay, then fractions of the lease up
-/// to the lease itself, where a takeover starts — so "the business step's
-/// 99th percentile is at 90 % of max-processing" reads off the buckets.
-pub(crate) fn buckets(lease_ms: Option<i64>) -> Vec<f64> {
-    let lease = lease_seconds(lease_ms);
-    let mut bounds: Vec<f64> = [0.001, 0.0025, 0.005]
+/// The low end of every histogram, in milliseconds: a claim or a replay on
+/// a fast database, then the usual steps of a request's latency.
+const FIXED_BOUNDS_MS: [i64; 12] = [1, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000];
+
+/// The lease's fractions that are bounds: "the business step's 99th
+/// percentile is at 90 % of max-processing" reads off the buckets, and at
+/// 100 % a takeover starts.
+const LEASE_FRACTIONS_PERCENT: [i64; 5] = [25, 50, 75, 90, 100];
+
+/// Histogram bounds in seconds, each a whole number of milliseconds: the
+/// fixed low end up to the lease (`server.max-processing`), fractions of
+/// the lease, `client.timeout` (0: none; the runbook compares it with the
+/// request histogram), and `extra_ms`; sorted, each once.
+pub(crate) fn buckets(lease_ms: Option<i64>, client_timeout_ms: i64, extra_ms: &[i64]) -> Vec<f64> {
+    let lease = lease_ms.map_or(DEFAULT_LEASE_MS, |ms| ms.max(1));
+    let mut bounds: Vec<i64> = FIXED_BOUNDS_MS
         .into_iter()
+        .filter(|bound| *bound < lease)
         .chain(
-            [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0]
+            LEASE_FRACTIONS_PERCENT
                 .into_iter()
-                .map(|fraction| fraction * lease),
+                .map(|percent| (lease * percent + 50) / 100),
         )
+        .chain((client_timeout_ms > 0).then_some(client_timeout_ms))
+        .chain(extra_ms.iter().copied())
+        .filter(|bound| *bound > 0)
         .collect();
-    bounds.sort_by(f64::total_cmp);
-    bounds.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+    bounds.sort_unstable();
+    bounds.dedup();
     bounds
+        .into_iter()
+        .map(|millis| millis as f64 / 1000.0)
+        .collect()
 }
 
 impl Default for OperationMetrics {
@@ -327,11 +452,11 @@ impl std::fmt::Debug for Collector {
     }
 }
 
-/// The six counters users' dashboards read: name (without `_total`), help,
+/// The counters users' dashboards read: name (without `_total`), help,
 /// which counter.
 type CounterFamily = (&'static str, &'static str, fn(&Counters) -> &Counter);
 
-const COUNTER_FAMILIES: [CounterFamily; 6] = [
+const COUNTER_FAMILIES: [CounterFamily; 7] = [
     (
         "idempotency_first_attempts",
         "Requests that claimed their key and ran the business function.",
@@ -361,6 +486,11 @@ const COUNTER_FAMILIES: [CounterFamily; 6] = [
         "idempotency_failures",
         "Attempts recorded as failed.",
         |c| &c.failures,
+    ),
+    (
+        "idempotency_reclaims_after_release",
+        "Keys claimed again after their attempt released them (a database error, a busy pool, its deadline); also first attempts, never takeovers.",
+        |c| &c.reclaims_after_release,
     ),
 ];
 
@@ -424,6 +554,19 @@ impl PromCollector for Collector {
             }
         }
         let mut family = encoder.encode_descriptor(
+            "idempotency_rejections",
+            "Answers that are neither the business function's success nor its replay, by reason.",
+            None,
+            MetricType::Counter,
+        )?;
+        for operation in &self.operations {
+            for rejection in Rejection::ALL {
+                let labels = [("operation", operation.label), ("reason", rejection.label())];
+                ConstCounter::new(operation.metrics.rejections(rejection))
+                    .encode(family.encode_family(&labels)?)?;
+            }
+        }
+        let mut family = encoder.encode_descriptor(
             "idempotency_lost_races",
             "Races lost to a concurrent request on the database, by where (answered in progress or replayed, never 500).",
             None,
@@ -456,7 +599,7 @@ impl PromCollector for Collector {
         let gauges = [
             (
                 "idempotency_records",
-                "Records in the record table, sampled by the purge task.",
+                "Records in the record table, sampled by the purge task (from 100000 on, the database's estimate on MySQL and PostgreSQL).",
                 &self.census.records,
             ),
             (
@@ -497,13 +640,32 @@ mod tests {
     use super::buckets;
 
     #[test]
-    fn buckets_climb_to_the_lease() {
-        let bounds = buckets(Some(3_000));
-        assert_eq!(bounds.last(), Some(&3.0));
-        assert!(bounds.contains(&2.7), "{bounds:?}");
-        assert!(bounds.windows(2).all(|pair| pair[0] < pair[1]), "{bounds:?}");
-        // A lease of a few milliseconds still gives increasing bounds.
-        let tiny = buckets(Some(50));
-        assert!(tiny.windows(2).all(|pair| pair[0] < pair[1]), "{tiny:?}");
+    fn buckets_have_a_fixed_low_end_and_the_contracts_points() {
+        // The example: a 3 s lease, a 5 s client timeout.
+        let bounds = buckets(Some(3_000), 5_000, &[]);
+        assert_eq!(
+            bounds,
+            [
+                0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.25, 2.5, 2.7,
+                3.0, 5.0
+            ]
+        );
+        // A 30 s lease still tells 5 ms from 300 ms.
+        let long = buckets(Some(30_000), 0, &[]);
+        for bound in [0.005, 0.05, 0.1, 0.25, 0.5, 7.5, 27.0, 30.0] {
+            assert!(long.contains(&bound), "{bound}: {long:?}");
+        }
+        // A lease of a few milliseconds: whole milliseconds, increasing.
+        let tiny = buckets(Some(30), 0, &[31]);
+        assert_eq!(tiny, [0.001, 0.005, 0.008, 0.01, 0.015, 0.023, 0.025, 0.027, 0.03, 0.031]);
+    }
+
+    #[test]
+    fn bounds_print_as_whole_milliseconds() {
+        for bound in buckets(Some(300), 7_000, &[1_300, 1_600]) {
+            let printed = bound.to_string();
+            let decimals = printed.split('.').nth(1).map_or(0, str::len);
+            assert!(decimals <= 3, "{printed}");
+        }
     }
 }

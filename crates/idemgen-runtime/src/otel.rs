@@ -5,14 +5,24 @@
 //! `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`,
 //! `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`;
 //! `OTEL_SDK_DISABLED=true` turns the export off.
+//!
+//! A request's W3C `traceparent` / `tracestate` headers make its span a
+//! child of the caller's trace ([`continue_trace`]), and
+//! [`crate::Request::trace_headers`] gives business code the headers that
+//! continue it in a downstream call; both through the SDK's
+//! `TraceContextPropagator`.
 
 use std::sync::OnceLock;
 
-use opentelemetry::trace::TracerProvider as _;
+use axum::http::HeaderMap;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+use opentelemetry_http::{HeaderExtractor, HeaderInjector};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracerProvider, Tracer};
 use tracing::Subscriber;
-use tracing_opentelemetry::OpenTelemetryLayer;
+use tracing_opentelemetry::{OpenTelemetryLayer, OpenTelemetrySpanExt as _};
 use tracing_subscriber::registry::LookupSpan;
 
 /// The provider spans are exported through, to flush at shutdown.
@@ -61,4 +71,27 @@ pub fn flush_traces() {
     {
         tracing::warn!(%error, "exporting the last spans failed");
     }
+}
+
+/// Makes `span` (a request's, not yet entered) a child of the trace that
+/// `headers` (`traceparent`, `tracestate`) name, when they name a valid
+/// one.
+pub(crate) fn continue_trace(span: &tracing::Span, headers: &HeaderMap) {
+    let parent = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
+    if parent.span().span_context().is_valid() {
+        // Fails only when no OpenTelemetry layer records spans: then there
+        // is no trace to continue.
+        let _ = span.set_parent(parent);
+    }
+}
+
+/// The `traceparent` and `tracestate` headers of the current span: empty
+/// when spans are not exported.
+pub(crate) fn current_trace_headers() -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    let context = tracing::Span::current().context();
+    if context.span().span_context().is_valid() {
+        TraceContextPropagator::new().inject_context(&context, &mut HeaderInjector(&mut headers));
+    }
+    headers
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::response::Response;
 
-use crate::metrics::RefusalReason;
+use crate::metrics::{OperationMetrics, RefusalReason, Rejection};
 
 /// What happened to a request, as the span's `outcome` field says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,4 +87,33 @@ pub(crate) fn timed(
         .get_or_insert_with(|| Observed::new(otherwise));
     update(observed);
     response
+}
+
+/// Marks `response` as rejected for `rejection` unless it was marked
+/// already (the first reason given is the one counted).
+pub(crate) fn reject(mut response: Response, rejection: Rejection) -> Response {
+    if response.extensions().get::<Rejection>().is_none() {
+        response.extensions_mut().insert(rejection);
+    }
+    response
+}
+
+/// Counts `response`, one of an operation's final answers, in its
+/// `metrics` under its rejection reason if it is not a success: the reason
+/// it was marked with, or else the business function's own answer (a 5xx
+/// of its own is an internal error). A replay is the first attempt's
+/// answer again, and is not counted here.
+pub(crate) fn count(metrics: &OperationMetrics, response: &Response) {
+    let replayed = response
+        .extensions()
+        .get::<Observed>()
+        .is_some_and(|observed| observed.outcome == Outcome::Replay);
+    let status = response.status().as_u16();
+    let rejection = match response.extensions().get::<Rejection>() {
+        Some(rejection) => *rejection,
+        None if replayed || status < 400 => return,
+        None if status >= 500 => Rejection::InternalError,
+        None => Rejection::Business,
+    };
+    metrics.rejected(rejection);
 }

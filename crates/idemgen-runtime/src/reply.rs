@@ -54,6 +54,22 @@ pub struct Request {
 }
 
 impl Request {
+    /// The W3C trace-context headers (`traceparent`, `tracestate`) to add
+    /// to a downstream call made while handling this request (a payment
+    /// provider, another service), so that its spans join this request's
+    /// trace. Empty without the `otel` feature, or when spans are not
+    /// exported (no OTLP endpoint).
+    pub fn trace_headers(&self) -> HeaderMap {
+        #[cfg(feature = "otel")]
+        {
+            crate::otel::current_trace_headers()
+        }
+        #[cfg(not(feature = "otel"))]
+        {
+            HeaderMap::new()
+        }
+    }
+
     /// An empty request: no parameters, headers or body (for tests and
     /// examples; a service reads its requests with [`Request::read`]).
     pub fn new(method: Method, path: &str) -> Request {

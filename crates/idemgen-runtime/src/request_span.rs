@@ -13,14 +13,14 @@
 
 use std::time::Duration;
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::engine::Operation;
-use crate::metrics::RefusalReason;
+use crate::metrics::{RefusalReason, Rejection};
 use crate::outcome::{Observed, Outcome};
 
 /// The middleware of `operation`'s route: runs the rest of the request
@@ -37,8 +37,25 @@ pub async fn observe(
     next: Next,
 ) -> Response {
     let started = Instant::now();
+    // OpenTelemetry's HTTP server conventions: named `{method} {route}`,
+    // kind server, the route as the router matched it (a template such as
+    // `/orders/{order_no}`, never the path's values).
+    let method = request.method().as_str().to_string();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| request.uri().path().to_string(), |matched| matched.as_str().to_string());
     let span = tracing::info_span!(
         "request",
+        otel.name = format!("{method} {route}"),
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        http.request.method = method,
+        http.route = route,
+        http.response.status_code = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+        url.path = request.uri().path(),
+        url.scheme = request.uri().scheme_str().unwrap_or("http"),
         operation = operation.label,
         outcome = tracing::field::Empty,
         refusal = tracing::field::Empty,
@@ -48,6 +65,8 @@ pub async fn observe(
         commit_ms = tracing::field::Empty,
         total_ms = tracing::field::Empty,
     );
+    #[cfg(feature = "otel")]
+    crate::otel::continue_trace(&span, request.headers());
     let response = next.run(request).instrument(span.clone()).await;
     let took = started.elapsed();
     let status = response.status().as_u16();
@@ -65,16 +84,32 @@ pub async fn observe(
             if let Outcome::Refused(refusal) = outcome {
                 operation.metrics.refused(refusal);
             }
+            let rejection = match status {
+                400..=499 => Some(Rejection::Refused),
+                500..=599 => Some(Rejection::InternalError),
+                _ => None,
+            };
+            if let Some(rejection) = rejection {
+                operation.metrics.rejected(rejection);
+            }
             Observed::new(outcome)
         }
     };
-    operation.metrics.observe_request(operation.lease_ms(), took);
+    operation
+        .metrics
+        .observe_request(operation.contract.as_ref(), took);
     operation.metrics.responded(status);
     span.record("outcome", observed.outcome.label());
     if let Outcome::Refused(refusal) = observed.outcome {
         span.record("refusal", refusal.label());
     }
     span.record("status", status);
+    span.record("http.response.status_code", status);
+    // A server span's error is a 5xx; a 4xx is the client's.
+    if (500..600).contains(&status) {
+        span.record("otel.status_code", "error");
+        span.record("error.type", status.to_string());
+    }
     let millis = |duration: Duration| duration.as_secs_f64() * 1000.0;
     if let Some(claim) = observed.claim {
         span.record("claim_ms", millis(claim));

@@ -118,17 +118,25 @@ pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::Jo
 /// Logs to standard output with `RUST_LOG` as the filter (default `info`),
 /// in colour on a terminal. Built with the `otel` feature, also exports
 /// each request's span over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set
-/// (see [`crate::otel`]).
+/// (see [`crate::otel`]), whatever `RUST_LOG` says.
 pub fn init_logging() {
+    use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
 
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let logs = tracing_subscriber::fmt::layer().with_ansi(std::io::stdout().is_terminal());
-    let subscriber = tracing_subscriber::registry().with(filter).with(logs);
+    let logs = tracing_subscriber::fmt::layer()
+        .with_ansi(std::io::stdout().is_terminal())
+        .with_filter(filter);
+    let subscriber = tracing_subscriber::registry().with(logs);
+    // Spans are exported whatever RUST_LOG keeps in the logs: a service
+    // that logs only warnings still traces its requests.
     #[cfg(feature = "otel")]
-    let subscriber = subscriber.with(crate::otel::layer_from_env());
+    let subscriber = subscriber.with(
+        crate::otel::layer_from_env()
+            .map(|layer| layer.with_filter(tracing_subscriber::filter::LevelFilter::INFO)),
+    );
     subscriber.init();
 }
 

@@ -27,6 +27,10 @@ use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr};
 use crate::db::{Db, Dialect, Pool};
 use crate::reply::Reply;
 
+/// Below this many records (by the database's estimate) the census counts
+/// the table; from it on, it serves the estimate ([`RecordStore::census`]).
+pub(crate) const CENSUS_EXACT_BELOW: i64 = 100_000;
+
 /// Final record states, as stored (a claim writes `in_progress`).
 pub(crate) const IN_PROGRESS: &str = "in_progress";
 pub(crate) const COMPLETED: &str = "completed";
@@ -45,8 +49,19 @@ pub(crate) struct Record {
     pub response_body: Option<Vec<u8>>,
     /// The stored headers, as [`crate::response_headers::encode`] wrote them.
     pub response_headers: Option<Vec<u8>>,
+    /// When the record last changed (Unix ms, the database's clock).
+    pub updated_at: i64,
     /// The database's clock when the record was read (Unix ms).
     pub db_now: i64,
+}
+
+impl Record {
+    /// Whether the attempt that claimed it gave it up
+    /// ([`RecordStore::release`]: its lease set to end `margin_ms` before
+    /// that update, which no claim does) rather than its lease running out.
+    pub(crate) fn released(&self, margin_ms: i64) -> bool {
+        self.status == IN_PROGRESS && self.lease_expires_at.saturating_add(margin_ms) == self.updated_at
+    }
 }
 
 /// A new in-progress record; its times are the database's now plus these.
@@ -237,6 +252,23 @@ impl RecordStore {
                       response_headers = {5}, updated_at = {now} \
                       WHERE scope = {6} AND idem_key = {7} AND claim_token = {8} \
                       AND status = 'in_progress'";
+        // The lease ends `margin` before the update's time, read once, so
+        // that a reader tells a released claim from one whose lease ran
+        // out ([`Record::released`]). PostgreSQL's clock_timestamp() moves
+        // between two calls in one statement: it is read in a subquery.
+        let release = match Dialect::BUILT {
+            Dialect::Postgres => {
+                "UPDATE {t} SET lease_expires_at = clock.now_ms - {1}, updated_at = clock.now_ms \
+                 FROM (SELECT {now} AS now_ms) AS clock \
+                 WHERE scope = {2} AND idem_key = {3} AND claim_token = {4} \
+                 AND status = 'in_progress'"
+            }
+            Dialect::Sqlite | Dialect::Mysql => {
+                "UPDATE {t} SET lease_expires_at = {now} - {1}, updated_at = {now} \
+                 WHERE scope = {2} AND idem_key = {3} AND claim_token = {4} \
+                 AND status = 'in_progress'"
+            }
+        };
         let claim = match Dialect::BUILT {
             Dialect::Sqlite | Dialect::Mysql => format!(
                 "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
@@ -268,7 +300,7 @@ impl RecordStore {
                 read: sql(
                     "SELECT fingerprint, status, claim_token, lease_expires_at, expires_at, \
                      response_status, response_content_type, response_body, response_headers, \
-                     {now} AS db_now \
+                     updated_at, {now} AS db_now \
                      FROM {t} WHERE scope = {1} AND idem_key = {2}",
                 ),
                 reclaim: sql("UPDATE {t} SET fingerprint = {1}, status = 'in_progress', \
@@ -281,11 +313,7 @@ impl RecordStore {
                      OR (status = 'in_progress' AND lease_expires_at + {10} <= {now}))"),
                 finish: sql(finish),
                 complete: sql(&format!("{finish}{in_transaction}")),
-                release: sql(
-                    "UPDATE {t} SET lease_expires_at = {now} - {1}, updated_at = {now} \
-                     WHERE scope = {2} AND idem_key = {3} AND claim_token = {4} \
-                     AND status = 'in_progress'",
-                ),
+                release: sql(release),
                 purge: sql(purge),
             }),
         })
@@ -366,6 +394,7 @@ impl RecordStore {
             response_content_type: row.try_get("response_content_type")?,
             response_body: row.try_get("response_body")?,
             response_headers: row.try_get("response_headers")?,
+            updated_at: row.try_get("updated_at")?,
             db_now: row.try_get("db_now")?,
         }))
     }
@@ -484,16 +513,35 @@ impl RecordStore {
 
     /// How many records the table holds, and how many of them are in
     /// progress `margin_ms` past their lease (their first attempt died or
-    /// hangs). Two counts of the whole table: run by the purge task, not
-    /// per request.
+    /// hangs). Run by the purge task, and cheap on a table of tens of
+    /// millions of records: the records past their lease are found through
+    /// the in-progress index (migration `20261205000000_record_in_progress`),
+    /// and on MySQL and PostgreSQL a table the database estimates at
+    /// [`CENSUS_EXACT_BELOW`] records or more is given that estimate
+    /// rather than counted.
     pub(crate) async fn census(&self, pool: &Pool, margin_ms: i64) -> Result<(i64, i64), sqlx::Error> {
+        let t = &self.table;
+        let exact = format!("(SELECT COUNT(*) FROM {t})");
+        let records = match Dialect::BUILT {
+            Dialect::Sqlite => exact,
+            // InnoDB's row estimate, refreshed by its statistics.
+            Dialect::Mysql => format!(
+                "COALESCE((SELECT CAST(TABLE_ROWS AS SIGNED) FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = '{t}' \
+                 AND TABLE_ROWS >= {CENSUS_EXACT_BELOW}), {exact})"
+            ),
+            // The planner's estimate; -1 until the table is first analyzed.
+            Dialect::Postgres => format!(
+                "COALESCE((SELECT CAST(reltuples AS BIGINT) FROM pg_class \
+                 WHERE oid = to_regclass('{t}') AND reltuples >= {CENSUS_EXACT_BELOW}), {exact})"
+            ),
+        };
         let sql = placeholders(
             Dialect::BUILT,
             &format!(
-                "SELECT (SELECT COUNT(*) FROM {t}) AS records, \
+                "SELECT {records} AS records, \
                  (SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
-                 AND lease_expires_at + {{1}} < {now}) AS past_lease",
-                t = self.table,
+                 AND lease_expires_at < {now} - {{1}}) AS past_lease",
                 now = db_now(Dialect::BUILT),
             ),
         );

@@ -60,6 +60,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
             scope: &[],
             window_ms: 18000,
             lease_ms: 3000,
+            client_timeout_ms: 5000,
             retry_after_secs: 1,
             in_progress_status: 429,
             conflict_status: 409,

@@ -68,6 +68,9 @@ const SQLITE_RECORDS: &str = concat!(
     include_str!(
         "../../../examples/payment-callback/migrations/sqlite/20261204000000_record_response_headers.sql"
     ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/sqlite/20261205000000_record_in_progress.sql"
+    ),
 );
 const MYSQL_RECORDS: &str = concat!(
     include_str!(
@@ -76,6 +79,9 @@ const MYSQL_RECORDS: &str = concat!(
     include_str!(
         "../../../examples/payment-callback/migrations/mysql/20261204000000_record_response_headers.sql"
     ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/mysql/20261205000000_record_in_progress.sql"
+    ),
 );
 const POSTGRES_RECORDS: &str = concat!(
     include_str!(
@@ -83,6 +89,9 @@ const POSTGRES_RECORDS: &str = concat!(
     ),
     include_str!(
         "../../../examples/payment-callback/migrations/postgres/20261204000000_record_response_headers.sql"
+    ),
+    include_str!(
+        "../../../examples/payment-callback/migrations/postgres/20261205000000_record_in_progress.sql"
     ),
 );
 

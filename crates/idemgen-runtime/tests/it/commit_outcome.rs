@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use crate::support::{NO_MIGRATIONS, Table, body_text, key, pay};
 use axum::http::StatusCode;
-use idemgen_runtime::{Contract, Idempotency, Operation, REPLAYED_HEADER, Reply};
+use idemgen_runtime::{Contract, Idempotency, Operation, REPLAYED_HEADER, Rejection, Reply};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -197,6 +197,8 @@ async fn the_outcome_is_unknown(first: axum::response::Response) {
     assert!(text.contains("outcome unknown"), "{text}");
     assert!(text.contains("same key"), "{text}");
     assert!(!text.contains("not processed"), "{text}");
+    // Counted under its own reason (the other tests here have none).
+    assert!(PAY.metrics.rejections(Rejection::OutcomeUnknown) >= 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -208,6 +210,10 @@ async fn a_commit_lost_on_its_way_is_unknown_and_the_retry_runs_once() {
     assert_eq!(retry.status(), StatusCode::CREATED);
     assert!(retry.headers().get(REPLAYED_HEADER).is_none());
     assert_eq!(paid, 1, "one payment: the lost commit wrote nothing");
+    // The first attempt released its claim: the retry reclaimed it, which
+    // is no takeover (no test of this module lets a lease run out).
+    assert!(PAY.counters.reclaims_after_release.get() >= 1);
+    assert_eq!(PAY.counters.takeovers.get(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -41,6 +41,7 @@ static STRICT: Operation = Operation::idempotent(
         scope: &[Source::Header("X-Tenant")],
         window_ms: 60_000,
         lease_ms: 3_000,
+        client_timeout_ms: 2_000,
         retry_after_secs: 2,
         in_progress_status: 409,
         conflict_status: 422,

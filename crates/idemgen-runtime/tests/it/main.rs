@@ -26,6 +26,7 @@ mod metrics;
 mod otel;
 mod purge_races;
 mod refused_values;
+mod rejections;
 mod request_reading;
 mod response_headers;
 mod security;

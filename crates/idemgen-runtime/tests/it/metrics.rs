@@ -259,6 +259,18 @@ async fn every_kind_of_request_is_counted_timed_and_traced_without_its_secrets()
     );
     let text = body_text(response).await;
     check_with_promtool(&text);
+    // Bounds are whole milliseconds, printed without float noise.
+    for line in text.lines().filter(|line| line.contains("le=\"")) {
+        let bound = line
+            .split("le=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        let decimals = bound.split('.').nth(1).map_or(0, str::len);
+        assert!(bound == "+Inf" || decimals <= 3, "{line}");
+    }
     let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).unwrap();
     let pay = ("operation", "pay");
 

@@ -229,6 +229,7 @@ impl Database {
         let names = [
             "0001_idempotency_records.sql",
             "20261204000000_record_response_headers.sql",
+            "20261205000000_record_in_progress.sql",
         ];
         for (name, sql) in names.iter().zip(&MIGRATIONS[..count]) {
             std::fs::write(dir.join(name), sql).unwrap();

@@ -26,15 +26,20 @@ macro_rules! migrations {
                 $dialect,
                 "/20261204000000_record_response_headers.sql"
             )),
+            include_str!(concat!(
+                "../../../../examples/payment-callback/migrations/",
+                $dialect,
+                "/20261205000000_record_in_progress.sql"
+            )),
         ]
     };
 }
 #[cfg(feature = "sqlite")]
-pub const MIGRATIONS: [&str; 2] = migrations!("sqlite");
+pub const MIGRATIONS: [&str; 3] = migrations!("sqlite");
 #[cfg(feature = "mysql")]
-pub const MIGRATIONS: [&str; 2] = migrations!("mysql");
+pub const MIGRATIONS: [&str; 3] = migrations!("mysql");
 #[cfg(feature = "postgres")]
-pub const MIGRATIONS: [&str; 2] = migrations!("postgres");
+pub const MIGRATIONS: [&str; 3] = migrations!("postgres");
 
 /// Says why a test did not run. Written past the test harness's capture,
 /// so the skip shows.
