@@ -16,7 +16,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/contract.rs", include_str!("../src/contract.rs")),
     ("src/db.rs", include_str!("../src/db.rs")),
     ("src/db/primary.rs", include_str!("../src/db/primary.rs")),
-    ("src/db/unanswered.rs", include_str!("../src/db/unanswered.rs")),
+    (
+        "src/db/unanswered.rs",
+        include_str!("../src/db/unanswered.rs"),
+    ),
     ("src/engine.rs", include_str!("../src/engine.rs")),
     ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
     ("src/in_flight.rs", include_str!("../src/in_flight.rs")),

@@ -26,6 +26,11 @@
 //!   changes hands (default 0; 1000 on a MariaDB Galera cluster). Leases
 //!   and windows use the database's clock; on a cluster whose nodes keep
 //!   their own clocks, set it to the worst offset between them.
+//! - `COMMIT_TIMEOUT_MS`: how long a business transaction's completion and
+//!   COMMIT may take (default 5000). A COMMIT with no answer by then (a
+//!   primary cut off from its synchronous standby, say) is answered 503
+//!   with the problem type `urn:idemgen:problem:outcome-unknown`: retry
+//!   with the same key.
 //! - `MAX_STORED_ANSWER_BYTES`: the largest answer body stored (default
 //!   1048576, 1 MiB; at most what the record table's `response_body` column
 //!   holds). An answer over it is refused with 507 and the problem type
@@ -105,6 +110,12 @@ impl App {
                 format!("CLOCK_MARGIN_MS must be a whole number of milliseconds, not `{millis}`")
             })?;
             idempotency = idempotency.with_clock_margin(Duration::from_millis(millis));
+        }
+        if let Ok(millis) = std::env::var("COMMIT_TIMEOUT_MS") {
+            let millis = millis.parse().map_err(|_| {
+                format!("COMMIT_TIMEOUT_MS must be a whole number of milliseconds, not `{millis}`")
+            })?;
+            idempotency = idempotency.with_commit_timeout(Duration::from_millis(millis));
         }
         if let Ok(bytes) = std::env::var("MAX_STORED_ANSWER_BYTES") {
             let bytes = bytes.parse().map_err(|_| {
