@@ -89,6 +89,9 @@ struct Figures {
     longest_wait: Duration,
     answered_503: usize,
     answered_429: usize,
+    /// `idempotency_rejections_total` by reason, summed over the
+    /// instances, scraped after the burst.
+    rejections: BTreeMap<String, u64>,
     transport_errors: usize,
     acknowledged: usize,
     acknowledged_before_kill: usize,
@@ -103,8 +106,9 @@ impl std::fmt::Display for Figures {
             f,
             "{:?}, claim {}: first 200 from the new primary {} after the fault; the longest \
              answer took {:.1?}; {} answered 503, {} answered 429 and {} transport errors \
-             meanwhile; {} payments acknowledged ({} before the fault), {} of them in paid_log \
-             on the new primary; {} orders paid twice; {} violations",
+             meanwhile; rejections counted by reason {:?}; {} payments acknowledged ({} before \
+             the fault), {} of them in paid_log on the new primary; {} orders paid twice; {} \
+             violations",
             self.fault,
             self.claim,
             self.kill_to_first_200
@@ -112,6 +116,7 @@ impl std::fmt::Display for Figures {
             self.longest_wait,
             self.answered_503,
             self.answered_429,
+            self.rejections,
             self.transport_errors,
             self.acknowledged,
             self.acknowledged_before_kill,
@@ -225,6 +230,26 @@ fn round(binary: &std::path::Path, fault: Fault, synchronous_claim: bool) -> Fig
         pair(&["wait-failover"]);
     }
     let mut violations = Vec::new();
+
+    // Every 503 and 429 the clients saw was counted under a reason, which
+    // the alerts read.
+    let rejections = scrape_rejections(&bases);
+    let all_429_503 = seen
+        .values()
+        .flatten()
+        .filter(|answer| matches!(answer.status, 429 | 503))
+        .count() as u64;
+    let counted: u64 = rejections
+        .iter()
+        .filter(|(reason, _)| reason.as_str() != "business")
+        .map(|(_, count)| count)
+        .sum();
+    if counted < all_429_503 {
+        violations.push(format!(
+            "{all_429_503} answers 429 or 503, but only {counted} rejections counted: \
+             {rejections:?}"
+        ));
+    }
 
     let mut tally: BTreeMap<u16, usize> = BTreeMap::new();
     for answer in seen.values().flatten() {
@@ -413,6 +438,7 @@ fn round(binary: &std::path::Path, fault: Fault, synchronous_claim: bool) -> Fig
         longest_wait,
         answered_503,
         answered_429,
+        rejections,
         transport_errors,
         acknowledged: acknowledged.len(),
         acknowledged_before_kill,
@@ -476,6 +502,27 @@ fn pay_until_final(
         );
     }
     seen
+}
+
+/// `idempotency_rejections_total` of every instance, summed by reason.
+fn scrape_rejections(bases: &[String]) -> BTreeMap<String, u64> {
+    let mut by_reason = BTreeMap::new();
+    for base in bases {
+        let (_, text) = get(base, "/metrics").expect("the metrics endpoint answers");
+        for line in text.lines() {
+            let Some(labels) = line.strip_prefix("idempotency_rejections_total{") else {
+                continue;
+            };
+            let (labels, value) = labels.rsplit_once("} ").expect("a sample line");
+            let reason = labels
+                .split(',')
+                .find_map(|label| label.strip_prefix("reason=\""))
+                .map(|reason| reason.trim_end_matches('"').to_string())
+                .expect("a reason label");
+            *by_reason.entry(reason).or_default() += value.parse::<f64>().unwrap() as u64;
+        }
+    }
+    by_reason
 }
 
 /// `sql` through psql at `url`; `None` when it fails (a node still starting).
