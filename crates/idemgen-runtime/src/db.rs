@@ -271,18 +271,36 @@ async fn open(url: &str, pool: PoolOptions<Db>) -> Result<Pool, sqlx::Error> {
 
 /// Whether the database accepts a new connection (outside the pool) within
 /// `timeout`. A server that answers at all, even with an error such as too
-/// many connections, is reachable; a refused, reset or silent one is not.
+/// many connections, is reachable; a refused, reset or silent one is not,
+/// nor, on PostgreSQL, one whose sessions are read-only (a standby or a
+/// demoted primary: for a service that writes, as good as down).
 pub(crate) async fn reachable(pool: &Pool, timeout: Duration) -> bool {
     use sqlx::{ConnectOptions, Connection};
     let options = pool.connect_options();
     match tokio::time::timeout(timeout, options.connect()).await {
-        Ok(Ok(connection)) => {
+        Ok(Ok(mut connection)) => {
+            let writable = takes_writes(&mut connection, timeout).await;
             let _ = tokio::time::timeout(timeout, connection.close()).await;
-            true
+            writable
         }
         Ok(Err(sqlx::Error::Database(_))) => true,
         Ok(Err(_)) | Err(_) => false,
     }
+}
+
+/// Whether the server `connection` is on takes writes: on PostgreSQL, not
+/// a standby or a demoted primary (`transaction_read_only` off), which for
+/// a service that writes is as good as down. A server that does not say in
+/// time is taken at its word of having connected.
+async fn takes_writes(
+    connection: &mut <Db as sqlx::Database>::Connection,
+    timeout: Duration,
+) -> bool {
+    if Dialect::BUILT != Dialect::Postgres {
+        return true;
+    }
+    let asked = sqlx::query_scalar::<_, String>("SHOW transaction_read_only").fetch_one(connection);
+    !matches!(tokio::time::timeout(timeout, asked).await, Ok(Ok(read_only)) if read_only == "on")
 }
 
 /// Whether `pool` is a node of a MariaDB Galera cluster (`wsrep_on`);

@@ -450,6 +450,11 @@ impl Idempotency {
         // One connection for the claim and the business transaction.
         let mut connection = match tokio::time::timeout_at(deadline, db::acquire(&self.pool)).await {
             Ok(Ok(connection)) => connection,
+            // No connection in time: busy, or no host that takes writes
+            // (a demoted primary refuses new connections): the probe tells.
+            Ok(Err(sqlx::Error::PoolTimedOut)) => {
+                return Err(self.timed_out(operation, contract).await);
+            }
             Ok(Err(error)) => {
                 return Err(self.stopped(
                     operation,
@@ -458,9 +463,7 @@ impl Idempotency {
                     Some(&error),
                 ));
             }
-            Err(_) => {
-                return Err(self.stopped(operation, Some(contract), Stop::Unavailable, None));
-            }
+            Err(_) => return Err(self.timed_out(operation, contract).await),
         };
         let claim = match admitted {
             None => None,

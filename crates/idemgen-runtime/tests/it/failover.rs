@@ -197,3 +197,72 @@ async fn a_session_that_commits_without_waiting_is_warned_about() {
         assert!(warning.contains(says), "{warning}");
     }
 }
+
+/// A primary demoted under the service (its sessions become read-only, the
+/// connections it had are closed) is not a busy server: with no other host
+/// that takes writes, requests are answered 503 `database-unavailable`,
+/// retry elsewhere, not 429 `server-busy`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demoted_primary_is_unavailable_not_busy() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let database = format!("idem_demoted_{}", uuid::Uuid::new_v4().simple());
+    table.sql(&format!("CREATE DATABASE {database}")).await;
+    let (server, _) = with_hosts(&table.url, "", "");
+    let url = format!(
+        "{}{server}/{database}?target_session_attrs=read-write",
+        &table.url[..table
+            .url
+            .rfind('@')
+            .map_or(table.url.find("//").unwrap() + 2, |at| at + 1)]
+    );
+    let pool = idemgen_runtime::connect(&url, &NO_MIGRATIONS)
+        .await
+        .unwrap_or_else(|error| panic!("connect to {url}: {error}"));
+    for migration in crate::support::MIGRATIONS {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(
+            migration.replace("idempotent_record", "records"),
+        ))
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    let engine = Idempotency::new(pool.clone(), "records").await.unwrap();
+    let answer = pay_once(&engine).await;
+    assert_eq!(
+        answer.status(),
+        StatusCode::CREATED,
+        "{}",
+        body_text(answer).await
+    );
+
+    // Demoted: new sessions are read-only, the old ones are gone.
+    table
+        .sql(&format!(
+            "ALTER DATABASE {database} SET default_transaction_read_only = on; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'"
+        ))
+        .await;
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let answer = pay_once(&engine).await;
+        let status = answer.status();
+        let text = body_text(answer).await;
+        statuses.push(status.as_u16());
+        if status == StatusCode::CREATED {
+            panic!("a payment was answered 201 by a read-only server: {text}");
+        }
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
+        assert!(text.contains("database-unavailable"), "{text}");
+    }
+    pool.close().await;
+    table
+        .sql(&format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'"
+        ))
+        .await;
+    table
+        .sql(&format!("DROP DATABASE IF EXISTS {database}"))
+        .await;
+}
