@@ -72,6 +72,7 @@ mod model;
 mod naming;
 mod operation;
 mod status;
+mod union;
 
 use std::collections::BTreeMap;
 
@@ -88,6 +89,7 @@ pub struct SpecTypes {
     /// Keyed by the operation's JSON pointer.
     operations: BTreeMap<String, OperationTypes>,
     fallbacks: Vec<Fallback>,
+    ambiguous: Vec<Fallback>,
 }
 
 impl SpecTypes {
@@ -106,6 +108,13 @@ impl SpecTypes {
     /// cannot express it, in document order.
     pub fn fallbacks(&self) -> &[Fallback] {
         &self.fallbacks
+    }
+
+    /// The `oneOf`/`anyOf` schemas generated as `serde_json::Value`
+    /// because their variants accept each other's values and no
+    /// `discriminator` says which is meant (see the `union` module).
+    pub fn ambiguous_unions(&self) -> &[Fallback] {
+        &self.ambiguous
     }
 }
 
@@ -282,7 +291,11 @@ pub fn spec_types_with(
         converter.drain();
         by_pointer.insert(op.pointer.clone(), types);
     }
-    let (defs, fallbacks) = converter.finish();
+    let convert::Finished {
+        defs,
+        fallbacks,
+        ambiguous,
+    } = converter.finish();
     for types in by_pointer.values_mut() {
         operation::fill_param_kinds(types, &defs);
     }
@@ -292,6 +305,7 @@ pub fn spec_types_with(
         models,
         operations: by_pointer,
         fallbacks,
+        ambiguous,
     })
 }
 
