@@ -103,8 +103,14 @@ fn unions_never_guess() {
     let models = types.models();
     insta::assert_snapshot!("unions_models", models);
     assert!(models.contains("#[serde(tag = \"shapeType\")]"), "{models}");
-    assert!(models.contains("#[serde(rename = \"card\", alias = \"scheme\")]"), "{models}");
-    assert!(models.contains("pub type Critter = serde_json::Value;"), "{models}");
+    assert!(
+        models.contains("#[serde(rename = \"card\", alias = \"scheme\")]"),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub type Critter = serde_json::Value;"),
+        "{models}"
+    );
     let ambiguous: Vec<(&str, &str)> = types
         .ambiguous_unions()
         .iter()
@@ -112,7 +118,11 @@ fn unions_never_guess() {
         .collect();
     assert_eq!(ambiguous.len(), 1, "{ambiguous:#?}");
     assert_eq!(ambiguous[0].0, "/components/schemas/Critter");
-    assert!(ambiguous[0].1.contains("`Cat` and `Hamster`"), "{}", ambiguous[0].1);
+    assert!(
+        ambiguous[0].1.contains("`Cat` and `Hamster`"),
+        "{}",
+        ambiguous[0].1
+    );
 }
 
 /// The copy of the fixture's models the runtime's tests compile, so that

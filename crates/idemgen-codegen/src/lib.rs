@@ -172,7 +172,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let types =
         types::spec_types_with(workspace, &in_progress).map_err(|error| error.to_string())?;
     let store = store(&analysis.contracts(), options.dialects.first().copied())?;
-    let mut warnings = Vec::new();
+    let mut warnings = ambiguous_union_warnings(&types, &options.spec);
     let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;
     let project = project_context(workspace, options, &analysis, &store, served);
     let env = template_environment(options, &mut warnings)?;
@@ -189,6 +189,38 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         warnings,
         secured: project.any_secured,
     })
+}
+
+/// Up to this many ambiguous unions are named one by one.
+const AMBIGUOUS_NAMED: usize = 5;
+
+/// One warning per union generated as `serde_json::Value` because its
+/// variants cannot be told apart (the first few, then a count).
+pub(crate) fn ambiguous_union_warnings(types: &types::SpecTypes, spec: &str) -> Vec<String> {
+    let ambiguous = types.ambiguous_unions();
+    let mut warnings: Vec<String> = ambiguous
+        .iter()
+        .take(AMBIGUOUS_NAMED)
+        .map(|union| {
+            let why = union
+                .reason
+                .strip_prefix("Any JSON value: ")
+                .unwrap_or(&union.reason)
+                .trim_end_matches('.');
+            format!(
+                "{spec}#{}: generated as `serde_json::Value`, not guessed: {why}",
+                union.pointer
+            )
+        })
+        .collect();
+    if ambiguous.len() > AMBIGUOUS_NAMED {
+        warnings.push(format!(
+            "{} more unions generated as `serde_json::Value` for the same reason (the doc \
+             comment of each in src/models.rs names its variants)",
+            ambiguous.len() - AMBIGUOUS_NAMED
+        ));
+    }
+    warnings
 }
 
 /// The default dialect, then every other `--db` one, each once.

@@ -646,7 +646,10 @@ impl<'w> Converter<'w> {
             let wire = keys.remove(0);
             let ty = self.ty(alternative, &Hint::Derived(format!("{name} {wire}")));
             self.last_fallback = None;
-            if variants.iter().any(|seen: &TaggedVariant| seen.wire == wire) {
+            if variants
+                .iter()
+                .any(|seen: &TaggedVariant| seen.wire == wire)
+            {
                 continue;
             }
             variants.push(TaggedVariant {

@@ -71,6 +71,7 @@ mod graph;
 mod model;
 mod naming;
 mod operation;
+mod sample;
 mod status;
 mod union;
 
@@ -80,6 +81,7 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use operation::is_json;
+pub use sample::UnionSample;
 pub use status::StatusPattern;
 
 /// The types of a whole spec.
@@ -90,6 +92,7 @@ pub struct SpecTypes {
     operations: BTreeMap<String, OperationTypes>,
     fallbacks: Vec<Fallback>,
     ambiguous: Vec<Fallback>,
+    samples: Vec<UnionSample>,
 }
 
 impl SpecTypes {
@@ -115,6 +118,12 @@ impl SpecTypes {
     /// `discriminator` says which is meant (see the `union` module).
     pub fn ambiguous_unions(&self) -> &[Fallback] {
         &self.ambiguous
+    }
+
+    /// A value built for each variant of each generated union, for a
+    /// test that the compiled module reads it as that variant.
+    pub fn union_samples(&self) -> &[UnionSample] {
+        &self.samples
     }
 }
 
@@ -299,6 +308,7 @@ pub fn spec_types_with(
     for types in by_pointer.values_mut() {
         operation::fill_param_kinds(types, &defs);
     }
+    let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
     Ok(SpecTypes {
@@ -306,6 +316,7 @@ pub fn spec_types_with(
         operations: by_pointer,
         fallbacks,
         ambiguous,
+        samples,
     })
 }
 

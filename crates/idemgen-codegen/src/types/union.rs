@@ -206,14 +206,14 @@ fn refuses_shape(
     depth: usize,
 ) -> bool {
     if let Shape::Union(variants) = value {
-        return variants
-            .iter()
-            .all(|variant| refuses_shape(defs, taker, &shape(defs, &variant.ty, depth), depth + 1));
+        return variants.iter().all(|variant| {
+            refuses_shape(defs, taker, &shape(defs, &variant.ty, depth), depth + 1)
+        });
     }
     if let Shape::Union(variants) = taker {
-        return variants
-            .iter()
-            .all(|variant| refuses_shape(defs, &shape(defs, &variant.ty, depth), value, depth + 1));
+        return variants.iter().all(|variant| {
+            refuses_shape(defs, &shape(defs, &variant.ty, depth), value, depth + 1)
+        });
     }
     let (Some(taker_type), Some(value_type)) = (json_type(taker), json_type(value)) else {
         return false;
