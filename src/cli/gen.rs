@@ -118,6 +118,30 @@ pub fn run(args: &GenArgs) -> ExitCode {
     for warning in &project.warnings {
         eprintln!("warning: {warning}");
     }
+    let orphans = idemgen_codegen::orphans::find(&args.output, &project.business);
+    if !orphans.is_empty() && !args.force {
+        eprintln!(
+            "error: regenerating would drop {} of your business files from \
+             src/business/mod.rs; nothing was written (paths in {}):",
+            orphans.len(),
+            args.output.display()
+        );
+        for orphan in &orphans {
+            eprintln!("  {}", orphan.describe());
+        }
+        eprintln!(
+            "  (pass --force to regenerate without {}: the files stay, uncompiled)",
+            if orphans.len() == 1 { "it" } else { "them" }
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    for orphan in &orphans {
+        eprintln!(
+            "warning: kept {} but no longer compiled (--force): {}",
+            orphan.file,
+            orphan.describe()
+        );
+    }
     match write(&args.output, &project.files, args.force) {
         Ok(written) => {
             print(&summary(&args.output, &written));

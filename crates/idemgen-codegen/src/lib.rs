@@ -14,6 +14,7 @@ pub mod dialect;
 pub mod format;
 pub mod manifest;
 pub mod names;
+pub mod orphans;
 mod render;
 pub mod safety;
 pub mod types;
@@ -76,6 +77,8 @@ pub struct Project {
     pub warnings: Vec<String>,
     /// Whether an operation requires credentials (`src/auth.rs` checks them).
     pub secured: bool,
+    /// The business file of each served operation.
+    pub business: Vec<orphans::BusinessFile>,
 }
 
 /// The sqlx version generated projects pin exactly (their offline query
@@ -175,6 +178,16 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let mut warnings = ambiguous_union_warnings(&types, &options.spec);
     let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;
     let project = project_context(workspace, options, &analysis, &store, served);
+    let business = project
+        .operations
+        .iter()
+        .map(|op| orphans::BusinessFile {
+            file: op.business_file.clone(),
+            name: op.name.clone(),
+            method: op.method.clone(),
+            path: op.path.clone(),
+        })
+        .collect();
     let env = template_environment(options, &mut warnings)?;
     let mut files = render_templates(&env, &project)?;
     files.push(models_file(&types));
@@ -188,6 +201,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         files,
         warnings,
         secured: project.any_secured,
+        business,
     })
 }
 

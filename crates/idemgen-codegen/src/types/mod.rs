@@ -81,6 +81,12 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use operation::is_json;
+
+/// The `PascalCase` words an operation's types start with (`GetOrder` in
+/// `GetOrderParams`), before any suffix that keeps them unique.
+pub fn operation_type_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
+    naming::pascal_case(&convert::operation_words(operation_id, method, path))
+}
 pub use sample::UnionSample;
 pub use status::StatusPattern;
 
