@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::input::{self, ConfigArgs};
+use super::uncontracted::{self, shell_word};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, print};
 use idemgen_codegen::write::{Written, is_workspace_member, write};
 use idemgen_codegen::{self, names::package_name};
@@ -145,6 +146,15 @@ pub fn run(args: &GenArgs) -> ExitCode {
     match write(&args.output, &project.files, args.force) {
         Ok(written) => {
             print(&summary(&args.output, &written));
+            if let Some(note) = uncontracted::note(
+                &args.spec,
+                &args.output,
+                &workspace,
+                config.defaults,
+                &linted.diagnostics,
+            ) {
+                print(&note);
+            }
             if project.secured && written.fresh.iter().any(|path| path == "src/auth.rs") {
                 print(
                     "next: verify credentials in src/auth.rs (operations with a `security` \
@@ -286,17 +296,6 @@ fn shared_folder(files: &[String]) -> Option<&str> {
         .iter()
         .all(|file| parent(file) == Some(first))
         .then_some(first)
-}
-
-/// `text` as one word for a POSIX shell: single-quoted when it has
-/// anything but plain path characters.
-fn shell_word(text: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
-    if !text.is_empty() && text.chars().all(plain) {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }
 
 /// `--runbook-url`: the address of the file, to which each alert adds its

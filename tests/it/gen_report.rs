@@ -173,3 +173,106 @@ fn regeneration_never_drops_business_code() {
         "{listed}"
     );
 }
+
+/// The operations of `spec` whose key-like parameter has no contract, as
+/// lint's JSON output names them: each one's overlay target
+/// (`$.paths['/grants'].post`) and whether lint takes it for a write (a
+/// warning, with a fix; a read is a note).
+fn keyed_without_contract(spec: &Path) -> Vec<(String, bool)> {
+    let output = idemgen(&["lint", "--format", "json", spec.to_str().unwrap()]);
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["rule"] == "undeclared-key-header")
+        .map(|d| {
+            let pointer = d["pointer"].as_str().unwrap();
+            let (path, method) = pointer
+                .strip_prefix("/paths/")
+                .and_then(|rest| rest.rsplit_once('/'))
+                .unwrap();
+            let path = path.replace("~1", "/").replace("~0", "~");
+            (
+                format!("$.paths['{path}'].{method}"),
+                d["severity"] == "warning",
+            )
+        })
+        .collect()
+}
+
+/// `gen` on a spec without contracts says so, counts the operations that
+/// declare a key anyway, and prints the lint command that writes their
+/// contracts as an overlay; the command, run as printed, writes them.
+fn spec_without_contracts_gets_the_overlay_command(spec: &Path, operations: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let local = dir.path().join(spec.file_name().unwrap());
+    std::fs::copy(spec, &local).unwrap();
+    let found = keyed_without_contract(&local);
+    let keyed = found.len();
+    assert!(keyed > 0, "the spec declares keys");
+    let out = dir.path().join("svc");
+    let output = gen_into(&local, &out, &[]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let counts = format!(
+        "note: {operations} of {operations} operations carry no idempotency contract \
+         (`x-idempotency`), so the service treats them as plain requests; {keyed} of them \
+         declare an idempotency key anyway"
+    );
+    assert!(stdout.contains(&counts), "{stdout}");
+    let overlay = local.with_file_name(format!(
+        "{}.idempotency.yaml",
+        local.file_stem().unwrap().to_string_lossy()
+    ));
+    let command = format!(
+        "idemgen lint --fix --unsafe-fixes --overlay {} {}",
+        overlay.display(),
+        local.display()
+    );
+    let line = stdout
+        .lines()
+        .find(|line| line.trim() == command)
+        .unwrap_or_else(|| panic!("no `{command}` in:\n{stdout}"));
+    let words: Vec<&str> = line.split_whitespace().skip(1).collect();
+    idemgen(&words);
+    let written = std::fs::read_to_string(&overlay).expect("the command writes the overlay");
+    // Each keyed write gets its contract (reads, a note, get none).
+    for (target, write) in &found {
+        let contract = format!("- target: \"{target}\"\n    update:\n      x-idempotency:");
+        assert_eq!(
+            written.contains(&contract),
+            *write,
+            "{target} in:\n{written}"
+        );
+    }
+    assert!(stdout.contains(&format!(
+        "idemgen gen --overlay {} {} -o {}",
+        overlay.display(),
+        local.display(),
+        out.display()
+    )));
+}
+
+#[test]
+fn a_spec_without_contracts_is_told_how_to_add_them() {
+    spec_without_contracts_gets_the_overlay_command(
+        &root().join("tests/corpus/specs/adyen-TransferService-v4.yaml"),
+        12,
+    );
+}
+
+/// Adyen Checkout: 22 operations declare `Idempotency-Key`, none has a
+/// contract (the full corpus only).
+#[test]
+fn adyen_checkout_without_contracts_is_told_how_to_add_them() {
+    let Some(corpus) = crate::support::corpus::full_corpus_dir() else {
+        crate::support::skip::skipped(
+            "the full corpus is not at ../shared/corpus (set IDEMGEN_CORPUS)",
+        );
+        return;
+    };
+    let spec = corpus.join("specs/adyen-CheckoutService-v71.yaml");
+    assert_eq!(keyed_without_contract(&spec).len(), 22);
+    spec_without_contracts_gets_the_overlay_command(&spec, 28);
+}
