@@ -47,14 +47,19 @@ pub fn note(
     if without == 0 || (keyed.is_empty() && without < served.len()) {
         return None;
     }
-    let overlay = overlay_path(spec);
     let mut note = format!(
         "note: {without} of {} operation{} carry no idempotency contract (`x-idempotency`), \
-         so the service treats {} as plain requests; {} of them declare an idempotency key \
-         anyway{}.\n",
+         so the service treats {} as plain requests; ",
         served.len(),
         if served.len() == 1 { "" } else { "s" },
         if without == 1 { "it" } else { "them" },
+    );
+    if keyed.is_empty() {
+        note.push_str("none declares an idempotency key.\n");
+        return Some(note);
+    }
+    note.push_str(&format!(
+        "{} of them declare an idempotency key anyway{}.\n",
         keyed.len(),
         if fixable.len() == keyed.len() {
             String::new()
@@ -65,7 +70,8 @@ pub fn note(
                 fixable.len()
             )
         },
-    );
+    ));
+    let overlay = overlay_path(spec);
     note.push_str(&format!(
         "  write contracts for them (and any other write lint finds without one) as an \
          overlay, the spec staying as it is; fill in its `TODO:`s, then generate from it:\n  \

@@ -673,7 +673,7 @@ fn generated_comments_say_what_the_code_does() {
     );
     let on_pay = handler("on_pay_callback");
     assert!(
-        on_pay.contains("body_as_or::<models::PayCallback>(400)"),
+        on_pay.contains("body_checked_as::<models::PayCallback>(400, ON_PAY_CALLBACK_BODY)"),
         "{on_pay}"
     );
     assert!(on_pay.contains("is answered 400 and leaves no"), "{on_pay}");

@@ -9,6 +9,7 @@
 
 mod alerts;
 pub mod client;
+pub mod constraints;
 mod context;
 pub mod dialect;
 pub mod format;
@@ -289,11 +290,24 @@ fn serve_operations(
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);
         add_route(&mut served.routes, operation, &ident);
+        // The idempotency key's own form and length are the engine's to
+        // check, answered with the contract's status before anything else.
+        let key = analysed
+            .contract()
+            .and_then(|contract| contract.key.as_ref())
+            .map(|key| (key.location.value.name(), key.name.value.as_str()));
+        let checked = constraints::collect(workspace, operation, key);
+        warnings.extend(
+            checked
+                .warnings
+                .iter()
+                .map(|warning| format!("{display}: {warning}")),
+        );
         served.operations.push(operation_context(
             analysed,
             display,
             ident,
-            context::TypedInput::new(operation_types),
+            context::TypedInput::new(operation_types, checked),
             security,
         ));
     }
@@ -547,6 +561,17 @@ fn project_context(
         standalone: options.standalone,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
+        any_constraints: operations.iter().any(|op| {
+            op.input
+                .body
+                .as_ref()
+                .is_some_and(|body| !body.constraints.is_empty())
+                || op
+                    .input
+                    .params
+                    .as_ref()
+                    .is_some_and(|params| !params.constraints.is_empty())
+        }),
         operations,
         routes,
         t: test_target,
