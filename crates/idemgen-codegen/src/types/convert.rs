@@ -459,11 +459,26 @@ impl<'w> Converter<'w> {
         };
         let mut variant_names = VariantNames::default();
         let mut seen = HashSet::new();
+        // `x-enum-varnames` (openapi-generator's) names each value's variant.
+        let declared_names: Vec<&str> = schema
+            .get("x-enum-varnames")
+            .and_then(Node::as_seq)
+            .filter(|names| names.len() == values.len())
+            .map(|names| names.iter().filter_map(Node::as_str).collect())
+            .filter(|names: &Vec<&str>| names.len() == values.len())
+            .unwrap_or_default();
+        let name_of = |wire: &'w str| -> &'w str {
+            values
+                .iter()
+                .position(|value| value.as_str() == Some(wire))
+                .and_then(|at| declared_names.get(at).copied())
+                .unwrap_or(wire)
+        };
         let variants = strings
             .into_iter()
             .filter(|wire| seen.insert(*wire))
             .map(|wire| EnumValue {
-                variant: variant_names.assign(wire),
+                variant: variant_names.assign(name_of(wire)),
                 wire: wire.to_string(),
             })
             .collect();
@@ -588,10 +603,12 @@ impl<'w> Converter<'w> {
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<Alternative> = Vec::new();
         for (index, alternative) in present.into_iter().enumerate() {
-            let ty = self.ty(
-                alternative,
-                &Hint::Derived(format!("{name} variant {}", index + 1)),
-            );
+            // An inline alternative's `title` names it, else its position.
+            let words = match alternative.get("title").and_then(Node::as_str) {
+                Some(title) if !title.trim().is_empty() => format!("{name} {title}"),
+                _ => format!("{name} variant {}", index + 1),
+            };
+            let ty = self.ty(alternative, &Hint::Derived(words));
             self.last_fallback = None;
             if variants.iter().any(|seen| seen.ty == ty) {
                 continue;
@@ -923,8 +940,9 @@ pub fn docs_of(schema: &Node) -> Vec<String> {
 
 /// `PascalCase` words of an operation's name, for its types.
 pub fn operation_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
+    // Short enough that `…RequestBody` and a number still fit the limit.
     let words = match operation_id {
-        Some(id) => pascal_case(id),
+        Some(id) => crate::names::bounded(pascal_case(id), crate::names::MAX_IDENTIFIER - 20),
         None => String::new(),
     };
     if words.is_empty() {
