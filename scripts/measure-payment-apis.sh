@@ -44,10 +44,12 @@ for spec in "${specs[@]}"; do
     if [ -f "$out/src/models.rs" ]; then
         operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)
         types=$(grep -cE '^pub (struct|enum|type) ' "$out/src/models.rs" || true)
-        raw_bodies=$(grep -cE '^pub type [A-Za-z0-9_]+ = Vec<u8>;' "$out/src/models.rs" || true)
+        # One line, as a long alias is laid out over two.
+        raw_bodies=$(tr '\n' ' ' <"$out/src/models.rs" \
+            | { grep -oE 'pub type [A-Za-z0-9_]+ =[[:space:]]*Vec<[[:space:]]*u8,?[[:space:]]*>;' || true; } | wc -l)
         long_ids=$(find "$out/src" -name '*.rs' -exec cat {} + \
             | sed -E 's://.*$::; s/"([^"\\]|\\.)*"//g' \
-            | grep -oE '\b[A-Za-z_][A-Za-z0-9_]{60,}\b' | sort -u | wc -l)
+            | { grep -oE '\b[A-Za-z_][A-Za-z0-9_]{60,}\b' || true; } | sort -u | wc -l)
     fi
     warnings=$(grep -c '^warning:' "$work/stderr" || true)
     printf '%-34s %4s %10s %6s %8s %10s %8s\n' \
