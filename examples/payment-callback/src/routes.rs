@@ -139,7 +139,7 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     };
 
     // The business function runs under the lease (`server.max-processing`):
-    // past it, it is stopped and rolled back, and the key can be retried.
+    // past it, it is stopped and rolled back.
     let deadline = call.deadline();
     let (tx, request) = call.parts();
     let business = business::get_order::handle(tx, params, request);
