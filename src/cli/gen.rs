@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::input::{self, ConfigArgs};
+use super::uncontracted::{self, shell_word};
 use super::{EXIT_BAD_INPUT, EXIT_FINDINGS, print};
 use idemgen_codegen::write::{Written, is_workspace_member, write};
 use idemgen_codegen::{self, names::package_name};
@@ -124,9 +125,42 @@ pub fn run(args: &GenArgs) -> ExitCode {
     for warning in &project.warnings {
         eprintln!("warning: {warning}");
     }
+    let orphans = idemgen_codegen::orphans::find(&args.output, &project.business);
+    if !orphans.is_empty() && !args.force {
+        eprintln!(
+            "error: regenerating would drop {} of your business files from \
+             src/business/mod.rs; nothing was written (paths in {}):",
+            orphans.len(),
+            args.output.display()
+        );
+        for orphan in &orphans {
+            eprintln!("  {}", orphan.describe());
+        }
+        eprintln!(
+            "  (pass --force to regenerate without {}: the files stay, uncompiled)",
+            if orphans.len() == 1 { "it" } else { "them" }
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    for orphan in &orphans {
+        eprintln!(
+            "warning: kept {} but no longer compiled (--force): {}",
+            orphan.file,
+            orphan.describe()
+        );
+    }
     match write(&args.output, &project.files, args.force) {
         Ok(written) => {
             print(&summary(&args.output, &written));
+            if let Some(note) = uncontracted::note(
+                &args.spec,
+                &args.output,
+                &workspace,
+                config.defaults,
+                &linted.diagnostics,
+            ) {
+                print(&note);
+            }
             if project.secured && written.fresh.iter().any(|path| path == "src/auth.rs") {
                 print(
                     "next: verify credentials in src/auth.rs (operations with a `security` \

@@ -8,6 +8,7 @@ mod input;
 mod lint;
 mod probe;
 mod rules;
+mod uncontracted;
 mod values;
 mod window;
 

@@ -668,13 +668,28 @@ fn generated_comments_say_what_the_code_does() {
     };
     let get_order = handler("get_order");
     assert!(!get_order.contains("key is claimed"), "{get_order}");
+    assert!(!get_order.contains("key can be retried"), "{get_order}");
+    assert!(
+        handler("on_pay_callback").contains("and the key can be retried"),
+        "an idempotent operation's key can"
+    );
+    // The in-progress answer is the engine's, and its variant says so.
+    let models = std::fs::read_to_string(dir.path().join("src/models.rs")).unwrap();
+    let too_many = models.find("TooManyRequests(Problem)").unwrap();
+    assert!(
+        models[..too_many].ends_with(
+            "/// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.\n    "
+        ),
+        "{}",
+        &models[too_many.saturating_sub(400)..too_many]
+    );
     assert!(
         get_order.contains("before the business function runs"),
         "{get_order}"
     );
     let on_pay = handler("on_pay_callback");
     assert!(
-        on_pay.contains("body_as_or::<models::PayCallback>(400)"),
+        on_pay.contains("body_checked_as::<models::PayCallback>(400, ON_PAY_CALLBACK_BODY)"),
         "{on_pay}"
     );
     assert!(on_pay.contains("is answered 400 and leaves no"), "{on_pay}");

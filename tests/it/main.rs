@@ -23,6 +23,7 @@ mod formats;
 mod formats_ci;
 mod galera;
 mod gen_layout;
+mod gen_report;
 mod generated;
 mod help;
 mod lsp;

@@ -94,6 +94,37 @@ fn openapi_3_1_constructs() {
     insta::assert_snapshot!("constructs_3_1_operations", summary(&workspace, &types));
 }
 
+/// A `discriminator` makes an internally tagged enum; a union without one
+/// is generated only where its variants cannot take each other's values,
+/// and otherwise is a JSON value the generator names, with the reason.
+#[test]
+fn unions_never_guess() {
+    let (_, types) = generate(&root().join("tests/types/unions.yaml"));
+    let models = types.models();
+    insta::assert_snapshot!("unions_models", models);
+    assert!(models.contains("#[serde(tag = \"shapeType\")]"), "{models}");
+    assert!(
+        models.contains("#[serde(rename = \"card\", alias = \"scheme\")]"),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub type Critter = serde_json::Value;"),
+        "{models}"
+    );
+    let ambiguous: Vec<(&str, &str)> = types
+        .ambiguous_unions()
+        .iter()
+        .map(|union| (union.pointer.as_str(), union.reason.as_str()))
+        .collect();
+    assert_eq!(ambiguous.len(), 1, "{ambiguous:#?}");
+    assert_eq!(ambiguous[0].0, "/components/schemas/Critter");
+    assert!(
+        ambiguous[0].1.contains("`Cat` and `Hamster`"),
+        "{}",
+        ambiguous[0].1
+    );
+}
+
 /// The copy of the fixture's models the runtime's tests compile, so that
 /// they drive the typed response a generated service returns.
 const RUNTIME_COPY: &str = "crates/idemgen-runtime/tests/it/created_headers_models.rs";

@@ -16,10 +16,11 @@ use crate::support::build;
 
 use build::root;
 
-const MODELS: [(&str, &str); 3] = [
+const MODELS: [(&str, &str); 4] = [
     ("payment", "examples/payment-callback/openapi.yaml"),
     ("constructs30", "tests/types/constructs-3.0.yaml"),
     ("constructs31", "tests/types/constructs-3.1.yaml"),
+    ("unions", "tests/types/unions.yaml"),
 ];
 
 const MANIFEST: &str = r#"[package]
@@ -110,10 +111,14 @@ fn openapi_3_0() {
     assert!(rejects::<Pet>(json!({"id": 7, "name": "Rex", "kind": "cat", "nickname": null, "age": 2147483648_i64})), "int32");
 
     let dog = json!({"id": 1, "name": "Rex", "kind": "dog", "nickname": "R", "barks": true});
-    assert!(matches!(round_trip::<AnyPet>(dog.clone()).0, AnyPet::Dog(_)));
+    assert!(matches!(round_trip::<AnyPet>(dog.clone()).0, AnyPet::Dog { barks: true, .. }));
     assert_eq!(round_trip::<AnyPet>(dog.clone()).1, dog);
     let cat = json!({"id": 2, "name": "Tom", "kind": "cat", "nickname": null, "indoor": true});
-    assert!(matches!(round_trip::<AnyPet>(cat).0, AnyPet::Cat(_)));
+    assert!(matches!(round_trip::<AnyPet>(cat).0, AnyPet::Cat { indoor: Some(true), .. }));
+    // The discriminator decides, not the members: a cat that barks is a cat.
+    let odd = json!({"id": 3, "name": "Odd", "kind": "cat", "nickname": null, "barks": true});
+    assert!(matches!(round_trip::<AnyPet>(odd).0, AnyPet::Cat { .. }));
+    assert!(rejects::<AnyPet>(json!({"id": 4, "name": "Rex", "kind": "guinea-pig", "nickname": null})));
     assert_eq!(round_trip::<IdOrName>(json!(5)).0, IdOrName::Integer(5));
     assert_eq!(round_trip::<IdOrName>(json!("five")).0, IdOrName::String("five".into()));
 
@@ -205,6 +210,42 @@ fn openapi_3_1() {
     assert!(ListOrdersOkBody::from_wire(Some("text/html"), b"<p>").is_err());
     assert!(ListOrdersOkBody::from_wire(Some("application/json"), b"{").is_err());
 }
+
+#[test]
+fn unions() {
+    use crate::unions::*;
+    // A discriminator without mapping: the schema's name is the tag.
+    let circle = json!({"shapeType": "Circle", "radius": 2.0});
+    let (shape, back) = round_trip::<Shape>(circle.clone());
+    assert_eq!(shape, Shape::Circle(Circle { radius: 2.0 }));
+    assert_eq!(back, circle);
+    let square = json!({"shapeType": "Square"});
+    assert_eq!(round_trip::<Shape>(square).0, Shape::Square(Square { side: None }));
+    assert!(rejects::<Shape>(json!({"radius": 2.0})), "no tag, no guess");
+    assert!(rejects::<Shape>(json!({"shapeType": "Hexagon"})));
+    // A mapping, two names for one variant, the tag declared by the variants.
+    let card = json!({"type": "card", "number": "4111"});
+    let (payment, back) = round_trip::<Payment>(card.clone());
+    assert_eq!(payment, Payment::Card { number: Some("4111".into()) });
+    assert_eq!(back, card);
+    assert!(matches!(round_trip::<Payment>(json!({"type": "scheme"})).0, Payment::Card { .. }));
+    let transfer = json!({"type": "bank_transfer", "iban": "DE00"});
+    assert_eq!(round_trip::<Payment>(transfer.clone()).1, transfer);
+    // No discriminator: a Dog is a Dog although the Cat requires nothing.
+    assert_eq!(round_trip::<Pet>(json!({"barks": true})).0, Pet::Dog(Dog { barks: true }));
+    assert_eq!(round_trip::<Pet>(json!({"indoor": true})).0, Pet::Cat(Cat { indoor: Some(true) }));
+    assert!(matches!(round_trip::<Contact>(json!({"phone": "1"})).0, Contact::Phone(_)));
+    assert!(matches!(round_trip::<Contact>(json!({"email": "a@b"})).0, Contact::Email(_)));
+    assert!(matches!(round_trip::<Event>(json!({"kind": "deleted"})).0, Event::Deleted(_)));
+    assert!(matches!(round_trip::<Event>(json!({"kind": "created"})).0, Event::Created(_)));
+    assert!(matches!(round_trip::<Strictness>(json!({"b": "x"})).0, Strictness::Loose(_)));
+    assert!(matches!(round_trip::<Strictness>(json!({"a": "x"})).0, Strictness::Strict(_)));
+    assert_eq!(round_trip::<Amount>(json!(5)).0, Amount::Integer(5));
+    assert_eq!(round_trip::<Amount>(json!(5.5)).0, Amount::Number(5.5));
+    // Which of two all-optional objects a value is cannot be told: a value.
+    let critter: Critter = round_trip::<Critter>(json!({"wheel": true})).0;
+    assert_eq!(critter, json!({"wheel": true}));
+}
 "##;
 
 fn write_crate(dir: &Path) {
@@ -249,5 +290,5 @@ fn models_compile_pass_clippy_and_round_trip_json() {
         &["clippy", "--all-targets", "--quiet", "--", "-D", "warnings"],
     );
     let tests = cargo(&project, &["test", "--quiet"]);
-    assert!(tests.contains("3 passed"), "the round trips ran:\n{tests}");
+    assert!(tests.contains("4 passed"), "the round trips ran:\n{tests}");
 }

@@ -61,10 +61,12 @@ fn every_openapi_3_spec_yields_parsable_models() {
             panic!("{}: the models do not parse: {error}", path.display());
         }
         eprintln!(
-            "{}: {} KiB of models, {} fallbacks, {:?}",
+            "{}: {} KiB of models, {} fallbacks ({} ambiguous unions), {} union variants, {:?}",
             path.display(),
             types.models().len() / 1024,
             types.fallbacks().len(),
+            types.ambiguous_unions().len(),
+            types.union_samples().len(),
             started.elapsed()
         );
         generated += 1;
@@ -127,4 +129,79 @@ fn largest_specs_models_compile() {
         "cargo check of the corpus models:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Every union the generator emits for the corpus's specs reads a value
+/// built for its variant *k* as variant *k*: the models and one check
+/// per variant are compiled and run. `IDEMGEN_UNIONS_CORPUS_BUILD=1` runs
+/// it on every OpenAPI 3 spec (as long as `IDEMGEN_TYPES_CORPUS_BUILD`);
+/// a value other than `1` keeps the specs whose file name contains it
+/// (`=adyen-Checkout`).
+#[test]
+fn corpus_union_variants_read_as_themselves() {
+    let Some(filter) = std::env::var_os("IDEMGEN_UNIONS_CORPUS_BUILD") else {
+        skip::skipped(
+            "set IDEMGEN_UNIONS_CORPUS_BUILD=1 (or a file name part) to compile the corpus's unions",
+        );
+        return;
+    };
+    let filter = filter.to_string_lossy().into_owned();
+    let dir = corpus();
+    let work = tempfile::tempdir().unwrap();
+    let project = work.path().join("corpus-unions");
+    std::fs::create_dir_all(project.join("src")).unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        "[package]\nname = \"corpus-unions\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+         publish = false\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
+         serde_json = \"1\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let mut lib = String::from("//! Models of corpus specs, and their unions' samples.\n\n");
+    let mut variants = 0;
+    for path in openapi_3_specs(&dir) {
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        if filter != "1" && !file.contains(&filter) {
+            continue;
+        }
+        let Ok(workspace) = Workspace::load(&path) else {
+            continue;
+        };
+        let types = spec_types(&workspace).unwrap();
+        if types.union_samples().is_empty() {
+            continue;
+        }
+        let module = format!("spec_{}", idemgen_codegen::names::snake_case(&file));
+        let mut source = types.models().to_string();
+        source.push_str("\n#[cfg(test)]\nmod union_samples {\n    use super::*;\n\n");
+        source.push_str("    #[test]\n    fn each_variant_reads_as_itself() {\n");
+        for sample in types.union_samples() {
+            let json = serde_json::to_string(&sample.value).unwrap();
+            source.push_str(&format!(
+                "        let value: {union} = serde_json::from_str({json:?}).expect({what:?});\n        \
+                 assert!(matches!(value, {pattern}), \"{{value:?}} is not {{}}\", {what:?});\n",
+                union = sample.union,
+                pattern = sample.pattern,
+                what = format!("{} in {file}", sample.pattern),
+            ));
+            variants += 1;
+        }
+        source.push_str("    }\n}\n");
+        std::fs::write(project.join(format!("src/{module}.rs")), source).unwrap();
+        lib.push_str(&format!("#[allow(dead_code)]\nmod {module};\n"));
+    }
+    std::fs::write(project.join("src/lib.rs"), lib).unwrap();
+    let output = build::cargo(&project)
+        .args(["test", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the corpus's unions:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!("{variants} union variants read as themselves");
+    assert!(variants > 0, "no union matched {filter}");
 }

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::constraints::{ConstraintContext, OperationConstraints};
 use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar, StatusPattern};
 use super::{Store, dialect};
 use idemgen_spec::contract::key_template::{Part, Segment};
@@ -45,6 +46,8 @@ pub struct Project {
     /// Whether any operation has parameters (the routes then name
     /// `Param` and `Scalar`).
     pub any_params: bool,
+    /// Whether an operation checks validation keywords (`Constraint` tables).
+    pub any_constraints: bool,
     /// The lowest `replay-rate-alert` of the contracts (percent).
     pub replay_rate_alert: f64,
     /// The dialects the project is built for.
@@ -220,6 +223,9 @@ pub struct BodyInput {
     /// instead of the engine's 422, when the operation's responses do not
     /// declare 422: 400, so that the answer is one the spec declares.
     pub unfit_status: Option<u16>,
+    /// The validation keywords serde's types do not hold, checked before
+    /// the body is decoded (JSON bodies only).
+    pub constraints: Vec<ConstraintContext>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -227,6 +233,8 @@ pub struct ParamsInput {
     pub type_name: String,
     /// Each parameter, as the `idemgen_runtime::Param` table lists it.
     pub table: Vec<ParamContext>,
+    /// The parameters' validation keywords serde's types do not hold.
+    pub constraints: Vec<ConstraintContext>,
 }
 
 /// One parameter: `Param::query("limit", Scalar::Integer)`, `.many()` for
@@ -244,7 +252,7 @@ pub struct ParamContext {
 }
 
 impl TypedInput {
-    pub fn new(types: &OperationTypes) -> TypedInput {
+    pub fn new(types: &OperationTypes, checked: OperationConstraints) -> TypedInput {
         let json_body = types.request_body.as_ref().is_some_and(|body| body.is_json);
         TypedInput {
             refused_with: if json_body && declares(types, 422) {
@@ -257,10 +265,16 @@ impl TypedInput {
                 required: body.required,
                 is_json: body.is_json,
                 unfit_status: (!declares(types, 422)).then_some(400),
+                constraints: if body.is_json {
+                    checked.body.clone()
+                } else {
+                    Vec::new()
+                },
             }),
             params: types.params.as_ref().map(|params| ParamsInput {
                 type_name: params.type_name.clone(),
                 table: params.fields.iter().map(param_context).collect(),
+                constraints: checked.params.clone(),
             }),
             response: types.response.type_name.clone(),
             response_headers: types

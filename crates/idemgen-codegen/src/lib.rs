@@ -9,11 +9,13 @@
 
 mod alerts;
 pub mod client;
+pub mod constraints;
 mod context;
 pub mod dialect;
 pub mod format;
 pub mod manifest;
 pub mod names;
+pub mod orphans;
 mod render;
 pub mod safety;
 pub mod types;
@@ -79,6 +81,8 @@ pub struct Project {
     pub warnings: Vec<String>,
     /// Whether an operation requires credentials (`src/auth.rs` checks them).
     pub secured: bool,
+    /// The business file of each served operation.
+    pub business: Vec<orphans::BusinessFile>,
 }
 
 /// The sqlx version generated projects pin exactly (their offline query
@@ -175,9 +179,19 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let types =
         types::spec_types_with(workspace, &in_progress).map_err(|error| error.to_string())?;
     let store = store(&analysis.contracts(), options.dialects.first().copied())?;
-    let mut warnings = Vec::new();
+    let mut warnings = ambiguous_union_warnings(&types, &options.spec);
     let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;
     let project = project_context(workspace, options, &analysis, &store, served);
+    let business = project
+        .operations
+        .iter()
+        .map(|op| orphans::BusinessFile {
+            file: op.business_file.clone(),
+            name: op.name.clone(),
+            method: op.method.clone(),
+            path: op.path.clone(),
+        })
+        .collect();
     let env = template_environment(options, &mut warnings)?;
     let mut files = render_templates(&env, &project)?;
     files.push(models_file(&types));
@@ -191,7 +205,40 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
         files,
         warnings,
         secured: project.any_secured,
+        business,
     })
+}
+
+/// Up to this many ambiguous unions are named one by one.
+const AMBIGUOUS_NAMED: usize = 5;
+
+/// One warning per union generated as `serde_json::Value` because its
+/// variants cannot be told apart (the first few, then a count).
+pub(crate) fn ambiguous_union_warnings(types: &types::SpecTypes, spec: &str) -> Vec<String> {
+    let ambiguous = types.ambiguous_unions();
+    let mut warnings: Vec<String> = ambiguous
+        .iter()
+        .take(AMBIGUOUS_NAMED)
+        .map(|union| {
+            let why = union
+                .reason
+                .strip_prefix("Any JSON value: ")
+                .unwrap_or(&union.reason)
+                .trim_end_matches('.');
+            format!(
+                "{spec}#{}: generated as `serde_json::Value`, not guessed: {why}",
+                union.pointer
+            )
+        })
+        .collect();
+    if ambiguous.len() > AMBIGUOUS_NAMED {
+        warnings.push(format!(
+            "{} more unions generated as `serde_json::Value` for the same reason (the doc \
+             comment of each in src/models.rs names its variants)",
+            ambiguous.len() - AMBIGUOUS_NAMED
+        ));
+    }
+    warnings
 }
 
 /// The default dialect, then every other `--db` one, each once.
@@ -246,11 +293,24 @@ fn serve_operations(
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);
         add_route(&mut served.routes, operation, &ident);
+        // The idempotency key's own form and length are the engine's to
+        // check, answered with the contract's status before anything else.
+        let key = analysed
+            .contract()
+            .and_then(|contract| contract.key.as_ref())
+            .map(|key| (key.location.value.name(), key.name.value.as_str()));
+        let checked = constraints::collect(workspace, operation, key);
+        warnings.extend(
+            checked
+                .warnings
+                .iter()
+                .map(|warning| format!("{display}: {warning}")),
+        );
         served.operations.push(operation_context(
             analysed,
             display,
             ident,
-            context::TypedInput::new(operation_types),
+            context::TypedInput::new(operation_types, checked),
             security,
         ));
     }
@@ -504,6 +564,17 @@ fn project_context(
         standalone: options.standalone,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
+        any_constraints: operations.iter().any(|op| {
+            op.input
+                .body
+                .as_ref()
+                .is_some_and(|body| !body.constraints.is_empty())
+                || op
+                    .input
+                    .params
+                    .as_ref()
+                    .is_some_and(|params| !params.constraints.is_empty())
+        }),
         operations,
         routes,
         t: test_target,

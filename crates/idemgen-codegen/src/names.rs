@@ -20,19 +20,33 @@ const RESERVED: &[&str] = &[
 ];
 
 /// `snake_case` words of `text`: camelCase and any non-alphanumeric run
-/// split words; accented Latin letters lose their accents; other
-/// non-ASCII letters become `uXXXX` so that distinct names stay distinct.
+/// split words, and an acronym is one word (`threeDSPaymentData` →
+/// `three_ds_payment_data`); accented Latin letters lose their accents;
+/// other non-ASCII letters become `uXXXX` so that distinct names stay
+/// distinct.
 pub fn snake_case(text: &str) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
     let mut previous: Option<char> = None;
-    for c in text.chars() {
-        let c = fold(c);
-        match c {
+    let folded: Vec<Folded> = text.chars().map(fold).collect();
+    for (index, c) in folded.iter().enumerate() {
+        let next = match folded.get(index + 1) {
+            Some(Folded::Ascii(next)) => Some(*next),
+            _ => None,
+        };
+        match *c {
             Folded::Ascii(c) if c.is_ascii_alphanumeric() => {
                 let boundary = match previous {
                     Some(p) => {
-                        c.is_ascii_uppercase() && (p.is_ascii_lowercase() || p.is_ascii_digit())
+                        c.is_ascii_uppercase()
+                            && (p.is_ascii_lowercase()
+                                || p.is_ascii_digit()
+                                // The last capital of an acronym starts the
+                                // next word: `DSPayment` → `ds_payment`
+                                // (one capital is no acronym: `ETag`).
+                                || (p.is_ascii_uppercase()
+                                    && word.len() > 1
+                                    && next.is_some_and(|n| n.is_ascii_lowercase())))
                     }
                     None => false,
                 };
@@ -63,6 +77,7 @@ pub fn snake_case(text: &str) -> String {
     words.join("_")
 }
 
+#[derive(Clone, Copy)]
 enum Folded {
     Ascii(char),
     /// A letter or digit with no ASCII form: its code point.
@@ -133,9 +148,29 @@ impl Default for Identifiers {
     }
 }
 
+/// The longest identifier generated code declares, suffixes included:
+/// a name past it is cut at a word boundary.
+pub const MAX_IDENTIFIER: usize = 60;
+
+/// `name` cut at its last word boundary (a `_`, or a capital starting a
+/// word) at or before `max` bytes; as is when it fits. ASCII only, as
+/// every generated identifier is.
+pub fn bounded(name: String, max: usize) -> String {
+    if name.len() <= max || !name.is_ascii() {
+        return name;
+    }
+    let bytes = name.as_bytes();
+    let cut = (1..=max)
+        .rev()
+        .find(|&at| bytes[at] == b'_' || (bytes[at].is_ascii_uppercase() && at > 0))
+        .unwrap_or(max);
+    name[..cut].trim_end_matches('_').to_string()
+}
+
 impl Identifiers {
     pub fn assign(&mut self, name: &str) -> String {
-        let mut base = snake_case(name);
+        // Room for `_2` and for the `_PARAMS` of the statics named after it.
+        let mut base = bounded(snake_case(name), MAX_IDENTIFIER - 10);
         if base.is_empty() {
             base = "operation".into();
         }
@@ -255,7 +290,16 @@ mod tests {
         assert_eq!(ids.assign("!!!"), "operation");
         assert_eq!(ids.assign(""), "operation_2");
         assert_eq!(ids.assign("router"), "router_");
-        assert_eq!(ids.assign("HTTPServer"), "httpserver");
+        assert_eq!(ids.assign("HTTPServer"), "http_server");
+        assert_eq!(
+            ids.assign("getThreeDSRequestorInfo"),
+            "get_three_ds_requestor_info"
+        );
+        let long = ids.assign(&"listEveryPaymentMethodOfTheMerchantAccount".repeat(3));
+        assert!(
+            long.len() <= 50 && long.starts_with("list_every_payment"),
+            "{long}"
+        );
     }
 
     #[test]

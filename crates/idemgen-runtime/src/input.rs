@@ -113,6 +113,18 @@ impl Request {
     /// assert_eq!(missing.err().unwrap().status.as_u16(), 400);
     /// ```
     pub fn params_as<T: DeserializeOwned>(&self, params: &[Param]) -> Result<T, Reply> {
+        self.params_checked_as(params, &[])
+    }
+
+    /// [`Request::params_as`] that first checks the spec's validation
+    /// keywords on the parameters ([`crate::constraints`], pointers from
+    /// the object of parameter names): a value that breaks one is a 400
+    /// naming `/{name}` and the keyword.
+    pub fn params_checked_as<T: DeserializeOwned>(
+        &self,
+        params: &[Param],
+        constraints: &[crate::Constraint],
+    ) -> Result<T, Reply> {
         let mut values = Map::new();
         for param in params {
             let texts = self.param_texts(param)?;
@@ -134,7 +146,15 @@ impl Request {
             };
             values.insert(param.name.to_string(), value);
         }
-        serde_json::from_value(Value::Object(values)).map_err(|error| {
+        let values = Value::Object(values);
+        crate::constraints::check(&values, constraints).map_err(|violation| {
+            Reply::refusal(
+                ProblemKind::InvalidParameters,
+                StatusCode::BAD_REQUEST,
+                &violation.to_string(),
+            )
+        })?;
+        serde_json::from_value(values).map_err(|error| {
             Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &error.to_string())
         })
     }

@@ -97,6 +97,7 @@ pub mod otel;
 
 engine! {
     mod canonical_json;
+    pub mod constraints;
     mod contract;
     mod db;
     mod engine;
@@ -119,6 +120,7 @@ engine! {
     mod store;
     mod time;
 
+    pub use constraints::{Check, Constraint};
     pub use contract::{Contract, Fingerprint, Source};
     pub use db::{
         ConnectError, Db, Dialect, Pool, Tx, commit_durability_warning, connect,

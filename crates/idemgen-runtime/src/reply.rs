@@ -222,6 +222,18 @@ impl Request {
     /// [`Request::body_as`] answering `mismatch` (e.g. `400`, for an API
     /// that declares no `422`) for JSON that does not fit `T`.
     pub fn body_as_or<T: DeserializeOwned>(&self, mismatch: u16) -> Result<T, Reply> {
+        self.body_checked_as(mismatch, &[])
+    }
+
+    /// [`Request::body_as_or`] that first checks the spec's validation
+    /// keywords serde's types do not hold ([`crate::constraints`]): a value
+    /// that breaks one is answered `mismatch`, naming its JSON pointer and
+    /// the keyword, before anything is claimed.
+    pub fn body_checked_as<T: DeserializeOwned>(
+        &self,
+        mismatch: u16,
+        constraints: &[crate::Constraint],
+    ) -> Result<T, Reply> {
         let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
         if let Some(why) = not_plain_json(&self.headers) {
             return Err(unsupported_media_type(&why));
@@ -238,6 +250,15 @@ impl Request {
             }
             crate::input::Unread::Unfit(why) => unfit(why),
         })?;
+        // A body serde_json cannot hold as a value (a number beyond any
+        // float) is left to the decoder, whose refusal names the field.
+        let value = (!constraints.is_empty())
+            .then(|| serde_json::from_slice::<serde_json::Value>(&exact).ok())
+            .flatten();
+        if let Some(value) = value {
+            crate::constraints::check(&value, constraints)
+                .map_err(|violation| unfit(violation.to_string()))?;
+        }
         crate::input::decode_exact(&exact).map_err(unfit)
     }
 

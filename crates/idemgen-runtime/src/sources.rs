@@ -13,6 +13,7 @@ pub const FILES: &[(&str, &str)] = &[
         "src/canonical_json.rs",
         include_str!("../src/canonical_json.rs"),
     ),
+    ("src/constraints.rs", include_str!("../src/constraints.rs")),
     ("src/contract.rs", include_str!("../src/contract.rs")),
     ("src/db.rs", include_str!("../src/db.rs")),
     ("src/db/primary.rs", include_str!("../src/db/primary.rs")),

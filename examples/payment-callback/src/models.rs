@@ -94,6 +94,8 @@ pub enum OnPayCallbackResponse {
     /// `413`: The request body is larger than the limit (1 MiB); it was neither processed nor recorded.
     PayloadTooLarge(Problem),
     /// `429`: A request with this `Idempotency-Key` is still being processed. Nothing was done for this copy; retry after `Retry-After` seconds to get the first request's result.
+    ///
+    /// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.
     TooManyRequests(Problem),
 }
 

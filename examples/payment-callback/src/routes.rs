@@ -7,7 +7,7 @@ use axum::handler::Handler;
 use axum::middleware::from_fn_with_state;
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
-use idemgen_runtime::{Param, Reply, Scalar, observe, within_lease};
+use idemgen_runtime::{Check, Constraint, Param, Reply, Scalar, observe, within_lease};
 
 use crate::{App, business, models, operations};
 
@@ -31,6 +31,31 @@ pub fn router() -> Router<App> {
         )
 }
 
+/// The spec's validation keywords on the body of `onPayCallback` that its
+/// types do not hold, checked before the body is decoded.
+static ON_PAY_CALLBACK_BODY: &[Constraint] = &[
+    Constraint {
+        at: "/txn_id",
+        check: Check::MaxLength(64),
+    },
+    Constraint {
+        at: "/order_no",
+        check: Check::MaxLength(64),
+    },
+    Constraint {
+        at: "/amount",
+        check: Check::Minimum(1.0),
+    },
+    Constraint {
+        at: "/amount",
+        check: Check::Maximum(9007199254740991.0),
+    },
+    Constraint {
+        at: "/date",
+        check: Check::Pattern("^[0-9]{8}$"),
+    },
+];
+
 // onPayCallback: POST /callbacks/pay
 // Payment-succeeded callback from the payment provider
 async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
@@ -52,7 +77,7 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
         .begin_typed(&operations::ON_PAY_CALLBACK, request, |request| {
             let params: models::OnPayCallbackParams =
                 request.params_as(&[Param::header("Idempotency-Key", Scalar::String)])?;
-            let body = request.body_as_or::<models::PayCallback>(400)?;
+            let body = request.body_checked_as::<models::PayCallback>(400, ON_PAY_CALLBACK_BODY)?;
             Ok((body, params))
         })
         .await;
@@ -81,6 +106,13 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
     }
 }
 
+/// The spec's validation keywords on the parameters of `getOrder`
+/// that their types do not hold (pointers from the parameter names).
+static GET_ORDER_PARAMS: &[Constraint] = &[Constraint {
+    at: "/order_no",
+    check: Check::MaxLength(64),
+}];
+
 // getOrder: GET /orders/{order_no}
 // Read an order
 async fn get_order(State(app): State<App>, request: Request) -> Response {
@@ -96,8 +128,8 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     let begun = app
         .idempotency
         .begin_typed(&operations::GET_ORDER, request, |request| {
-            let params: models::GetOrderParams =
-                request.params_as(&[Param::path("order_no", Scalar::String)])?;
+            let params: models::GetOrderParams = request
+                .params_checked_as(&[Param::path("order_no", Scalar::String)], GET_ORDER_PARAMS)?;
             Ok(params)
         })
         .await;
@@ -107,7 +139,7 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     };
 
     // The business function runs under the lease (`server.max-processing`):
-    // past it, it is stopped and rolled back, and the key can be retried.
+    // past it, it is stopped and rolled back.
     let deadline = call.deadline();
     let (tx, request) = call.parts();
     let business = business::get_order::handle(tx, params, request);

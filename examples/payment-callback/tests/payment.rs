@@ -112,6 +112,44 @@ async fn send(app: &App, request: Request<Body>) -> (StatusCode, Option<String>,
     )
 }
 
+/// The spec's `amount: {minimum: 1}` and `date: {pattern: "^[0-9]{8}$"}`
+/// are checked before the key is claimed: a payment of -5 is a problem
+/// naming the field and the keyword, and the same key then pays the
+/// valid callback (it was never claimed, so it is no conflict).
+#[tokio::test]
+async fn values_the_spec_forbids_are_refused_before_the_claim() {
+    let Some(app) = app().await else { return };
+    let order_no = unique("ORD");
+    create_order(&app, &order_no, 1999).await;
+    let key = new_key();
+
+    let (status, _, problem) = send(&app, callback(&key, &order_no, "TXN-1", -5)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert_eq!(problem["type"], "urn:idemgen:problem:schema-mismatch");
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(detail.contains("/amount breaks `minimum`"), "{detail}");
+
+    let mut undated = callback(&key, &order_no, "TXN-1", 1999);
+    let body =
+        json!({"txn_id": "TXN-1", "order_no": order_no, "amount": 1999, "date": "2024-06-15"});
+    *undated.body_mut() = Body::from(serde_json::to_vec(&body).unwrap());
+    let (status, _, problem) = send(&app, undated).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("/date breaks `pattern`"),
+        "{problem}"
+    );
+    assert_eq!(paid_log_rows(&app, &order_no).await, 0);
+
+    let (status, replayed, paid) = send(&app, callback(&key, &order_no, "TXN-1", 1999)).await;
+    assert_eq!(status, StatusCode::OK, "{paid}");
+    assert_eq!(replayed, None);
+    assert_eq!(paid_log_rows(&app, &order_no).await, 1);
+}
+
 #[tokio::test]
 async fn a_retried_callback_pays_once_and_replays_the_answer() {
     let Some(app) = app().await else { return };

@@ -33,7 +33,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         return Err(unsafe_schedules);
     }
     let types = types::spec_types(workspace).map_err(|error| error.to_string())?;
-    let mut warnings = Vec::new();
+    let mut warnings = crate::ambiguous_union_warnings(&types, &options.spec);
     let mut identifiers = names::Identifiers::default();
     let mut operations = Vec::new();
     for analysed in &analysis.operations {

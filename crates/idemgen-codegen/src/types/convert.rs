@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use super::Fallback;
-use super::model::{Alternative, EnumValue, Field, Kind, Struct, Ty, TypeDef};
+use super::model::{
+    Alternative, EnumValue, Field, Kind, Struct, Tagged, TaggedVariant, Ty, TypeDef,
+};
 use super::naming::{FieldNames, TypeNames, VariantNames, pascal_case};
 use crate::names::comment_lines;
 use idemgen_spec::node::{Node, Value};
@@ -47,6 +49,15 @@ impl Hint {
     }
 }
 
+/// What [`Converter::finish`] hands over.
+pub struct Finished {
+    pub defs: BTreeMap<String, TypeDef>,
+    pub fallbacks: Vec<Fallback>,
+    /// The unions generated as `serde_json::Value` because their variants
+    /// cannot be told apart.
+    pub ambiguous: Vec<Fallback>,
+}
+
 pub struct Converter<'w> {
     pub workspace: &'w Workspace,
     pub names: TypeNames,
@@ -56,6 +67,8 @@ pub struct Converter<'w> {
     fallbacks: Vec<Fallback>,
     /// The reason of the last fallback, for the doc of the field that holds it.
     last_fallback: Option<String>,
+    /// The JSON pointer of each untagged union's schema, by type name.
+    unions: HashMap<String, String>,
 }
 
 impl<'w> Converter<'w> {
@@ -68,6 +81,7 @@ impl<'w> Converter<'w> {
             queue: VecDeque::new(),
             fallbacks: Vec::new(),
             last_fallback: None,
+            unions: HashMap::new(),
         }
     }
 
@@ -105,26 +119,22 @@ impl<'w> Converter<'w> {
         }
     }
 
-    pub fn finish(mut self) -> (BTreeMap<String, TypeDef>, Vec<Fallback>) {
-        // In an untagged enum the first variant that deserialises wins, and
-        // structs ignore unknown members: try those that require more first.
-        let counts: HashMap<String, usize> = self
-            .defs
-            .keys()
-            .map(|name| (name.clone(), required_count(&self.defs, name, 0)))
-            .collect();
-        for def in self.defs.values_mut() {
-            if let Kind::Untagged(variants) = &mut def.kind {
-                variants.sort_by_key(|alternative| {
-                    let count = match &alternative.ty {
-                        Ty::Named(name) => counts.get(name).copied().unwrap_or(0),
-                        _ => 0,
-                    };
-                    std::cmp::Reverse(count)
-                });
-            }
+    /// The definitions, with every union checked: a tagged one holds its
+    /// variants' fields, an untagged one whose variants could take each
+    /// other's values becomes `serde_json::Value` (see [`super::union`]).
+    pub fn finish(mut self) -> Finished {
+        let mut ambiguous = Vec::new();
+        super::union::settle(
+            &mut self.defs,
+            &self.unions,
+            &mut self.fallbacks,
+            &mut ambiguous,
+        );
+        Finished {
+            defs: self.defs,
+            fallbacks: self.fallbacks,
+            ambiguous,
         }
-        (self.defs, self.fallbacks)
     }
 
     pub fn insert(&mut self, def: TypeDef) {
@@ -449,11 +459,26 @@ impl<'w> Converter<'w> {
         };
         let mut variant_names = VariantNames::default();
         let mut seen = HashSet::new();
+        // `x-enum-varnames` (openapi-generator's) names each value's variant.
+        let declared_names: Vec<&str> = schema
+            .get("x-enum-varnames")
+            .and_then(Node::as_seq)
+            .filter(|names| names.len() == values.len())
+            .map(|names| names.iter().filter_map(Node::as_str).collect())
+            .filter(|names: &Vec<&str>| names.len() == values.len())
+            .unwrap_or_default();
+        let name_of = |wire: &'w str| -> &'w str {
+            values
+                .iter()
+                .position(|value| value.as_str() == Some(wire))
+                .and_then(|at| declared_names.get(at).copied())
+                .unwrap_or(wire)
+        };
         let variants = strings
             .into_iter()
             .filter(|wire| seen.insert(*wire))
             .map(|wire| EnumValue {
-                variant: variant_names.assign(wire),
+                variant: variant_names.assign(name_of(wire)),
                 wire: wire.to_string(),
             })
             .collect();
@@ -565,13 +590,25 @@ impl<'w> Converter<'w> {
             Ok(name) => name,
             Err(existing) => return existing,
         };
+        if let Some(tagged) = self.discriminated(schema, &present, &name) {
+            self.insert(TypeDef {
+                name: name.clone(),
+                docs: docs_of(schema),
+                kind: Kind::Tagged(tagged),
+            });
+            return Ty::Named(name);
+        }
+        self.unions
+            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<Alternative> = Vec::new();
         for (index, alternative) in present.into_iter().enumerate() {
-            let ty = self.ty(
-                alternative,
-                &Hint::Derived(format!("{name} variant {}", index + 1)),
-            );
+            // An inline alternative's `title` names it, else its position.
+            let words = match alternative.get("title").and_then(Node::as_str) {
+                Some(title) if !title.trim().is_empty() => format!("{name} {title}"),
+                _ => format!("{name} variant {}", index + 1),
+            };
+            let ty = self.ty(alternative, &Hint::Derived(words));
             self.last_fallback = None;
             if variants.iter().any(|seen| seen.ty == ty) {
                 continue;
@@ -589,12 +626,71 @@ impl<'w> Converter<'w> {
         Ty::Named(name)
     }
 
+    /// The tagged union of a `discriminator` whose variants are all
+    /// `$ref`s: each tagged with its `mapping` key, else its schema's name.
+    fn discriminated(
+        &mut self,
+        schema: &'w Node,
+        present: &[&'w Node],
+        name: &str,
+    ) -> Option<Tagged> {
+        let discriminator = schema.get("discriminator")?;
+        let tag = discriminator.get("propertyName").and_then(Node::as_str)?;
+        let references: Vec<&str> = present
+            .iter()
+            .map(|alternative| alternative.get("$ref").and_then(Node::as_str))
+            .collect::<Option<_>>()?;
+        let mapping: Vec<(&str, &str)> = discriminator
+            .get("mapping")
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|entry| Some((&*entry.key, entry.value.as_str()?)))
+            .collect();
+        let mut variant_names = VariantNames::default();
+        let mut variants = Vec::new();
+        for (alternative, reference) in present.iter().zip(references) {
+            let schema_name = reference_name(reference);
+            // A mapping value is a reference or a schema's name.
+            let mut keys: Vec<String> = mapping
+                .iter()
+                .filter(|(_, target)| *target == reference || *target == schema_name)
+                .map(|(key, _)| key.to_string())
+                .collect();
+            if keys.is_empty() {
+                keys.push(schema_name);
+            }
+            let wire = keys.remove(0);
+            let ty = self.ty(alternative, &Hint::Derived(format!("{name} {wire}")));
+            self.last_fallback = None;
+            if variants
+                .iter()
+                .any(|seen: &TaggedVariant| seen.wire == wire)
+            {
+                continue;
+            }
+            variants.push(TaggedVariant {
+                variant: variant_names.assign(&variant_word(&ty)),
+                wire,
+                aliases: keys,
+                ty,
+                fields: None,
+            });
+        }
+        Some(Tagged {
+            tag: tag.to_string(),
+            variants,
+        })
+    }
+
     /// `type: [string, integer]`: one variant per type.
     fn several_types(&mut self, schema: &'w Node, types: &[&str], hint: &Hint) -> Ty {
         let name = match self.begin(schema, hint) {
             Ok(name) => name,
             Err(existing) => return existing,
         };
+        self.unions
+            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<Alternative> = Vec::new();
         for type_name in types {
@@ -642,17 +738,6 @@ impl<'w> Converter<'w> {
         });
         self.last_fallback = Some(reason);
         Ty::Json
-    }
-}
-
-/// How many required members the struct `name` (or what it aliases) has.
-fn required_count(defs: &BTreeMap<String, TypeDef>, name: &str, depth: usize) -> usize {
-    match defs.get(name).map(|def| &def.kind) {
-        Some(Kind::Struct(shape)) => shape.fields.iter().filter(|field| field.required).count(),
-        Some(Kind::Alias(Ty::Named(target))) if depth < 16 => {
-            required_count(defs, target, depth + 1)
-        }
-        _ => 0,
     }
 }
 
@@ -855,8 +940,9 @@ pub fn docs_of(schema: &Node) -> Vec<String> {
 
 /// `PascalCase` words of an operation's name, for its types.
 pub fn operation_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
+    // Short enough that `…RequestBody` and a number still fit the limit.
     let words = match operation_id {
-        Some(id) => pascal_case(id),
+        Some(id) => crate::names::bounded(pascal_case(id), crate::names::MAX_IDENTIFIER - 20),
         None => String::new(),
     };
     if words.is_empty() {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Ty, TypeDef};
+use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty, TypeDef};
 use super::naming::unraw;
 use super::{StatusPattern, TypesError};
 use crate::names::{comment_lines, rust_string};
@@ -85,6 +85,10 @@ fn uses_map(def: &TypeDef) -> bool {
                 || shape.additional.is_some()
         }
         Kind::Untagged(alternatives) => alternatives.iter().any(|a| a.ty.uses_map()),
+        Kind::Tagged(tagged) => tagged.variants.iter().any(|variant| match &variant.fields {
+            Some(fields) => fields.iter().any(|field| field.ty.uses_map()),
+            None => variant.ty.uses_map(),
+        }),
         Kind::Alias(ty) | Kind::Newtype(ty) => ty.uses_map(),
         Kind::Response(cases) => cases.iter().any(|case| {
             case.body.as_ref().is_some_and(Ty::uses_map)
@@ -138,6 +142,7 @@ fn definition(out: &mut String, def: &TypeDef) {
             }
             out.push_str("}\n");
         }
+        Kind::Tagged(tagged) => tagged_union(out, name, tagged),
         Kind::Alias(ty) => {
             let _ = writeln!(out, "pub type {name} = {};", ty.rust());
         }
@@ -172,7 +177,7 @@ fn structure(out: &mut String, name: &str, shape: &Struct) {
     }
     let _ = writeln!(out, "pub struct {name} {{");
     for field in &shape.fields {
-        struct_field(out, field, rule.map(|(_, apply)| apply));
+        struct_field(out, field, rule.map(|(_, apply)| apply), "pub ");
     }
     if let Some(value) = &shape.additional {
         let taken: Vec<&str> = shape.fields.iter().map(|f| unraw(&f.name)).collect();
@@ -187,7 +192,72 @@ fn structure(out: &mut String, name: &str, shape: &Struct) {
     out.push_str("}\n");
 }
 
-fn struct_field(out: &mut String, field: &Field, rule: Option<fn(&str) -> String>) {
+/// `#[serde(tag = "…")]`: the tag's value chooses the variant.
+fn tagged_union(out: &mut String, name: &str, tagged: &Tagged) {
+    out.push_str(DERIVES);
+    let _ = writeln!(out, "#[serde(tag = {})]", rust_string(&tagged.tag));
+    let _ = writeln!(out, "pub enum {name} {{");
+    for variant in &tagged.variants {
+        let mut names = vec![];
+        if variant.wire != variant.variant {
+            names.push(format!("rename = {}", rust_string(&variant.wire)));
+        }
+        names.extend(
+            variant
+                .aliases
+                .iter()
+                .map(|alias| format!("alias = {}", rust_string(alias))),
+        );
+        match &variant.fields {
+            None => {
+                doc(
+                    out,
+                    "///",
+                    &[format!(
+                        "`{}: {}`: a `{}`.",
+                        tagged.tag,
+                        variant.wire,
+                        variant.ty.rust()
+                    )],
+                );
+                if !names.is_empty() {
+                    let _ = writeln!(out, "#[serde({})]", names.join(", "));
+                }
+                let _ = writeln!(out, "{}({}),", variant.variant, variant.ty.rust());
+            }
+            Some(fields) => {
+                doc(
+                    out,
+                    "///",
+                    &[format!(
+                        "`{}: {}`: the members of a `{}` but `{}`, which serde reads as the tag.",
+                        tagged.tag,
+                        variant.wire,
+                        variant.ty.rust(),
+                        tagged.tag
+                    )],
+                );
+                if !names.is_empty() {
+                    let _ = writeln!(out, "#[serde({})]", names.join(", "));
+                }
+                let _ = writeln!(out, "{} {{", variant.variant);
+                for field in fields {
+                    struct_field(out, field, None, "");
+                }
+                out.push_str("},\n");
+            }
+        }
+    }
+    out.push_str("}\n");
+}
+
+/// One field; `visibility` is `pub ` in a struct, empty in a variant.
+fn struct_field(
+    out: &mut String,
+    field: &Field,
+    rule: Option<fn(&str) -> String>,
+    visibility: &str,
+) {
     doc(out, "///", &rustdoc_safe(&field.docs));
     let mut attributes = Vec::new();
     let renamed = rule.map(|apply| apply(unraw(&field.name)));
@@ -212,7 +282,7 @@ fn struct_field(out: &mut String, field: &Field, rule: Option<fn(&str) -> String
     if !attributes.is_empty() {
         let _ = writeln!(out, "#[serde({})]", attributes.join(", "));
     }
-    let _ = writeln!(out, "pub {}: {},", field.name, declared.rust());
+    let _ = writeln!(out, "{visibility}{}: {},", field.name, declared.rust());
 }
 
 fn response(out: &mut String, name: &str, cases: &[ResponseCase]) {

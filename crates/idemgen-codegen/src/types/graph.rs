@@ -94,6 +94,24 @@ fn box_by_value_cycles(defs: &mut BTreeMap<String, TypeDef>) {
                     }
                 }
             }
+            Kind::Tagged(tagged) => {
+                for variant in &mut tagged.variants {
+                    match &mut variant.fields {
+                        Some(fields) => {
+                            for field in fields {
+                                if same_cycle(&field.ty) {
+                                    field.ty = field.ty.clone().boxed();
+                                }
+                            }
+                        }
+                        None => {
+                            if same_cycle(&variant.ty) {
+                                variant.ty = variant.ty.clone().boxed();
+                            }
+                        }
+                    }
+                }
+            }
             Kind::Newtype(ty) => {
                 if same_cycle(ty) {
                     *ty = ty.clone().boxed();
@@ -110,6 +128,17 @@ fn by_value_uses(kind: &Kind) -> Box<dyn Iterator<Item = &Ty> + '_> {
     match kind {
         Kind::Struct(shape) => Box::new(shape.fields.iter().map(|field| &field.ty)),
         Kind::Untagged(alternatives) => Box::new(alternatives.iter().map(|a| &a.ty)),
+        Kind::Tagged(tagged) => {
+            Box::new(
+                tagged
+                    .variants
+                    .iter()
+                    .flat_map(|variant| match &variant.fields {
+                        Some(fields) => fields.iter().map(|field| &field.ty).collect::<Vec<_>>(),
+                        None => vec![&variant.ty],
+                    }),
+            )
+        }
         Kind::Alias(ty) | Kind::Newtype(ty) => Box::new(std::iter::once(ty)),
         // A response's bodies are held only by its response enum, which
         // nothing holds.

@@ -71,7 +71,9 @@ mod graph;
 mod model;
 mod naming;
 mod operation;
+mod sample;
 mod status;
+mod union;
 
 use std::collections::BTreeMap;
 
@@ -79,6 +81,13 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use operation::is_json;
+
+/// The `PascalCase` words an operation's types start with (`GetOrder` in
+/// `GetOrderParams`), before any suffix that keeps them unique.
+pub fn operation_type_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
+    naming::pascal_case(&convert::operation_words(operation_id, method, path))
+}
+pub use sample::UnionSample;
 pub use status::StatusPattern;
 
 /// The types of a whole spec.
@@ -88,6 +97,8 @@ pub struct SpecTypes {
     /// Keyed by the operation's JSON pointer.
     operations: BTreeMap<String, OperationTypes>,
     fallbacks: Vec<Fallback>,
+    ambiguous: Vec<Fallback>,
+    samples: Vec<UnionSample>,
 }
 
 impl SpecTypes {
@@ -106,6 +117,19 @@ impl SpecTypes {
     /// cannot express it, in document order.
     pub fn fallbacks(&self) -> &[Fallback] {
         &self.fallbacks
+    }
+
+    /// The `oneOf`/`anyOf` schemas generated as `serde_json::Value`
+    /// because their variants accept each other's values and no
+    /// `discriminator` says which is meant (see the `union` module).
+    pub fn ambiguous_unions(&self) -> &[Fallback] {
+        &self.ambiguous
+    }
+
+    /// A value built for each variant of each generated union, for a
+    /// test that the compiled module reads it as that variant.
+    pub fn union_samples(&self) -> &[UnionSample] {
+        &self.samples
     }
 }
 
@@ -282,16 +306,23 @@ pub fn spec_types_with(
         converter.drain();
         by_pointer.insert(op.pointer.clone(), types);
     }
-    let (defs, fallbacks) = converter.finish();
+    let convert::Finished {
+        defs,
+        fallbacks,
+        ambiguous,
+    } = converter.finish();
     for types in by_pointer.values_mut() {
         operation::fill_param_kinds(types, &defs);
     }
+    let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
     Ok(SpecTypes {
         models,
         operations: by_pointer,
         fallbacks,
+        ambiguous,
+        samples,
     })
 }
 

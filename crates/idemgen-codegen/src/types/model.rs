@@ -90,8 +90,12 @@ pub enum Kind {
     Struct(Struct),
     /// A string enum: each variant and the value it stands for.
     StringEnum(Vec<EnumValue>),
-    /// `oneOf` / `anyOf` / several types: the first variant that fits wins.
+    /// `oneOf` / `anyOf` / several types whose variants exclude each other
+    /// (checked by [`super::union`]): the one variant that fits is chosen.
     Untagged(Vec<Alternative>),
+    /// `oneOf` / `anyOf` with a `discriminator`: the property named `tag`
+    /// chooses the variant (`#[serde(tag = "…")]`).
+    Tagged(Tagged),
     /// `pub type Name = Ty;`
     Alias(Ty),
     /// `pub struct Name(pub Ty);`: an alias that refers to itself, which a
@@ -183,4 +187,28 @@ impl ResponseCase {
 pub struct Alternative {
     pub variant: String,
     pub ty: Ty,
+}
+
+/// A union whose variant a property's value names.
+#[derive(Debug, Clone)]
+pub struct Tagged {
+    /// The discriminator's `propertyName`.
+    pub tag: String,
+    pub variants: Vec<TaggedVariant>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaggedVariant {
+    pub variant: String,
+    /// The tag's value that names this variant (from the `mapping`, else
+    /// the schema's name).
+    pub wire: String,
+    /// Other `mapping` keys that name the same schema.
+    pub aliases: Vec<String>,
+    /// The variant's schema.
+    pub ty: Ty,
+    /// The variant schema's members without the tag, when it declares the
+    /// tag itself: serde takes the tag out before the variant reads the
+    /// rest, so such a variant holds its fields rather than its struct.
+    pub fields: Option<Vec<Field>>,
 }

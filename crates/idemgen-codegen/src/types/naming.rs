@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::names::snake_case;
+use crate::names::{MAX_IDENTIFIER, bounded, snake_case};
 
 /// Keywords that are written `r#name` when used as field names.
 const RAW_KEYWORDS: &[&str] = &[
@@ -70,7 +70,8 @@ pub struct TypeNames {
 impl TypeNames {
     /// A fresh type name for `text` (`Pet`, `Pet2` when `Pet` is taken).
     pub fn assign(&mut self, text: &str) -> String {
-        let mut base = pascal_case(text);
+        // Room for a number that keeps it unique and a `Params`-like suffix.
+        let mut base = bounded(pascal_case(text), MAX_IDENTIFIER - 12);
         if base.is_empty() {
             base = "Schema".into();
         }
@@ -92,7 +93,7 @@ pub struct FieldNames {
 
 impl FieldNames {
     pub fn assign(&mut self, wire: &str) -> String {
-        let mut base = snake_case(wire);
+        let mut base = bounded(snake_case(wire), MAX_IDENTIFIER - 4);
         if base.is_empty() {
             base = "field".into();
         }
@@ -119,7 +120,7 @@ pub struct VariantNames {
 
 impl VariantNames {
     pub fn assign(&mut self, text: &str) -> String {
-        let mut base = pascal_case(text);
+        let mut base = bounded(pascal_case(text), MAX_IDENTIFIER - 4);
         if base.is_empty() {
             base = "Empty".into();
         }
@@ -178,7 +179,16 @@ mod tests {
         assert_eq!(names.assign("v1.0"), "V1_0");
         assert_eq!(names.assign("v1.0"), "V1_0_2");
         assert_eq!(names.assign(""), "Schema");
-        assert_eq!(names.assign("HTTPServer"), "Httpserver");
+        assert_eq!(names.assign("HTTPServer"), "HttpServer");
+        assert_eq!(
+            names.assign("ThreeDSRequestorAuthenticationInfo"),
+            "ThreeDsRequestorAuthenticationInfo"
+        );
+        let long = names.assign(&"very long words ".repeat(10));
+        assert!(
+            long.len() <= 48 && long.starts_with("VeryLongWords"),
+            "{long}"
+        );
     }
 
     #[test]
@@ -192,6 +202,7 @@ mod tests {
         assert_eq!(names.assign("@id"), "id");
         assert_eq!(names.assign("$id"), "id_2");
         assert_eq!(names.assign("2fa"), "field_2fa");
+        assert_eq!(names.assign("threeDSPaymentData"), "three_ds_payment_data");
         assert_eq!(names.assign(""), "field");
     }
 

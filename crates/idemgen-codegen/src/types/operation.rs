@@ -289,6 +289,14 @@ fn responses<'w>(
             docs.push(reason);
         }
         let engines_retry_after = in_progress == Some(status);
+        if engines_retry_after {
+            docs.push(String::new());
+            docs.push(
+                "The engine sends this status itself, with `Retry-After`, while another request \
+                 with the same key is in progress; return it only for reasons of your own."
+                    .into(),
+            );
+        }
         let headers = response_headers(
             converter,
             response,

@@ -52,6 +52,8 @@ pub enum CreateOrderResponse {
     /// `422`: the body does not match its schema
     UnprocessableEntity,
     /// `429`: in progress
+    ///
+    /// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.
     TooManyRequests,
 }
 

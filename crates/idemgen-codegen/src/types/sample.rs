@@ -1,0 +1,124 @@
+//! A JSON value built for each variant of each generated union, with the
+//! pattern that variant matches: what a test feeds the compiled models to
+//! check that a value of variant *k* is read as variant *k*.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value, json};
+
+use super::model::{Field, Kind, Ty, TypeDef};
+
+/// Deepest nesting a sample is built to (a required member that holds
+/// its own type would never end).
+const MAX_DEPTH: usize = 24;
+
+/// One value built for one variant of a union.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnionSample {
+    /// The union's type name in the models module.
+    pub union: String,
+    pub variant: String,
+    /// A Rust pattern that matches the variant (`Pet::Dog(_)`, `Pet::Cat { .. }`).
+    pub pattern: String,
+    /// The value, as the variant's schema requires it.
+    pub value: Value,
+}
+
+/// A sample of every variant of every tagged and untagged union.
+pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
+    let mut samples = Vec::new();
+    for def in defs.values() {
+        match &def.kind {
+            Kind::Untagged(variants) => {
+                for variant in variants {
+                    samples.push(UnionSample {
+                        union: def.name.clone(),
+                        variant: variant.variant.clone(),
+                        pattern: format!("{}::{}(_)", def.name, variant.variant),
+                        value: sample(defs, &variant.ty, 0),
+                    });
+                }
+            }
+            Kind::Tagged(tagged) => {
+                for variant in &tagged.variants {
+                    let (members, pattern) = match &variant.fields {
+                        Some(fields) => (
+                            object(defs, fields, 0),
+                            format!("{}::{} {{ .. }}", def.name, variant.variant),
+                        ),
+                        None => (
+                            sample(defs, &variant.ty, 0),
+                            format!("{}::{}(_)", def.name, variant.variant),
+                        ),
+                    };
+                    let mut value = match members {
+                        Value::Object(members) => members,
+                        _ => Map::new(),
+                    };
+                    value.insert(tagged.tag.clone(), Value::String(variant.wire.clone()));
+                    samples.push(UnionSample {
+                        union: def.name.clone(),
+                        variant: variant.variant.clone(),
+                        pattern,
+                        value: Value::Object(value),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    samples
+}
+
+/// A value of `ty` with every required member.
+fn sample(defs: &BTreeMap<String, TypeDef>, ty: &Ty, depth: usize) -> Value {
+    if depth > MAX_DEPTH {
+        return Value::Null;
+    }
+    match ty {
+        Ty::Named(name) => match defs.get(name).map(|def| &def.kind) {
+            Some(Kind::Struct(shape)) => object(defs, &shape.fields, depth),
+            Some(Kind::StringEnum(values)) => values
+                .first()
+                .map_or(Value::Null, |value| Value::String(value.wire.clone())),
+            Some(Kind::Untagged(variants)) => variants
+                .first()
+                .map_or(Value::Null, |variant| sample(defs, &variant.ty, depth + 1)),
+            Some(Kind::Tagged(tagged)) => {
+                let Some(variant) = tagged.variants.first() else {
+                    return Value::Null;
+                };
+                let members = match &variant.fields {
+                    Some(fields) => object(defs, fields, depth + 1),
+                    None => sample(defs, &variant.ty, depth + 1),
+                };
+                let mut members = match members {
+                    Value::Object(members) => members,
+                    _ => Map::new(),
+                };
+                members.insert(tagged.tag.clone(), Value::String(variant.wire.clone()));
+                Value::Object(members)
+            }
+            Some(Kind::Alias(inner) | Kind::Newtype(inner)) => sample(defs, inner, depth + 1),
+            _ => Value::Null,
+        },
+        Ty::String => json!("text"),
+        Ty::Bool => json!(true),
+        Ty::Integer(_) => json!(1),
+        Ty::Number(_) => json!(0.5),
+        Ty::Vec(item) => json!([sample(defs, item, depth + 1)]),
+        Ty::Map(_) => json!({}),
+        Ty::Option(inner) | Ty::Boxed(inner) => sample(defs, inner, depth + 1),
+        Ty::Bytes | Ty::Json => json!({}),
+    }
+}
+
+fn object(defs: &BTreeMap<String, TypeDef>, fields: &[Field], depth: usize) -> Value {
+    Value::Object(
+        fields
+            .iter()
+            .filter(|field| field.required)
+            .map(|field| (field.wire.clone(), sample(defs, &field.ty, depth + 1)))
+            .collect(),
+    )
+}

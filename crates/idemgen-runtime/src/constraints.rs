@@ -1,0 +1,278 @@
+//! The spec's validation keywords on a request, checked before any key is
+//! claimed: what serde's types do not hold (`minimum`, `pattern`,
+//! `maxItems`, …) as a table the generator writes per operation.
+//!
+//! A [`Constraint`] names where it applies as a JSON pointer whose `*`
+//! segment stands for every item of an array (or member of an object);
+//! [`check`] walks the parsed JSON, and the first value that breaks one
+//! is a [`Violation`] naming the value's own pointer (`/items/2/qty`) and
+//! the keyword. A pointer that reaches no value (an optional member left
+//! out) checks nothing: `required` is serde's, through the types.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use regex::Regex;
+use serde_json::Value;
+
+/// One keyword of the spec at one place of the request.
+#[derive(Debug, Clone, Copy)]
+pub struct Constraint {
+    /// JSON pointer from the body (or the parameters object), `*` for any
+    /// array item or object member.
+    pub at: &'static str,
+    pub check: Check,
+}
+
+/// A JSON Schema validation keyword and its value.
+#[derive(Debug, Clone, Copy)]
+pub enum Check {
+    Minimum(f64),
+    Maximum(f64),
+    ExclusiveMinimum(f64),
+    ExclusiveMaximum(f64),
+    MultipleOf(f64),
+    /// An ECMA-262 regular expression, unanchored (as JSON Schema reads it).
+    Pattern(&'static str),
+    MinLength(u64),
+    MaxLength(u64),
+    MinItems(u64),
+    MaxItems(u64),
+    UniqueItems,
+    MinProperties(u64),
+    MaxProperties(u64),
+    /// The allowed values, each as JSON text (`1`, `"EUR"`, `null`).
+    Enum(&'static [&'static str]),
+}
+
+impl Check {
+    /// The keyword's name in the spec.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Check::Minimum(_) => "minimum",
+            Check::Maximum(_) => "maximum",
+            Check::ExclusiveMinimum(_) => "exclusiveMinimum",
+            Check::ExclusiveMaximum(_) => "exclusiveMaximum",
+            Check::MultipleOf(_) => "multipleOf",
+            Check::Pattern(_) => "pattern",
+            Check::MinLength(_) => "minLength",
+            Check::MaxLength(_) => "maxLength",
+            Check::MinItems(_) => "minItems",
+            Check::MaxItems(_) => "maxItems",
+            Check::UniqueItems => "uniqueItems",
+            Check::MinProperties(_) => "minProperties",
+            Check::MaxProperties(_) => "maxProperties",
+            Check::Enum(_) => "enum",
+        }
+    }
+
+    /// Why `value` breaks the keyword, or `None` when it keeps it (or the
+    /// keyword does not apply to its type, as JSON Schema says).
+    fn broken_by(&self, value: &Value) -> Option<String> {
+        let number = value.as_f64();
+        let length = value.as_str().map(|text| text.chars().count() as u64);
+        let items = value.as_array();
+        let members = value.as_object().map(|object| object.len() as u64);
+        let fails = |holds: bool, why: String| (!holds).then_some(why);
+        match *self {
+            Check::Minimum(limit) => {
+                number.and_then(|n| fails(n >= limit, format!("{value} is less than {limit}")))
+            }
+            Check::Maximum(limit) => {
+                number.and_then(|n| fails(n <= limit, format!("{value} is more than {limit}")))
+            }
+            Check::ExclusiveMinimum(limit) => number.and_then(|n| {
+                fails(n > limit, format!("{value} is not more than {limit}"))
+            }),
+            Check::ExclusiveMaximum(limit) => number.and_then(|n| {
+                fails(n < limit, format!("{value} is not less than {limit}"))
+            }),
+            Check::MultipleOf(step) => number.and_then(|n| {
+                let quotient = n / step;
+                let whole = (quotient - quotient.round()).abs() <= 1e-9 * quotient.abs().max(1.0);
+                fails(whole, format!("{value} is not a multiple of {step}"))
+            }),
+            Check::Pattern(pattern) => {
+                let text = value.as_str()?;
+                let matched = with_regex(pattern, |regex| regex.is_match(text))?;
+                fails(matched, format!("{value} does not match `{pattern}`"))
+            }
+            Check::MinLength(min) => length.and_then(|n| {
+                fails(n >= min, format!("{n} characters, fewer than {min}"))
+            }),
+            Check::MaxLength(max) => {
+                length.and_then(|n| fails(n <= max, format!("{n} characters, more than {max}")))
+            }
+            Check::MinItems(min) => items.and_then(|items| {
+                fails(items.len() as u64 >= min, format!("{} items, fewer than {min}", items.len()))
+            }),
+            Check::MaxItems(max) => items.and_then(|items| {
+                fails(items.len() as u64 <= max, format!("{} items, more than {max}", items.len()))
+            }),
+            Check::UniqueItems => items.and_then(|items| {
+                let repeated = items
+                    .iter()
+                    .enumerate()
+                    .find(|(i, item)| items[..*i].contains(item));
+                repeated.map(|(i, item)| format!("item {i} ({item}) repeats an earlier one"))
+            }),
+            Check::MinProperties(min) => members
+                .and_then(|n| fails(n >= min, format!("{n} members, fewer than {min}"))),
+            Check::MaxProperties(max) => members
+                .and_then(|n| fails(n <= max, format!("{n} members, more than {max}"))),
+            Check::Enum(allowed) => {
+                let listed = allowed
+                    .iter()
+                    .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)));
+                fails(listed, format!("{value} is not one of {}", allowed.join(", ")))
+            }
+        }
+    }
+}
+
+/// JSON equality where `1` and `1.0` are one number.
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Runs `f` with the compiled `pattern`, compiled once per process; `None`
+/// when Rust's regex cannot read it (the generator leaves such patterns
+/// out, so this is a spec edited by hand).
+fn with_regex<T>(pattern: &'static str, f: impl FnOnce(&Regex) -> T) -> Option<T> {
+    static COMPILED: OnceLock<Mutex<HashMap<&'static str, Option<Regex>>>> = OnceLock::new();
+    let mut compiled = COMPILED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let regex = compiled
+        .entry(pattern)
+        .or_insert_with(|| Regex::new(pattern).ok());
+    regex.as_ref().map(f)
+}
+
+/// The first value of a request that breaks a constraint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The value's JSON pointer (`/amount`, `/items/2/qty`).
+    pub pointer: String,
+    /// The keyword it breaks (`minimum`).
+    pub keyword: &'static str,
+    /// How (`-5 is less than 1`).
+    pub why: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = if self.pointer.is_empty() { "the value" } else { &self.pointer };
+        write!(f, "{at} breaks `{}`: {}", self.keyword, self.why)
+    }
+}
+
+/// Checks `value` against every constraint, in order.
+pub fn check(value: &Value, constraints: &[Constraint]) -> Result<(), Violation> {
+    for constraint in constraints {
+        let segments: Vec<&str> = constraint.at.split('/').skip(1).collect();
+        visit(value, &segments, &mut String::new(), constraint)?;
+    }
+    Ok(())
+}
+
+fn visit(
+    value: &Value,
+    segments: &[&str],
+    pointer: &mut String,
+    constraint: &Constraint,
+) -> Result<(), Violation> {
+    let Some((first, rest)) = segments.split_first() else {
+        return match constraint.check.broken_by(value) {
+            Some(why) => Err(Violation {
+                pointer: pointer.clone(),
+                keyword: constraint.check.keyword(),
+                why,
+            }),
+            None => Ok(()),
+        };
+    };
+    let descend = |child: &Value, segment: &str, pointer: &mut String| {
+        let length = pointer.len();
+        pointer.push('/');
+        pointer.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+        let result = visit(child, rest, pointer, constraint);
+        pointer.truncate(length);
+        result
+    };
+    match (*first, value) {
+        ("*", Value::Array(items)) => {
+            for (index, item) in items.iter().enumerate() {
+                descend(item, &index.to_string(), pointer)?;
+            }
+            Ok(())
+        }
+        ("*", Value::Object(members)) => {
+            for (name, member) in members {
+                descend(member, name, pointer)?;
+            }
+            Ok(())
+        }
+        (segment, Value::Object(members)) => {
+            let name = segment.replace("~1", "/").replace("~0", "~");
+            match members.get(&name) {
+                Some(member) => descend(member, &name, pointer),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const PAYMENT: &[Constraint] = &[
+        Constraint { at: "/amount", check: Check::Minimum(1.0) },
+        Constraint { at: "/date", check: Check::Pattern("^[0-9]{8}$") },
+        Constraint { at: "/lines", check: Check::MaxItems(2) },
+        Constraint { at: "/lines/*/qty", check: Check::ExclusiveMinimum(0.0) },
+        Constraint { at: "/lines/*/qty", check: Check::MultipleOf(0.5) },
+        Constraint { at: "/tags", check: Check::UniqueItems },
+        Constraint { at: "/currency", check: Check::Enum(&["\"EUR\"", "\"USD\""]) },
+        Constraint { at: "/code", check: Check::MaxLength(3) },
+    ];
+
+    fn broken(value: Value) -> Option<(String, &'static str)> {
+        check(&value, PAYMENT).err().map(|v| (v.pointer, v.keyword))
+    }
+
+    #[test]
+    fn each_keyword_names_the_value_and_itself() {
+        assert_eq!(broken(json!({"amount": 5, "date": "20240615"})), None);
+        assert_eq!(broken(json!({})), None, "absent members check nothing");
+        assert_eq!(broken(json!({"amount": -5})), Some(("/amount".into(), "minimum")));
+        assert_eq!(broken(json!({"date": "2024-06-15"})), Some(("/date".into(), "pattern")));
+        assert_eq!(broken(json!({"lines": [{}, {}, {}]})), Some(("/lines".into(), "maxItems")));
+        assert_eq!(
+            broken(json!({"lines": [{"qty": 1}, {"qty": 0}]})),
+            Some(("/lines/1/qty".into(), "exclusiveMinimum"))
+        );
+        assert_eq!(
+            broken(json!({"lines": [{"qty": 1.25}]})),
+            Some(("/lines/0/qty".into(), "multipleOf"))
+        );
+        assert_eq!(broken(json!({"lines": [{"qty": 1.5}]})), None);
+        assert_eq!(broken(json!({"tags": ["a", "b", "a"]})), Some(("/tags".into(), "uniqueItems")));
+        assert_eq!(broken(json!({"currency": "GBP"})), Some(("/currency".into(), "enum")));
+        assert_eq!(broken(json!({"code": "ÄÖÜ"})), None, "characters, not bytes");
+        assert_eq!(broken(json!({"code": "ABCD"})), Some(("/code".into(), "maxLength")));
+    }
+
+    #[test]
+    fn a_violation_reads_as_pointer_keyword_and_why() {
+        let violation = check(&json!({"amount": -5}), PAYMENT).unwrap_err();
+        assert_eq!(violation.to_string(), "/amount breaks `minimum`: -5 is less than 1");
+    }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# What `idemgen gen` makes of the corpus's payment APIs, one line per spec:
+#
+#   scripts/measure-payment-apis.sh [IDEMGEN] [CORPUS]
+#
+# IDEMGEN is the binary to measure (default target/debug/idemgen; pass an
+# older build to compare), CORPUS the corpus directory (default
+# ../shared/corpus, or $IDEMGEN_CORPUS). Each spec is generated into a
+# temporary directory and counted there:
+#   gen        gen's exit status (0: it wrote the service)
+#   operations the business files it wrote (one per served operation)
+#   types      `pub struct|enum|type` items of src/models.rs
+#   long_ids   distinct identifiers longer than 60 characters in src/*.rs
+#              (comments and string literals left out)
+#   raw_bodies request bodies typed as raw bytes (`pub type … = Vec<u8>;`)
+#   warnings   lines of `warning:` gen printed
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+idemgen=${1:-target/debug/idemgen}
+corpus=${2:-${IDEMGEN_CORPUS:-../shared/corpus}}
+specs=(
+    adyen-CheckoutService-v71.yaml
+    stripe-spec3.yaml
+    paypal-checkout_orders_v2.json
+    paypal-payments_payment_v2.json
+    square-api.json
+    twilio-twilio_api_v2010.yaml
+)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+printf '%-34s %4s %10s %6s %8s %10s %8s\n' spec gen operations types long_ids raw_bodies warnings
+for spec in "${specs[@]}"; do
+    path="$corpus/specs/$spec"
+    if [ ! -f "$path" ]; then
+        echo "$spec: not in $corpus/specs" >&2
+        continue
+    fi
+    out="$work/${spec%.*}"
+    status=0
+    "$idemgen" gen "$path" -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
+    operations=0 types=0 long_ids=0 raw_bodies=0
+    if [ -f "$out/src/models.rs" ]; then
+        operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)
+        types=$(grep -cE '^pub (struct|enum|type) ' "$out/src/models.rs" || true)
+        # One line, as a long alias is laid out over two.
+        raw_bodies=$(tr '\n' ' ' <"$out/src/models.rs" \
+            | { grep -oE 'pub type [A-Za-z0-9_]+ =[[:space:]]*Vec<[[:space:]]*u8,?[[:space:]]*>;' || true; } | wc -l)
+        long_ids=$(find "$out/src" -name '*.rs' -exec cat {} + \
+            | sed -E 's://.*$::; s/"([^"\\]|\\.)*"//g' \
+            | { grep -oE '\b[A-Za-z_][A-Za-z0-9_]{60,}\b' || true; } | sort -u | wc -l)
+    fi
+    warnings=$(grep -c '^warning:' "$work/stderr" || true)
+    printf '%-34s %4s %10s %6s %8s %10s %8s\n' \
+        "$spec" "$status" "$operations" "$types" "$long_ids" "$raw_bodies" "$warnings"
+done

@@ -1,0 +1,106 @@
+//! `gen`'s note on a spec whose operations carry no contract: how many,
+//! how many declare an idempotency key anyway, and the `lint` command that
+//! writes contracts for them as an overlay.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use idemgen_diagnostics::Diagnostic;
+use idemgen_spec::Workspace;
+use idemgen_spec::analysis::analyse;
+use idemgen_spec::contract::model::Defaults;
+use idemgen_spec::operations::OperationKind;
+
+/// The rule that finds a key-like parameter without an `x-idempotency`.
+const KEY_WITHOUT_CONTRACT: &str = "undeclared-key-header";
+
+/// The note, when some operation declares a key without a contract or
+/// no operation has one; `None` otherwise (a GET without a contract is
+/// not news).
+pub fn note(
+    spec: &Path,
+    output: &Path,
+    workspace: &Workspace,
+    defaults: Defaults,
+    diagnostics: &[Diagnostic],
+) -> Option<String> {
+    let analysis = analyse(workspace, defaults);
+    let served: Vec<_> = analysis
+        .operations
+        .iter()
+        .filter(|analysed| analysed.operation.kind == OperationKind::Path)
+        .collect();
+    let without = served
+        .iter()
+        .filter(|analysed| analysed.contract().is_none())
+        .count();
+    let keyed: BTreeSet<&str> = diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.rule == KEY_WITHOUT_CONTRACT)
+        .filter_map(|diagnostic| diagnostic.operation.as_deref())
+        .collect();
+    let fixable: BTreeSet<&str> = diagnostics
+        .iter()
+        .filter(|diagnostic| diagnostic.rule == KEY_WITHOUT_CONTRACT && diagnostic.fix.is_some())
+        .filter_map(|diagnostic| diagnostic.operation.as_deref())
+        .collect();
+    if without == 0 || (keyed.is_empty() && without < served.len()) {
+        return None;
+    }
+    let mut note = format!(
+        "note: {without} of {} operation{} carry no idempotency contract (`x-idempotency`), \
+         so the service treats {} as plain requests; ",
+        served.len(),
+        if served.len() == 1 { "" } else { "s" },
+        if without == 1 { "it" } else { "them" },
+    );
+    if keyed.is_empty() {
+        note.push_str("none declares an idempotency key.\n");
+        return Some(note);
+    }
+    note.push_str(&format!(
+        "{} of them declare an idempotency key anyway{}.\n",
+        keyed.len(),
+        if fixable.len() == keyed.len() {
+            String::new()
+        } else {
+            format!(
+                " (lint writes a contract for the {} it takes for writes; the others look like \
+                 reads)",
+                fixable.len()
+            )
+        },
+    ));
+    let overlay = overlay_path(spec);
+    note.push_str(&format!(
+        "  write contracts for them (and any other write lint finds without one) as an \
+         overlay, the spec staying as it is; fill in its `TODO:`s, then generate from it:\n  \
+         idemgen lint --fix --unsafe-fixes --overlay {overlay} {spec}\n  \
+         idemgen gen --overlay {overlay} {spec} -o {output}\n",
+        overlay = shell_word(&overlay),
+        spec = shell_word(&spec.display().to_string()),
+        output = shell_word(&output.display().to_string()),
+    ));
+    Some(note)
+}
+
+/// `api/openapi.yaml` → `api/openapi.idempotency.yaml`, beside the spec.
+fn overlay_path(spec: &Path) -> String {
+    let stem = spec
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "openapi".into());
+    spec.with_file_name(format!("{stem}.idempotency.yaml"))
+        .display()
+        .to_string()
+}
+
+/// `text` as one word for a POSIX shell.
+pub fn shell_word(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
