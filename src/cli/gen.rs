@@ -304,17 +304,6 @@ fn shared_folder(files: &[String]) -> Option<&str> {
         .then_some(first)
 }
 
-/// `text` as one word for a POSIX shell: single-quoted when it has
-/// anything but plain path characters.
-fn shell_word(text: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c);
-    if !text.is_empty() && text.chars().all(plain) {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
-
 /// `--job`: a Prometheus label value written into the rules' selectors.
 fn job_label(value: &str) -> Result<String, String> {
     if value.is_empty() || value.contains(['"', '\\', '{', '}']) || value.contains(char::is_control)
