@@ -25,6 +25,7 @@ mod metrics;
 mod otel;
 mod purge_races;
 mod refused_values;
+mod replay_cost;
 mod request_reading;
 mod response_headers;
 mod security;
