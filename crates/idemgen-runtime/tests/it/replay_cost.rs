@@ -1,6 +1,7 @@
 //! What a replay costs the database, counted by the database itself: a
 //! completed record inside its window is answered from one read, with no
-//! INSERT, no write, no statement rolled back and no write transaction.
+//! INSERT, no write, no statement rolled back and no write transaction;
+//! so is the same key sent with another body (the conflict).
 //!
 //! MariaDB counts per session (`SHOW SESSION STATUS`), so the engine runs
 //! on a pool of one connection and the counters are read on it. PostgreSQL
@@ -37,14 +38,30 @@ async fn complete(engine: &Idempotency, key: &str) {
     assert_eq!(first.status(), StatusCode::CREATED);
 }
 
-/// Sends `key`'s request again and checks it is the replay.
-async fn replay(engine: &Idempotency, key: &str) {
-    match engine.begin(&PAY, pay(key)).await {
+/// A request sent again with a completed key.
+#[derive(Debug, Clone, Copy)]
+enum Repeat {
+    /// The same request: the replay.
+    Same,
+    /// Another body: the conflict.
+    OtherBody,
+}
+
+/// Sends `key` again as `repeat` says and checks the answer.
+async fn repeat(engine: &Idempotency, key: &str, repeat: Repeat) {
+    let request = match repeat {
+        Repeat::Same => pay(key),
+        Repeat::OtherBody => support::post_json("/pay", Some(key), &json!({"order": "B-2"})),
+    };
+    match engine.begin(&PAY, request).await {
         Ok(_) => panic!("a completed key was claimed again"),
-        Err(answer) => {
-            assert_eq!(answer.status(), StatusCode::CREATED);
-            assert_eq!(answer.headers()[idemgen_runtime::REPLAYED_HEADER], "true");
-        }
+        Err(answer) => match repeat {
+            Repeat::Same => {
+                assert_eq!(answer.status(), StatusCode::CREATED);
+                assert_eq!(answer.headers()[idemgen_runtime::REPLAYED_HEADER], "true");
+            }
+            Repeat::OtherBody => assert_eq!(answer.status(), StatusCode::CONFLICT),
+        },
     }
 }
 
@@ -99,33 +116,35 @@ async fn a_replay_is_one_read_on_mariadb() {
             .map(|(name, value)| (name, value.parse::<i64>().unwrap()))
             .collect::<HashMap<_, _>>()
     };
-    // What reading the counters costs by itself, taken off the replay's.
-    let start = status().await;
-    let idle = status().await;
-    replay(&engine, &key).await;
-    let end = status().await;
-    let reading = delta(&start, &idle);
-    let replayed = delta(&idle, &end);
-    let cost: HashMap<&str, i64> = counters
-        .iter()
-        .map(|&name| (name, replayed[name] - reading[name]))
-        .collect();
-    eprintln!("a replay on MariaDB, per request: {cost:?}");
+    for kind in [Repeat::Same, Repeat::OtherBody] {
+        // What reading the counters costs by itself, taken off the request's.
+        let start = status().await;
+        let idle = status().await;
+        repeat(&engine, &key, kind).await;
+        let end = status().await;
+        let reading = delta(&start, &idle);
+        let sent = delta(&idle, &end);
+        let cost: HashMap<&str, i64> = counters
+            .iter()
+            .map(|&name| (name, sent[name] - reading[name]))
+            .collect();
+        eprintln!("{kind:?} on MariaDB, per request: {cost:?}");
 
-    for name in [
-        "Com_insert",
-        "Com_update",
-        "Com_delete",
-        "Com_commit",
-        "Com_rollback",
-        "Handler_write",
-        "Handler_update",
-        "Handler_delete",
-        "Handler_rollback",
-    ] {
-        assert_eq!(cost[name], 0, "{name} for a replay: {cost:?}");
+        for name in [
+            "Com_insert",
+            "Com_update",
+            "Com_delete",
+            "Com_commit",
+            "Com_rollback",
+            "Handler_write",
+            "Handler_update",
+            "Handler_delete",
+            "Handler_rollback",
+        ] {
+            assert_eq!(cost[name], 0, "{name} for {kind:?}: {cost:?}");
+        }
+        assert_eq!(cost["Com_select"], 1, "one read for {kind:?}: {cost:?}");
     }
-    assert_eq!(cost["Com_select"], 1, "one read: {cost:?}");
     pool.close().await;
 }
 
@@ -226,15 +245,19 @@ impl Drop for OwnDatabase {
 }
 
 /// The counters a session of one connection adds to `database` while it
-/// opens the engine and, if `key` is given, replays it.
-async fn session(database: &OwnDatabase, table: &str, key: Option<&str>) -> HashMap<String, i64> {
+/// opens the engine and, if given, sends a completed key again.
+async fn session(
+    database: &OwnDatabase,
+    table: &str,
+    sent: Option<(&str, Repeat)>,
+) -> HashMap<String, i64> {
     let before = database.counters().await;
     let pool = idemgen_runtime::connect_with_pool_size(&database.url, &NO_MIGRATIONS, Some(1))
         .await
         .unwrap();
     let engine = Idempotency::new(pool.clone(), table).await.unwrap();
-    if let Some(key) = key {
-        replay(&engine, key).await;
+    if let Some((key, kind)) = sent {
+        repeat(&engine, key, kind).await;
     }
     pool.close().await;
     drop(engine);
@@ -266,42 +289,47 @@ async fn a_replay_is_one_read_on_postgres() {
     setup.close().await;
     drop(engine);
 
-    // A session that only opens the engine, and one that also replays:
-    // the difference is the replay's. Another backend (autovacuum) may add
-    // to a session's counts, never take away: the least of three sessions
-    // of each kind is its own.
-    let mut opened = Vec::new();
-    let mut replayed = Vec::new();
-    for _ in 0..3 {
-        opened.push(session(&database, table, None).await);
-        replayed.push(session(&database, table, Some(&key)).await);
-    }
-    let least = |sessions: &[HashMap<String, i64>], name: &str| {
-        sessions.iter().map(|counts| counts[name]).min().unwrap()
-    };
-    let cost: HashMap<&str, i64> = [
-        "xact_commit",
-        "xact_rollback",
-        "tup_inserted",
-        "tup_updated",
-        "tup_deleted",
-    ]
-    .into_iter()
-    .map(|name| (name, least(&replayed, name) - least(&opened, name)))
-    .collect();
-    eprintln!("a replay on PostgreSQL, per request: {cost:?}");
+    // A session that only opens the engine, and one that also sends the
+    // key again: the difference is the request's. Another backend
+    // (autovacuum) may add to a session's counts, never take away: the
+    // least of three sessions of each kind is its own.
+    for kind in [Repeat::Same, Repeat::OtherBody] {
+        let mut opened = Vec::new();
+        let mut sent = Vec::new();
+        for _ in 0..3 {
+            opened.push(session(&database, table, None).await);
+            sent.push(session(&database, table, Some((&key, kind))).await);
+        }
+        let least = |sessions: &[HashMap<String, i64>], name: &str| {
+            sessions.iter().map(|counts| counts[name]).min().unwrap()
+        };
+        let cost: HashMap<&str, i64> = [
+            "xact_commit",
+            "xact_rollback",
+            "tup_inserted",
+            "tup_updated",
+            "tup_deleted",
+        ]
+        .into_iter()
+        .map(|name| (name, least(&sent, name) - least(&opened, name)))
+        .collect();
+        eprintln!("{kind:?} on PostgreSQL, per request: {cost:?}");
 
-    for name in [
-        "xact_rollback",
-        "tup_inserted",
-        "tup_updated",
-        "tup_deleted",
-    ] {
-        assert_eq!(cost[name], 0, "{name} for a replay: {cost:?}");
+        for name in [
+            "xact_rollback",
+            "tup_inserted",
+            "tup_updated",
+            "tup_deleted",
+        ] {
+            assert_eq!(cost[name], 0, "{name} for {kind:?}: {cost:?}");
+        }
+        // PostgreSQL counts every statement outside a transaction block as
+        // a transaction of its own: the one read, which writes nothing.
+        assert_eq!(
+            cost["xact_commit"], 1,
+            "one statement for {kind:?}: {cost:?}"
+        );
     }
-    // PostgreSQL counts every statement outside a transaction block as a
-    // transaction of its own: the one read, which writes nothing.
-    assert_eq!(cost["xact_commit"], 1, "one statement: {cost:?}");
 }
 
 #[test]
