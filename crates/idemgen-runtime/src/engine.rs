@@ -2,7 +2,9 @@
 //! runs as
 //!
 //! 1. [`Idempotency::begin`] (or [`Idempotency::begin_typed`]): validate the key, fingerprint the request,
-//!    and claim the key with one atomic statement that commits on its own,
+//!    read its record (a completed one inside its window is replayed from
+//!    that read alone, and one with another fingerprint is a conflict),
+//!    and otherwise claim the key with one atomic statement that commits on its own,
 //!    so that a duplicate sees the claim at once (in progress →
 //!    `Retry-After`);
 //! 2. the business function, inside a transaction ([`Call::parts`]);
@@ -649,6 +651,19 @@ impl Idempotency {
             fingerprint,
         } = admitted;
         let counters = &operation.counters;
+        // A replay (or a key reused with another request) is answered from
+        // one read, with no write and no commit. Reading first is not
+        // "check, then write": nothing is written on what this read saw, and
+        // every other record, or none, goes on to the atomic claim below.
+        if let Some(record) = self
+            .read(&mut **connection, operation, &scope, &key)
+            .await?
+            && settled(&record, &fingerprint, self.clock_margin_ms)
+            && let Decision::Answer(answer) =
+                decide(operation, contract, &record, &fingerprint, self.clock_margin_ms)
+        {
+            return Err(answer);
+        }
         // Every token this request wrote: a claim whose read-back failed is
         // still recognised as ours on the next attempt.
         let mut written: Vec<String> = Vec::new();
@@ -1434,6 +1449,19 @@ fn stop_of(failure: Failure) -> Stop {
         Failure::Refused => Stop::Refused,
         Failure::Other => Stop::Error,
     }
+}
+
+/// Whether a record read before any claim settles the request, with the
+/// answer the claim would reach too: a completed record inside its window
+/// with this request's fingerprint (the replay), or any record inside its
+/// window with another fingerprint (the conflict). Inside its window a
+/// record never changes its fingerprint (only an expired record is
+/// reclaimed for another request) nor leaves `completed` (reclaims,
+/// finishes and releases match only other states), so reading it later,
+/// after a failed claim, would give the same answer.
+fn settled(record: &Record, fingerprint: &str, margin_ms: i64) -> bool {
+    let in_window = record.expires_at.saturating_add(margin_ms) > record.db_now;
+    in_window && (record.fingerprint != fingerprint || record.status == COMPLETED)
 }
 
 fn decide(

@@ -27,6 +27,7 @@ mod otel;
 mod purge_races;
 mod refused_values;
 mod rejections;
+mod replay_cost;
 mod request_reading;
 mod response_headers;
 mod security;
