@@ -136,58 +136,83 @@ async fn payments(table: &Table) -> i64 {
     .unwrap()
 }
 
-/// One payment through an engine whose connections go through the proxy,
-/// armed with `fault` for its COMMIT; then the retry with the same key.
-/// Returns the first answer, the retry's answer and the payments made.
+/// A payments table and an engine whose connections go through the proxy,
+/// which `mode` arms for one COMMIT.
+struct Payments {
+    table: Table,
+    mode: Arc<AtomicU8>,
+    engine: Idempotency,
+    key: String,
+}
+
+impl Payments {
+    /// `pool_size` connections at most (sqlx's default when `None`).
+    async fn new(pool_size: Option<u32>) -> Option<Payments> {
+        let table = Table::new().await?;
+        table
+            .sql("CREATE TABLE {t}_payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
+            .await;
+        let mode = Arc::new(AtomicU8::new(PASS));
+        let (upstream, _) = through_proxy(&table.url, 0);
+        let port = proxy(upstream, mode.clone()).await;
+        let (_, proxied) = through_proxy(&table.url, port);
+        let pool = idemgen_runtime::connect_with_pool_size(&proxied, &NO_MIGRATIONS, pool_size)
+            .await
+            .expect("connect through the proxy");
+        let engine = Idempotency::new(pool, &table.name).await.unwrap();
+        Some(Payments {
+            table,
+            mode,
+            engine,
+            key: key(),
+        })
+    }
+
+    /// One attempt of the payment, writing payment `id`.
+    async fn attempt(&self, id: i64) -> axum::response::Response {
+        let mut call = match self.engine.begin(&PAY, pay(&self.key)).await {
+            Ok(call) => call,
+            Err(answer) => return answer,
+        };
+        let (tx, _) = call.parts();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO {}_payments (id, amount) VALUES ({id}, 100)",
+            self.table.name
+        )))
+        .execute(&mut **tx)
+        .await
+        .unwrap();
+        call.finish(Ok::<_, sqlx::Error>(Reply::json(
+            StatusCode::CREATED,
+            &json!({"paid": 100}),
+        )))
+        .await
+    }
+
+    /// The payments made; drops the table.
+    async fn made(self) -> i64 {
+        let paid = payments(&self.table).await;
+        self.table.sql("DROP TABLE {t}_payments").await;
+        paid
+    }
+}
+
+/// One payment through the proxy armed with `fault` for its COMMIT; then
+/// the retry with the same key. Returns the first answer, the retry's
+/// answer and the payments made.
 async fn pay_through(
     fault: u8,
 ) -> Option<(axum::response::Response, axum::response::Response, i64)> {
-    let table = Table::new().await?;
-    table
-        .sql("CREATE TABLE {t}_payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
-        .await;
-    let mode = Arc::new(AtomicU8::new(PASS));
-    let (upstream, _) = through_proxy(&table.url, 0);
-    let port = proxy(upstream, mode.clone()).await;
-    let (_, proxied) = through_proxy(&table.url, port);
-    let pool = idemgen_runtime::connect(&proxied, &NO_MIGRATIONS)
-        .await
-        .expect("connect through the proxy");
-    let engine = Idempotency::new(pool, &table.name).await.unwrap();
-    let key = key();
-    let attempt = |id: i64| {
-        let engine = engine.clone();
-        let (key, table_name) = (key.clone(), table.name.clone());
-        async move {
-            let mut call = match engine.begin(&PAY, pay(&key)).await {
-                Ok(call) => call,
-                Err(answer) => return answer,
-            };
-            let (tx, _) = call.parts();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "INSERT INTO {table_name}_payments (id, amount) VALUES ({id}, 100)"
-            )))
-            .execute(&mut **tx)
-            .await
-            .unwrap();
-            call.finish(Ok::<_, sqlx::Error>(Reply::json(
-                StatusCode::CREATED,
-                &json!({"paid": 100}),
-            )))
-            .await
-        }
-    };
-    mode.store(fault, Ordering::SeqCst);
-    let first = attempt(1).await;
+    let payments = Payments::new(None).await?;
+    payments.mode.store(fault, Ordering::SeqCst);
+    let first = payments.attempt(1).await;
     assert_eq!(
-        mode.load(Ordering::SeqCst),
+        payments.mode.load(Ordering::SeqCst),
         PASS,
         "the COMMIT went through the proxy"
     );
-    let retry = attempt(2).await;
-    let paid = payments(&table).await;
-    table.sql("DROP TABLE {t}_payments").await;
-    Some((first, retry, paid))
+    let retry = payments.attempt(2).await;
+    Some((first, retry, payments.made().await))
 }
 
 async fn the_outcome_is_unknown(first: axum::response::Response) {
@@ -287,64 +312,29 @@ async fn pay_with_an_unanswered_commit(
     axum::response::Response,
     i64,
 )> {
-    let table = Table::new().await?;
-    table
-        .sql("CREATE TABLE {t}_payments (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
-        .await;
-    let mode = Arc::new(AtomicU8::new(PASS));
-    let (upstream, _) = through_proxy(&table.url, 0);
-    let port = proxy(upstream, mode.clone()).await;
-    let (_, proxied) = through_proxy(&table.url, port);
-    let pool = idemgen_runtime::connect_with_pool_size(&proxied, &NO_MIGRATIONS, Some(1))
-        .await
-        .expect("connect through the proxy");
-    let engine = Idempotency::new(pool, &table.name)
-        .await
-        .unwrap()
+    let mut payments = Payments::new(Some(1)).await?;
+    payments.engine = payments
+        .engine
+        .clone()
         .with_commit_timeout(Duration::from_millis(300));
-    let key = key();
-    let attempt = |id: i64| {
-        let engine = engine.clone();
-        let (key, table_name) = (key.clone(), table.name.clone());
-        async move {
-            let mut call = match engine.begin(&PAY, pay(&key)).await {
-                Ok(call) => call,
-                Err(answer) => return answer,
-            };
-            let (tx, _) = call.parts();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "INSERT INTO {table_name}_payments (id, amount) VALUES ({id}, 100)"
-            )))
-            .execute(&mut **tx)
-            .await
-            .unwrap();
-            call.finish(Ok::<_, sqlx::Error>(Reply::json(
-                StatusCode::CREATED,
-                &json!({"paid": 100}),
-            )))
-            .await
-        }
-    };
-    mode.store(fault, Ordering::SeqCst);
+    payments.mode.store(fault, Ordering::SeqCst);
     let started = std::time::Instant::now();
-    let first = attempt(1).await;
+    let first = payments.attempt(1).await;
     let took = started.elapsed();
     // The only connection of the pool was given up on: the retry gets one.
-    let retry = tokio::time::timeout(Duration::from_secs(10), attempt(2))
+    let retry = tokio::time::timeout(Duration::from_secs(10), payments.attempt(2))
         .await
         .expect("the pool gave the retry a connection");
     // Past the lease (5 s), a claim whose COMMIT never happened is taken
     // over; a completed one is replayed again.
     tokio::time::sleep(Duration::from_millis(5_500)).await;
-    let last = attempt(3).await;
+    let last = payments.attempt(3).await;
     assert!(
         last.status() == StatusCode::CREATED,
         "after the lease: {}",
         body_text(last).await
     );
-    let paid = payments(&table).await;
-    table.sql("DROP TABLE {t}_payments").await;
-    Some((took, first, retry, paid))
+    Some((took, first, retry, payments.made().await))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,6 +100,13 @@ async fn pay_once(engine: &Idempotency) -> axum::response::Response {
     .await
 }
 
+/// One payment that must be answered 201.
+async fn pays(engine: &Idempotency) {
+    let answer = pay_once(engine).await;
+    let status = answer.status();
+    assert_eq!(status, StatusCode::CREATED, "{}", body_text(answer).await);
+}
+
 /// Pays through the first host, kills it, and returns how long after the
 /// kill the first payment was answered 201 again, and what was answered
 /// meanwhile.
@@ -114,13 +121,7 @@ async fn fail_over(attrs: &str) -> Option<(Duration, Vec<u16>)> {
         .unwrap_or_else(|error| panic!("connect to {url}: {error}"));
     let engine = Idempotency::new(pool, &table.name).await.unwrap();
     for _ in 0..5 {
-        let answer = pay_once(&engine).await;
-        assert_eq!(
-            answer.status(),
-            StatusCode::CREATED,
-            "{}",
-            body_text(answer).await
-        );
+        pays(&engine).await;
     }
     assert!(
         first.connections.load(Ordering::SeqCst) > 0,
@@ -229,13 +230,7 @@ async fn a_demoted_primary_is_unavailable_not_busy() {
         .unwrap();
     }
     let engine = Idempotency::new(pool.clone(), "records").await.unwrap();
-    let answer = pay_once(&engine).await;
-    assert_eq!(
-        answer.status(),
-        StatusCode::CREATED,
-        "{}",
-        body_text(answer).await
-    );
+    pays(&engine).await;
 
     // Demoted: new sessions are read-only, the old ones are gone.
     table
