@@ -494,7 +494,9 @@ fn gen_with_path(out: &Path, path: &std::ffi::OsStr) -> Run {
 
 /// Generated Rust is laid out by idemgen itself (prettyplease), so gen
 /// needs no rustfmt and writes the same bytes whether or not one is on
-/// PATH.
+/// PATH; and either way `cargo fmt --check` passes in the project: the
+/// files the user owns are laid out as rustfmt would, the others tell
+/// rustfmt to leave them.
 #[test]
 fn gen_needs_no_rustfmt_and_writes_the_same_bytes_without_it() {
     let full = std::env::var_os("PATH").unwrap_or_default();
@@ -513,6 +515,34 @@ fn gen_needs_no_rustfmt_and_writes_the_same_bytes_without_it() {
     let run = gen_with_path(&without, empty.as_os_str());
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(tree(&without) == expected, "the trees differ");
+
+    // The vendored runtime is the crate's own source, in rustfmt's layout.
+    let generated = |path: &&str| path.ends_with(".rs") && !path.starts_with("vendor/");
+    for (path, contents) in &expected {
+        let Some(path) = path.to_str().filter(generated) else {
+            continue;
+        };
+        let contents = String::from_utf8_lossy(contents);
+        let left_alone = contents.contains("#![cfg_attr(rustfmt, rustfmt::skip)]");
+        let users = ["src/app.rs", "src/auth.rs"].contains(&path)
+            || (path.starts_with("src/business/") && path != "src/business/mod.rs");
+        assert_eq!(left_alone, !users, "{path}");
+    }
+    if Command::new("rustfmt").arg("--version").output().is_err() {
+        skip::skipped("rustfmt is not on PATH, so `cargo fmt --check` cannot run");
+        return;
+    }
+    let output = Command::new(env!("CARGO"))
+        .args(["fmt", "--check"])
+        .current_dir(&without)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo fmt --check:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The user's own module (`src/app.rs`) and what they add below the

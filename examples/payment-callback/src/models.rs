@@ -3,6 +3,7 @@
 //! `idemgen gen` rewrites this file: change the spec, not this file.
 //! Names follow the API's names and doc comments its Markdown, so
 //! the clippy lints about those are allowed here.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 #![allow(
     clippy::enum_variant_names,
     clippy::large_enum_variant,
