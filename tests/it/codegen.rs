@@ -702,16 +702,64 @@ fn generated_comments_say_what_the_code_does() {
         handler("on_pay_callback").contains("and the key can be retried"),
         "an idempotent operation's key can"
     );
-    // The in-progress answer is the engine's, and its variant says so.
+    // A status the engine sends itself is offered to the business code
+    // only with a word that it does, and when; one it never sends, not.
     let models = std::fs::read_to_string(dir.path().join("src/models.rs")).unwrap();
-    let too_many = models.find("TooManyRequests(Problem)").unwrap();
-    assert!(
-        models[..too_many].ends_with(
-            "/// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.\n    "
-        ),
-        "{}",
-        &models[too_many.saturating_sub(400)..too_many]
+    let engine_says = |response: &str, variant: &str| -> Vec<String> {
+        let start = models.find(&format!("pub enum {response} {{")).unwrap();
+        let end = start + models[start..].find(&format!("\n    {variant}(")).unwrap();
+        let doc_start = models[start..end]
+            .rfind("),\n")
+            .map_or(start, |found| start + found);
+        let doc = &models[doc_start..end];
+        let Some(said) = doc.find("/// The engine sends this status itself") else {
+            return Vec::new();
+        };
+        doc[said..]
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.trim().strip_prefix("/// - "))
+            .map(str::to_string)
+            .collect()
+    };
+    let on_pay = "OnPayCallbackResponse";
+    assert_eq!(
+        engine_says(on_pay, "BadRequest"),
+        [
+            "`400` when the parameters or the body cannot be read or break the spec.",
+            "`400` when the idempotency key is missing or malformed.",
+        ]
     );
+    assert_eq!(
+        engine_says(on_pay, "Unauthorized"),
+        ["`401` when the request carries no credential `src/auth.rs` accepts."]
+    );
+    assert_eq!(
+        engine_says(on_pay, "Conflict"),
+        [
+            "`409` when the key was used with a different request, or by a first request that \
+          failed and may not be retried."
+        ]
+    );
+    assert_eq!(
+        engine_says(on_pay, "PayloadTooLarge"),
+        ["`413` when the body is larger than the service accepts."]
+    );
+    assert_eq!(
+        engine_says(on_pay, "TooManyRequests"),
+        [
+            "`429` with `Retry-After`, while another request with the same key is in progress.",
+            "`429` with `Retry-After`, when the database is too busy to claim the key.",
+        ]
+    );
+    assert!(engine_says(on_pay, "Ok").is_empty());
+    assert!(engine_says(on_pay, "NotFound").is_empty());
+    // A GET without a key or body: only its security is the engine's.
+    assert_eq!(
+        engine_says("GetOrderResponse", "Unauthorized"),
+        ["`401` when the request carries no credential `src/auth.rs` accepts."]
+    );
+    assert!(engine_says("GetOrderResponse", "NotFound").is_empty());
     assert!(
         get_order.contains("before the business function runs"),
         "{get_order}"
