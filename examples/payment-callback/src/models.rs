@@ -177,11 +177,47 @@ pub struct Order {
     pub paid_at: Option<String>,
 }
 
+impl Order {
+    /// A `Order` of its required fields; the others are absent.
+    pub fn new(order_no: String, amount: i64, status: OrderStatus) -> Self {
+        Order {
+            order_no,
+            amount,
+            status,
+            txn_id: None,
+            paid_at: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OrderStatus {
     Unpaid,
     Paid,
+}
+
+impl std::fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            match *self {
+                OrderStatus::Unpaid => "unpaid",
+                OrderStatus::Paid => "paid",
+            },
+        )
+    }
+}
+
+impl std::str::FromStr for OrderStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "unpaid" => Ok(OrderStatus::Unpaid),
+            "paid" => Ok(OrderStatus::Paid),
+            other => Err(format!("`{other}` is not a value of OrderStatus")),
+        }
+    }
 }
 
 /// Payment notification sent by the provider.
@@ -221,8 +257,29 @@ pub enum PaymentResultStatus {
     Paid,
 }
 
+impl std::fmt::Display for PaymentResultStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            match *self {
+                PaymentResultStatus::Paid => "paid",
+            },
+        )
+    }
+}
+
+impl std::str::FromStr for PaymentResultStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "paid" => Ok(PaymentResultStatus::Paid),
+            other => Err(format!("`{other}` is not a value of PaymentResultStatus")),
+        }
+    }
+}
+
 /// RFC 9457 problem details.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Problem {
     /// Format: `uri-reference`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
