@@ -68,6 +68,7 @@
 mod convert;
 mod emit;
 mod graph;
+mod merge;
 mod model;
 mod naming;
 mod operation;
@@ -311,7 +312,7 @@ pub fn spec_types_with(
     engine: &EngineStatuses,
 ) -> Result<SpecTypes, TypesError> {
     let mut converter = convert::Converter::new(workspace);
-    converter.reserve_components();
+    let components = converter.reserve_components();
     let path_operations: Vec<Operation<'_>> = operations(workspace)
         .into_iter()
         .filter(|operation| operation.kind == OperationKind::Path)
@@ -336,6 +337,7 @@ pub fn spec_types_with(
     for types in by_pointer.values_mut() {
         operation::fill_param_kinds(types, &defs);
     }
+    let defs = merge::identical(defs, &components, &by_pointer);
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
