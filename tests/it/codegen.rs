@@ -495,7 +495,9 @@ fn gen_with_path(out: &Path, path: &std::ffi::OsStr) -> Run {
 
 /// Generated Rust is laid out by idemgen itself (prettyplease), so gen
 /// needs no rustfmt and writes the same bytes whether or not one is on
-/// PATH.
+/// PATH; and either way `cargo fmt --check` passes in the project: the
+/// files the user owns are laid out as rustfmt would, the others tell
+/// rustfmt to leave them.
 #[test]
 fn gen_needs_no_rustfmt_and_writes_the_same_bytes_without_it() {
     let full = std::env::var_os("PATH").unwrap_or_default();
@@ -514,6 +516,34 @@ fn gen_needs_no_rustfmt_and_writes_the_same_bytes_without_it() {
     let run = gen_with_path(&without, empty.as_os_str());
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(tree(&without) == expected, "the trees differ");
+
+    // The vendored runtime is the crate's own source, in rustfmt's layout.
+    let generated = |path: &&str| path.ends_with(".rs") && !path.starts_with("vendor/");
+    for (path, contents) in &expected {
+        let Some(path) = path.to_str().filter(generated) else {
+            continue;
+        };
+        let contents = String::from_utf8_lossy(contents);
+        let left_alone = contents.contains("#![cfg_attr(rustfmt, rustfmt::skip)]");
+        let users = ["src/app.rs", "src/auth.rs"].contains(&path)
+            || (path.starts_with("src/business/") && path != "src/business/mod.rs");
+        assert_eq!(left_alone, !users, "{path}");
+    }
+    if Command::new("rustfmt").arg("--version").output().is_err() {
+        skip::skipped("rustfmt is not on PATH, so `cargo fmt --check` cannot run");
+        return;
+    }
+    let output = Command::new(env!("CARGO"))
+        .args(["fmt", "--check"])
+        .current_dir(&without)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "cargo fmt --check:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 /// The user's own module (`src/app.rs`) and what they add below the
@@ -673,16 +703,64 @@ fn generated_comments_say_what_the_code_does() {
         handler("on_pay_callback").contains("and the key can be retried"),
         "an idempotent operation's key can"
     );
-    // The in-progress answer is the engine's, and its variant says so.
+    // A status the engine sends itself is offered to the business code
+    // only with a word that it does, and when; one it never sends, not.
     let models = std::fs::read_to_string(dir.path().join("src/models.rs")).unwrap();
-    let too_many = models.find("TooManyRequests(Problem)").unwrap();
-    assert!(
-        models[..too_many].ends_with(
-            "/// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.\n    "
-        ),
-        "{}",
-        &models[too_many.saturating_sub(400)..too_many]
+    let engine_says = |response: &str, variant: &str| -> Vec<String> {
+        let start = models.find(&format!("pub enum {response} {{")).unwrap();
+        let end = start + models[start..].find(&format!("\n    {variant}(")).unwrap();
+        let doc_start = models[start..end]
+            .rfind("),\n")
+            .map_or(start, |found| start + found);
+        let doc = &models[doc_start..end];
+        let Some(said) = doc.find("/// The engine sends this status itself") else {
+            return Vec::new();
+        };
+        doc[said..]
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.trim().strip_prefix("/// - "))
+            .map(str::to_string)
+            .collect()
+    };
+    let on_pay = "OnPayCallbackResponse";
+    assert_eq!(
+        engine_says(on_pay, "BadRequest"),
+        [
+            "`400` when the parameters or the body cannot be read or break the spec.",
+            "`400` when the idempotency key is missing or malformed.",
+        ]
     );
+    assert_eq!(
+        engine_says(on_pay, "Unauthorized"),
+        ["`401` when the request carries no credential `src/auth.rs` accepts."]
+    );
+    assert_eq!(
+        engine_says(on_pay, "Conflict"),
+        [
+            "`409` when the key was used with a different request, or by a first request that \
+          failed and may not be retried."
+        ]
+    );
+    assert_eq!(
+        engine_says(on_pay, "PayloadTooLarge"),
+        ["`413` when the body is larger than the service accepts."]
+    );
+    assert_eq!(
+        engine_says(on_pay, "TooManyRequests"),
+        [
+            "`429` with `Retry-After`, while another request with the same key is in progress.",
+            "`429` with `Retry-After`, when the database is too busy to claim the key.",
+        ]
+    );
+    assert!(engine_says(on_pay, "Ok").is_empty());
+    assert!(engine_says(on_pay, "NotFound").is_empty());
+    // A GET without a key or body: only its security is the engine's.
+    assert_eq!(
+        engine_says("GetOrderResponse", "Unauthorized"),
+        ["`401` when the request carries no credential `src/auth.rs` accepts."]
+    );
+    assert!(engine_says("GetOrderResponse", "NotFound").is_empty());
     assert!(
         get_order.contains("before the business function runs"),
         "{get_order}"

@@ -236,3 +236,52 @@ fn deeply_nested_schemas_do_not_overflow_the_stack() {
     let structs = types.models().matches("pub struct Deep").count();
     assert_eq!(structs, 120, "one struct a level");
 }
+
+/// An inline schema written out again in several operations is one type;
+/// the spec's own `components` schemas keep their names even when alike.
+#[test]
+fn structurally_identical_inline_types_are_one() {
+    let range = "{type: object, properties: {gt: {type: integer}, lt: {type: integer}}}";
+    let operation = |id: &str| {
+        format!(
+            "    get:\n      operationId: {id}\n      requestBody:\n        content:\n          \
+             application/json:\n            schema:\n              type: object\n              \
+             properties:\n                created: {range}\n      responses:\n        \
+             '204': {{description: done}}\n"
+        )
+    };
+    let spec = format!(
+        "openapi: 3.0.3\ninfo: {{title: Ranges, version: '1'}}\npaths:\n  /charges:\n{}  \
+         /refunds:\n{}components:\n  schemas:\n    A: {range}\n    B: {range}\n",
+        operation("listCharges"),
+        operation("listRefunds")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("openapi.yaml");
+    std::fs::write(&path, spec).unwrap();
+    let (_, types) = generate(&path);
+    let models = types.models();
+    let structs: Vec<&str> = models
+        .lines()
+        .filter_map(|line| line.strip_prefix("pub struct "))
+        .map(|rest| rest.trim_end_matches(" {"))
+        .collect();
+    assert_eq!(
+        structs,
+        [
+            "A",
+            "B",
+            "ListChargesRequest",
+            "ListChargesRequestCreated",
+            "ListRefundsRequest"
+        ],
+        "{models}"
+    );
+    assert_eq!(
+        models
+            .matches("pub created: Option<ListChargesRequestCreated>,")
+            .count(),
+        2,
+        "{models}"
+    );
+}

@@ -144,6 +144,24 @@ fn openapi_3_0() {
     assert_eq!(round_trip::<Labels>(json!({"a": ["x"]})).1, json!({"a": ["x"]}));
     assert_eq!(round_trip::<MaybeColour>(json!("green")).0, MaybeColour::Green);
 
+    // A string enum is written and read as the wire has it.
+    assert_eq!(PetKind::GuineaPig.to_string(), "guinea-pig");
+    assert_eq!("guinea-pig".parse::<PetKind>(), Ok(PetKind::GuineaPig));
+    assert_eq!(
+        "hamster".parse::<PetKind>(),
+        Err("`hamster` is not a value of PetKind".to_string())
+    );
+    // Nothing required: a default, which sends nothing.
+    assert_eq!(serde_json::to_value(WireNames::default()).unwrap(), json!({}));
+    // Required fields and optional ones: a constructor of the required.
+    let camel = CamelCase::new("Ann".into());
+    assert_eq!(serde_json::to_value(&camel).unwrap(), json!({"firstName": "Ann"}));
+    let cat = Cat::new(2, "Tom".into(), PetKind::Cat, None);
+    assert_eq!(
+        serde_json::to_value(&cat).unwrap(),
+        json!({"id": 2, "name": "Tom", "kind": "cat", "nickname": null})
+    );
+
     let params: GetPetParams =
         serde_json::from_value(json!({"petId": 4, "type": "cat", "X-Request-Id": "r-1"})).unwrap();
     assert_eq!((params.pet_id, params.r#type), (4, PetKind::Cat));

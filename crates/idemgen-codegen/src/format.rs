@@ -164,10 +164,13 @@ fn macro_end(source: &str, start: usize) -> Option<usize> {
 /// Whether `a` and `b` are the same Rust apart from layout: the same
 /// tokens and the same comments in the same places, as when rustfmt (or
 /// `cargo fmt`) relaid out a file this module printed.
+/// [`LEFT_AS_GENERATED`] is layout too: a user who deletes it to let
+/// `cargo fmt` relay a file out has not edited its code.
 pub fn same_but_layout(a: &str, b: &str) -> bool {
+    let code = |text: &str| text.replacen(&format!("{LEFT_AS_GENERATED}\n"), "", 1);
     match (
-        print("", a, Verbatim::Tokens),
-        print("", b, Verbatim::Tokens),
+        print("", &code(a), Verbatim::Tokens),
+        print("", &code(b), Verbatim::Tokens),
     ) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
@@ -433,30 +436,24 @@ fn item_kind(line: &str) -> Option<&str> {
     KINDS.into_iter().find(|kind| line.starts_with(kind))
 }
 
-/// `source` as rustfmt lays it out (edition 2024, the configuration
-/// rustfmt finds from the working directory), when a rustfmt is on PATH
-/// and takes it; `None` otherwise, and the prettyplease layout stands. For
-/// the client crate, which users keep in their own workspace, where
-/// `cargo fmt --check` runs.
-pub fn rustfmt(source: &str) -> Option<String> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("rustfmt")
-        .args(["--edition", "2024", "--emit", "stdout", "--quiet"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let input = source.to_string();
-    // Written from a thread of its own: rustfmt may start writing its
-    // output before it has read all of its input.
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let output = child.wait_with_output().ok()?;
-    writer.join().ok()?.ok()?;
-    let formatted = String::from_utf8(output.stdout).ok()?;
-    (output.status.success() && !formatted.trim().is_empty()).then_some(formatted)
+/// The inner attribute that tells rustfmt (and so `cargo fmt`) to leave a
+/// file idemgen owns as [`rust`] laid it out. prettyplease's layout is
+/// not rustfmt's, and running rustfmt at generation time would make the
+/// bytes depend on the machine; with it, `cargo fmt --check` passes in the
+/// user's workspace and every machine generates the same bytes. rustc
+/// never sees it (`cfg(rustfmt)` is false there). The files the user owns
+/// do not carry it: their layout is rustfmt's already.
+pub const LEFT_AS_GENERATED: &str = "#![cfg_attr(rustfmt, rustfmt::skip)]";
+
+/// `source`, a file idemgen owns, with [`LEFT_AS_GENERATED`] after its
+/// inner doc comment (or first, when it has none).
+pub fn left_as_generated(source: &str) -> String {
+    let doc: usize = source
+        .split_inclusive('\n')
+        .take_while(|line| line.starts_with("//!"))
+        .map(str::len)
+        .sum();
+    format!("{}{LEFT_AS_GENERATED}\n{}", &source[..doc], &source[doc..])
 }
 
 #[cfg(test)]

@@ -705,6 +705,9 @@ fn render_file(
     let mut contents = render::render(env, template, &context)?;
     if path.ends_with(".rs") {
         contents = format::rust(&path, &contents)?;
+        if owner == Owner::Idemgen {
+            contents = format::left_as_generated(&contents);
+        }
     }
     Ok(File {
         path,
@@ -718,7 +721,7 @@ fn models_file(types: &types::SpecTypes) -> File {
     File {
         path: "src/models.rs".to_string(),
         // Already laid out by `format::rust`.
-        contents: types.models().to_string(),
+        contents: format::left_as_generated(types.models()),
         owner: Owner::Idemgen,
     }
 }

@@ -40,6 +40,7 @@
 //! - `OTEL_EXPORTER_OTLP_ENDPOINT` and the other `OTEL_*` variables: built
 //!   with `--features otel`, those spans are exported over OTLP/HTTP.
 //! - Whatever `src/auth.rs` reads to verify credentials.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 pub mod app;
 pub mod auth;
@@ -102,13 +103,21 @@ impl App {
         let pool_size = std::env::var("DATABASE_POOL_SIZE")
             .ok()
             .and_then(|size| size.parse().ok());
-        let pool =
-            idemgen_runtime::connect_with_pool_size(database_url, &MIGRATIONS, pool_size).await?;
+        let pool = idemgen_runtime::connect_with_pool_size(
+                database_url,
+                &MIGRATIONS,
+                pool_size,
+            )
+            .await?;
         let mut idempotency = Idempotency::new(pool.clone(), RECORD_TABLE).await?;
         if let Ok(millis) = std::env::var("CLOCK_MARGIN_MS") {
-            let millis = millis.parse().map_err(|_| {
-                format!("CLOCK_MARGIN_MS must be a whole number of milliseconds, not `{millis}`")
-            })?;
+            let millis = millis
+                .parse()
+                .map_err(|_| {
+                    format!(
+                        "CLOCK_MARGIN_MS must be a whole number of milliseconds, not `{millis}`"
+                    )
+                })?;
             idempotency = idempotency.with_clock_margin(Duration::from_millis(millis));
         }
         if let Ok(millis) = std::env::var("COMMIT_TIMEOUT_MS") {
@@ -118,9 +127,13 @@ impl App {
             idempotency = idempotency.with_commit_timeout(Duration::from_millis(millis));
         }
         if let Ok(bytes) = std::env::var("MAX_STORED_ANSWER_BYTES") {
-            let bytes = bytes.parse().map_err(|_| {
-                format!("MAX_STORED_ANSWER_BYTES must be a whole number of bytes, not `{bytes}`")
-            })?;
+            let bytes = bytes
+                .parse()
+                .map_err(|_| {
+                    format!(
+                        "MAX_STORED_ANSWER_BYTES must be a whole number of bytes, not `{bytes}`"
+                    )
+                })?;
             idempotency = idempotency
                 .with_max_stored_answer(bytes)
                 .map_err(|error| format!("MAX_STORED_ANSWER_BYTES: {error}"))?;
@@ -151,15 +164,20 @@ impl App {
     ) -> Result<Request, Response> {
         match &self.auth {
             Some(auth) => {
-                idemgen_runtime::read_authenticated(&operation.security, &**auth, request).await
+                idemgen_runtime::read_authenticated(
+                        &operation.security,
+                        &**auth,
+                        request,
+                    )
+                    .await
             }
             None => {
                 idemgen_runtime::read_authenticated(
-                    &operation.security,
-                    &idemgen_runtime::NoVerifier,
-                    request,
-                )
-                .await
+                        &operation.security,
+                        &idemgen_runtime::NoVerifier,
+                        request,
+                    )
+                    .await
             }
         }
     }
@@ -168,12 +186,14 @@ impl App {
     /// any other path or method is a problem answer (404, 405).
     pub fn router(&self) -> Router {
         idemgen_runtime::service::with_problem_fallbacks(
-            routes::router().with_state(self.clone()).merge(
-                idemgen_runtime::service::health_and_metrics(
-                    self.idempotency.clone(),
-                    operations::ALL,
+            routes::router()
+                .with_state(self.clone())
+                .merge(
+                    idemgen_runtime::service::health_and_metrics(
+                        self.idempotency.clone(),
+                        operations::ALL,
+                    ),
                 ),
-            ),
         )
     }
 }
@@ -181,10 +201,10 @@ impl App {
 /// Reads the settings, connects, and serves until Ctrl-C or SIGTERM.
 pub async fn serve() -> Result<(), Box<dyn std::error::Error>> {
     idemgen_runtime::service::init_logging();
-    let database_url =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string());
-    let listen_addr =
-        std::env::var("LISTEN_ADDR").unwrap_or_else(|_| DEFAULT_LISTEN_ADDR.to_string());
+    let database_url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string());
+    let listen_addr = std::env::var("LISTEN_ADDR")
+        .unwrap_or_else(|_| DEFAULT_LISTEN_ADDR.to_string());
     let purge_every = std::env::var("PURGE_INTERVAL_SECS")
         .ok()
         .and_then(|secs| secs.parse().ok())

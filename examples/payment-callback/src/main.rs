@@ -1,4 +1,5 @@
 //! Starts the payment-callback service; see `src/lib.rs` for its settings.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {

@@ -3,6 +3,7 @@
 //! `idemgen gen` rewrites this file: change the spec, not this file.
 //! Names follow the API's names and doc comments its Markdown, so
 //! the clippy lints about those are allowed here.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 #![allow(
     clippy::enum_variant_names,
     clippy::large_enum_variant,
@@ -25,6 +26,9 @@ pub enum GetOrderResponse {
     /// `200`: The order and its payment state.
     Ok(Order),
     /// `401`: The `X-Signature` header is missing, malformed, outside the server's tolerance, or not the HMAC-SHA256 of its timestamp and the (empty) body under the shared secret.
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `401` when the request carries no credential `src/auth.rs` accepts.
     Unauthorized(Problem),
     /// `404`: No order with this number.
     NotFound(Problem),
@@ -84,18 +88,33 @@ pub enum OnPayCallbackResponse {
     /// `Idempotent-Replayed: true`.
     Ok(PaymentResult),
     /// `400`: The `Idempotency-Key` header is missing, does not match `pay:{yyyyMMdd}:{uuid}`, or is longer than 128 characters. Nothing was recorded; send the request again with a valid key.
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `400` when the parameters or the body cannot be read or break the spec.
+    /// - `400` when the idempotency key is missing or malformed.
     BadRequest(Problem),
     /// `401`: The `X-Signature` header is missing, malformed, outside the server's tolerance (300 s by default), or not the HMAC-SHA256 of its timestamp and the body under the shared secret. Nothing was processed or recorded, and the key is still unused.
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `401` when the request carries no credential `src/auth.rs` accepts.
     Unauthorized(Problem),
     /// `404`: No order `order_no` exists. The failure is recorded; a retry with the same key may try again.
     NotFound(Problem),
     /// `409`: This `Idempotency-Key` was already used with a different request body. The first request's result stands; nothing was overwritten. Use a new key for a new payment event.
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `409` when the key was used with a different request, or by a first request that failed and may not be retried.
     Conflict(Problem),
     /// `413`: The request body is larger than the limit (1 MiB); it was neither processed nor recorded.
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `413` when the body is larger than the service accepts.
     PayloadTooLarge(Problem),
     /// `429`: A request with this `Idempotency-Key` is still being processed. Nothing was done for this copy; retry after `Retry-After` seconds to get the first request's result.
     ///
-    /// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `429` with `Retry-After`, while another request with the same key is in progress.
+    /// - `429` with `Retry-After`, when the database is too busy to claim the key.
     TooManyRequests(Problem),
 }
 
@@ -158,11 +177,47 @@ pub struct Order {
     pub paid_at: Option<String>,
 }
 
+impl Order {
+    /// A `Order` of its required fields; the others are absent.
+    pub fn new(order_no: String, amount: i64, status: OrderStatus) -> Self {
+        Order {
+            order_no,
+            amount,
+            status,
+            txn_id: None,
+            paid_at: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OrderStatus {
     Unpaid,
     Paid,
+}
+
+impl std::fmt::Display for OrderStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            match *self {
+                OrderStatus::Unpaid => "unpaid",
+                OrderStatus::Paid => "paid",
+            },
+        )
+    }
+}
+
+impl std::str::FromStr for OrderStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "unpaid" => Ok(OrderStatus::Unpaid),
+            "paid" => Ok(OrderStatus::Paid),
+            other => Err(format!("`{other}` is not a value of OrderStatus")),
+        }
+    }
 }
 
 /// Payment notification sent by the provider.
@@ -202,8 +257,29 @@ pub enum PaymentResultStatus {
     Paid,
 }
 
+impl std::fmt::Display for PaymentResultStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            match *self {
+                PaymentResultStatus::Paid => "paid",
+            },
+        )
+    }
+}
+
+impl std::str::FromStr for PaymentResultStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "paid" => Ok(PaymentResultStatus::Paid),
+            other => Err(format!("`{other}` is not a value of PaymentResultStatus")),
+        }
+    }
+}
+
 /// RFC 9457 problem details.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Problem {
     /// Format: `uri-reference`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,5 +1,6 @@
 //! Every operation of the spec with its resolved `x-idempotency` contract
 //! and the security schemes that may call it.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 use idemgen_runtime::{Contract, Fingerprint, Operation, Security, Source};
 
@@ -89,7 +90,8 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
 // `<t>.` and the empty body): an order's payment state and the
 // provider's transaction id are not for whoever guesses an order
 // number.
-pub static GET_ORDER: Operation = Operation::plain("getOrder", "get_order").secured(Security {
-    // providerSignature
-    alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
-});
+pub static GET_ORDER: Operation = Operation::plain("getOrder", "get_order")
+    .secured(Security {
+        // providerSignature
+        alternatives: &[&[schemes::PROVIDER_SIGNATURE]],
+    });

@@ -1,5 +1,6 @@
 //! One handler per operation: check its security, claim (idempotent
 //! operations), run the business function in `src/business/`, finish.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -19,7 +20,8 @@ pub fn router() -> Router<App> {
             "/callbacks/pay",
             on(
                 MethodFilter::POST,
-                on_pay_callback.layer(from_fn_with_state(&operations::ON_PAY_CALLBACK, observe)),
+                on_pay_callback
+                    .layer(from_fn_with_state(&operations::ON_PAY_CALLBACK, observe)),
             ),
         )
         .route(
@@ -61,10 +63,7 @@ static ON_PAY_CALLBACK_BODY: &[Constraint] = &[
 async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
     // Who may call it (providerSignature) is checked first: a request
     // that fails is answered 401 or 403 and leaves no record.
-    let request = match app
-        .authenticate(&operations::ON_PAY_CALLBACK, request)
-        .await
-    {
+    let request = match app.authenticate(&operations::ON_PAY_CALLBACK, request).await {
         Ok(request) => request,
         Err(answer) => return answer,
     };
@@ -74,12 +73,17 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
     // record.
     let begun = app
         .idempotency
-        .begin_typed(&operations::ON_PAY_CALLBACK, request, |request| {
-            let params: models::OnPayCallbackParams =
-                request.params_as(&[Param::header("Idempotency-Key", Scalar::String)])?;
-            let body = request.body_checked_as::<models::PayCallback>(400, ON_PAY_CALLBACK_BODY)?;
-            Ok((body, params))
-        })
+        .begin_typed(
+            &operations::ON_PAY_CALLBACK,
+            request,
+            |request| {
+                let params: models::OnPayCallbackParams = request
+                    .params_as(&[Param::header("Idempotency-Key", Scalar::String)])?;
+                let body = request
+                    .body_checked_as::<models::PayCallback>(400, ON_PAY_CALLBACK_BODY)?;
+                Ok((body, params))
+            },
+        )
         .await;
     let (mut call, (body, params)) = match begun {
         Ok(begun) => begun,
@@ -93,13 +97,14 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
     let business = business::on_pay_callback::handle(tx, body, params, request);
     match within_lease(deadline, business).await {
         Some(outcome) => {
-            let reply = outcome.and_then(|response| {
-                Reply::typed(
-                    response.status(),
-                    response.content_type(),
-                    response.into_body(),
-                )
-            });
+            let reply = outcome
+                .and_then(|response| {
+                    Reply::typed(
+                        response.status(),
+                        response.content_type(),
+                        response.into_body(),
+                    )
+                });
             call.finish(reply).await
         }
         None => call.lease_expired().await,
@@ -108,10 +113,12 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
 
 /// The spec's validation keywords on the parameters of `getOrder`
 /// that their types do not hold (pointers from the parameter names).
-static GET_ORDER_PARAMS: &[Constraint] = &[Constraint {
-    at: "/order_no",
-    check: Check::MaxLength(64),
-}];
+static GET_ORDER_PARAMS: &[Constraint] = &[
+    Constraint {
+        at: "/order_no",
+        check: Check::MaxLength(64),
+    },
+];
 
 // getOrder: GET /orders/{order_no}
 // Read an order
@@ -127,11 +134,18 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     // that does not match the spec's schemas is answered 400.
     let begun = app
         .idempotency
-        .begin_typed(&operations::GET_ORDER, request, |request| {
-            let params: models::GetOrderParams = request
-                .params_checked_as(&[Param::path("order_no", Scalar::String)], GET_ORDER_PARAMS)?;
-            Ok(params)
-        })
+        .begin_typed(
+            &operations::GET_ORDER,
+            request,
+            |request| {
+                let params: models::GetOrderParams = request
+                    .params_checked_as(
+                        &[Param::path("order_no", Scalar::String)],
+                        GET_ORDER_PARAMS,
+                    )?;
+                Ok(params)
+            },
+        )
         .await;
     let (mut call, params) = match begun {
         Ok(begun) => begun,
@@ -145,13 +159,14 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
     let business = business::get_order::handle(tx, params, request);
     match within_lease(deadline, business).await {
         Some(outcome) => {
-            let reply = outcome.and_then(|response| {
-                Reply::typed(
-                    response.status(),
-                    response.content_type(),
-                    response.into_body(),
-                )
-            });
+            let reply = outcome
+                .and_then(|response| {
+                    Reply::typed(
+                        response.status(),
+                        response.content_type(),
+                        response.into_body(),
+                    )
+                });
             call.finish(reply).await
         }
         None => call.lease_expired().await,

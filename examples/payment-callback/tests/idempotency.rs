@@ -2,6 +2,7 @@
 //! `TEST_DATABASE_URL` (default: a fresh SQLite file when built for SQLite;
 //! skipped otherwise). They drive the layer directly, so they hold whatever
 //! the business functions do.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -81,14 +82,8 @@ async fn health_and_metrics_are_served() {
         .unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
     let text = body_text(metrics.into_body()).await;
-    assert!(
-        text.contains("# TYPE idempotency_replays_total counter"),
-        "{text}"
-    );
-    assert!(
-        text.contains("# TYPE idempotency_takeovers_total counter"),
-        "{text}"
-    );
+    assert!(text.contains("# TYPE idempotency_replays_total counter"), "{text}");
+    assert!(text.contains("# TYPE idempotency_takeovers_total counter"), "{text}");
 }
 
 /// A path no operation serves and a method a path does not take are
@@ -98,39 +93,21 @@ async fn unknown_paths_and_methods_are_problem_answers() {
     let Some(app) = app().await else { return };
     let unknown = app
         .router()
-        .oneshot(
-            Request::get("/idemgen-no-such-path")
-                .body(Body::empty())
-                .unwrap(),
-        )
+        .oneshot(Request::get("/idemgen-no-such-path").body(Body::empty()).unwrap())
         .await
         .unwrap();
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
-    assert_eq!(
-        unknown.headers()["content-type"],
-        "application/problem+json"
-    );
+    assert_eq!(unknown.headers() ["content-type"], "application/problem+json");
     let problem = body_text(unknown.into_body()).await;
-    assert!(
-        problem.contains("\"type\":\"urn:idemgen:problem:not-found\""),
-        "{problem}"
-    );
+    assert!(problem.contains("\"type\":\"urn:idemgen:problem:not-found\""), "{problem}");
     let wrong_method = app
         .router()
         .oneshot(Request::delete("/healthz").body(Body::empty()).unwrap())
         .await
         .unwrap();
     assert_eq!(wrong_method.status(), StatusCode::METHOD_NOT_ALLOWED);
-    assert_eq!(
-        wrong_method.headers()["content-type"],
-        "application/problem+json"
-    );
-    assert!(
-        wrong_method.headers()["allow"]
-            .to_str()
-            .unwrap()
-            .contains("GET")
-    );
+    assert_eq!(wrong_method.headers() ["content-type"], "application/problem+json");
+    assert!(wrong_method.headers() ["allow"].to_str().unwrap().contains("GET"));
     let problem = body_text(wrong_method.into_body()).await;
     assert!(
         problem.contains("\"type\":\"urn:idemgen:problem:method-not-allowed\""),
@@ -184,21 +161,16 @@ impl Case {
             Some(key) => builder.header("Idempotency-Key", key),
             None => builder,
         };
-        builder
-            .uri(uri)
-            .body(Body::from(serde_json::to_vec(&body).unwrap()))
-            .unwrap()
+        builder.uri(uri).body(Body::from(serde_json::to_vec(&body).unwrap())).unwrap()
     }
 }
 
 /// How many records the case's key has.
 async fn records(app: &App, case: &Case) -> i64 {
-    let placeholder = if Dialect::BUILT == Dialect::Postgres {
-        "$1"
-    } else {
-        "?"
-    };
-    let sql = format!("SELECT COUNT(*) FROM idempotent_record WHERE idem_key = {placeholder}");
+    let placeholder = if Dialect::BUILT == Dialect::Postgres { "$1" } else { "?" };
+    let sql = format!(
+        "SELECT COUNT(*) FROM idempotent_record WHERE idem_key = {placeholder}"
+    );
     sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
         .bind(&case.key)
         .fetch_one(&app.pool)
@@ -223,18 +195,12 @@ async fn a_request_without_credentials_is_refused_before_its_key_is_read() {
         );
         return;
     }
-    assert_eq!(
-        refused.headers()["content-type"],
-        "application/problem+json"
-    );
-    assert_eq!(records(&app, &case).await, 0);
+    assert_eq!(refused.headers() ["content-type"], "application/problem+json");
+    assert_eq!(records(& app, & case). await, 0);
 
     // The key was not consumed.
     let call = claim(&app, case.request()).await;
-    assert_eq!(
-        call.answer(created("first")).await.status(),
-        StatusCode::CREATED
-    );
+    assert_eq!(call.answer(created("first")). await .status(), StatusCode::CREATED);
 }
 
 async fn claim(app: &App, request: axum::extract::Request) -> Call {
@@ -257,14 +223,12 @@ fn created(marker: &str) -> Reply {
 
 /// Sets a time column of the case's record, as if time had passed.
 async fn age(app: &App, case: &Case, column: &str) {
-    let placeholder = if Dialect::BUILT == Dialect::Postgres {
-        "$1"
-    } else {
-        "?"
-    };
+    let placeholder = if Dialect::BUILT == Dialect::Postgres { "$1" } else { "?" };
 
     // Only test-chosen column names are formatted in; the key is bound.
-    let sql = format!("UPDATE idempotent_record SET {column} = 0 WHERE idem_key = {placeholder}");
+    let sql = format!(
+        "UPDATE idempotent_record SET {column} = 0 WHERE idem_key = {placeholder}"
+    );
     sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(&case.key)
         .execute(&app.pool)
@@ -283,10 +247,10 @@ async fn success_is_stored_and_replayed_faithfully() {
     let first_body = body_text(first.into_body()).await;
     let replay = answer(&app, case.request()).await;
     assert_eq!(replay.status(), StatusCode::CREATED);
-    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
-    assert_eq!(replay.headers()["content-type"], "application/json");
+    assert_eq!(replay.headers() [REPLAYED_HEADER], "true");
+    assert_eq!(replay.headers() ["content-type"], "application/json");
     assert_eq!(replay.headers().len(), 2, "{:?}", replay.headers());
-    assert_eq!(body_text(replay.into_body()).await, first_body);
+    assert_eq!(body_text(replay.into_body()). await, first_body);
     assert!(OPERATION.counters.replays.get() >= 1);
 }
 
@@ -308,12 +272,12 @@ async fn a_duplicate_while_in_progress_is_told_to_retry() {
         call.answer(created("done")).await;
         let duplicate = duplicate.await.unwrap();
         assert_eq!(duplicate.status(), StatusCode::CREATED);
-        assert_eq!(duplicate.headers()[REPLAYED_HEADER], "true");
+        assert_eq!(duplicate.headers() [REPLAYED_HEADER], "true");
         return;
     }
     let duplicate = answer(&app, case.request()).await;
     assert_eq!(duplicate.status().as_u16(), 429);
-    assert_eq!(duplicate.headers()["retry-after"], "1");
+    assert_eq!(duplicate.headers() ["retry-after"], "1");
     call.answer(created("done")).await;
 }
 
@@ -336,14 +300,21 @@ async fn concurrent_claims_have_exactly_one_winner() {
 /// `count` concurrent attempts with one request; each winner answers at
 /// once (on SQLite its transaction holds the only write lock). Whether each
 /// claimed the key, and its status.
-async fn race(app: &App, case: &Case, count: usize, marker: &'static str) -> Vec<(bool, u16)> {
+async fn race(
+    app: &App,
+    case: &Case,
+    count: usize,
+    marker: &'static str,
+) -> Vec<(bool, u16)> {
     let attempts: Vec<_> = (0..count)
         .map(|_| {
             let app = app.clone();
             let request = case.request();
             tokio::spawn(async move {
                 match app.idempotency.begin(&OPERATION, request).await {
-                    Ok(call) => (true, call.answer(created(marker)).await.status().as_u16()),
+                    Ok(call) => {
+                        (true, call.answer(created(marker)).await.status().as_u16())
+                    }
                     Err(answer) => (false, answer.status().as_u16()),
                 }
             })
@@ -360,10 +331,7 @@ async fn race(app: &App, case: &Case, count: usize, marker: &'static str) -> Vec
 async fn the_same_key_with_another_body_is_a_conflict() {
     let Some(app) = app().await else { return };
     let case = Case::new();
-    claim(&app, case.request())
-        .await
-        .answer(created("first"))
-        .await;
+    claim(&app, case.request()).await.answer(created("first")).await;
     let conflict = answer(&app, case.changed().request()).await;
     assert_eq!(conflict.status().as_u16(), 409);
     let replay = answer(&app, case.request()).await;
@@ -415,17 +383,14 @@ async fn an_abandoned_claim_is_taken_over_and_the_old_worker_is_fenced() {
     let done = fresh.answer(created("fresh")).await;
     assert_eq!(done.status(), StatusCode::CREATED);
     let replay = answer(&app, case.request()).await;
-    assert!(body_text(replay.into_body()).await.contains("fresh"));
+    assert!(body_text(replay.into_body()). await .contains("fresh"));
 }
 
 #[tokio::test]
 async fn a_key_past_its_window_is_new() {
     let Some(app) = app().await else { return };
     let case = Case::new();
-    claim(&app, case.request())
-        .await
-        .answer(created("old"))
-        .await;
+    claim(&app, case.request()).await.answer(created("old")).await;
     age(&app, &case, "expires_at").await;
     let call = claim(&app, case.changed().request()).await;
     let done = call.answer(created("new")).await;
@@ -437,19 +402,16 @@ async fn the_purge_deletes_expired_records_only() {
     let Some(app) = app().await else { return };
     let (expired, live) = (Case::new(), Case::new());
     for case in [&expired, &live] {
-        claim(&app, case.request())
-            .await
-            .answer(created("done"))
-            .await;
+        claim(&app, case.request()).await.answer(created("done")).await;
     }
     age(&app, &expired, "expires_at").await;
     age(&app, &expired, "lease_expires_at").await;
-    assert!(app.idempotency.purge_expired(500).await.unwrap() >= 1);
+    assert!(app.idempotency.purge_expired(500). await .unwrap() >= 1);
 
     // The expired key is new again; the live one still replays.
     claim(&app, expired.request()).await;
     let replay = answer(&app, live.request()).await;
-    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert_eq!(replay.headers() [REPLAYED_HEADER], "true");
 }
 
 /// The IETF draft sends the key as a Structured Field String (`"…"`);
@@ -458,25 +420,16 @@ async fn the_purge_deletes_expired_records_only() {
 async fn a_quoted_key_is_the_same_key_as_the_bare_one() {
     let Some(app) = app().await else { return };
     let case = Case::new();
-    let call = claim(
-        &app,
-        case.request_with_key(Some(&format!("\"{}\"", case.key))),
-    )
-    .await;
+    let call = claim(&app, case.request_with_key(Some(&format!("\"{}\"", case.key))))
+        .await;
     let first = call.answer(created("first")).await;
     assert_eq!(first.status(), StatusCode::CREATED);
     let replay = answer(&app, case.request()).await;
-    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
-    let unclosed = answer(
-        &app,
-        case.request_with_key(Some(&format!("\"{}", case.key))),
-    )
-    .await;
+    assert_eq!(replay.headers() [REPLAYED_HEADER], "true");
+    let unclosed = answer(&app, case.request_with_key(Some(&format!("\"{}", case.key))))
+        .await;
     assert_eq!(unclosed.status().as_u16(), 400);
-    assert_eq!(
-        unclosed.headers()["content-type"],
-        "application/problem+json"
-    );
+    assert_eq!(unclosed.headers() ["content-type"], "application/problem+json");
 }
 
 #[tokio::test]

@@ -125,12 +125,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         };
         let mut contents = render::render(&env, template.name, &value)?;
         if path.ends_with(".rs") {
-            contents = super::format::rust(path, &contents)?;
-            // The layout `cargo fmt --check` expects in the user's
-            // workspace, where rustfmt is.
-            if let Some(formatted) = super::format::rustfmt(&contents) {
-                contents = formatted;
-            }
+            contents = super::format::left_as_generated(&super::format::rust(path, &contents)?);
         }
         files.push(File {
             path: path.to_string(),
@@ -140,8 +135,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
     }
     files.push(File {
         path: "src/models.rs".to_string(),
-        contents: super::format::rustfmt(types.models())
-            .unwrap_or_else(|| types.models().to_string()),
+        contents: super::format::left_as_generated(types.models()),
         owner: Owner::Idemgen,
     });
     files.push(File {

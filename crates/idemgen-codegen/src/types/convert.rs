@@ -6,7 +6,7 @@
 //! used (`Order` + `shipping` → `OrderShipping`). Whatever Rust cannot
 //! express is `serde_json::Value`, with the reason in its doc comment.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use super::Fallback;
 use super::model::{
@@ -86,8 +86,8 @@ impl<'w> Converter<'w> {
     }
 
     /// Names every `components.schemas` entry after its key, in key
-    /// order, and queues it for definition.
-    pub fn reserve_components(&mut self) {
+    /// order, and queues it for definition; the names given.
+    pub fn reserve_components(&mut self) -> BTreeSet<String> {
         let workspace = self.workspace;
         let Some(schemas) = workspace
             .root()
@@ -97,12 +97,14 @@ impl<'w> Converter<'w> {
             .and_then(|node| workspace.deref(node))
             .and_then(Node::as_map)
         else {
-            return;
+            return BTreeSet::new();
         };
         let mut entries: Vec<&Entry> = schemas.iter().collect();
         entries.sort_by(|a, b| a.key.cmp(&b.key));
+        let mut names = BTreeSet::new();
         for entry in entries {
             let name = self.names.assign(&entry.key);
+            names.insert(name.clone());
             if entry.value.get("$ref").is_none() {
                 self.by_node
                     .entry(node_id(&entry.value))
@@ -110,6 +112,7 @@ impl<'w> Converter<'w> {
             }
             self.queue.push_back((name, &entry.value));
         }
+        names
     }
 
     /// Defines every named schema queued so far (and those they reach).

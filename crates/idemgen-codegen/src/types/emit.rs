@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty, TypeDef};
+use super::model::{EnumValue, Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty, TypeDef};
 use super::naming::unraw;
 use super::{StatusPattern, TypesError};
 use crate::names::{comment_lines, rust_string};
@@ -132,6 +132,7 @@ fn definition(out: &mut String, def: &TypeDef) {
                 let _ = writeln!(out, "{},", value.variant);
             }
             out.push_str("}\n");
+            string_enum_text(out, name, values);
         }
         Kind::Untagged(alternatives) => {
             out.push_str(DERIVES);
@@ -156,8 +157,60 @@ fn definition(out: &mut String, def: &TypeDef) {
     }
 }
 
+/// `Display` writes a string enum's value as the wire has it, and
+/// `FromStr` reads it back (for a query string, a log line or a CLI flag).
+fn string_enum_text(out: &mut String, name: &str, values: &[EnumValue]) {
+    let _ = writeln!(
+        out,
+        "impl std::fmt::Display for {name} {{\n\
+         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {{\n\
+         f.write_str(match *self {{"
+    );
+    for value in values {
+        let _ = writeln!(
+            out,
+            "{name}::{} => {},",
+            value.variant,
+            rust_string(&value.wire)
+        );
+    }
+    out.push_str("})\n}\n}\n");
+    let _ = writeln!(
+        out,
+        "impl std::str::FromStr for {name} {{\n\
+         type Err = String;\n\
+         fn from_str(value: &str) -> Result<Self, Self::Err> {{\n\
+         match value {{"
+    );
+    for value in values {
+        let _ = writeln!(
+            out,
+            "{} => Ok({name}::{}),",
+            rust_string(&value.wire),
+            value.variant
+        );
+    }
+    let _ = writeln!(
+        out,
+        "other => Err(format!(\"`{{other}}` is not a value of {name}\")),\n}}\n}}\n}}"
+    );
+}
+
+/// A struct whose fields may all be absent derives `Default`.
+fn all_optional(shape: &Struct) -> bool {
+    shape.fields.iter().all(|field| !field.required)
+}
+
+/// The most required fields a constructor takes: past clippy's
+/// `too_many_arguments`, a struct literal reads better than a call.
+const MAX_CONSTRUCTOR_ARGUMENTS: usize = 7;
+
 fn structure(out: &mut String, name: &str, shape: &Struct) {
-    out.push_str(DERIVES);
+    if all_optional(shape) {
+        out.push_str("#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]\n");
+    } else {
+        out.push_str(DERIVES);
+    }
     let rule = best_rule(
         shape
             .fields
@@ -180,16 +233,61 @@ fn structure(out: &mut String, name: &str, shape: &Struct) {
         struct_field(out, field, rule.map(|(_, apply)| apply), "pub ");
     }
     if let Some(value) = &shape.additional {
-        let taken: Vec<&str> = shape.fields.iter().map(|f| unraw(&f.name)).collect();
-        let mut field = "additional_properties".to_string();
-        while taken.contains(&field.as_str()) {
-            field.push('_');
-        }
+        let field = additional_field(shape);
         doc(out, "///", &["Members not listed above.".into()]);
         out.push_str("#[serde(flatten)]\n");
         let _ = writeln!(out, "pub {field}: BTreeMap<String, {}>,", value.rust());
     }
     out.push_str("}\n");
+    constructor(out, name, shape);
+}
+
+/// The field that holds the members a struct does not list.
+fn additional_field(shape: &Struct) -> String {
+    let taken: Vec<&str> = shape.fields.iter().map(|f| unraw(&f.name)).collect();
+    let mut field = "additional_properties".to_string();
+    while taken.contains(&field.as_str()) {
+        field.push('_');
+    }
+    field
+}
+
+/// `new(required fields…)` for a struct with both required fields and
+/// fields that may be absent, which start absent (and no members beyond
+/// those listed).
+fn constructor(out: &mut String, name: &str, shape: &Struct) {
+    let required: Vec<&Field> = shape.fields.iter().filter(|field| field.required).collect();
+    let optional = shape.fields.len() - required.len() + usize::from(shape.additional.is_some());
+    if required.is_empty() || optional == 0 || required.len() > MAX_CONSTRUCTOR_ARGUMENTS {
+        return;
+    }
+    let _ = writeln!(out, "impl {name} {{");
+    doc(
+        out,
+        "///",
+        &[format!(
+            "A `{name}` of its required fields; the others are absent."
+        )],
+    );
+    let arguments: Vec<String> = required
+        .iter()
+        .map(|field| format!("{}: {}", field.name, field.declared().rust()))
+        .collect();
+    let _ = writeln!(out, "pub fn new({}) -> Self {{", arguments.join(", "));
+    let _ = writeln!(out, "{name} {{");
+    for field in &shape.fields {
+        if field.required {
+            let _ = writeln!(out, "{},", field.name);
+        } else if field.declared() == Ty::Json {
+            let _ = writeln!(out, "{}: serde_json::Value::Null,", field.name);
+        } else {
+            let _ = writeln!(out, "{}: None,", field.name);
+        }
+    }
+    if shape.additional.is_some() {
+        let _ = writeln!(out, "{}: BTreeMap::new(),", additional_field(shape));
+    }
+    out.push_str("}\n}\n}\n");
 }
 
 /// `#[serde(tag = "…")]`: the tag's value chooses the variant.

@@ -68,6 +68,7 @@
 mod convert;
 mod emit;
 mod graph;
+mod merge;
 mod model;
 mod naming;
 mod operation;
@@ -244,10 +245,25 @@ pub struct ResponseHeader {
     pub rust_type: String,
 }
 
-/// The status of each idempotent operation's in-progress answer, by the
-/// operation's JSON pointer: that answer's `Retry-After` is the engine's,
-/// so the response declared with that status gets no field for it.
-pub type EngineStatuses = BTreeMap<String, u16>;
+/// The statuses the engine answers itself for each idempotent operation,
+/// by the operation's JSON pointer. The in-progress answer's
+/// `Retry-After` is the engine's, so the response declared with that
+/// status gets no field for it; every response the engine may send says
+/// so in its doc comment.
+pub type EngineStatuses = BTreeMap<String, EngineAnswers>;
+
+/// An idempotent operation's contract statuses, as the engine sends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineAnswers {
+    /// Another request with the same key is in progress.
+    pub in_progress: u16,
+    /// The key was used with another request, or after a failure that may
+    /// not be retried.
+    pub conflict: u16,
+    /// The key is missing (when [`Self::key_required`]) or malformed.
+    pub missing_key: u16,
+    pub key_required: bool,
+}
 
 /// The generator's own failure (formatting code it produced): a bug, not
 /// bad input, reported rather than panicking.
@@ -269,27 +285,34 @@ pub fn spec_types(workspace: &Workspace) -> Result<SpecTypes, TypesError> {
     spec_types_with(workspace, &engine_statuses(&analysis))
 }
 
-/// The status of each contracted operation's in-progress answer.
+/// The statuses of each contracted operation's engine answers.
 pub fn engine_statuses(analysis: &idemgen_spec::analysis::Analysis<'_>) -> EngineStatuses {
     analysis
         .contracted()
         .map(|(analysed, contract)| {
-            (
-                analysed.operation.pointer.clone(),
-                contract.in_progress_status.value,
-            )
+            let answers = EngineAnswers {
+                in_progress: contract.in_progress_status.value,
+                conflict: contract.conflict_status.value,
+                // The engine's default when the contract names none.
+                missing_key: contract
+                    .missing_key_status
+                    .as_ref()
+                    .map_or(400, |status| status.value),
+                key_required: contract.missing_key_status.is_some(),
+            };
+            (analysed.operation.pointer.clone(), answers)
         })
         .collect()
 }
 
-/// [`spec_types`] for a service whose engine answers "in progress" with
-/// `in_progress` statuses (see [`EngineStatuses`]).
+/// [`spec_types`] for a service whose engine answers idempotent
+/// operations with `engine` statuses (see [`EngineStatuses`]).
 pub fn spec_types_with(
     workspace: &Workspace,
-    in_progress: &EngineStatuses,
+    engine: &EngineStatuses,
 ) -> Result<SpecTypes, TypesError> {
     let mut converter = convert::Converter::new(workspace);
-    converter.reserve_components();
+    let components = converter.reserve_components();
     let path_operations: Vec<Operation<'_>> = operations(workspace)
         .into_iter()
         .filter(|operation| operation.kind == OperationKind::Path)
@@ -301,8 +324,8 @@ pub fn spec_types_with(
     converter.drain();
     let mut by_pointer = BTreeMap::new();
     for (op, names) in path_operations.iter().zip(reserved) {
-        let in_progress = in_progress.get(&op.pointer).copied();
-        let types = operation::build(&mut converter, op, names, in_progress);
+        let answers = engine.get(&op.pointer).copied();
+        let types = operation::build(&mut converter, op, names, answers);
         converter.drain();
         by_pointer.insert(op.pointer.clone(), types);
     }
@@ -314,6 +337,7 @@ pub fn spec_types_with(
     for types in by_pointer.values_mut() {
         operation::fill_param_kinds(types, &defs);
     }
+    let defs = merge::identical(defs, &components, &by_pointer);
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;

@@ -5,8 +5,8 @@ use super::convert::{Converter, Hint, docs_of, operation_words};
 use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Ty, TypeDef};
 use super::naming::{FieldNames, VariantNames};
 use super::{
-    OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody, Response,
-    ResponseHeader, ResponseVariant, Scalar, StatusPattern,
+    EngineAnswers, OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody,
+    Response, ResponseHeader, ResponseVariant, Scalar, StatusPattern,
 };
 use crate::names::comment_lines;
 use idemgen_spec::node::Node;
@@ -36,18 +36,96 @@ pub fn reserve(converter: &mut Converter<'_>, operation: &Operation<'_>) -> Rese
     }
 }
 
-/// `in_progress`: the status of the engine's in-progress answer, when the
-/// operation is idempotent.
+/// `idempotent`: the statuses of the engine's answers, when the operation
+/// is idempotent.
 pub fn build<'w>(
     converter: &mut Converter<'w>,
     operation: &Operation<'w>,
     names: Reserved,
-    in_progress: Option<u16>,
+    idempotent: Option<EngineAnswers>,
 ) -> OperationTypes {
+    let request_body = request_body(converter, operation, &names);
+    let params = params(converter, operation, &names);
+    let engine = EngineSends {
+        params: params.is_some(),
+        body: request_body.as_ref().map(|body| body.is_json),
+        secured: idemgen_spec::security::of_operation(converter.workspace, operation)
+            .is_ok_and(|security| !security.is_open()),
+        idempotent,
+    };
     OperationTypes {
-        request_body: request_body(converter, operation, &names),
-        params: params(converter, operation, &names),
-        response: responses(converter, operation, &names, in_progress),
+        response: responses(converter, operation, &names, &engine),
+        request_body,
+        params,
+    }
+}
+
+/// What decides the answers the engine sends itself, before or instead of
+/// the business function.
+struct EngineSends {
+    params: bool,
+    /// A request body, and whether it is JSON.
+    body: Option<bool>,
+    secured: bool,
+    idempotent: Option<EngineAnswers>,
+}
+
+impl EngineSends {
+    /// Each status the engine may send for the operation, with when;
+    /// `declares_422`: whether the operation declares a 422, which the
+    /// engine then uses for a JSON body that does not fit its schema.
+    fn answers(&self, declares_422: bool) -> Vec<(u16, String)> {
+        let mut answers = Vec::new();
+        if self.params || self.body.is_some() {
+            let what = match (self.params, self.body.is_some()) {
+                (true, true) => "the parameters or the body",
+                (true, false) => "the parameters",
+                _ => "the body",
+            };
+            answers.push((400, format!("when {what} cannot be read or break the spec")));
+        }
+        if let Some(is_json) = self.body {
+            answers.push((
+                413,
+                "when the body is larger than the service accepts".into(),
+            ));
+            if is_json && declares_422 {
+                answers.push((422, "when the body does not fit its schema".into()));
+            }
+        }
+        if self.secured {
+            answers.push((
+                401,
+                "when the request carries no credential `src/auth.rs` accepts".into(),
+            ));
+        }
+        if let Some(contract) = self.idempotent {
+            let key = if contract.key_required {
+                "when the idempotency key is missing or malformed"
+            } else {
+                "when the idempotency key is malformed"
+            };
+            answers.push((contract.missing_key, key.into()));
+            answers.push((
+                contract.conflict,
+                "when the key was used with a different request, or by a first request \
+                 that failed and may not be retried"
+                    .into(),
+            ));
+            answers.push((
+                contract.in_progress,
+                "with `Retry-After`, while another request with the same key is in progress".into(),
+            ));
+            answers.push((
+                429,
+                "with `Retry-After`, when the database is too busy to claim the key".into(),
+            ));
+            answers.push((
+                503,
+                "with `Retry-After`, when the database is unavailable".into(),
+            ));
+        }
+        answers
     }
 }
 
@@ -227,7 +305,7 @@ fn responses<'w>(
     converter: &mut Converter<'w>,
     operation: &Operation<'w>,
     names: &Reserved,
-    in_progress: Option<u16>,
+    engine: &EngineSends,
 ) -> Response {
     let workspace = converter.workspace;
     let mut declared: Vec<(StatusPattern, &'w Node)> = operation
@@ -243,14 +321,23 @@ fn responses<'w>(
         .collect();
     declared.sort_by_key(|(status, _)| *status);
     declared.dedup_by_key(|(status, _)| *status);
-    // The response the engine's in-progress answer stands for: its code,
-    // else its class, else `default` (the patterns sort in that order).
-    let in_progress = in_progress.and_then(|code| {
+    // The response an answer of the engine's stands for: its code, else
+    // its class, else `default` (the patterns sort in that order).
+    let stands_for = |code: u16| {
         declared
             .iter()
             .map(|(status, _)| *status)
             .find(|status| status.matches(code))
-    });
+    };
+    let in_progress = engine
+        .idempotent
+        .and_then(|contract| stands_for(contract.in_progress));
+    let declares_422 = stands_for(422).is_some();
+    let engine_answers: Vec<(StatusPattern, u16, String)> = engine
+        .answers(declares_422)
+        .into_iter()
+        .filter_map(|(code, when)| Some((stands_for(code)?, code, when)))
+        .collect();
     let mut variant_names = VariantNames::default();
     let mut cases = Vec::new();
     for (status, response) in declared {
@@ -289,13 +376,19 @@ fn responses<'w>(
             docs.push(reason);
         }
         let engines_retry_after = in_progress == Some(status);
-        if engines_retry_after {
+        let sent_by_engine: Vec<String> = engine_answers
+            .iter()
+            .filter(|(pattern, _, _)| *pattern == status)
+            .map(|(_, code, when)| format!("`{code}` {when}"))
+            .collect();
+        if !sent_by_engine.is_empty() {
             docs.push(String::new());
             docs.push(
-                "The engine sends this status itself, with `Retry-After`, while another request \
-                 with the same key is in progress; return it only for reasons of your own."
+                "The engine sends this status itself (return this variant only for reasons \
+                 of your own):"
                     .into(),
             );
+            docs.extend(sent_by_engine.iter().map(|answer| format!("- {answer}.")));
         }
         let headers = response_headers(
             converter,

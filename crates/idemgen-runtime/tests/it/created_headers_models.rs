@@ -3,6 +3,7 @@
 //! `idemgen gen` rewrites this file: change the spec, not this file.
 //! Names follow the API's names and doc comments its Markdown, so
 //! the clippy lints about those are allowed here.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 #![allow(
     clippy::enum_variant_names,
     clippy::large_enum_variant,
@@ -46,14 +47,26 @@ pub enum CreateOrderResponse {
         set_cookie: Option<String>,
     },
     /// `400`: the key is missing or malformed
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `400` when the parameters or the body cannot be read or break the spec.
+    /// - `400` when the idempotency key is missing or malformed.
     BadRequest,
     /// `409`: the key was used with another request
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `409` when the key was used with a different request, or by a first request that failed and may not be retried.
     Conflict,
     /// `422`: the body does not match its schema
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `422` when the body does not fit its schema.
     UnprocessableEntity,
     /// `429`: in progress
     ///
-    /// The engine sends this status itself, with `Retry-After`, while another request with the same key is in progress; return it only for reasons of your own.
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `429` with `Retry-After`, while another request with the same key is in progress.
+    /// - `429` with `Retry-After`, when the database is too busy to claim the key.
     TooManyRequests,
 }
 
@@ -85,14 +98,7 @@ impl CreateOrderResponse {
     /// sent but never replayed).
     pub fn headers(&self) -> Result<Vec<(&'static str, String)>, serde_json::Error> {
         let mut headers = Vec::new();
-        if let Self::Created {
-            location,
-            etag,
-            x_stock_left,
-            set_cookie,
-            ..
-        } = self
-        {
+        if let Self::Created { location, etag, x_stock_left, set_cookie, .. } = self {
             headers.push(("Location", header_text(location)?));
             if let Some(value) = etag {
                 headers.push(("ETag", header_text(value)?));

@@ -1,6 +1,7 @@
 //! Your part: one business function per operation, each in its own file.
 //! idemgen creates a file once and never overwrites it; this list is
 //! regenerated.
+#![cfg_attr(rustfmt, rustfmt::skip)]
 
 // onPayCallback: POST /callbacks/pay
 // Payment-succeeded callback from the payment provider
