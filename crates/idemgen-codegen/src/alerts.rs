@@ -181,10 +181,13 @@ exactly-once meanwhile; check `GET /healthz` and the database.",
 `idempotency_rejections_total{reason=\"busy\"}`): requests waited out their
 lease for a database connection or their claim on a database that still
 accepts connections. Contract field: `server.max-processing` (how long a
-request waits). The database stalls (lock waits, a full disk, a failover
-or a demoted primary) or the pool is too small for the load. A 429 that
-answers a duplicate in progress is not counted here (its reason is
-`in_progress`). Check the database's own metrics and the claim histogram
+request waits). The `wait` label says what they waited for: `pool` (no
+connection came: the pool is too small for the load, or something holds
+its connections) or `claim` (the database did not answer the claim: lock
+waits, a full disk, a failover or a demoted primary); `bodies` counts
+503s for too many request bodies read at once. A 429 that answers a
+duplicate in progress is not counted here (its reason is `in_progress`).
+Check the database's own metrics and the claim histogram
 (`idempotency_claim_duration_seconds`); clients retry with the same key.",
     ),
     (
@@ -668,6 +671,26 @@ fn cohort_alerts(project: &Project, cohort: &Cohort<'_>) -> Vec<Alert> {
     };
 
     let mut scenarios = outage("429", "busy");
+    // The runtime splits busy answers by what they waited for: the alert
+    // reads their sum.
+    let mut split = feed.traffic(0.0);
+    split.push((
+        feed.series("idempotency_responses_total", ",code=\"429\""),
+        growing(1000.0),
+    ));
+    for wait in ["pool", "claim"] {
+        split.push((
+            feed.series(
+                "idempotency_rejections_total",
+                &format!(",reason=\"busy\",wait=\"{wait}\""),
+            ),
+            growing(500.0),
+        ));
+    }
+    scenarios.push(Scenario::fires(
+        "fires on 429s half waiting for a connection, half for their claim",
+        split,
+    ));
     let mut duplicates = feed.traffic(0.0);
     duplicates.extend(feed.rejected("429", "in_progress", &growing(1000.0)));
     scenarios.push(Scenario::silent(

@@ -45,6 +45,7 @@ use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::{
     Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason, Rejection,
+    Wait,
 };
 use crate::outcome::{self, Outcome};
 use crate::problem::ProblemKind;
@@ -431,7 +432,14 @@ impl Idempotency {
                 ));
             }
             Err(_) => {
-                return Err(self.stopped(operation, Some(contract), Stop::Unavailable, None));
+                // The pool's own wait, cut short by the lease.
+                let waited = sqlx::Error::PoolTimedOut;
+                return Err(self.stopped(
+                    operation,
+                    Some(contract),
+                    Stop::Unavailable,
+                    Some(&waited),
+                ));
             }
         };
         let claim = match admitted {
@@ -507,19 +515,29 @@ impl Idempotency {
                         operation.counters.in_progress.inc();
                         in_progress(contract)
                     }
-                    None => retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
+                    None => outcome::waited(
+                        retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
+                        Wait::Lock,
+                    ),
                 }
             }
             Stop::Unavailable => {
                 // Waited in vain for a connection or an answer from a
-                // server that is up: busy, not down.
-                let waited = error.is_none_or(|error| matches!(error, sqlx::Error::PoolTimedOut));
-                if waited && !self.reachability.down() {
+                // server that is up: busy, not down. Without an error it
+                // is the claim's answer the lease ran out waiting for.
+                let wait = match error {
+                    Some(sqlx::Error::PoolTimedOut) => Some(Wait::Pool),
+                    Some(_) => None,
+                    None => Some(Wait::Claim),
+                };
+                let waited = wait.is_some();
+                if let Some(wait) = wait.filter(|_| !self.reachability.down()) {
                     tracing::warn!(
                         operation = operation.name,
+                        wait = wait.label(),
                         "no database connection or answer in time"
                     );
-                    retry_later(ProblemKind::ServerBusy, 429, retry_after)
+                    outcome::waited(retry_later(ProblemKind::ServerBusy, 429, retry_after), wait)
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
@@ -1486,7 +1504,9 @@ fn unread(operation: &Operation, answer: Response) -> Response {
     };
     // Too many bodies being read at once: the server is busy.
     let answer = match answer.status() {
-        StatusCode::SERVICE_UNAVAILABLE => outcome::reject(answer, Rejection::Busy),
+        StatusCode::SERVICE_UNAVAILABLE => {
+            outcome::waited(outcome::reject(answer, Rejection::Busy), Wait::Bodies)
+        }
         _ => answer,
     };
     refuse(operation, reason, answer)

@@ -125,7 +125,7 @@ engine! {
         Call, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER, within_lease,
     };
     pub use input::{Param, Scalar};
-    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection};
+    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;
     pub use principal::Principal;
     pub use problem::ProblemKind;

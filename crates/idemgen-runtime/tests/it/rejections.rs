@@ -12,8 +12,9 @@ use tower::ServiceExt;
 
 use crate::support::{NO_MIGRATIONS, Table, body_text, claim, key, pay};
 
-/// `family`'s sample for `operation` with `labels` as `GET /metrics`
-/// serves it.
+/// `family`'s samples for `operation` with `labels`, summed (a label not
+/// named is summed over, as `sum` in PromQL), as `GET /metrics` serves
+/// them.
 async fn scraped(
     engine: &Idempotency,
     operation: &'static Operation,
@@ -28,17 +29,23 @@ async fn scraped(
         .unwrap();
     let text = body_text(response).await;
     let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).unwrap();
-    let found = scrape.samples.iter().find(|sample| {
-        sample.metric == family
-            && sample.labels.get("operation") == Some(operation.label)
-            && labels
-                .iter()
-                .all(|(name, value)| sample.labels.get(name) == Some(*value))
-    });
-    match found.map(|sample| &sample.value) {
-        Some(Value::Counter(value)) => *value,
-        other => panic!("{family} {labels:?}: {other:?} in\n{text}"),
-    }
+    let found: Vec<f64> = scrape
+        .samples
+        .iter()
+        .filter(|sample| {
+            sample.metric == family
+                && sample.labels.get("operation") == Some(operation.label)
+                && labels
+                    .iter()
+                    .all(|(name, value)| sample.labels.get(name) == Some(*value))
+        })
+        .map(|sample| match &sample.value {
+            Value::Counter(value) => *value,
+            other => panic!("{family} {labels:?}: {other:?} in\n{text}"),
+        })
+        .collect();
+    assert!(!found.is_empty(), "no {family} {labels:?} in\n{text}");
+    found.iter().sum()
 }
 
 async fn rejections(engine: &Idempotency, operation: &'static Operation, reason: &str) -> f64 {
@@ -47,6 +54,17 @@ async fn rejections(engine: &Idempotency, operation: &'static Operation, reason:
         operation,
         "idempotency_rejections_total",
         &[("reason", reason)],
+    )
+    .await
+}
+
+/// The busy answers of `operation` that waited in vain for `wait`.
+async fn busy(engine: &Idempotency, operation: &'static Operation, wait: &str) -> f64 {
+    scraped(
+        engine,
+        operation,
+        "idempotency_rejections_total",
+        &[("reason", "busy"), ("wait", wait)],
     )
     .await
 }
@@ -204,10 +222,55 @@ async fn a_request_that_waits_out_its_lease_for_a_connection_is_busy() {
     assert_eq!(waiting, StatusCode::TOO_MANY_REQUESTS);
     drop(holding);
     assert_eq!(rejections(&engine, &BUSY, "busy").await, 1.0);
+    assert_eq!(busy(&engine, &BUSY, "pool").await, 1.0);
+    assert_eq!(busy(&engine, &BUSY, "claim").await, 0.0);
     assert_eq!(
         rejections(&engine, &BUSY, "database_unavailable").await,
         0.0
     );
+}
+
+static LOCKED: Operation = Operation::idempotent(
+    "locked",
+    "locked",
+    Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 300),
+);
+
+#[tokio::test]
+async fn a_claim_that_waits_out_its_lease_on_a_locked_row_is_busy_on_the_claim() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let op = &LOCKED;
+    // A record of this operation, for its scope.
+    let paid = key();
+    assert_eq!(
+        answer(&engine, op, pay(&paid), created()).await,
+        StatusCode::CREATED
+    );
+    // Another transaction inserts the key the request will claim and
+    // holds it uncommitted: the claim waits on its lock (on SQLite, on the
+    // database's write lock).
+    let held = key();
+    let mut holder = table.pool.begin().await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {t} (scope, idem_key, fingerprint, status, claim_token, \
+         lease_expires_at, expires_at, created_at, updated_at) \
+         SELECT scope, '{held}', fingerprint, 'in_progress', 'held', 0, 0, 0, 0 FROM {t} \
+         WHERE idem_key = '{paid}'",
+        t = table.name
+    )))
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+    let waiting = answer(&engine, op, pay(&held), created()).await;
+    holder.rollback().await.unwrap();
+    assert_eq!(waiting, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(busy(&engine, op, "claim").await, 1.0);
+    assert_eq!(busy(&engine, op, "pool").await, 0.0);
+    assert_eq!(rejections(&engine, op, "busy").await, 1.0);
+    assert_eq!(rejections(&engine, op, "in_progress").await, 0.0);
 }
 
 static RELEASED: Operation = Operation::idempotent(
