@@ -108,7 +108,7 @@ struct Alert {
 /// sections of the manual's alerts page (`docs/src/alerts.md`, rendered
 /// from here by the book test) and of every generated `runbook.md`, which
 /// adds the service's own numbers.
-const GUIDE: [(&str, &str); 9] = [
+const GUIDE: [(&str, &str); 10] = [
     (
         "IdempotencyReplayRateHigh",
         "More than the threshold of an operation's requests are answered with a
@@ -212,6 +212,21 @@ stuck record before it is sampled twice), and the alert resolves a few
 minutes after the last record got stuck, however long the window keeps
 it. Look for crashes or restarts at the time the records got stuck.",
     ),
+    (
+        "IdempotencyRecordsGettingStuck",
+        "Records keep getting stuck in progress: in every 5 minutes for 15
+minutes, an instance saw at least one record's lease run out with its
+attempt neither finished nor released and no retry
+(`idempotency_records_stuck_total`, counted before each purge). Contract
+field: `server.max-processing` (the lease). Unlike
+`IdempotencyRecordsStuckInProgress`, which watches how many stuck records
+the table holds, this fires when the purge deletes old ones as fast as new
+ones get stuck, so that their number stays flat (a short window); one crash
+whose records the purge then deletes stays silent. Processes keep dying or
+hanging mid-request, or a business step keeps outliving its lease without
+the engine's deadline stopping it: look for restarts, out-of-memory kills
+and hung downstream calls at those times.",
+    ),
 ];
 
 /// The manual's sections (`docs/src/alerts.md`, a generated part): each
@@ -243,6 +258,7 @@ pub fn files(project: &Project) -> Vec<File> {
         alerts.extend(cohort_alerts(project, cohort));
     }
     alerts.push(stuck(project, &cohorts));
+    alerts.push(getting_stuck(project, &cohorts));
     vec![
         File {
             path: RULES.to_string(),
@@ -888,6 +904,78 @@ fn stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
              resolves {lookback} minutes after the last record got stuck."
         ),
         scenarios,
+    }
+}
+
+/// How long records must keep getting stuck before the alert: a stream,
+/// not one crash.
+const GETTING_STUCK_HOLD_MINUTES: u64 = 15;
+
+/// The span in which at least one record must get stuck, all through the
+/// hold.
+const GETTING_STUCK_SPAN_MINUTES: u64 = 5;
+
+/// Records getting stuck, counted as they do: a steady stream the purge
+/// keeps up with leaves `idempotency_records_past_lease` flat.
+fn getting_stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
+    let table = &project.table;
+    let job = project.job.as_str();
+    let mut leases: Vec<f64> = cohorts.iter().map(|cohort| cohort.lease_secs).collect();
+    leases.sort_by(f64::total_cmp);
+    leases.dedup();
+    let leases = leases
+        .iter()
+        .map(|lease| format!("{} s", number(*lease)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hold = GETTING_STUCK_HOLD_MINUTES;
+    let span = GETTING_STUCK_SPAN_MINUTES;
+    let selected = format!(
+        "idempotency_records_stuck_total{{{}}}",
+        selector(job, &format!("table=\"{table}\""))
+    );
+    let stuck = format!("idempotency_records_stuck_total{{job=\"{job}\",table=\"{table}\"}}");
+    let past_lease = format!("idempotency_records_past_lease{{job=\"{job}\",table=\"{table}\"}}");
+    Alert {
+        name: "IdempotencyRecordsGettingStuck",
+        expr: format!("max by (job, table) (increase({selected}[{span}m])) > 0"),
+        hold: format!("{hold}m"),
+        severity: "warning",
+        watches: format!("the record table `{table}`"),
+        fields: vec![
+            (MAX_PROCESSING, leases),
+            ("store.table", format!("`{table}`")),
+        ],
+        labels: vec![("job", job.to_string()), ("table", table.clone())],
+        summary: "{{ $labels.table }}: records keep getting stuck in progress".to_string(),
+        description: format!(
+            "For {hold} minutes, records got stuck in progress in every {span} minutes: their \
+             lease (server.max-processing) ran out while their attempt neither finished nor \
+             released the key, and no client retried. Processes keep dying or hanging \
+             mid-request; the number of stuck records may stay flat while the purge deletes \
+             old ones."
+        ),
+        scenarios: vec![
+            Scenario::fires(
+                "fires on a steady stream, one record stuck a minute, while the purge keeps \
+                 the number past their lease flat",
+                vec![
+                    (stuck.clone(), "0+1x40".into()),
+                    (past_lease.clone(), "0x9 1x30".into()),
+                ],
+            ),
+            Scenario::silent(
+                "stays silent on one crash that left five records stuck, which the purge deletes",
+                vec![
+                    (stuck.clone(), "0x9 5x30".into()),
+                    (past_lease.clone(), "0x40".into()),
+                ],
+            ),
+            Scenario::silent(
+                "stays silent without stuck records",
+                vec![(stuck, "0x40".into())],
+            ),
+        ],
     }
 }
 

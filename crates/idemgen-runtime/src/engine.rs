@@ -865,6 +865,21 @@ impl Idempotency {
         Ok(())
     }
 
+    /// Counts the records that got stuck in progress since the last call
+    /// (`idempotency_records_stuck_total`); the purge task calls it before
+    /// each purge. The first call only marks where counting starts.
+    pub async fn sample_stuck(&self) -> Result<(), sqlx::Error> {
+        let since = self.census.stuck_seen_until.load(Ordering::Relaxed);
+        let since = (since != i64::MIN).then_some(since);
+        let (stuck, bound) = self
+            .records
+            .newly_stuck(&self.pool, self.clock_margin_ms, since)
+            .await?;
+        self.census.stuck.add(u64::try_from(stuck).unwrap_or(0));
+        self.census.stuck_seen_until.store(bound, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// What `GET /metrics` serves for `operations` and this engine's table.
     pub(crate) fn collector(&self, operations: &'static [&'static Operation]) -> Collector {
         Collector {

@@ -27,6 +27,7 @@ use crate::problem::ProblemKind;
 
 /// A monotonically increasing count: read by anyone, counted only by the
 /// engine.
+#[derive(Debug)]
 pub struct Counter(AtomicU64);
 
 impl Counter {
@@ -36,6 +37,10 @@ impl Counter {
 
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(&self, count: u64) {
+        self.0.fetch_add(count, Ordering::Relaxed);
     }
 
     pub fn get(&self) -> u64 {
@@ -464,6 +469,13 @@ pub(crate) struct Census {
     /// Records in progress whose lease ran out: their first attempt died
     /// (or hangs) and nobody retried yet.
     pub(crate) past_lease: AtomicI64,
+    /// Records this instance saw get stuck: in progress, their lease ended
+    /// since its previous look. A steady stream of them keeps
+    /// `past_lease` flat when the purge deletes old ones as fast.
+    pub(crate) stuck: Counter,
+    /// Where the previous look ended (database milliseconds); `i64::MIN`
+    /// before the first.
+    pub(crate) stuck_seen_until: AtomicI64,
 }
 
 impl Default for Census {
@@ -471,6 +483,8 @@ impl Default for Census {
         Census {
             records: AtomicI64::new(-1),
             past_lease: AtomicI64::new(-1),
+            stuck: Counter::new(),
+            stuck_seen_until: AtomicI64::new(i64::MIN),
         }
     }
 }
@@ -668,6 +682,14 @@ impl PromCollector for Collector {
                 &self.census.past_lease,
             ),
         ];
+        let mut family = encoder.encode_descriptor(
+            "idempotency_records_stuck",
+            "Records this instance saw get stuck in progress (their lease ran out and nobody finished or retried), counted before each purge.",
+            None,
+            MetricType::Counter,
+        )?;
+        let labels = [("table", self.table.as_str())];
+        ConstCounter::new(self.census.stuck.get()).encode(family.encode_family(&labels)?)?;
         for (name, help, value) in gauges {
             let value = value.load(Ordering::Relaxed);
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;

@@ -21,6 +21,19 @@ async fn scraped(
     family: &str,
     labels: &[(&str, &str)],
 ) -> f64 {
+    let mut labels = labels.to_vec();
+    labels.push(("operation", operation.label));
+    scraped_from(engine, operation, family, &labels).await
+}
+
+/// `family`'s samples with `labels`, summed, as `GET /metrics` serves
+/// them for `operation` and the engine's table.
+async fn scraped_from(
+    engine: &Idempotency,
+    operation: &'static Operation,
+    family: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
     let operations: &'static [&'static Operation] = Box::leak(Box::new([operation]));
     let router = idemgen_runtime::service::health_and_metrics(engine.clone(), operations);
     let response = router
@@ -34,7 +47,6 @@ async fn scraped(
         .iter()
         .filter(|sample| {
             sample.metric == family
-                && sample.labels.get("operation") == Some(operation.label)
                 && labels
                     .iter()
                     .all(|(name, value)| sample.labels.get(name) == Some(*value))
@@ -331,4 +343,66 @@ async fn a_key_released_by_its_attempt_and_claimed_again_is_not_a_takeover() {
         counter("idempotency_reclaims_after_release_total").await,
         1.0
     );
+}
+
+/// A lease short enough that waiting it out in a test is quick, and a
+/// window long enough that no record is purged meanwhile.
+static STUCK: Operation = Operation::idempotent(
+    "stuck",
+    "stuck",
+    Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 300),
+);
+
+#[tokio::test]
+async fn records_that_get_stuck_are_counted_once_each_and_a_taken_over_one_is_not() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let op = &STUCK;
+    let stuck = || {
+        let (engine, table) = (engine.clone(), table.name.clone());
+        async move {
+            scraped_from(
+                &engine,
+                op,
+                "idempotency_records_stuck_total",
+                &[("table", table.as_str())],
+            )
+            .await
+        }
+    };
+    // A record stuck before the first look is not this instance's to count.
+    let before = key();
+    drop(claim(op, &engine, pay(&before)).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 0.0);
+
+    // Two attempts die with their claims; one key is retried after its
+    // lease ran out (a takeover), the other never.
+    let (abandoned, retried) = (key(), key());
+    drop(claim(op, &engine, pay(&abandoned)).await);
+    drop(claim(op, &engine, pay(&retried)).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        answer(&engine, op, pay(&retried), created()).await,
+        StatusCode::CREATED
+    );
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 1.0);
+
+    // Seen once, counted once, however long it stays.
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 1.0);
+
+    // The next one to die is counted in its turn: a steady stream counts up
+    // while the number past their lease may stay flat.
+    drop(claim(op, &engine, pay(&key())).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    table
+        .sql(&format!("DELETE FROM {{t}} WHERE idem_key = '{abandoned}'"))
+        .await;
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 2.0);
 }
