@@ -1069,14 +1069,15 @@ fn rules_yaml(project: &Project, alerts: &[Alert]) -> String {
     let job_origin = if project.job == project.package {
         "the package name, the default"
     } else {
-        "from `idemgen gen --job`"
+        "from `idemgen gen --job` or idemgen.toml's `[gen] job`"
     };
     let mut out = header(
         project,
         &format!(
             "Prometheus alert rules over the service's GET /metrics, thresholds from its contracts.\n\
              # Every rule selects job=\"{}\" ({job_origin}): the name of the scrape job that\n\
-             # scrapes this service; pass yours with `idemgen gen --job NAME`.\n\
+             # scrapes this service; pass yours with `idemgen gen --job NAME` or\n\
+             # idemgen.toml's `[gen] job = \"NAME\"` (the flag wins).\n\
              # Load with `rule_files: [alerts.yml]`; `promtool test rules alerts.test.yml` proves them.",
             project.job
         ),
