@@ -118,6 +118,7 @@ engine! {
     pub mod service;
     mod store;
     mod time;
+    mod trace_context;
 
     pub use contract::{Contract, Fingerprint, Source};
     pub use db::{ConnectError, Db, Dialect, Pool, Tx, connect, connect_with_pool_size};
