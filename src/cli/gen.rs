@@ -46,7 +46,8 @@ pub struct GenArgs {
     pub runbook_url: Option<String>,
     /// The `job` label Prometheus gives this service's series (its scrape
     /// job's name): every alert rule selects it, so two services in one
-    /// Prometheus never share an alert. Default: the package name.
+    /// Prometheus never share an alert. Default: idemgen.toml's `[gen]
+    /// job`, else the package name.
     #[arg(long, value_name = "NAME", value_parser = job_label, conflicts_with = "client")]
     pub job: Option<String>,
     /// Write a Rust client crate (reqwest, tokio) instead of the service:
@@ -105,7 +106,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
         defaults: config.defaults,
         runtime_path: args.runtime_path.clone(),
         runbook_url: args.runbook_url.clone(),
-        job: args.job.clone(),
+        job: args.job.clone().or_else(|| config.gen_job.clone()),
         spec: args
             .spec
             .file_name()
@@ -306,14 +307,7 @@ fn shared_folder(files: &[String]) -> Option<&str> {
 
 /// `--job`: a Prometheus label value written into the rules' selectors.
 fn job_label(value: &str) -> Result<String, String> {
-    if value.is_empty() || value.contains(['"', '\\', '{', '}']) || value.contains(char::is_control)
-    {
-        return Err(
-            "the name of the Prometheus scrape job that scrapes this service (its `job` label), \
-             without quotes, backslashes, braces or control characters"
-                .to_string(),
-        );
-    }
+    idemgen_lint::config::check_job_label(value)?;
     Ok(value.to_string())
 }
 

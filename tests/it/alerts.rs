@@ -224,7 +224,9 @@ fn each_contract_sets_its_own_thresholds() {
     assert!(rules.contains("server.max-processing (4 s)"), "{rules}");
     every_selector_is_the_job(&rules, "payments-eu");
     assert!(
-        rules.contains("job=\"payments-eu\" (from `idemgen gen --job`)"),
+        rules.contains(
+            "job=\"payments-eu\" (from `idemgen gen --job` or idemgen.toml's `[gen] job`)"
+        ),
         "{rules}"
     );
     // A job name that cannot be a label value is refused.
@@ -239,4 +241,54 @@ fn each_contract_sets_its_own_thresholds() {
     assert_eq!(refused.code, 2, "{}", refused.stderr);
     assert!(refused.stderr.contains("--job"), "{}", refused.stderr);
     promtool_passes(&ops);
+}
+
+/// `[gen] job` in idemgen.toml names the job when `--job` does not; the
+/// flag wins over it, and a name that cannot be a label value is refused
+/// with the file and line.
+#[test]
+fn the_job_comes_from_idemgen_toml_unless_the_flag_names_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = root().join(EXAMPLE).join("openapi.yaml");
+    let config = dir.path().join("idemgen.toml");
+    let out = dir.path().join("svc");
+    let gen_with = |extra: &[&str]| {
+        let mut args = vec![
+            "gen",
+            spec.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        idemgen(&args)
+    };
+    let rules = || std::fs::read_to_string(out.join("ops/prometheus/alerts.yml")).unwrap();
+
+    std::fs::write(&config, "[gen]\njob = \"payments-toml\"\n").unwrap();
+    let run = gen_with(&[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    every_selector_is_the_job(&rules(), "payments-toml");
+    assert!(
+        rules().contains("job=\"payments-toml\" (from `idemgen gen --job` or idemgen.toml's"),
+        "{}",
+        rules()
+    );
+
+    let run = gen_with(&["--job", "payments-flag"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    every_selector_is_the_job(&rules(), "payments-flag");
+    assert!(!rules().contains("payments-toml"), "{}", rules());
+
+    std::fs::write(&config, "[gen]\njob = \"pay\\\"ments\"\n").unwrap();
+    let refused = gen_with(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{}:2: [gen] job:", config.display())),
+        "{}",
+        refused.stderr
+    );
 }

@@ -108,7 +108,7 @@ struct Alert {
 /// sections of the manual's alerts page (`docs/src/alerts.md`, rendered
 /// from here by the book test) and of every generated `runbook.md`, which
 /// adds the service's own numbers.
-const GUIDE: [(&str, &str); 9] = [
+const GUIDE: [(&str, &str); 10] = [
     (
         "IdempotencyReplayRateHigh",
         "More than the threshold of an operation's requests are answered with a
@@ -181,10 +181,13 @@ exactly-once meanwhile; check `GET /healthz` and the database.",
 `idempotency_rejections_total{reason=\"busy\"}`): requests waited out their
 lease for a database connection or their claim on a database that still
 accepts connections. Contract field: `server.max-processing` (how long a
-request waits). The database stalls (lock waits, a full disk, a failover
-or a demoted primary) or the pool is too small for the load. A 429 that
-answers a duplicate in progress is not counted here (its reason is
-`in_progress`). Check the database's own metrics and the claim histogram
+request waits). The `wait` label says what they waited for: `pool` (no
+connection came: the pool is too small for the load, or something holds
+its connections) or `claim` (the database did not answer the claim: lock
+waits, a full disk, a failover or a demoted primary); `bodies` counts
+503s for too many request bodies read at once. A 429 that answers a
+duplicate in progress is not counted here (its reason is `in_progress`).
+Check the database's own metrics and the claim histogram
 (`idempotency_claim_duration_seconds`); clients retry with the same key.",
     ),
     (
@@ -208,6 +211,21 @@ lease and a purge interval (at most 15 minutes; 0 when the purge deletes a
 stuck record before it is sampled twice), and the alert resolves a few
 minutes after the last record got stuck, however long the window keeps
 it. Look for crashes or restarts at the time the records got stuck.",
+    ),
+    (
+        "IdempotencyRecordsGettingStuck",
+        "Records keep getting stuck in progress: in every 5 minutes for 15
+minutes, an instance saw at least one record's lease run out with its
+attempt neither finished nor released and no retry
+(`idempotency_records_stuck_total`, counted before each purge). Contract
+field: `server.max-processing` (the lease). Unlike
+`IdempotencyRecordsStuckInProgress`, which watches how many stuck records
+the table holds, this fires when the purge deletes old ones as fast as new
+ones get stuck, so that their number stays flat (a short window); one crash
+whose records the purge then deletes stays silent. Processes keep dying or
+hanging mid-request, or a business step keeps outliving its lease without
+the engine's deadline stopping it: look for restarts, out-of-memory kills
+and hung downstream calls at those times.",
     ),
 ];
 
@@ -240,6 +258,7 @@ pub fn files(project: &Project) -> Vec<File> {
         alerts.extend(cohort_alerts(project, cohort));
     }
     alerts.push(stuck(project, &cohorts));
+    alerts.push(getting_stuck(project, &cohorts));
     vec![
         File {
             path: RULES.to_string(),
@@ -668,6 +687,26 @@ fn cohort_alerts(project: &Project, cohort: &Cohort<'_>) -> Vec<Alert> {
     };
 
     let mut scenarios = outage("429", "busy");
+    // The runtime splits busy answers by what they waited for: the alert
+    // reads their sum.
+    let mut split = feed.traffic(0.0);
+    split.push((
+        feed.series("idempotency_responses_total", ",code=\"429\""),
+        growing(1000.0),
+    ));
+    for wait in ["pool", "claim"] {
+        split.push((
+            feed.series(
+                "idempotency_rejections_total",
+                &format!(",reason=\"busy\",wait=\"{wait}\""),
+            ),
+            growing(500.0),
+        ));
+    }
+    scenarios.push(Scenario::fires(
+        "fires on 429s half waiting for a connection, half for their claim",
+        split,
+    ));
     let mut duplicates = feed.traffic(0.0);
     duplicates.extend(feed.rejected("429", "in_progress", &growing(1000.0)));
     scenarios.push(Scenario::silent(
@@ -868,6 +907,78 @@ fn stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
     }
 }
 
+/// How long records must keep getting stuck before the alert: a stream,
+/// not one crash.
+const GETTING_STUCK_HOLD_MINUTES: u64 = 15;
+
+/// The span in which at least one record must get stuck, all through the
+/// hold.
+const GETTING_STUCK_SPAN_MINUTES: u64 = 5;
+
+/// Records getting stuck, counted as they do: a steady stream the purge
+/// keeps up with leaves `idempotency_records_past_lease` flat.
+fn getting_stuck(project: &Project, cohorts: &[Cohort<'_>]) -> Alert {
+    let table = &project.table;
+    let job = project.job.as_str();
+    let mut leases: Vec<f64> = cohorts.iter().map(|cohort| cohort.lease_secs).collect();
+    leases.sort_by(f64::total_cmp);
+    leases.dedup();
+    let leases = leases
+        .iter()
+        .map(|lease| format!("{} s", number(*lease)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hold = GETTING_STUCK_HOLD_MINUTES;
+    let span = GETTING_STUCK_SPAN_MINUTES;
+    let selected = format!(
+        "idempotency_records_stuck_total{{{}}}",
+        selector(job, &format!("table=\"{table}\""))
+    );
+    let stuck = format!("idempotency_records_stuck_total{{job=\"{job}\",table=\"{table}\"}}");
+    let past_lease = format!("idempotency_records_past_lease{{job=\"{job}\",table=\"{table}\"}}");
+    Alert {
+        name: "IdempotencyRecordsGettingStuck",
+        expr: format!("max by (job, table) (increase({selected}[{span}m])) > 0"),
+        hold: format!("{hold}m"),
+        severity: "warning",
+        watches: format!("the record table `{table}`"),
+        fields: vec![
+            (MAX_PROCESSING, leases),
+            ("store.table", format!("`{table}`")),
+        ],
+        labels: vec![("job", job.to_string()), ("table", table.clone())],
+        summary: "{{ $labels.table }}: records keep getting stuck in progress".to_string(),
+        description: format!(
+            "For {hold} minutes, records got stuck in progress in every {span} minutes: their \
+             lease (server.max-processing) ran out while their attempt neither finished nor \
+             released the key, and no client retried. Processes keep dying or hanging \
+             mid-request; the number of stuck records may stay flat while the purge deletes \
+             old ones."
+        ),
+        scenarios: vec![
+            Scenario::fires(
+                "fires on a steady stream, one record stuck a minute, while the purge keeps \
+                 the number past their lease flat",
+                vec![
+                    (stuck.clone(), "0+1x40".into()),
+                    (past_lease.clone(), "0x9 1x30".into()),
+                ],
+            ),
+            Scenario::silent(
+                "stays silent on one crash that left five records stuck, which the purge deletes",
+                vec![
+                    (stuck.clone(), "0x9 5x30".into()),
+                    (past_lease.clone(), "0x40".into()),
+                ],
+            ),
+            Scenario::silent(
+                "stays silent without stuck records",
+                vec![(stuck, "0x40".into())],
+            ),
+        ],
+    }
+}
+
 /// The alert's section of `runbook.md`, where the project publishes it
 /// (`gen --runbook-url`), else its path in the project.
 fn runbook_url(project: &Project, alert: &str) -> String {
@@ -958,14 +1069,15 @@ fn rules_yaml(project: &Project, alerts: &[Alert]) -> String {
     let job_origin = if project.job == project.package {
         "the package name, the default"
     } else {
-        "from `idemgen gen --job`"
+        "from `idemgen gen --job` or idemgen.toml's `[gen] job`"
     };
     let mut out = header(
         project,
         &format!(
             "Prometheus alert rules over the service's GET /metrics, thresholds from its contracts.\n\
              # Every rule selects job=\"{}\" ({job_origin}): the name of the scrape job that\n\
-             # scrapes this service; pass yours with `idemgen gen --job NAME`.\n\
+             # scrapes this service; pass yours with `idemgen gen --job NAME` or\n\
+             # idemgen.toml's `[gen] job = \"NAME\"` (the flag wins).\n\
              # Load with `rule_files: [alerts.yml]`; `promtool test rules alerts.test.yml` proves them.",
             project.job
         ),

@@ -12,6 +12,9 @@
 //!
 //! [overlays]                       # spec = its Overlay documents, in order
 //! "api/openapi.yaml" = ["api/idempotency.overlay.yaml"]
+//!
+//! [gen]
+//! job = "payments"                 # the alert rules' Prometheus job
 //! ```
 //!
 //! Paths in `[overlays]` are relative to the configuration file.
@@ -49,6 +52,9 @@ pub struct Config {
     /// Spec (absolute, normalised path) → the Overlay documents applied to
     /// it before it is read, in order.
     pub overlays: HashMap<PathBuf, Vec<PathBuf>>,
+    /// `[gen] job`: the `job` label `gen`'s alert rules select (`--job`
+    /// wins over it).
+    pub gen_job: Option<String>,
 }
 
 impl Config {
@@ -80,12 +86,20 @@ struct ConfigFile {
     rules: BTreeMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     overlays: BTreeMap<String, Vec<String>>,
+    #[serde(rename = "gen")]
+    generate: Option<GenSection>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StoreSection {
     dialect: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenSection {
+    job: Option<Spanned<String>>,
 }
 
 impl Config {
@@ -201,7 +215,7 @@ fn read_bounded(path: &Path) -> std::io::Result<String> {
 pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
     let file: ConfigFile = toml::from_str(text).map_err(|error| {
         ConfigError(format!(
-            "{display}: invalid configuration: {}\n  help: the keys are `profile`, `[store] dialect`, `[rules] <rule-id> = \"error\" | \"warning\" | \"info\" | \"off\"` and `[overlays] \"spec.yaml\" = [\"overlay.yaml\"]`",
+            "{display}: invalid configuration: {}\n  help: the keys are `profile`, `[store] dialect`, `[rules] <rule-id> = \"error\" | \"warning\" | \"info\" | \"off\"` and `[overlays] \"spec.yaml\" = [\"overlay.yaml\"]` and `[gen] job`",
             error.to_string().trim_end()
         ))
     })?;
@@ -244,6 +258,15 @@ pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
         })?;
         config.severities.insert(id.get_ref().clone(), severity);
     }
+    if let Some(job) = file
+        .generate
+        .as_ref()
+        .and_then(|section| section.job.as_ref())
+    {
+        check_job_label(job.get_ref())
+            .map_err(|why| ConfigError(format!("{}: [gen] job: {why}", at(job.span()))))?;
+        config.gen_job = Some(job.get_ref().clone());
+    }
     // Made absolute by `load`, which knows the file's directory.
     config.overlays = file
         .overlays
@@ -256,6 +279,20 @@ pub fn parse(text: &str, display: &str) -> Result<Config, ConfigError> {
         })
         .collect();
     Ok(config)
+}
+
+/// `Ok` when `job` can be the `job` label value the alert rules select
+/// (`[gen] job`, `gen --job`): they write it between double quotes.
+pub fn check_job_label(job: &str) -> Result<(), String> {
+    if job.is_empty() || job.contains(['"', '\\', '{', '}']) || job.contains(char::is_control) {
+        return Err(format!(
+            "`{}` is not a job name: give the name of the Prometheus scrape job that scrapes \
+             this service (its `job` label), without quotes, backslashes, braces or control \
+             characters",
+            job.escape_debug()
+        ));
+    }
+    Ok(())
 }
 
 /// `Ok` when a rule has this id; else a message that suggests the closest.
@@ -345,5 +382,17 @@ mod tests {
         assert!(error.0.contains("table"), "{error}");
         let error = parse("[rules]\nwindow-too-short = \"warn\"\n", "idemgen.toml").unwrap_err();
         assert!(error.0.contains("did you mean `warning`"), "{error}");
+    }
+
+    #[test]
+    fn the_gen_job_is_read_and_checked() {
+        let config = parse("[gen]\njob = \"payments\"\n", "idemgen.toml").unwrap();
+        assert_eq!(config.gen_job.as_deref(), Some("payments"));
+        assert_eq!(parse("", "idemgen.toml").unwrap().gen_job, None);
+        let error = parse("[gen]\njob = \"pay{ments\"\n", "idemgen.toml").unwrap_err();
+        assert!(error.0.starts_with("idemgen.toml:2: [gen] job:"), "{error}");
+        assert!(error.0.contains("without quotes"), "{error}");
+        let error = parse("[gen]\njobs = \"payments\"\n", "idemgen.toml").unwrap_err();
+        assert!(error.0.contains("jobs"), "{error}");
     }
 }

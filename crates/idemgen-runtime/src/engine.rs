@@ -47,6 +47,7 @@ use crate::fingerprint::fingerprint_without;
 use crate::key;
 use crate::metrics::{
     Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason, Rejection,
+    Wait,
 };
 use crate::outcome::{self, Outcome};
 use crate::problem::ProblemKind;
@@ -455,7 +456,7 @@ impl Idempotency {
             // No connection in time: busy, or no host that takes writes
             // (a demoted primary refuses new connections): the probe tells.
             Ok(Err(sqlx::Error::PoolTimedOut)) => {
-                return Err(self.timed_out(operation, contract).await);
+                return Err(self.pool_timed_out(operation, contract).await);
             }
             Ok(Err(error)) => {
                 return Err(self.stopped(
@@ -465,7 +466,8 @@ impl Idempotency {
                     Some(&error),
                 ));
             }
-            Err(_) => return Err(self.timed_out(operation, contract).await),
+            // The pool's own wait, cut short by the lease.
+            Err(_) => return Err(self.pool_timed_out(operation, contract).await),
         };
         let claim = match admitted {
             None => None,
@@ -522,6 +524,15 @@ impl Idempotency {
         self.stopped(operation, Some(contract), Stop::Unavailable, None)
     }
 
+    /// [`Idempotency::timed_out`] for a request that got no connection from
+    /// the pool in time (a busy pool, or no host that takes writes: a
+    /// demoted primary refuses new connections), counted as a pool wait.
+    async fn pool_timed_out(&self, operation: &Operation, contract: &Contract) -> Response {
+        self.reachability.probe(&self.pool).await;
+        let waited = sqlx::Error::PoolTimedOut;
+        self.stopped(operation, Some(contract), Stop::Unavailable, Some(&waited))
+    }
+
     /// The answer to an attempt that stopped without one of its own; it
     /// tells the client to retry with the same key.
     fn stopped(
@@ -540,19 +551,29 @@ impl Idempotency {
                         operation.counters.in_progress.inc();
                         in_progress(contract)
                     }
-                    None => retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
+                    None => outcome::waited(
+                        retry_later(ProblemKind::ConcurrentRequest, 503, retry_after),
+                        Wait::Lock,
+                    ),
                 }
             }
             Stop::Unavailable => {
                 // Waited in vain for a connection or an answer from a
-                // server that is up: busy, not down.
-                let waited = error.is_none_or(|error| matches!(error, sqlx::Error::PoolTimedOut));
-                if waited && !self.reachability.down() {
+                // server that is up: busy, not down. Without an error it
+                // is the claim's answer the lease ran out waiting for.
+                let wait = match error {
+                    Some(sqlx::Error::PoolTimedOut) => Some(Wait::Pool),
+                    Some(_) => None,
+                    None => Some(Wait::Claim),
+                };
+                let waited = wait.is_some();
+                if let Some(wait) = wait.filter(|_| !self.reachability.down()) {
                     tracing::warn!(
                         operation = operation.name,
+                        wait = wait.label(),
                         "no database connection or answer in time"
                     );
-                    retry_later(ProblemKind::ServerBusy, 429, retry_after)
+                    outcome::waited(retry_later(ProblemKind::ServerBusy, 429, retry_after), wait)
                 } else {
                     tracing::error!(operation = operation.name, ?error, "database unavailable");
                     if !waited {
@@ -907,6 +928,21 @@ impl Idempotency {
             .await?;
         self.census.records.store(records, Ordering::Relaxed);
         self.census.past_lease.store(past_lease, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts the records that got stuck in progress since the last call
+    /// (`idempotency_records_stuck_total`); the purge task calls it before
+    /// each purge. The first call only marks where counting starts.
+    pub async fn sample_stuck(&self) -> Result<(), sqlx::Error> {
+        let since = self.census.stuck_seen_until.load(Ordering::Relaxed);
+        let since = (since != i64::MIN).then_some(since);
+        let (stuck, bound) = self
+            .records
+            .newly_stuck(&self.pool, self.clock_margin_ms, since)
+            .await?;
+        self.census.stuck.add(u64::try_from(stuck).unwrap_or(0));
+        self.census.stuck_seen_until.store(bound, Ordering::Relaxed);
         Ok(())
     }
 
@@ -1584,7 +1620,9 @@ fn unread(operation: &Operation, answer: Response) -> Response {
     };
     // Too many bodies being read at once: the server is busy.
     let answer = match answer.status() {
-        StatusCode::SERVICE_UNAVAILABLE => outcome::reject(answer, Rejection::Busy),
+        StatusCode::SERVICE_UNAVAILABLE => {
+            outcome::waited(outcome::reject(answer, Rejection::Busy), Wait::Bodies)
+        }
         _ => answer,
     };
     refuse(operation, reason, answer)

@@ -119,6 +119,7 @@ engine! {
     pub mod service;
     mod store;
     mod time;
+    mod trace_context;
 
     pub use constraints::{Check, Constraint};
     pub use contract::{Contract, Fingerprint, Source};
@@ -131,7 +132,7 @@ engine! {
         within_lease,
     };
     pub use input::{Param, Scalar};
-    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection};
+    pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;
     pub use principal::Principal;
     pub use problem::ProblemKind;

@@ -27,6 +27,7 @@ use crate::problem::ProblemKind;
 
 /// A monotonically increasing count: read by anyone, counted only by the
 /// engine.
+#[derive(Debug)]
 pub struct Counter(AtomicU64);
 
 impl Counter {
@@ -36,6 +37,10 @@ impl Counter {
 
     pub(crate) fn inc(&self) {
         self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(&self, count: u64) {
+        self.0.fetch_add(count, Ordering::Relaxed);
     }
 
     pub fn get(&self) -> u64 {
@@ -142,7 +147,8 @@ impl RefusalReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rejection {
     /// No database connection or claim in time on a server that is up
-    /// (429), or too many requests being read at once.
+    /// (429), or too many requests being read at once; what it waited for
+    /// is its [`Wait`].
     Busy,
     /// The database cannot be reached (503).
     DatabaseUnavailable,
@@ -165,6 +171,38 @@ pub enum Rejection {
     Refused,
     /// The business function's own answer that is not a success (a 4xx).
     Business,
+}
+
+/// What a busy answer (`Rejection::Busy`) waited for in vain: the `wait`
+/// label of `idempotency_rejections_total{reason="busy"}`, so that a full
+/// pool (add connections, or find what holds them) is told from a
+/// database slow to answer the claim (a row lock, a stalled server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A connection from the pool.
+    Pool,
+    /// The database's answer to the claim (or to the transaction's start):
+    /// a row another transaction holds, a stalled server.
+    Claim,
+    /// Memory for the request's body: too many bodies were being read at
+    /// once.
+    Bodies,
+    /// A request without a key lost a race to a concurrent one on the
+    /// database (a deadlock, a serialization failure).
+    Lock,
+}
+
+impl Wait {
+    pub const ALL: [Wait; 4] = [Wait::Pool, Wait::Claim, Wait::Bodies, Wait::Lock];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Wait::Pool => "pool",
+            Wait::Claim => "claim",
+            Wait::Bodies => "bodies",
+            Wait::Lock => "lock",
+        }
+    }
 }
 
 impl Rejection {
@@ -279,6 +317,8 @@ pub struct OperationMetrics {
     histograms: OnceLock<Histograms>,
     refusals: [Counter; RefusalReason::ALL.len()],
     rejections: [Counter; Rejection::ALL.len()],
+    /// The busy rejections by what they waited for.
+    busy: [Counter; Wait::ALL.len()],
     lost_races: [Counter; LostRace::ALL.len()],
     responses: [Counter; (STATUSES.end - STATUSES.start) as usize],
 }
@@ -295,6 +335,7 @@ impl OperationMetrics {
             histograms: OnceLock::new(),
             refusals: [const { Counter::new() }; RefusalReason::ALL.len()],
             rejections: [const { Counter::new() }; Rejection::ALL.len()],
+            busy: [const { Counter::new() }; Wait::ALL.len()],
             lost_races: [const { Counter::new() }; LostRace::ALL.len()],
             responses: [const { Counter::new() }; (STATUSES.end - STATUSES.start) as usize],
         }
@@ -316,6 +357,17 @@ impl OperationMetrics {
     /// How many answers were not a success for `rejection`.
     pub fn rejections(&self, rejection: Rejection) -> u64 {
         self.rejections[rejection as usize].get()
+    }
+
+    /// Counts a busy answer that waited in vain for `wait`.
+    pub(crate) fn busy(&self, wait: Wait) {
+        self.rejected(Rejection::Busy);
+        self.busy[wait as usize].inc();
+    }
+
+    /// How many busy answers waited in vain for `wait`.
+    pub fn busy_waits(&self, wait: Wait) -> u64 {
+        self.busy[wait as usize].get()
     }
 
     pub(crate) fn lost_race(&self, class: LostRace) {
@@ -417,6 +469,13 @@ pub(crate) struct Census {
     /// Records in progress whose lease ran out: their first attempt died
     /// (or hangs) and nobody retried yet.
     pub(crate) past_lease: AtomicI64,
+    /// Records this instance saw get stuck: in progress, their lease ended
+    /// since its previous look. A steady stream of them keeps
+    /// `past_lease` flat when the purge deletes old ones as fast.
+    pub(crate) stuck: Counter,
+    /// Where the previous look ended (database milliseconds); `i64::MIN`
+    /// before the first.
+    pub(crate) stuck_seen_until: AtomicI64,
 }
 
 impl Default for Census {
@@ -424,6 +483,8 @@ impl Default for Census {
         Census {
             records: AtomicI64::new(-1),
             past_lease: AtomicI64::new(-1),
+            stuck: Counter::new(),
+            stuck_seen_until: AtomicI64::new(i64::MIN),
         }
     }
 }
@@ -561,6 +622,19 @@ impl PromCollector for Collector {
         )?;
         for operation in &self.operations {
             for rejection in Rejection::ALL {
+                if rejection == Rejection::Busy {
+                    // One series per wait: `reason="busy"` sums them.
+                    for wait in Wait::ALL {
+                        let labels = [
+                            ("operation", operation.label),
+                            ("reason", rejection.label()),
+                            ("wait", wait.label()),
+                        ];
+                        ConstCounter::new(operation.metrics.busy_waits(wait))
+                            .encode(family.encode_family(&labels)?)?;
+                    }
+                    continue;
+                }
                 let labels = [("operation", operation.label), ("reason", rejection.label())];
                 ConstCounter::new(operation.metrics.rejections(rejection))
                     .encode(family.encode_family(&labels)?)?;
@@ -608,6 +682,14 @@ impl PromCollector for Collector {
                 &self.census.past_lease,
             ),
         ];
+        let mut family = encoder.encode_descriptor(
+            "idempotency_records_stuck",
+            "Records this instance saw get stuck in progress (their lease ran out and nobody finished or retried), counted before each purge.",
+            None,
+            MetricType::Counter,
+        )?;
+        let labels = [("table", self.table.as_str())];
+        ConstCounter::new(self.census.stuck.get()).encode(family.encode_family(&labels)?)?;
         for (name, help, value) in gauges {
             let value = value.load(Ordering::Relaxed);
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;

@@ -86,7 +86,8 @@ pub(crate) fn continue_trace(span: &tracing::Span, headers: &HeaderMap) {
 }
 
 /// The `traceparent` and `tracestate` headers of the current span: empty
-/// when spans are not exported.
+/// when spans are not exported (then [`crate::Request::trace_headers`]
+/// passes on the caller's own).
 pub(crate) fn current_trace_headers() -> HeaderMap {
     let mut headers = HeaderMap::new();
     let context = tracing::Span::current().context();

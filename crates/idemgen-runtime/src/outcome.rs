@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::response::Response;
 
-use crate::metrics::{OperationMetrics, RefusalReason, Rejection};
+use crate::metrics::{OperationMetrics, RefusalReason, Rejection, Wait};
 
 /// What happened to a request, as the span's `outcome` field says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +98,12 @@ pub(crate) fn reject(mut response: Response, rejection: Rejection) -> Response {
     response
 }
 
+/// Marks a busy `response` with what it waited for in vain.
+pub(crate) fn waited(mut response: Response, wait: Wait) -> Response {
+    response.extensions_mut().insert(wait);
+    response
+}
+
 /// Counts `response`, one of an operation's final answers, in its
 /// `metrics` under its rejection reason if it is not a success: the reason
 /// it was marked with, or else the business function's own answer (a 5xx
@@ -115,5 +121,12 @@ pub(crate) fn count(metrics: &OperationMetrics, response: &Response) {
         None if status >= 500 => Rejection::InternalError,
         None => Rejection::Business,
     };
-    metrics.rejected(rejection);
+    match (rejection, response.extensions().get::<Wait>()) {
+        (Rejection::Busy, Some(wait)) => metrics.busy(*wait),
+        (Rejection::Busy, None) => {
+            debug_assert!(false, "a busy answer is marked with what it waited for");
+            metrics.busy(Wait::Claim);
+        }
+        (rejection, _) => metrics.rejected(rejection),
+    }
 }

@@ -57,17 +57,21 @@ impl Request {
     /// The W3C trace-context headers (`traceparent`, `tracestate`) to add
     /// to a downstream call made while handling this request (a payment
     /// provider, another service), so that its spans join this request's
-    /// trace. Empty without the `otel` feature, or when spans are not
-    /// exported (no OTLP endpoint).
+    /// trace: with spans exported (the `otel` feature and an OTLP
+    /// endpoint), as children of this request's span; otherwise the
+    /// caller's own headers passed on unchanged, so the downstream call
+    /// still continues the caller's trace. Empty when the request came
+    /// without a valid `traceparent` and no span of this service is
+    /// exported.
     pub fn trace_headers(&self) -> HeaderMap {
         #[cfg(feature = "otel")]
         {
-            crate::otel::current_trace_headers()
+            let headers = crate::otel::current_trace_headers();
+            if !headers.is_empty() {
+                return headers;
+            }
         }
-        #[cfg(not(feature = "otel"))]
-        {
-            HeaderMap::new()
-        }
+        crate::trace_context::passed_on(&self.headers)
     }
 
     /// An empty request: no parameters, headers or body (for tests and

@@ -97,12 +97,18 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 }
 
 /// Purges expired records every `every` (at least a second) in the
-/// background, then samples the record table's size for `GET /metrics`.
+/// background, counting first the records that got stuck since the last
+/// purge, then samples the record table's size for `GET /metrics`.
 pub fn spawn_purge(idempotency: Idempotency, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(every.max(Duration::from_secs(1)));
         loop {
             ticks.tick().await;
+            // Before the purge, which may delete a record stuck since the
+            // last tick whose window has ended too.
+            if let Err(error) = idempotency.sample_stuck().await {
+                tracing::warn!(%error, "counting stuck idempotency records failed");
+            }
             match idempotency.purge_expired(PURGE_BATCH).await {
                 Ok(0) => {}
                 Ok(deleted) => tracing::info!(deleted, "purged expired idempotency records"),

@@ -52,6 +52,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/sources.rs", include_str!("../src/sources.rs")),
     ("src/store.rs", include_str!("../src/store.rs")),
     ("src/time.rs", include_str!("../src/time.rs")),
+    (
+        "src/trace_context.rs",
+        include_str!("../src/trace_context.rs"),
+    ),
 ];
 
 #[cfg(test)]

@@ -552,6 +552,37 @@ impl RecordStore {
         Ok((row.try_get("records")?, row.try_get("past_lease")?))
     }
 
+    /// How many records in progress saw their lease end, `margin_ms` ago
+    /// by the database's clock, at or after `since` (a bound this returned
+    /// before; `None` counts none, and only sets the bound): records that
+    /// got stuck since the last look. Also the new bound. Found through the
+    /// in-progress index, and run before the purge, so that a record is
+    /// counted however soon its window ends and the purge deletes it.
+    pub(crate) async fn newly_stuck(
+        &self,
+        pool: &Pool,
+        margin_ms: i64,
+        since: Option<i64>,
+    ) -> Result<(i64, i64), sqlx::Error> {
+        let sql = placeholders(
+            Dialect::BUILT,
+            &format!(
+                "SELECT {now} - {{1}} AS bound, \
+                 (SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
+                 AND lease_expires_at < {now} - {{2}} AND lease_expires_at >= {{3}}) AS stuck",
+                now = db_now(Dialect::BUILT),
+                t = self.table,
+            ),
+        );
+        let row = sqlx::query(AssertSqlSafe(sql))
+            .bind(margin_ms)
+            .bind(margin_ms)
+            .bind(since.unwrap_or(i64::MAX))
+            .fetch_one(pool)
+            .await?;
+        Ok((row.try_get("stuck")?, row.try_get("bound")?))
+    }
+
     /// Deletes up to `batch` records whose window and lease have both
     /// ended, `margin_ms` ago, by the database's clock.
     pub(crate) async fn purge(

@@ -33,3 +33,4 @@ mod response_headers;
 mod security;
 mod slow_clients;
 mod support;
+mod trace_context;

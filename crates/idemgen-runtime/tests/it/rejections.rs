@@ -12,9 +12,23 @@ use tower::ServiceExt;
 
 use crate::support::{NO_MIGRATIONS, Table, body_text, claim, key, pay};
 
-/// `family`'s sample for `operation` with `labels` as `GET /metrics`
-/// serves it.
+/// `family`'s samples for `operation` with `labels`, summed (a label not
+/// named is summed over, as `sum` in PromQL), as `GET /metrics` serves
+/// them.
 async fn scraped(
+    engine: &Idempotency,
+    operation: &'static Operation,
+    family: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
+    let mut labels = labels.to_vec();
+    labels.push(("operation", operation.label));
+    scraped_from(engine, operation, family, &labels).await
+}
+
+/// `family`'s samples with `labels`, summed, as `GET /metrics` serves
+/// them for `operation` and the engine's table.
+async fn scraped_from(
     engine: &Idempotency,
     operation: &'static Operation,
     family: &str,
@@ -28,17 +42,22 @@ async fn scraped(
         .unwrap();
     let text = body_text(response).await;
     let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).unwrap();
-    let found = scrape.samples.iter().find(|sample| {
-        sample.metric == family
-            && sample.labels.get("operation") == Some(operation.label)
-            && labels
-                .iter()
-                .all(|(name, value)| sample.labels.get(name) == Some(*value))
-    });
-    match found.map(|sample| &sample.value) {
-        Some(Value::Counter(value)) => *value,
-        other => panic!("{family} {labels:?}: {other:?} in\n{text}"),
-    }
+    let found: Vec<f64> = scrape
+        .samples
+        .iter()
+        .filter(|sample| {
+            sample.metric == family
+                && labels
+                    .iter()
+                    .all(|(name, value)| sample.labels.get(name) == Some(*value))
+        })
+        .map(|sample| match &sample.value {
+            Value::Counter(value) => *value,
+            other => panic!("{family} {labels:?}: {other:?} in\n{text}"),
+        })
+        .collect();
+    assert!(!found.is_empty(), "no {family} {labels:?} in\n{text}");
+    found.iter().sum()
 }
 
 async fn rejections(engine: &Idempotency, operation: &'static Operation, reason: &str) -> f64 {
@@ -47,6 +66,17 @@ async fn rejections(engine: &Idempotency, operation: &'static Operation, reason:
         operation,
         "idempotency_rejections_total",
         &[("reason", reason)],
+    )
+    .await
+}
+
+/// The busy answers of `operation` that waited in vain for `wait`.
+async fn busy(engine: &Idempotency, operation: &'static Operation, wait: &str) -> f64 {
+    scraped(
+        engine,
+        operation,
+        "idempotency_rejections_total",
+        &[("reason", "busy"), ("wait", wait)],
     )
     .await
 }
@@ -204,10 +234,55 @@ async fn a_request_that_waits_out_its_lease_for_a_connection_is_busy() {
     assert_eq!(waiting, StatusCode::TOO_MANY_REQUESTS);
     drop(holding);
     assert_eq!(rejections(&engine, &BUSY, "busy").await, 1.0);
+    assert_eq!(busy(&engine, &BUSY, "pool").await, 1.0);
+    assert_eq!(busy(&engine, &BUSY, "claim").await, 0.0);
     assert_eq!(
         rejections(&engine, &BUSY, "database_unavailable").await,
         0.0
     );
+}
+
+static LOCKED: Operation = Operation::idempotent(
+    "locked",
+    "locked",
+    Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 300),
+);
+
+#[tokio::test]
+async fn a_claim_that_waits_out_its_lease_on_a_locked_row_is_busy_on_the_claim() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let op = &LOCKED;
+    // A record of this operation, for its scope.
+    let paid = key();
+    assert_eq!(
+        answer(&engine, op, pay(&paid), created()).await,
+        StatusCode::CREATED
+    );
+    // Another transaction inserts the key the request will claim and
+    // holds it uncommitted: the claim waits on its lock (on SQLite, on the
+    // database's write lock).
+    let held = key();
+    let mut holder = table.pool.begin().await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {t} (scope, idem_key, fingerprint, status, claim_token, \
+         lease_expires_at, expires_at, created_at, updated_at) \
+         SELECT scope, '{held}', fingerprint, 'in_progress', 'held', 0, 0, 0, 0 FROM {t} \
+         WHERE idem_key = '{paid}'",
+        t = table.name
+    )))
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+    let waiting = answer(&engine, op, pay(&held), created()).await;
+    holder.rollback().await.unwrap();
+    assert_eq!(waiting, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(busy(&engine, op, "claim").await, 1.0);
+    assert_eq!(busy(&engine, op, "pool").await, 0.0);
+    assert_eq!(rejections(&engine, op, "busy").await, 1.0);
+    assert_eq!(rejections(&engine, op, "in_progress").await, 0.0);
 }
 
 static RELEASED: Operation = Operation::idempotent(
@@ -268,4 +343,66 @@ async fn a_key_released_by_its_attempt_and_claimed_again_is_not_a_takeover() {
         counter("idempotency_reclaims_after_release_total").await,
         1.0
     );
+}
+
+/// A lease short enough that waiting it out in a test is quick, and a
+/// window long enough that no record is purged meanwhile.
+static STUCK: Operation = Operation::idempotent(
+    "stuck",
+    "stuck",
+    Contract::header("pay:{uuid}", "^pay:[0-9a-f-]{36}$", 60_000, 300),
+);
+
+#[tokio::test]
+async fn records_that_get_stuck_are_counted_once_each_and_a_taken_over_one_is_not() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    let op = &STUCK;
+    let stuck = || {
+        let (engine, table) = (engine.clone(), table.name.clone());
+        async move {
+            scraped_from(
+                &engine,
+                op,
+                "idempotency_records_stuck_total",
+                &[("table", table.as_str())],
+            )
+            .await
+        }
+    };
+    // A record stuck before the first look is not this instance's to count.
+    let before = key();
+    drop(claim(op, &engine, pay(&before)).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 0.0);
+
+    // Two attempts die with their claims; one key is retried after its
+    // lease ran out (a takeover), the other never.
+    let (abandoned, retried) = (key(), key());
+    drop(claim(op, &engine, pay(&abandoned)).await);
+    drop(claim(op, &engine, pay(&retried)).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        answer(&engine, op, pay(&retried), created()).await,
+        StatusCode::CREATED
+    );
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 1.0);
+
+    // Seen once, counted once, however long it stays.
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 1.0);
+
+    // The next one to die is counted in its turn: a steady stream counts up
+    // while the number past their lease may stay flat.
+    drop(claim(op, &engine, pay(&key())).await);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    table
+        .sql(&format!("DELETE FROM {{t}} WHERE idem_key = '{abandoned}'"))
+        .await;
+    engine.sample_stuck().await.unwrap();
+    assert_eq!(stuck().await, 2.0);
 }
