@@ -1,7 +1,7 @@
 //! Every operation of the spec with its resolved `x-idempotency` contract
 //! and the security schemes that may call it.
 
-use idemgen_runtime::{Contract, Fingerprint, Operation, Security, Source};
+use idemgen_runtime::{ClaimMode, Contract, Fingerprint, Operation, Security, Source};
 
 /// The spec's `components.securitySchemes` that operations require;
 /// `src/auth.rs` verifies their credentials.
@@ -73,6 +73,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
                 canonical_json: true,
             },
             replayed_header: Some("Idempotent-Replayed"),
+            claim: ClaimMode::Committed,
         },
     )
     .secured(Security {

@@ -51,7 +51,9 @@ static PAY_BRIEFLY: Operation = Operation::idempotent(
 async fn arena() -> Option<(Table, Idempotency)> {
     let table = Table::new().await?;
     table
-        .sql("CREATE TABLE {t}_effects (idem_key VARCHAR(100) NOT NULL, body VARCHAR(100) NOT NULL)")
+        .sql(
+            "CREATE TABLE {t}_effects (idem_key VARCHAR(100) NOT NULL, body VARCHAR(100) NOT NULL)",
+        )
         .await;
     let engine = table.engine().await;
     Some((table, engine))
@@ -258,11 +260,18 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
     assert_eq!(failure.status(), StatusCode::PAYMENT_REQUIRED);
     let mut retry = match duplicate.await.unwrap() {
         Ok(call) => call,
-        Err(answer) => panic!("the waiting duplicate claims the key, got {}", answer.status()),
+        Err(answer) => panic!(
+            "the waiting duplicate claims the key, got {}",
+            answer.status()
+        ),
     };
     effect(&table, &mut retry, &key).await;
     assert_eq!(retry.finish(paid()).await.status(), StatusCode::CREATED);
-    assert_eq!(effects(&table, &key).await, 1, "the failure's write rolled back");
+    assert_eq!(
+        effects(&table, &key).await,
+        1,
+        "the failure's write rolled back"
+    );
     let replay = engine.begin(&PAY, pay(&key)).await.err().unwrap();
     assert!(is_replay(&replay), "got {}", replay.status());
     drop_effects(&table).await;
@@ -293,7 +302,11 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
     assert_eq!(answer.status(), StatusCode::CONFLICT);
     let later = engine.begin(&PAY_ONCE, pay(&key)).await.err().unwrap();
     assert_eq!(later.status(), StatusCode::CONFLICT);
-    assert_eq!(effects(&table, &key).await, 0, "the failure's write rolled back");
+    assert_eq!(
+        effects(&table, &key).await,
+        0,
+        "the failure's write rolled back"
+    );
     let status: String = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT status FROM {} WHERE idem_key = '{key}'",
         table.name

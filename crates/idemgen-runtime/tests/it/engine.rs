@@ -8,8 +8,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use idemgen_runtime::{
-    ClaimMode, Call, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source,
-    StoreError,
+    Call, ClaimMode, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER,
+    Reply, Source, StoreError,
 };
 use serde_json::{Value, json};
 

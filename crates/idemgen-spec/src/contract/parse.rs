@@ -7,8 +7,8 @@ use crate::{Node, Value};
 use super::duration::parse_duration;
 use super::key_template::KeyTemplate;
 use super::model::{
-    Canonical, ClaimMode, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin, RawContract,
-    ReplayMark, RequestScope, ScopeSource,
+    Canonical, ClaimMode, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin,
+    RawContract, ReplayMark, RequestScope, ScopeSource,
 };
 use super::placeholder;
 use super::profile::Profile;
