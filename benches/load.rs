@@ -226,7 +226,10 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     for (name, run) in [
         ("(a) plain write", &plain_run),
         ("(b) first-time idempotent, committed claim", &first_run),
-        ("(b) first-time idempotent, in-transaction claim", &one_commit_run),
+        (
+            "(b) first-time idempotent, in-transaction claim",
+            &one_commit_run,
+        ),
         ("(c) replay", &replay_run),
         ("(d) duplicate burst", &burst_run),
     ] {
@@ -780,8 +783,10 @@ fn in_transaction_build(dialect: Dialect) -> std::path::PathBuf {
         1,
         "the example has one idempotent operation"
     );
-    let operations =
-        operations.replace("claim: ClaimMode::Committed", "claim: ClaimMode::InTransaction");
+    let operations = operations.replace(
+        "claim: ClaimMode::Committed",
+        "claim: ClaimMode::InTransaction",
+    );
     std::fs::write(dir.join("src/operations.rs"), operations).unwrap();
     let output = cargo(&dir)
         .args(["build", "--release", "--no-default-features", "--features"])
