@@ -4,7 +4,11 @@
 //!   paid, one `paid_log` row), served by `examples/naive-callback`'s
 //!   `POST /plain/pay`: the baseline;
 //! - (b) `first`: first-time idempotent writes through the generated
-//!   example (claim, business step, fenced completion);
+//!   example (claim, business step, fenced completion), once per claim
+//!   mode (`store.claim`): `committed` (the example's contract: the claim
+//!   commits on its own, then the business transaction) and
+//!   `in-transaction` (the same service with its callback's claim in the
+//!   business transaction: one commit);
 //! - (c) `replay`: repeats of completed keys, answered from the record;
 //! - (d) `burst`: every client sends the same new key at once, round after
 //!   round (one pays, the rest get 429 or the replay).
@@ -124,7 +128,9 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         Dialect::Mysql => format!("MariaDB {}", version.split('-').next().unwrap_or_default()),
         _ => version.split(' ').take(2).collect::<Vec<_>>().join(" "),
     };
-    for prefix in ["W", "A", "B", "R", "D"] {
+    let one_commit_binary = in_transaction_build(db.dialect);
+    let one_commit = Server::start(&one_commit_binary, db, 0);
+    for prefix in ["W", "A", "B", "C", "R", "D"] {
         seed_orders(db, prefix, ORDERS_PER_SCENARIO);
     }
 
@@ -154,6 +160,19 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     });
 
     first_run.commits = commits.per_request(&first_run);
+    let one_commit_keys = new_keys(ORDERS_PER_SCENARIO);
+    let commits = Commits::start(db);
+    let mut one_commit_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
+        let order = format!("C-{i}");
+        send(
+            agent,
+            &one_commit.base,
+            Some(&one_commit_keys[i]),
+            &callback_body(&order, 100),
+        )
+    });
+    one_commit_run.commits = commits.per_request(&one_commit_run);
+    drop(one_commit);
 
     // Keys to replay: completed now, their window pushed out so that a long
     // run does not outlive it (the window is the example's 18 s).
@@ -206,7 +225,11 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     let mut rows = String::new();
     for (name, run) in [
         ("(a) plain write", &plain_run),
-        ("(b) first-time idempotent", &first_run),
+        ("(b) first-time idempotent, committed claim", &first_run),
+        (
+            "(b) first-time idempotent, in-transaction claim",
+            &one_commit_run,
+        ),
         ("(c) replay", &replay_run),
         ("(d) duplicate burst", &burst_run),
     ] {
@@ -729,4 +752,76 @@ fn machine() -> String {
         "Machine: {cpu}, {cores} cores available (load average before the run: {load}); \
          clients, servers and the database share them."
     )
+}
+
+/// The generated example as `store.claim: in-transaction` makes it: a copy
+/// of `examples/payment-callback` whose callback contract has
+/// `claim: ClaimMode::InTransaction` (the one line `idemgen gen` writes
+/// differently for it), built like the example, in the shared target
+/// directory, and copied aside.
+fn in_transaction_build(dialect: Dialect) -> std::path::PathBuf {
+    use support::build::{DirLock, cargo, copy_aside, target_dir};
+
+    let target = target_dir();
+    let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
+    let dir = target.join("claim-in-transaction/payment-callback");
+    let _ = std::fs::remove_dir_all(&dir);
+    copy_tree(&root().join("examples/payment-callback"), &dir);
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let runtime = root().join("crates/idemgen-runtime");
+    let manifest = manifest.replace(
+        "path = \"../../crates/idemgen-runtime\"",
+        &format!("path = {:?}", runtime.display().to_string()),
+    );
+    // A workspace of its own, with the repository's lock file: the same
+    // dependency versions, already compiled in the shared target directory.
+    std::fs::write(dir.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
+    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let operations = std::fs::read_to_string(dir.join("src/operations.rs")).unwrap();
+    assert_eq!(
+        operations.matches("claim: ClaimMode::Committed").count(),
+        1,
+        "the example has one idempotent operation"
+    );
+    let operations = operations.replace(
+        "claim: ClaimMode::Committed",
+        "claim: ClaimMode::InTransaction",
+    );
+    std::fs::write(dir.join("src/operations.rs"), operations).unwrap();
+    let output = cargo(&dir)
+        .args(["build", "--release", "--no-default-features", "--features"])
+        .arg(dialect.feature())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "building the in-transaction example failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out = target
+        .join("exactly-once")
+        .join(format!("release-{}", dialect.feature()));
+    std::fs::create_dir_all(&out).unwrap();
+    copy_aside(
+        &target.join("release/payment-callback"),
+        &out,
+        "payment-callback-in-transaction",
+    )
+}
+
+/// Copies the directory `from` to `to`, without build output.
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "target" {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
 }

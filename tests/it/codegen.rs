@@ -852,6 +852,54 @@ fn the_replay_mark_the_contract_names_is_the_one_generated() {
     );
 }
 
+/// `store.claim` chooses the claim mode the generated contract carries
+/// (`committed` unless set); a value that is neither is
+/// `contract-invalid`.
+#[test]
+fn the_claim_mode_the_contract_names_is_the_one_generated() {
+    let example = std::fs::read_to_string(root().join(EXAMPLE).join("openapi.yaml")).unwrap();
+    let dialect = "    dialect: sqlite\n";
+    assert!(example.contains(dialect));
+    let dir = tempfile::tempdir().unwrap();
+    let with_claim = |mode: &str| {
+        let spec = dir.path().join(format!("{mode}.yaml"));
+        let text = example.replacen(dialect, &format!("{dialect}    claim: {mode}\n"), 1);
+        std::fs::write(&spec, text).unwrap();
+        spec.to_str().unwrap().to_string()
+    };
+
+    let default = dir.path().join("default");
+    let run = gen_into(
+        root().join(EXAMPLE).join("openapi.yaml").to_str().unwrap(),
+        &default,
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(default.join("src/operations.rs")).unwrap();
+    assert!(
+        operations.contains("claim: ClaimMode::Committed,"),
+        "{operations}"
+    );
+
+    let one_commit = dir.path().join("one-commit");
+    let run = gen_into(&with_claim("in-transaction"), &one_commit, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(one_commit.join("src/operations.rs")).unwrap();
+    assert!(
+        operations.contains("claim: ClaimMode::InTransaction,"),
+        "{operations}"
+    );
+
+    let bad = with_claim("deferred");
+    let lint = idemgen(&["lint", "--no-config", "--format", "json", &bad]);
+    assert_eq!(lint.code, 1, "{}", lint.stderr);
+    assert!(
+        lint.stdout.contains("contract-invalid") && lint.stdout.contains("store.claim"),
+        "{}",
+        lint.stdout
+    );
+}
+
 /// The payment-callback spec on PostgreSQL alone, its `store.database`
 /// renamed `journey`, generated into `dir`.
 fn gen_journey(dir: &Path) -> PathBuf {

@@ -12,7 +12,7 @@ use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar,
 use super::{Store, dialect};
 use idemgen_spec::contract::key_template::{Part, Segment};
 use idemgen_spec::contract::model::{
-    Canonical, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
+    Canonical, ClaimMode, Contract, DEFAULT_MAX_KEY_LENGTH, Dialect, FailedPolicy, FingerprintPart,
     ScopeSource,
 };
 use idemgen_spec::security;
@@ -368,6 +368,8 @@ pub struct ContractContext {
     /// The header that marks a replay (`responses.replayed-header`);
     /// `None` when replays are declared unmarked.
     pub replayed_header: Option<String>,
+    /// The runtime's `ClaimMode` variant for `store.claim`.
+    pub claim_mode: &'static str,
     pub fp_method: bool,
     pub fp_path: bool,
     pub fp_query: bool,
@@ -599,6 +601,10 @@ impl ContractContext {
             conflict_status: contract.conflict_status.value,
             retry_failed: contract.failed.value == FailedPolicy::Retry,
             replayed_header: contract.replayed_header.value.header().map(str::to_string),
+            claim_mode: match contract.claim.value {
+                ClaimMode::Committed => "Committed",
+                ClaimMode::InTransaction => "InTransaction",
+            },
             fp_method: parts.contains(&FingerprintPart::Method),
             fp_path: parts.contains(&FingerprintPart::Path),
             fp_query: parts.contains(&FingerprintPart::Query),

@@ -43,6 +43,24 @@ impl Fingerprint {
     };
 }
 
+/// When the claim of a key commits (the contract's `store.claim`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// The claim commits on its own before the business step: a duplicate
+    /// sees the in-progress record at once, and its lease keeps a second
+    /// attempt away while the first calls other systems. Two commits per
+    /// first write.
+    Committed,
+    /// The claim is written in the business transaction: one commit per
+    /// first write. A duplicate waits on the key's unique index (bounded by
+    /// `Retry-After`, at least a second) for the first attempt to commit,
+    /// then replays its answer, or to roll back, then claims it; past the
+    /// wait it is answered "in progress". A rollback or a crash takes the
+    /// claim away with the work, so it fits business steps whose effects
+    /// are all in this database.
+    InTransaction,
+}
+
 /// How one idempotent operation treats its key.
 #[derive(Debug, Clone, Copy)]
 pub struct Contract {
@@ -84,11 +102,14 @@ pub struct Contract {
     /// The header that marks a replayed answer `true`
     /// (`responses.replayed-header`); `None`: replays are not marked.
     pub replayed_header: Option<&'static str>,
+    /// When the claim commits.
+    pub claim: ClaimMode,
 }
 
 impl Contract {
     /// A contract with the usual answers (400 for a bad key, 429 with
-    /// `Retry-After: 1` in progress, 409 on conflict, failures retryable)
+    /// `Retry-After: 1` in progress, 409 on conflict, failures retryable,
+    /// a claim committed on its own)
     /// for a required `Idempotency-Key` header matching `key_pattern`.
     ///
     /// ```
@@ -124,6 +145,7 @@ impl Contract {
             retry_failed: true,
             fingerprint: Fingerprint::DEFAULT,
             replayed_header: Some("Idempotent-Replayed"),
+            claim: ClaimMode::Committed,
         }
     }
 }

@@ -40,7 +40,7 @@ use regex::Regex;
 use tokio::time::Instant;
 
 use crate::NotImplemented;
-use crate::contract::Contract;
+use crate::contract::{ClaimMode, Contract};
 use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
 use crate::fingerprint::fingerprint_without;
@@ -63,6 +63,16 @@ pub use crate::response_headers::REPLAYED_HEADER;
 
 /// How often one request tries to claim before answering "in progress".
 const CLAIM_ATTEMPTS: usize = 3;
+
+/// The shortest wait of a claim inside the business transaction for
+/// another attempt's claim of the key (MySQL counts whole seconds).
+const SHORTEST_CLAIM_WAIT: Duration = Duration::from_secs(1);
+
+/// The savepoint after a claim inside the business transaction, which a
+/// business failure under `failed: reject` rolls back to, so that the
+/// failure is recorded in the same transaction as the claim.
+const CLAIM_SAVEPOINT: &str = "SAVEPOINT idemgen_claim";
+const ROLLBACK_TO_CLAIM: &str = "ROLLBACK TO SAVEPOINT idemgen_claim";
 
 /// How long releasing a claim may take before the request is answered
 /// anyway (the lease ends on its own).
@@ -214,6 +224,9 @@ struct Claim {
     token: String,
     /// Taken over from an attempt whose lease ran out.
     taken_over: bool,
+    /// Written in the business transaction ([`ClaimMode::InTransaction`]):
+    /// its rollback takes the claim away, with nothing to release.
+    in_transaction: bool,
 }
 
 enum Decision {
@@ -469,6 +482,34 @@ impl Idempotency {
             // The pool's own wait, cut short by the lease.
             Err(_) => return Err(self.pool_timed_out(operation, contract).await),
         };
+        let admitted = match (contract.claim, admitted) {
+            (ClaimMode::InTransaction, Some(admitted)) => {
+                let claimed =
+                    self.claim_in_transaction(operation, contract, admitted, connection, deadline);
+                let (claim, tx) = match tokio::time::timeout_at(deadline, claimed).await {
+                    Ok(claimed) => claimed?,
+                    Err(_) => return Err(self.timed_out(operation, contract).await),
+                };
+                let mut request = request;
+                request.downstream_key = Some(key::downstream_key(
+                    self.records.table(),
+                    &claim.scope,
+                    &claim.key,
+                    &claim.fingerprint,
+                ));
+                return Ok(Call {
+                    engine: self.clone(),
+                    operation,
+                    tx,
+                    request,
+                    claim: Some(claim),
+                    deadline: Some(deadline),
+                    claim_time: None,
+                    business_started: started,
+                });
+            }
+            (_, admitted) => admitted,
+        };
         let claim = match admitted {
             None => None,
             Some(admitted) => {
@@ -634,6 +675,9 @@ impl Idempotency {
     /// best effort (the lease ends anyway), given at most [`RELEASE_WAIT`]
     /// so that a request on a database that went away is answered.
     async fn release(&self, operation: &Operation, claim: &Claim) {
+        if claim.in_transaction {
+            return;
+        }
         let released = tokio::time::timeout(
             RELEASE_WAIT,
             self.records.release(
@@ -666,25 +710,134 @@ impl Idempotency {
         admitted: Admitted,
         connection: &mut PoolConnection,
     ) -> Result<Claim, Response> {
+        self.answer_from_one_read(operation, contract, &admitted, connection)
+            .await?;
+        self.claim_on(operation, contract, admitted, connection, None)
+            .await
+    }
+
+    /// Claims the key inside the business transaction it begins on
+    /// `connection` ([`ClaimMode::InTransaction`]): one commit for the
+    /// claim and the work. A duplicate's claim waits on the key's unique
+    /// index for this one's transaction to end (at most the in-progress
+    /// `Retry-After`, at least [`SHORTEST_CLAIM_WAIT`], never past
+    /// `deadline`), then replays its answer, or claims the key if it
+    /// rolled back; a wait that runs out, or a deadlock between waiters,
+    /// is answered "in progress".
+    async fn claim_in_transaction(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        admitted: Admitted,
+        mut connection: PoolConnection,
+        deadline: Instant,
+    ) -> Result<(Claim, Tx), Response> {
+        // Read before the transaction begins: on MySQL its first read
+        // would fix the snapshot that the claim's read-back sees.
+        self.answer_from_one_read(operation, contract, &admitted, &mut connection)
+            .await?;
+        let mut tx = match db::begin_on(connection).await {
+            Ok(tx) => tx,
+            // SQLite: another writer held the database for the whole busy
+            // timeout (a first attempt of this key, or any other write).
+            Err(error) if classify(&error) == Failure::LostRace => {
+                operation.metrics.lost_race(LostRace::Claim);
+                operation.counters.in_progress.inc();
+                return Err(in_progress(contract));
+            }
+            Err(error) => {
+                return Err(self.stopped(operation, Some(contract), stop_for(&error), Some(&error)));
+            }
+        };
+        let wait = Duration::from_secs(contract.retry_after_secs)
+            .max(SHORTEST_CLAIM_WAIT)
+            .min(deadline.saturating_duration_since(Instant::now()));
+        let claimed = self
+            .claim_on(operation, contract, admitted, &mut tx, Some(wait))
+            .await;
+        let ready = match &claimed {
+            Ok(_) => {
+                let ended = self.records.end_claim_wait(&mut tx).await;
+                match ended {
+                    Ok(()) if contract.retry_failed => Ok(()),
+                    Ok(()) => sqlx::raw_sql(CLAIM_SAVEPOINT)
+                        .execute(&mut *tx)
+                        .await
+                        .map(drop),
+                    Err(error) => Err(error),
+                }
+            }
+            Err(_) => Ok(()),
+        };
+        match (claimed, ready) {
+            (Ok(claim), Ok(())) => Ok((claim, tx)),
+            (Ok(_), Err(error)) => {
+                let _ = tx.rollback().await;
+                Err(self.stopped(operation, Some(contract), stop_for(&error), Some(&error)))
+            }
+            (Err(answer), _) => {
+                let _ = tx.rollback().await;
+                Err(answer)
+            }
+        }
+    }
+
+    /// `Err` with the answer when one read settles the request: a replay
+    /// (or a key reused with another request) is answered with no write
+    /// and no commit. Reading first is not "check, then write": nothing is
+    /// written on what this read saw, and every other record, or none,
+    /// goes on to the atomic claim.
+    async fn answer_from_one_read(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        admitted: &Admitted,
+        connection: &mut PoolConnection,
+    ) -> Result<(), Response> {
+        let Admitted {
+            key,
+            scope,
+            fingerprint,
+        } = admitted;
+        if let Some(record) = self
+            .read(&mut **connection, operation, scope, key)
+            .await?
+            && settled(&record, fingerprint, self.clock_margin_ms)
+            && let Decision::Answer(answer) =
+                decide(operation, contract, &record, fingerprint, self.clock_margin_ms)
+        {
+            return Err(answer);
+        }
+        Ok(())
+    }
+
+    /// The atomic claim on `connection`: committed on its own (`wait` is
+    /// `None`), or in the transaction open on it, waiting at most `wait`
+    /// for another attempt's claim of the key.
+    async fn claim_on(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        admitted: Admitted,
+        connection: &mut <Db as sqlx::Database>::Connection,
+        wait: Option<Duration>,
+    ) -> Result<Claim, Response> {
         let Admitted {
             key,
             scope,
             fingerprint,
         } = admitted;
         let counters = &operation.counters;
-        // A replay (or a key reused with another request) is answered from
-        // one read, with no write and no commit. Reading first is not
-        // "check, then write": nothing is written on what this read saw, and
-        // every other record, or none, goes on to the atomic claim below.
-        if let Some(record) = self
-            .read(&mut **connection, operation, &scope, &key)
-            .await?
-            && settled(&record, &fingerprint, self.clock_margin_ms)
-            && let Decision::Answer(answer) =
-                decide(operation, contract, &record, &fingerprint, self.clock_margin_ms)
-        {
-            return Err(answer);
-        }
+        let in_transaction = wait.is_some();
+        // In a transaction, a lost race (a wait that ran out, a deadlock)
+        // may have ended it (PostgreSQL aborts it, InnoDB rolls a deadlock
+        // victim back): nothing more can run in it, and the key is held.
+        let lost_in_transaction = |error: &sqlx::Error| {
+            operation.metrics.lost_race(LostRace::Claim);
+            tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race");
+            counters.in_progress.inc();
+            in_progress(contract)
+        };
         // Every token this request wrote: a claim whose read-back failed is
         // still recognised as ours on the next attempt.
         let mut written: Vec<String> = Vec::new();
@@ -700,7 +853,15 @@ impl Idempotency {
                 lease_ms: contract.lease_ms,
                 window_ms: contract.window_ms,
             };
-            match self.records.claim(&mut **connection, &claim).await {
+            let claimed = match wait {
+                None => self.records.claim(&mut *connection, &claim).await,
+                Some(wait) => {
+                    self.records
+                        .claim_in_transaction(&mut *connection, &claim, wait)
+                        .await
+                }
+            };
+            match claimed {
                 Ok(true) => {
                     counters.first_attempts.inc();
                     return Ok(Claim {
@@ -709,11 +870,15 @@ impl Idempotency {
                         fingerprint,
                         token,
                         taken_over: false,
+                        in_transaction,
                     });
                 }
                 // Someone else holds the key: read it back below.
                 Ok(false) => {}
                 Err(error) => match classify(&error) {
+                    Failure::LostRace if in_transaction => {
+                        return Err(lost_in_transaction(&error));
+                    }
                     Failure::LostRace => {
                         operation.metrics.lost_race(LostRace::Claim);
                         tracing::debug!(operation = operation.name, %error, "claim lost a race");
@@ -729,7 +894,7 @@ impl Idempotency {
                 },
             }
             let record = match self
-                .read(&mut **connection, operation, &scope, &key)
+                .read(&mut *connection, operation, &scope, &key)
                 .await?
             {
                 Some(record) => record,
@@ -743,6 +908,7 @@ impl Idempotency {
                     fingerprint,
                     token: record.claim_token,
                     taken_over: false,
+                    in_transaction,
                 });
             }
             let reason = match decide(
@@ -766,8 +932,11 @@ impl Idempotency {
                 old_status: &record.status,
                 margin_ms: self.clock_margin_ms,
             };
-            if let Err(error) = self.records.reclaim(&mut **connection, &reclaim).await {
+            if let Err(error) = self.records.reclaim(&mut *connection, &reclaim).await {
                 let failure = classify(&error);
+                if failure == Failure::LostRace && in_transaction {
+                    return Err(lost_in_transaction(&error));
+                }
                 if failure != Failure::LostRace {
                     return Err(self.stopped(
                         operation,
@@ -778,7 +947,7 @@ impl Idempotency {
                 }
             }
             let won = self
-                .read(&mut **connection, operation, &scope, &key)
+                .read(&mut *connection, operation, &scope, &key)
                 .await?
                 .is_some_and(|record| record.claim_token == token);
             if won {
@@ -801,6 +970,7 @@ impl Idempotency {
                     fingerprint,
                     token,
                     taken_over: matches!(reason, Reason::Takeover),
+                    in_transaction,
                 });
             }
             // Another request reclaimed it first (or the reclaim itself
@@ -875,6 +1045,65 @@ impl Idempotency {
             }
             Err(answer) => answer,
         }
+    }
+
+    /// Rolls the business write in `tx` back and records `reply` as the
+    /// attempt's failure. A claim written in that transaction goes with
+    /// the rollback: under `failed: retry` that frees the key for the
+    /// retry, as a recorded failure would; under `failed: reject` the
+    /// transaction returns to the savepoint after the claim and commits
+    /// the failure with it, so a duplicate waiting on the key is refused.
+    async fn roll_back_failure(
+        &self,
+        operation: &Operation,
+        mut tx: Tx,
+        claim: Option<&Claim>,
+        reply: &Reply,
+    ) {
+        let retry_failed = operation
+            .contract
+            .as_ref()
+            .is_none_or(|contract| contract.retry_failed);
+        let claim = match claim {
+            Some(claim) if claim.in_transaction && !retry_failed => claim,
+            claim => {
+                if let Err(error) = tx.rollback().await {
+                    tracing::warn!(operation = operation.name, %error, "rollback failed");
+                }
+                match claim {
+                    Some(claim) if claim.in_transaction => operation.counters.failures.inc(),
+                    Some(claim) => self.record_failure(operation, claim, reply).await,
+                    None => {}
+                }
+                return;
+            }
+        };
+        operation.counters.failures.inc();
+        let finish = Finish {
+            status: FAILED,
+            reply,
+            scope: &claim.scope,
+            key: &claim.key,
+            token: &claim.token,
+        };
+        let commit_by = Instant::now() + self.commit_timeout;
+        let recorded = async {
+            sqlx::raw_sql(ROLLBACK_TO_CLAIM).execute(&mut *tx).await?;
+            self.records.finish(&mut *tx, &finish).await?;
+            tx.commit().await
+        };
+        let error = match db::within(commit_by, recorded).await {
+            Some(Ok(())) => return,
+            Some(Err(error)) => error.to_string(),
+            None => format!("no answer within {:?}", self.commit_timeout),
+        };
+        // The transaction, claim included, is rolled back when its
+        // connection is dropped: the key is free again.
+        tracing::warn!(
+            operation = operation.name,
+            %error,
+            "failure not recorded; the claim was rolled back with the work"
+        );
     }
 
     async fn record_failure(&self, operation: &Operation, claim: &Claim, reply: &Reply) {
@@ -1152,10 +1381,9 @@ impl Call {
         let contract = operation.contract.as_ref();
 
         if !reply.is_success() {
-            if let Err(error) = tx.rollback().await {
-                tracing::warn!(operation = operation.name, %error, "rollback failed");
-            }
-            engine.record_failure(operation, &claim, &reply).await;
+            engine
+                .roll_back_failure(operation, tx, Some(&claim), &reply)
+                .await;
             return reply.into_response();
         }
 
@@ -1301,13 +1529,10 @@ impl Call {
             claim,
             ..
         } = self;
-        if let Err(error) = tx.rollback().await {
-            tracing::debug!(operation = operation.name, %error, "rollback failed");
-        }
         let reply = refused_value(operation, error);
-        if let Some(claim) = &claim {
-            engine.record_failure(operation, claim, &reply).await;
-        }
+        engine
+            .roll_back_failure(operation, tx, claim.as_ref(), &reply)
+            .await;
         outcome::reject(reply.into_response(), Rejection::Refused)
     }
 

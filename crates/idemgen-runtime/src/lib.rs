@@ -122,7 +122,7 @@ engine! {
     mod trace_context;
 
     pub use constraints::{Check, Constraint};
-    pub use contract::{Contract, Fingerprint, Source};
+    pub use contract::{ClaimMode, Contract, Fingerprint, Source};
     pub use db::{
         ConnectError, Db, Dialect, Pool, Tx, commit_durability_warning, connect,
         connect_with_pool_size,

@@ -21,6 +21,7 @@
 //! nodes' offset.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use sqlx::{AssertSqlSafe, Executor, Row, SqlSafeStr};
 
@@ -105,6 +106,8 @@ pub(crate) struct RecordStore {
 #[derive(Debug)]
 struct Statements {
     claim: Arc<str>,
+    /// The claim inside the business transaction (`ClaimMode::InTransaction`).
+    claim_in_transaction: Arc<str>,
     read: Arc<str>,
     reclaim: Arc<str>,
     finish: Arc<str>,
@@ -293,10 +296,30 @@ impl RecordStore {
                  {on_conflict}"
             ),
         };
+        // Inside the business transaction the claim commits with the work,
+        // durably. PostgreSQL bounds its wait for another transaction's
+        // claim of the key with `lock_timeout` (set for this transaction,
+        // from the statement's own subquery, before the row is inserted);
+        // MySQL with `SET STATEMENT innodb_lock_wait_timeout` around it,
+        // written per call ([`RecordStore::claim_in_transaction`]). SQLite
+        // needs no bound here: `BEGIN IMMEDIATE` already waited for the
+        // other writer.
+        let claim_in_transaction = match Dialect::BUILT {
+            Dialect::Sqlite | Dialect::Mysql => claim.clone(),
+            Dialect::Postgres => format!(
+                "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
+                 lease_expires_at, expires_at, created_at, updated_at) \
+                 SELECT {{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
+                 {{now}} + {{6}}, {{now}}, {{now}} \
+                 FROM (SELECT set_config('lock_timeout', {{7}}, true)) AS bounded_wait\
+                 {on_conflict}"
+            ),
+        };
         Ok(RecordStore {
             table: table.into(),
             sql: Arc::new(Statements {
                 claim: sql(&claim),
+                claim_in_transaction: sql(&claim_in_transaction),
                 read: sql(
                     "SELECT fingerprint, status, claim_token, lease_expires_at, expires_at, \
                      response_status, response_content_type, response_body, response_headers, \
@@ -324,9 +347,10 @@ impl RecordStore {
         &self.table
     }
 
-    fn statements(&self) -> [(&'static str, &Arc<str>); 7] {
+    fn statements(&self) -> [(&'static str, &Arc<str>); 8] {
         [
             ("claim", &self.sql.claim),
+            ("claim in transaction", &self.sql.claim_in_transaction),
             ("read", &self.sql.read),
             ("reclaim", &self.sql.reclaim),
             ("finish", &self.sql.finish),
@@ -345,23 +369,86 @@ impl RecordStore {
         executor: impl sqlx::Executor<'e, Database = Db>,
         claim: &NewClaim<'_>,
     ) -> Result<bool, sqlx::Error> {
+        self.insert_claim(executor, self.sql.claim.clone(), None, claim)
+            .await
+    }
+
+    /// [`RecordStore::claim`] in the open business transaction on
+    /// `executor`, waiting at most `wait` (MySQL: in whole seconds, at
+    /// least one) for another transaction that holds a claim of the key
+    /// to end. A wait that runs out is an error that
+    /// [`crate::db::classify`] calls a lost race.
+    pub(crate) async fn claim_in_transaction<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = Db>,
+        claim: &NewClaim<'_>,
+        wait: Duration,
+    ) -> Result<bool, sqlx::Error> {
+        match Dialect::BUILT {
+            Dialect::Mysql => {
+                let seconds = wait.as_secs_f64().ceil().max(1.0) as u64;
+                let sql = format!(
+                    "SET STATEMENT innodb_lock_wait_timeout = {seconds} FOR {}",
+                    self.sql.claim_in_transaction
+                );
+                self.insert_claim(executor, sql.into(), None, claim).await
+            }
+            Dialect::Postgres => {
+                let millis = wait.as_millis().max(1);
+                let timeout = format!("{millis}ms");
+                let sql = self.sql.claim_in_transaction.clone();
+                self.insert_claim(executor, sql, Some(timeout), claim).await
+            }
+            Dialect::Sqlite => {
+                let sql = self.sql.claim_in_transaction.clone();
+                self.insert_claim(executor, sql, None, claim).await
+            }
+        }
+    }
+
+    /// Ends the bounded wait [`RecordStore::claim_in_transaction`] set for
+    /// the rest of its transaction (PostgreSQL), so that the business step
+    /// waits for locks as long as the session would.
+    pub(crate) async fn end_claim_wait(
+        &self,
+        connection: &mut <Db as sqlx::Database>::Connection,
+    ) -> Result<(), sqlx::Error> {
+        if Dialect::BUILT == Dialect::Postgres {
+            sqlx::raw_sql("SET LOCAL lock_timeout TO DEFAULT")
+                .execute(connection)
+                .await?;
+        }
+        Ok(())
+    }
+
+    async fn insert_claim<'e>(
+        &self,
+        executor: impl sqlx::Executor<'e, Database = Db>,
+        sql: Arc<str>,
+        lock_timeout: Option<String>,
+        claim: &NewClaim<'_>,
+    ) -> Result<bool, sqlx::Error> {
         let query = |sql: &Arc<str>| {
-            sqlx::query(AssertSqlSafe(sql.clone()))
+            let query = sqlx::query(AssertSqlSafe(sql.clone()))
                 .bind(claim.scope)
                 .bind(claim.key)
                 .bind(claim.fingerprint)
                 .bind(claim.token)
                 .bind(claim.lease_ms)
-                .bind(claim.window_ms)
+                .bind(claim.window_ms);
+            match &lock_timeout {
+                Some(timeout) => query.bind(timeout.clone()),
+                None => query,
+            }
         };
         if Dialect::BUILT == Dialect::Mysql {
-            return match query(&self.sql.claim).execute(executor).await {
+            return match query(&sql).execute(executor).await {
                 Ok(_) => Ok(true),
                 Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
                 Err(error) => Err(error),
             };
         }
-        let inserted: Option<String> = query(&self.sql.claim)
+        let inserted: Option<String> = query(&sql)
             .fetch_optional(executor)
             .await?
             .map(|row| row.try_get(0))

@@ -2,7 +2,7 @@
 //! and the security schemes that may call it.
 #![cfg_attr(rustfmt, rustfmt::skip)]
 
-use idemgen_runtime::{Contract, Fingerprint, Operation, Security, Source};
+use idemgen_runtime::{ClaimMode, Contract, Fingerprint, Operation, Security, Source};
 
 /// The spec's `components.securitySchemes` that operations require;
 /// `src/auth.rs` verifies their credentials.
@@ -74,6 +74,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
                 canonical_json: true,
             },
             replayed_header: Some("Idempotent-Replayed"),
+            claim: ClaimMode::Committed,
         },
     )
     .secured(Security {

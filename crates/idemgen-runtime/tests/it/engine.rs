@@ -8,8 +8,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use idemgen_runtime::{
-    Call, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER, Reply, Source,
-    StoreError,
+    Call, ClaimMode, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER,
+    Reply, Source, StoreError,
 };
 use serde_json::{Value, json};
 
@@ -51,6 +51,7 @@ static STRICT: Operation = Operation::idempotent(
             canonical_json: false,
             ..Fingerprint::DEFAULT
         },
+        claim: ClaimMode::Committed,
     },
 );
 

@@ -7,6 +7,7 @@
 
 mod bounded_memory;
 mod canonical_json;
+mod claim_in_transaction;
 mod clients_that_leave;
 mod commit_outcome;
 // idemgen's models for `tests/codegen_fixtures/created-headers.yaml`, as a

@@ -113,6 +113,38 @@ pub enum FailedPolicy {
     Reject,
 }
 
+/// When the claim of a key commits (`store.claim`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimMode {
+    /// The claim commits on its own before the business step, so a
+    /// duplicate sees the in-progress record at once and its lease guards
+    /// calls to other systems: two commits per first write.
+    Committed,
+    /// The claim is written inside the business transaction: one commit,
+    /// and a rollback or crash takes the claim away with the work. For
+    /// business steps whose work is all in this database.
+    InTransaction,
+}
+
+impl ClaimMode {
+    pub const NAMES: [&'static str; 2] = ["committed", "in-transaction"];
+
+    pub fn parse(name: &str) -> Option<ClaimMode> {
+        match name {
+            "committed" => Some(ClaimMode::Committed),
+            "in-transaction" => Some(ClaimMode::InTransaction),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaimMode::Committed => "committed",
+            ClaimMode::InTransaction => "in-transaction",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     Mysql,
@@ -211,6 +243,7 @@ pub struct RawContract {
     pub store_table: Option<Located<String>>,
     pub store_database: Option<Located<String>>,
     pub store_business_database: Option<Located<String>>,
+    pub store_claim: Option<Located<ClaimMode>>,
     /// Percent, e.g. `0.1` for `0.1%`.
     pub replay_rate_alert: Option<Located<f64>>,
     /// Fields present but invalid (reported as `contract-invalid`), by
@@ -263,6 +296,7 @@ impl RawContract {
             store_table = "store.table",
             store_database = "store.database",
             store_business_database = "store.business-database",
+            store_claim = "store.claim",
             replay_rate_alert = "monitoring.replay-rate-alert",
         )
     }
@@ -317,6 +351,8 @@ pub struct Contract {
     pub table: Located<String>,
     pub database: Option<Located<String>>,
     pub business_database: Option<Located<String>>,
+    /// When the claim commits (`store.claim`, default `committed`).
+    pub claim: Located<ClaimMode>,
     pub replay_rate_alert: Located<f64>,
     pub invalid: Vec<&'static str>,
 }
@@ -411,6 +447,9 @@ impl Contract {
                 .store_business_database
                 .or_else(|| raw.store_database.clone()),
             database: raw.store_database,
+            claim: raw
+                .store_claim
+                .unwrap_or_else(|| Located::at(&block, ClaimMode::Committed)),
             replay_rate_alert: raw
                 .replay_rate_alert
                 .unwrap_or_else(|| Located::at(&block, DEFAULT_REPLAY_RATE_ALERT)),

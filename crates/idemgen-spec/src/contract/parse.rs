@@ -7,8 +7,8 @@ use crate::{Node, Value};
 use super::duration::parse_duration;
 use super::key_template::KeyTemplate;
 use super::model::{
-    Canonical, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin, RawContract,
-    ReplayMark, RequestScope, ScopeSource,
+    Canonical, ClaimMode, Dialect, FailedPolicy, FingerprintPart, KeyLocation, Located, Origin,
+    RawContract, ReplayMark, RequestScope, ScopeSource,
 };
 use super::placeholder;
 use super::profile::Profile;
@@ -63,6 +63,7 @@ pub const SECTIONS: [(&str, &[&str]); 9] = [
             "table",
             "database",
             "business-database",
+            "claim",
         ],
     ),
     ("monitoring", &["replay-rate-alert"]),
@@ -667,6 +668,15 @@ impl Parser<'_> {
                 "business-database" => {
                     raw.store_business_database =
                         self.string(value, &at, "store.business-database");
+                }
+                "claim" => {
+                    raw.store_claim = self.choice(
+                        value,
+                        &at,
+                        "store.claim",
+                        &ClaimMode::NAMES,
+                        ClaimMode::parse,
+                    );
                 }
                 _ => unreachable!("known_fields filters names"),
             }
