@@ -565,11 +565,16 @@ impl Idempotency {
         self.stopped(operation, Some(contract), Stop::Unavailable, None)
     }
 
-    /// [`Idempotency::timed_out`] for a request that got no connection from
-    /// the pool in time (a busy pool, or no host that takes writes: a
-    /// demoted primary refuses new connections), counted as a pool wait.
+    /// The answer to a request that got no connection from the pool in
+    /// time, counted as a pool wait: `429`, busy. On PostgreSQL the pool
+    /// also refuses new connections to a host that takes no writes (a
+    /// demoted primary), so a probe tells busy from down there. Elsewhere a
+    /// probe has nothing to add, and on SQLite opening a connection waits
+    /// on the very lock the pool does, which would read as down.
     async fn pool_timed_out(&self, operation: &Operation, contract: &Contract) -> Response {
-        self.reachability.probe(&self.pool).await;
+        if Dialect::BUILT == Dialect::Postgres {
+            self.reachability.probe(&self.pool).await;
+        }
         let waited = sqlx::Error::PoolTimedOut;
         self.stopped(operation, Some(contract), Stop::Unavailable, Some(&waited))
     }
