@@ -25,6 +25,11 @@ pub struct GetOrderParams {
 pub enum GetOrderResponse {
     /// `200`: The order and its payment state.
     Ok(Order),
+    /// `400`: The order number breaks its schema (longer than 64 characters).
+    ///
+    /// The engine sends this status itself (return this variant only for reasons of your own):
+    /// - `400` when the parameters cannot be read or break the spec.
+    BadRequest(Problem),
     /// `401`: The `X-Signature` header is missing, malformed, outside the server's tolerance, or not the HMAC-SHA256 of its timestamp and the (empty) body under the shared secret.
     ///
     /// The engine sends this status itself (return this variant only for reasons of your own):
@@ -39,6 +44,7 @@ impl GetOrderResponse {
     pub fn status(&self) -> u16 {
         match self {
             Self::Ok(_) => 200,
+            Self::BadRequest(_) => 400,
             Self::Unauthorized(_) => 401,
             Self::NotFound(_) => 404,
         }
@@ -48,6 +54,7 @@ impl GetOrderResponse {
     pub fn content_type(&self) -> Option<&'static str> {
         match self {
             Self::Ok(_) => Some("application/json"),
+            Self::BadRequest(_) => Some("application/problem+json"),
             Self::Unauthorized(_) => Some("application/problem+json"),
             Self::NotFound(_) => Some("application/problem+json"),
         }
@@ -58,6 +65,7 @@ impl GetOrderResponse {
     pub fn into_body(self) -> Result<Vec<u8>, serde_json::Error> {
         match self {
             Self::Ok(body) => serde_json::to_vec(&body),
+            Self::BadRequest(body) => serde_json::to_vec(&body),
             Self::Unauthorized(body) => serde_json::to_vec(&body),
             Self::NotFound(body) => serde_json::to_vec(&body),
         }
