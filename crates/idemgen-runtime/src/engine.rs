@@ -78,6 +78,9 @@ const ROLLBACK_TO_CLAIM: &str = "ROLLBACK TO SAVEPOINT idemgen_claim";
 /// anyway (the lease ends on its own).
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// Between two tries of a release that lost a race.
+const RELEASE_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
 /// How long a business transaction's completion and COMMIT may take by
 /// default ([`Idempotency::with_commit_timeout`]).
 pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -678,21 +681,33 @@ impl Idempotency {
 
     /// Ends this attempt's lease at once, so a retry need not wait for it;
     /// best effort (the lease ends anyway), given at most [`RELEASE_WAIT`]
-    /// so that a request on a database that went away is answered.
+    /// so that a request on a database that went away is answered. A lost
+    /// race (a serialization failure where SERIALIZABLE is the default) is
+    /// tried again: the release changes only this claim's own row.
     async fn release(&self, operation: &Operation, claim: &Claim) {
         if claim.in_transaction {
             return;
         }
-        let released = tokio::time::timeout(
-            RELEASE_WAIT,
-            self.records.release(
-                &self.pool,
-                &claim.scope,
-                &claim.key,
-                &claim.token,
-                self.clock_margin_ms,
-            ),
-        )
+        let released = tokio::time::timeout(RELEASE_WAIT, async {
+            loop {
+                let released = self
+                    .records
+                    .release(
+                        &self.pool,
+                        &claim.scope,
+                        &claim.key,
+                        &claim.token,
+                        self.clock_margin_ms,
+                    )
+                    .await;
+                match released {
+                    Err(error) if classify(&error) == Failure::LostRace => {
+                        tokio::time::sleep(RELEASE_RETRY_PAUSE).await;
+                    }
+                    released => return released,
+                }
+            }
+        })
         .await;
         let error = match released {
             Ok(Ok(_)) => return,
