@@ -1734,15 +1734,21 @@ fn stop_of(failure: Failure) -> Stop {
 
 /// Whether a record read before any claim settles the request, with the
 /// answer the claim would reach too: a completed record inside its window
-/// with this request's fingerprint (the replay), or any record inside its
-/// window with another fingerprint (the conflict). Inside its window a
-/// record never changes its fingerprint (only an expired record is
-/// reclaimed for another request) nor leaves `completed` (reclaims,
-/// finishes and releases match only other states), so reading it later,
-/// after a failed claim, would give the same answer.
+/// with this request's fingerprint (the replay), any record inside its
+/// window with another fingerprint (the conflict), or a record in progress
+/// under a lease that has not ended (in progress: a duplicate in a burst
+/// costs one read, not a claim that fails). Inside its window a record
+/// never changes its fingerprint (only an expired record is reclaimed for
+/// another request) nor leaves `completed` (reclaims, finishes and
+/// releases match only other states), so reading it later, after a failed
+/// claim, would give the same answer. A record in progress may finish or
+/// be released a moment after the read: "in progress" was true when read,
+/// and nothing is written on it.
 fn settled(record: &Record, fingerprint: &str, margin_ms: i64) -> bool {
-    let in_window = record.expires_at.saturating_add(margin_ms) > record.db_now;
-    in_window && (record.fingerprint != fingerprint || record.status == COMPLETED)
+    let now = record.db_now;
+    let in_window = record.expires_at.saturating_add(margin_ms) > now;
+    let leased = record.status == IN_PROGRESS && record.lease_expires_at.saturating_add(margin_ms) > now;
+    in_window && (record.fingerprint != fingerprint || record.status == COMPLETED || leased)
 }
 
 fn decide(
