@@ -533,7 +533,7 @@ fn items_value(param: &Param, items: &[&str]) -> Result<Value, Reply> {
 
 /// An object written as alternating names and values (`gt,1,lt,9`).
 fn pairs(param: &Param, properties: Properties, items: &[&str]) -> Result<Value, Reply> {
-    if items.len() % 2 != 0 {
+    if !items.len().is_multiple_of(2) {
         return Err(invalid(
             param,
             "must alternate property names and values",

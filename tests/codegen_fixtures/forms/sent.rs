@@ -14,7 +14,8 @@ async fn send(path: &str, trace: Option<&str>, form: &str) -> (StatusCode, Value
     let app = App::connect(&format!("sqlite://{}", file.display()))
         .await
         .expect("connect and migrate");
-    let mut request = Request::post(path).header("content-type", "application/x-www-form-urlencoded");
+    let mut request =
+        Request::post(path).header("content-type", "application/x-www-form-urlencoded");
     if let Some(trace) = trace {
         request = request.header("x-trace", trace);
     }
@@ -24,11 +25,16 @@ async fn send(path: &str, trace: Option<&str>, form: &str) -> (StatusCode, Value
         .await
         .unwrap();
     let status = answer.status();
-    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX).await.unwrap();
+    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
 }
 
 const PATH: &str = "/checkout/1,2/.a.b/;point=x,5,y,north";
@@ -77,12 +83,24 @@ async fn a_deep_object_parameter_also_takes_its_scalar() {
 async fn values_that_do_not_parse_are_400_problems_naming_them() {
     for (path, form, names) in [
         (PATH.to_string(), "amount=many", "amount"),
-        (PATH.to_string(), "amount=1&items[0][quantity]=2", "`items[0]`: missing field `price`"),
+        (
+            PATH.to_string(),
+            "amount=1&items[0][quantity]=2",
+            "`items[0]`: missing field `price`",
+        ),
         (PATH.to_string(), "amount=1&amount=2", "amount"),
         (format!("{PATH}?created[gt]=soon"), "amount=1", "created"),
         (format!("{PATH}?sizes=10%20big"), "amount=1", "sizes"),
-        ("/checkout/1,x/.a.b/;point=x,5".to_string(), "amount=1", "ids"),
-        ("/checkout/1/a.b/;point=x,5".to_string(), "amount=1", "labels"),
+        (
+            "/checkout/1,x/.a.b/;point=x,5".to_string(),
+            "amount=1",
+            "ids",
+        ),
+        (
+            "/checkout/1/a.b/;point=x,5".to_string(),
+            "amount=1",
+            "labels",
+        ),
         ("/checkout/1/.a/point=x,5".to_string(), "amount=1", "point"),
     ] {
         let (status, problem) = send(&path, None, form).await;
