@@ -21,6 +21,7 @@ mod faults;
 mod fix;
 mod formats;
 mod formats_ci;
+mod forms;
 mod galera;
 mod gen_layout;
 mod gen_report;

@@ -25,6 +25,8 @@ pub struct Client {
     pub any_json_response: bool,
     /// Whether any response declares headers (the decoder's `header` is used).
     pub any_response_header: bool,
+    /// Whether any request body is a form (the client needs `serde_qs`).
+    pub any_form_body: bool,
     /// The first idempotent operation, for the README's example.
     pub example: Option<Operation>,
 }
@@ -78,6 +80,8 @@ pub struct Body {
     pub type_name: String,
     pub required: bool,
     pub is_json: bool,
+    /// A form read into its type: sent as `serde_qs` writes it.
+    pub is_form: bool,
     pub media_type: String,
 }
 
@@ -368,6 +372,7 @@ pub fn typed(
         type_name: body.type_name.clone(),
         required: body.required,
         is_json: body.is_json,
+        is_form: body.is_form,
         media_type: body.media_type.clone(),
     });
     let variants: Vec<Variant> = types
