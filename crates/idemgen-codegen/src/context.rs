@@ -504,6 +504,9 @@ pub struct TestTarget {
     pub conflict_status: u16,
     pub retry_after_secs: u64,
     pub retry_failed: bool,
+    /// Whether the claim is written in the business transaction
+    /// (`store.claim: in-transaction`), where a duplicate cannot see it.
+    pub claim_in_transaction: bool,
     /// The replay mark's header name in lower case (as `HeaderMap` shows
     /// it); `None` when replays are declared unmarked.
     pub replayed_header: Option<String>,
@@ -803,6 +806,7 @@ impl TestTarget {
             conflict_status: contract.conflict_status,
             retry_after_secs: contract.retry_after_secs,
             retry_failed: contract.retry_failed,
+            claim_in_transaction: contract.claim_mode == "InTransaction",
             replayed_header: contract
                 .replayed_header
                 .as_deref()

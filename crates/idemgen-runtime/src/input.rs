@@ -396,7 +396,7 @@ impl Request {
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
         let declared = self.headers.contains_key(axum::http::header::CONTENT_TYPE);
-        let coded = crate::reply::content_coded(&self.headers);
+        let coded = content_coded(&self.headers);
         if let Some(why) = coded.or_else(|| {
             (declared && !is_form(&self.headers)).then(|| {
                 "the body is not declared `application/x-www-form-urlencoded`".to_string()
@@ -672,6 +672,23 @@ fn where_(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
         "." => what,
         path => format!("`{path}`: {what}"),
     }
+}
+
+/// Why a body with a `Content-Encoding` other than `identity` is not
+/// read: it is not decoded here.
+pub(crate) fn content_coded(headers: &axum::http::HeaderMap) -> Option<String> {
+    for coding in headers.get_all(axum::http::header::CONTENT_ENCODING) {
+        let coding = String::from_utf8_lossy(coding.as_bytes());
+        // An empty list element is no coding (RFC 9110, section 5.6.1).
+        if coding.split(',').map(str::trim).any(|coding| {
+            !coding.is_empty() && !coding.eq_ignore_ascii_case("identity")
+        }) {
+            return Some(format!(
+                "the body is sent with `Content-Encoding: {coding}`, which is not decoded here"
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
