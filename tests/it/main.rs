@@ -22,6 +22,7 @@ mod fix;
 mod formats;
 mod formats_ci;
 mod galera;
+mod gen_cargo_toml;
 mod gen_layout;
 mod gen_report;
 mod generated;

@@ -94,6 +94,62 @@ fn openapi_3_1_constructs() {
     insta::assert_snapshot!("constructs_3_1_operations", summary(&workspace, &types));
 }
 
+/// A member with a schema `default` is read as it when absent (serde's
+/// `default` function, which `Default` and `new` use too) and its doc
+/// says so; a default Rust cannot write stays in the doc of an `Option`.
+/// `date-time` and `date` are chrono types, and the spec then needs chrono.
+#[test]
+fn defaults_are_honoured_and_dates_are_chrono_types() {
+    let (_, types) = generate(&root().join("tests/types/defaults-dates.yaml"));
+    let models = types.models();
+    insta::assert_snapshot!("defaults_dates_models", models);
+    assert!(types.uses_time());
+    for (field, expr) in [
+        ("capture: bool", "true"),
+        ("retries: i32", "3"),
+        ("fee_rate: f64", "0.25"),
+        ("channel: PaymentChannel", "PaymentChannel::Pos"),
+        ("reference: String", "\"none\".to_string()"),
+        ("note: Option<String>", "Some(\"n/a\".to_string())"),
+        ("tags: Vec<String>", "Vec::new()"),
+        ("currency: Currency", "Currency::Eur"),
+    ] {
+        let name = field.split(':').next().unwrap();
+        let ty = field.split(": ").nth(1).unwrap();
+        assert!(
+            models.contains(&format!(
+                "#[serde(default = \"Payment::default_{name}\")]\n    pub {field},"
+            )),
+            "{field} reads its default:\n{models}"
+        );
+        assert!(
+            models.contains(&format!(
+                "fn default_{name}() -> {ty} {{\n        {expr}\n    }}"
+            )),
+            "{field} defaults to {expr}:\n{models}"
+        );
+    }
+    assert!(
+        models.contains("pub metadata: Option<PaymentMetadata>,"),
+        "{models}"
+    );
+    assert!(
+        models.contains("/// Default: `{\"source\":\"api\"}`."),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub due: Option<chrono::NaiveDate>,"),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub paid_at: Option<chrono::DateTime<chrono::Utc>>,"),
+        "{models}"
+    );
+    assert!(models.contains("impl Default for Settings {"), "{models}");
+    let (_, without) = generate(&root().join("tests/types/unions.yaml"));
+    assert!(!without.uses_time());
+}
+
 /// A `discriminator` makes an internally tagged enum; a union without one
 /// is generated only where its variants cannot take each other's values,
 /// and otherwise is a JSON value the generator names, with the reason.

@@ -100,9 +100,16 @@ pub struct SpecTypes {
     fallbacks: Vec<Fallback>,
     ambiguous: Vec<Fallback>,
     samples: Vec<UnionSample>,
+    uses_time: bool,
 }
 
 impl SpecTypes {
+    /// Whether the models hold a `date-time` or `date` (chrono types):
+    /// the project's `Cargo.toml` then names chrono.
+    pub fn uses_time(&self) -> bool {
+        self.uses_time
+    }
+
     /// Formatted Rust source of the `models` module.
     pub fn models(&self) -> &str {
         &self.models
@@ -341,12 +348,14 @@ pub fn spec_types_with(
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
+    let uses_time = emit::uses_time(&defs);
     Ok(SpecTypes {
         models,
         operations: by_pointer,
         fallbacks,
         ambiguous,
         samples,
+        uses_time,
     })
 }
 

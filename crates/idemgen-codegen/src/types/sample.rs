@@ -103,6 +103,8 @@ fn sample(defs: &BTreeMap<String, TypeDef>, ty: &Ty, depth: usize) -> Value {
             _ => Value::Null,
         },
         Ty::String => json!("text"),
+        Ty::DateTime => json!("2024-06-15T12:00:00Z"),
+        Ty::Date => json!("2024-06-15"),
         Ty::Bool => json!(true),
         Ty::Integer(_) => json!(1),
         Ty::Number(_) => json!(0.5),

@@ -163,7 +163,8 @@ fn shape<'d>(defs: &'d BTreeMap<String, TypeDef>, ty: &'d Ty, depth: usize) -> S
             Some(Kind::Alias(inner) | Kind::Newtype(inner)) => shape(defs, inner, depth + 1),
             _ => Shape::Any,
         },
-        Ty::String => Shape::String,
+        // On the wire a date is a string: it might take another string's value.
+        Ty::String | Ty::DateTime | Ty::Date => Shape::String,
         Ty::Bool => Shape::Bool,
         Ty::Integer(_) => Shape::Integer,
         Ty::Number(_) => Shape::Number,
