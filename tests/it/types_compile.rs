@@ -16,12 +16,13 @@ use crate::support::build;
 
 use build::root;
 
-const MODELS: [(&str, &str); 5] = [
+const MODELS: [(&str, &str); 6] = [
     ("payment", "examples/payment-callback/openapi.yaml"),
     ("constructs30", "tests/types/constructs-3.0.yaml"),
     ("constructs31", "tests/types/constructs-3.1.yaml"),
     ("unions", "tests/types/unions.yaml"),
     ("defaults", "tests/types/defaults-dates.yaml"),
+    ("optional_headers", "tests/types/optional-headers.yaml"),
 ];
 
 const MANIFEST: &str = r#"[package]
@@ -304,6 +305,22 @@ fn defaults_and_dates() {
         assert!(rejects::<Payment>(wrong.clone()), "{wrong} is refused");
     }
 }
+
+#[test]
+fn an_optional_header_is_sent_when_set() {
+    use crate::optional_headers::*;
+    let set = CreateSessionResponse::Created {
+        body: CreateSessionCreatedBody { id: None },
+        idempotency_key: Some("k-1".into()),
+    };
+    assert_eq!(set.headers().unwrap(), [("Idempotency-Key", "k-1".to_string())]);
+    let unset = CreateSessionResponse::UnprocessableEntity { idempotency_key: None };
+    assert!(unset.headers().unwrap().is_empty());
+    assert!(CreateSessionResponse::InternalServerError.headers().unwrap().is_empty());
+    let alone = CloseSessionResponse::NoContent { idempotency_key: Some("k-2".into()) };
+    assert_eq!(alone.headers().unwrap(), [("Idempotency-Key", "k-2".to_string())]);
+    assert!(GetSessionResponse::NotFound.headers().unwrap().is_empty());
+}
 "##;
 
 fn write_crate(dir: &Path) {
@@ -348,5 +365,5 @@ fn models_compile_pass_clippy_and_round_trip_json() {
         &["clippy", "--all-targets", "--quiet", "--", "-D", "warnings"],
     );
     let tests = cargo(&project, &["test", "--quiet"]);
-    assert!(tests.contains("5 passed"), "the round trips ran:\n{tests}");
+    assert!(tests.contains("6 passed"), "the round trips ran:\n{tests}");
 }

@@ -752,7 +752,12 @@ fn response_headers(out: &mut String, cases: &[ResponseCase]) {
         .iter()
         .filter(|case| !case.headers.is_empty())
         .collect();
-    let others = with_headers.len() < cases.len();
+    // A variant whose one header is an `Option` matches only when it is
+    // set (`Self::Ok { key: Some(value), .. }`): clippy's
+    // `collapsible_match` asks for that rather than an `if let` inside.
+    let refutable = |case: &ResponseCase| matches!(case.headers.as_slice(), [header] if matches!(header.declared(), Ty::Option(_)));
+    let others =
+        with_headers.len() < cases.len() || with_headers.iter().any(|case| refutable(case));
     // One variant among others reads as an `if let` (clippy's
     // `single_match` asks for it in the generated project).
     let single = with_headers.len() == 1 && others;
@@ -760,6 +765,23 @@ fn response_headers(out: &mut String, cases: &[ResponseCase]) {
         out.push_str("match self {\n");
     }
     for case in with_headers {
+        if refutable(case) {
+            let header = &case.headers[0];
+            let pattern = format!(
+                "Self::{} {{ {}: Some(value), .. }}",
+                case.variant, header.name
+            );
+            let push = format!(
+                "headers.push(({}, header_text(value)?));",
+                rust_string(&header.wire)
+            );
+            let _ = if single {
+                writeln!(out, "if let {pattern} = self {{ {push} }}")
+            } else {
+                writeln!(out, "{pattern} => {{ {push} }}")
+            };
+            continue;
+        }
         let bound: Vec<&str> = case.headers.iter().map(|h| h.name.as_str()).collect();
         let pattern = format!("Self::{} {{ {}, .. }}", case.variant, bound.join(", "));
         let _ = if single {
