@@ -180,6 +180,18 @@ fn unions_never_guess() {
     let (_, types) = generate(&root().join("tests/types/unions.yaml"));
     let models = types.models();
     insta::assert_snapshot!("unions_models", models);
+    assert!(
+        types.ambiguous_unions().iter().any(|union| {
+            union.pointer.ends_with("/components/schemas/Entry")
+                && union.reason.contains("itself a union named by `kind`")
+        }),
+        "{:?}",
+        types.ambiguous_unions()
+    );
+    assert!(
+        models.contains("pub type Entry = serde_json::Value;"),
+        "{models}"
+    );
     assert!(models.contains("#[serde(tag = \"shapeType\")]"), "{models}");
     assert!(
         models.contains("#[serde(rename = \"card\", alias = \"scheme\")]"),
@@ -194,7 +206,8 @@ fn unions_never_guess() {
         .iter()
         .map(|union| (union.pointer.as_str(), union.reason.as_str()))
         .collect();
-    assert_eq!(ambiguous.len(), 1, "{ambiguous:#?}");
+    // Critter, and Entry (above).
+    assert_eq!(ambiguous.len(), 2, "{ambiguous:#?}");
     assert_eq!(ambiguous[0].0, "/components/schemas/Critter");
     assert!(
         ambiguous[0].1.contains("`Cat` and `Hamster`"),

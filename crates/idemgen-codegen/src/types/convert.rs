@@ -67,7 +67,7 @@ pub struct Converter<'w> {
     fallbacks: Vec<Fallback>,
     /// The reason of the last fallback, for the doc of the field that holds it.
     last_fallback: Option<String>,
-    /// The JSON pointer of each untagged union's schema, by type name.
+    /// The JSON pointer of each union's schema, by type name.
     unions: HashMap<String, String>,
 }
 
@@ -628,6 +628,9 @@ impl<'w> Converter<'w> {
             Ok(name) => name,
             Err(existing) => return existing,
         };
+        // Where the union is, for the warning if it cannot be generated.
+        self.unions
+            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         if let Some(tagged) = self.discriminated(schema, &present, &name) {
             self.insert(TypeDef {
                 name: name.clone(),
@@ -636,8 +639,6 @@ impl<'w> Converter<'w> {
             });
             return Ty::Named(name);
         }
-        self.unions
-            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<Alternative> = Vec::new();
         for (index, alternative) in present.into_iter().enumerate() {

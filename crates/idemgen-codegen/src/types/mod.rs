@@ -72,6 +72,7 @@ mod merge;
 mod model;
 mod naming;
 mod operation;
+mod reads;
 mod sample;
 mod status;
 mod union;

@@ -22,6 +22,9 @@ pub struct UnionSample {
     pub pattern: String,
     /// The value, as the variant's schema requires it.
     pub value: Value,
+    /// The variant serde's derived code reads `value` as, worked out from
+    /// the type model ([`super::reads`]); `None` when none takes it.
+    pub reads_as: Option<String>,
 }
 
 /// A sample of every variant of every tagged and untagged union.
@@ -36,6 +39,7 @@ pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
                         variant: variant.variant.clone(),
                         pattern: format!("{}::{}(_)", def.name, variant.variant),
                         value: sample(defs, &variant.ty, 0),
+                        reads_as: None,
                     });
                 }
             }
@@ -61,11 +65,15 @@ pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
                         variant: variant.variant.clone(),
                         pattern,
                         value: Value::Object(value),
+                        reads_as: None,
                     });
                 }
             }
             _ => {}
         }
+    }
+    for each in &mut samples {
+        each.reads_as = super::reads::variant_of(defs, &each.union, &each.value);
     }
     samples
 }
