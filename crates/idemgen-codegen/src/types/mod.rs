@@ -24,7 +24,8 @@
 //!
 //! Every name in [`OperationTypes`] is a single identifier defined in the
 //! models module, so the caller writes `models::PayCallback`. The module
-//! needs only `serde` (with `derive`) and `serde_json`, and is a whole file
+//! needs only `serde` (with `derive`) and `serde_json` (and `chrono` when
+//! [`SpecTypes::uses_time`]), and is a whole file
 //! (it starts with inner attributes): declare it with `mod models;`.
 //!
 //! A response enum has inherent methods `status() -> u16`,
