@@ -23,6 +23,7 @@ mod formats;
 mod formats_ci;
 mod forms;
 mod galera;
+mod gen_cargo_toml;
 mod gen_layout;
 mod gen_report;
 mod generated;

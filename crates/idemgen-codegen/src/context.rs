@@ -38,6 +38,8 @@ pub struct Project {
     pub sqlx_version: &'static str,
     /// Whether the project declares its own `[workspace]`.
     pub standalone: bool,
+    /// Whether the models hold `date-time` or `date` values (chrono types).
+    pub uses_time: bool,
     pub operations: Vec<Operation>,
     pub routes: Vec<Route>,
     /// The idempotent operation the generated tests exercise, if any.

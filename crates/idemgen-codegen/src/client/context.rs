@@ -18,6 +18,8 @@ pub struct Client {
     pub package: String,
     pub lib: String,
     pub standalone: bool,
+    /// Whether the models hold `date-time` or `date` values (chrono types).
+    pub uses_time: bool,
     pub operations: Vec<Operation>,
     /// Whether any operation has a contract (and so retries).
     pub any_idempotent: bool,

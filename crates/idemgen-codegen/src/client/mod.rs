@@ -105,6 +105,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         package: options.package.clone(),
         lib: options.package.replace('-', "_"),
         standalone: options.standalone,
+        uses_time: types.uses_time(),
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_json_response: operations.iter().any(|op| {
             op.response

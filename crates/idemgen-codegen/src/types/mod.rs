@@ -24,7 +24,8 @@
 //!
 //! Every name in [`OperationTypes`] is a single identifier defined in the
 //! models module, so the caller writes `models::PayCallback`. The module
-//! needs only `serde` (with `derive`) and `serde_json`, and is a whole file
+//! needs only `serde` (with `derive`) and `serde_json` (and `chrono` when
+//! [`SpecTypes::uses_time`]), and is a whole file
 //! (it starts with inner attributes): declare it with `mod models;`.
 //!
 //! A response enum has inherent methods `status() -> u16`,
@@ -72,6 +73,7 @@ mod merge;
 mod model;
 mod naming;
 mod operation;
+mod reads;
 mod sample;
 mod status;
 mod union;
@@ -100,9 +102,16 @@ pub struct SpecTypes {
     fallbacks: Vec<Fallback>,
     ambiguous: Vec<Fallback>,
     samples: Vec<UnionSample>,
+    uses_time: bool,
 }
 
 impl SpecTypes {
+    /// Whether the models hold a `date-time` or `date` (chrono types):
+    /// the project's `Cargo.toml` then names chrono.
+    pub fn uses_time(&self) -> bool {
+        self.uses_time
+    }
+
     /// Formatted Rust source of the `models` module.
     pub fn models(&self) -> &str {
         &self.models
@@ -355,12 +364,14 @@ pub fn spec_types_with(
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
+    let uses_time = emit::uses_time(&defs);
     Ok(SpecTypes {
         models,
         operations: by_pointer,
         fallbacks,
         ambiguous,
         samples,
+        uses_time,
     })
 }
 

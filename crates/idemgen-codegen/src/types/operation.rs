@@ -276,6 +276,7 @@ fn params<'w>(
             ty,
             required,
             docs,
+            default: None,
         };
         params.push(ParamField {
             field: field.name.clone(),
@@ -532,6 +533,7 @@ fn response_headers<'w>(
             ty,
             required: header.get("required").and_then(Node::as_bool) == Some(true),
             docs,
+            default: None,
         });
     }
     fields
@@ -732,7 +734,8 @@ fn strip_option(ty: &Ty) -> &Ty {
 /// The scalar a type is, looking through options and aliases.
 fn scalar(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
     match strip_option(ty) {
-        Ty::String => Some(Scalar::String),
+        // A date's text is parsed by its serde type, as a string's is taken.
+        Ty::String | Ty::DateTime | Ty::Date => Some(Scalar::String),
         Ty::Bool => Some(Scalar::Boolean),
         Ty::Integer(_) => Some(Scalar::Integer),
         Ty::Number(_) => Some(Scalar::Number),
