@@ -33,8 +33,9 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A union whose variants accept each other's values is named, with its
-/// pointer and why, and generated as a JSON value rather than guessed.
+/// A union whose variants accept each other's values, or whose variant
+/// cannot be read, is named, with its pointer and why, and generated as a
+/// JSON value rather than guessed.
 #[test]
 fn an_ambiguous_union_is_named_by_its_pointer() {
     let dir = tempfile::tempdir().unwrap();
@@ -53,7 +54,17 @@ fn an_ambiguous_union_is_named_by_its_pointer() {
         ),
         "{stderr}"
     );
-    assert_eq!(stderr.matches("not guessed").count(), 1, "{stderr}");
+    // And the discriminated union whose variant is a union named by the
+    // same property: no value could be read as that variant.
+    assert!(
+        stderr.contains(
+            "warning: unions.yaml#/components/schemas/Entry: generated as \
+             `serde_json::Value`, not guessed: the discriminator's variant `Animal` \
+             is itself a union named by `kind`"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("not guessed").count(), 2, "{stderr}");
 }
 
 const EXAMPLE: &str = "examples/payment-callback/openapi.yaml";
