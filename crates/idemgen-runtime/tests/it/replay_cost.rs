@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use axum::http::StatusCode;
-use idemgen_runtime::{Contract, Dialect, Idempotency, Operation, Pool, Reply};
+use idemgen_runtime::{Contract, Dialect, Idempotency, Operation, Pool};
 use serde_json::json;
 
 use crate::support::{self, NO_MIGRATIONS, Table, key, pay};
@@ -34,18 +34,6 @@ static HELD: Operation = Operation::idempotent(
     "on_pay",
     Contract::header("pay:{uuid}", KEY_PATTERN, 600_000, 300_000),
 );
-
-/// Runs `key`'s first request to completion.
-async fn complete(engine: &Idempotency, key: &str) {
-    let first = support::claim(&PAY, engine, pay(key))
-        .await
-        .finish(Ok::<_, sqlx::Error>(Reply::json(
-            StatusCode::CREATED,
-            &json!({"paid": true}),
-        )))
-        .await;
-    assert_eq!(first.status(), StatusCode::CREATED);
-}
 
 /// A request sent again with a key already used.
 #[derive(Debug, Clone, Copy)]
@@ -107,7 +95,7 @@ async fn a_replay_is_one_read_on_mariadb() {
         .unwrap();
     let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
     let key = key();
-    complete(&engine, &key).await;
+    support::complete(&PAY, &engine, &key).await;
     // A first attempt that holds its key (on a pool of its own) while a
     // duplicate arrives; its lease lasts longer than the test.
     let holder = table.engine().await;
@@ -313,7 +301,7 @@ async fn a_replay_is_one_read_on_postgres() {
     }
     let engine = Idempotency::new(setup.clone(), table).await.unwrap();
     let key = key();
-    complete(&engine, &key).await;
+    support::complete(&PAY, &engine, &key).await;
     setup.close().await;
     drop(engine);
 

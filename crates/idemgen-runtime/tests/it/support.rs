@@ -93,6 +93,19 @@ pub async fn claim(
     }
 }
 
+/// Runs `key`'s first request for `operation` ([`pay`]) to completion:
+/// 201 `{"paid": true}`.
+pub async fn complete(operation: &'static Operation, engine: &Idempotency, key: &str) {
+    let first = claim(operation, engine, pay(key))
+        .await
+        .finish(Ok::<_, sqlx::Error>(idemgen_runtime::Reply::json(
+            axum::http::StatusCode::CREATED,
+            &serde_json::json!({"paid": true}),
+        )))
+        .await;
+    assert_eq!(first.status(), axum::http::StatusCode::CREATED);
+}
+
 /// The body of an answer, as text.
 pub async fn body_text(response: Response) -> String {
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
