@@ -12,6 +12,7 @@ mod prelude {
 }
 
 pub mod auth_responses_undeclared;
+pub mod claim_in_transaction_calls_out;
 pub mod conflict_undeclared;
 pub mod contract_invalid;
 pub mod duplicate_key;
@@ -73,6 +74,7 @@ pub const RULES: &[Rule] = &[
     store_volatile::RULE,
     store_cross_database::RULE,
     store_identifier_invalid::RULE,
+    claim_in_transaction_calls_out::RULE,
     replay_alert_too_high::RULE,
     ref_unresolved::RULE,
     duplicate_key::RULE,
