@@ -12,13 +12,13 @@ mod prelude {
 }
 
 pub mod auth_responses_undeclared;
-pub mod claim_in_transaction_calls_out;
 pub mod conflict_undeclared;
 pub mod contract_invalid;
 pub mod duplicate_key;
 pub mod failed_policy_undeclared;
 pub mod idempotency_on_safe_method;
 pub mod in_progress_not_retryable;
+pub mod in_transaction_calls_out;
 pub mod key_param_missing;
 pub mod key_predictable;
 pub mod key_prefix_missing;
@@ -74,7 +74,7 @@ pub const RULES: &[Rule] = &[
     store_volatile::RULE,
     store_cross_database::RULE,
     store_identifier_invalid::RULE,
-    claim_in_transaction_calls_out::RULE,
+    in_transaction_calls_out::RULE,
     replay_alert_too_high::RULE,
     ref_unresolved::RULE,
     duplicate_key::RULE,

@@ -1,4 +1,4 @@
-//! `claim-in-transaction-calls-out`: the contract's claim mode against
+//! `in-transaction-calls-out`: the contract's claim mode against
 //! what it says the business step calls (docs/src/contract.md, "When the
 //! claim commits"): `in-transaction` is for steps whose effects are all
 //! in this database; an operation whose `server.downstream` lists other
@@ -8,7 +8,7 @@ use idemgen_diagnostics::Severity;
 
 use crate::support::findings;
 
-const RULE: &str = "claim-in-transaction-calls-out";
+const RULE: &str = "in-transaction-calls-out";
 
 /// `POST /pay` with a contract that lints clean apart from this rule:
 /// `server` continues the document's `server` mapping (after its

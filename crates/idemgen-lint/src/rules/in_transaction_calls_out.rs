@@ -1,4 +1,4 @@
-//! # claim-in-transaction-calls-out
+//! # in-transaction-calls-out
 //!
 //! **What it checks.** An operation whose contract says its business step
 //! calls other systems (`server.downstream` lists them) claims its key
@@ -26,8 +26,8 @@ use super::prelude::*;
 use idemgen_spec::contract::model::ClaimMode;
 
 declare_rule!(
-    "claim_in_transaction_calls_out.rs",
-    "claim-in-transaction-calls-out",
+    "in_transaction_calls_out.rs",
+    "in-transaction-calls-out",
     Warning,
     "store.claim is in-transaction but server.downstream lists systems the business step calls",
     Check::Operation(check)
@@ -51,7 +51,7 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         &contract.claim.origin,
         format!(
             "{}: store.claim is `in-transaction` but the business step calls {systems} (server.downstream): \
-             a rolled-back claim lets a retry call again at once while the first call may still be running",
+             a rolled-back claim lets a retry call it again at once while the first call may still be running",
             context.name()
         ),
     )
