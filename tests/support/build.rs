@@ -212,6 +212,7 @@ impl Binaries {
 /// the same service with the one-commit claim, for the fault cases that
 /// run in each claim mode. Built once per process and dialect.
 pub fn one_commit_service(dialect: Dialect) -> PathBuf {
+    const ONE_COMMIT_PACKAGE: &str = "payment-callback-one-commit";
     static BUILT: Mutex<Vec<(Dialect, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT
         .lock()
@@ -224,7 +225,7 @@ pub fn one_commit_service(dialect: Dialect) -> PathBuf {
         .join("exactly-once")
         .join(format!("one-commit-{}", dialect.feature()));
     std::fs::create_dir_all(&out).unwrap();
-    // The same output paths as the example's own build: one lock for both.
+    // One build of the project at a time, across test processes.
     let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
     let project = target.join("exactly-once/one-commit-project");
     let _ = std::fs::remove_dir_all(&project);
@@ -257,6 +258,10 @@ pub fn one_commit_service(dialect: Dialect) -> PathBuf {
             ".",
             "--db",
             "sqlite,mysql,postgres",
+            // A binary of its own name: the example's build writes
+            // `payment-callback` into the same target directory.
+            "--name",
+            ONE_COMMIT_PACKAGE,
         ])
         .arg("--runtime-path")
         .arg(root().join("crates/idemgen-runtime"))
@@ -270,10 +275,8 @@ pub fn one_commit_service(dialect: Dialect) -> PathBuf {
     );
     let operations = std::fs::read_to_string(project.join("src/operations.rs")).unwrap();
     assert!(operations.contains("claim: ClaimMode::InTransaction,"));
-    // A project of its own inside this workspace's tree, on its lock file.
-    let mut manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
-    manifest.push_str("\n[workspace]\n");
-    std::fs::write(project.join("Cargo.toml"), manifest).unwrap();
+    // A project of its own (gen writes its `[workspace]`), on this
+    // workspace's lock file.
     std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     let started = Instant::now();
     let output = cargo(&project)
@@ -295,9 +298,9 @@ pub fn one_commit_service(dialect: Dialect) -> PathBuf {
         started.elapsed()
     );
     let binary = copy_aside(
-        &target.join("debug/payment-callback"),
+        &target.join("debug").join(ONE_COMMIT_PACKAGE),
         &out,
-        "payment-callback",
+        ONE_COMMIT_PACKAGE,
     );
     built.push((dialect, binary.clone()));
     binary
