@@ -94,6 +94,84 @@ fn openapi_3_1_constructs() {
     insta::assert_snapshot!("constructs_3_1_operations", summary(&workspace, &types));
 }
 
+/// A member with a schema `default` is read as it when absent (serde's
+/// `default` function, which `Default` and `new` use too) and its doc
+/// says so; a default Rust cannot write stays in the doc of an `Option`.
+/// `date-time` and `date` are chrono types, and the spec then needs chrono.
+#[test]
+fn defaults_are_honoured_and_dates_are_chrono_types() {
+    let (_, types) = generate(&root().join("tests/types/defaults-dates.yaml"));
+    let models = types.models();
+    insta::assert_snapshot!("defaults_dates_models", models);
+    assert!(types.uses_time());
+    for (field, expr) in [
+        ("capture: bool", "true"),
+        ("retries: i32", "3"),
+        ("fee_rate: f64", "0.25"),
+        ("channel: PaymentChannel", "PaymentChannel::Pos"),
+        ("reference: String", "\"none\".to_string()"),
+        ("note: Option<String>", "Some(\"n/a\".to_string())"),
+        ("tags: Vec<String>", "Vec::new()"),
+        ("currency: Currency", "Currency::Eur"),
+    ] {
+        let name = field.split(':').next().unwrap();
+        let ty = field.split(": ").nth(1).unwrap();
+        assert!(
+            models.contains(&format!(
+                "#[serde(default = \"Payment::default_{name}\")]\n    pub {field},"
+            )),
+            "{field} reads its default:\n{models}"
+        );
+        assert!(
+            models.contains(&format!(
+                "fn default_{name}() -> {ty} {{\n        {expr}\n    }}"
+            )),
+            "{field} defaults to {expr}:\n{models}"
+        );
+    }
+    assert!(
+        models.contains("pub metadata: Option<PaymentMetadata>,"),
+        "{models}"
+    );
+    assert!(
+        models.contains("/// Default: `{\"source\":\"api\"}`."),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub due: Option<chrono::NaiveDate>,"),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub paid_at: Option<chrono::DateTime<chrono::Utc>>,"),
+        "{models}"
+    );
+    assert!(models.contains("impl Default for Settings {"), "{models}");
+    let (_, without) = generate(&root().join("tests/types/unions.yaml"));
+    assert!(!without.uses_time());
+}
+
+/// A response variant whose one header is optional is matched only when
+/// the header is set (no `if let` inside a match arm, which clippy's
+/// `collapsible_match` refuses in the user's workspace).
+#[test]
+fn an_optional_header_alone_is_matched_when_set() {
+    let (_, types) = generate(&root().join("tests/types/optional-headers.yaml"));
+    let models = types.models();
+    insta::assert_snapshot!("optional_headers_models", models);
+    assert!(
+        models.contains("Self::Created { idempotency_key: Some(value), .. } => {"),
+        "{models}"
+    );
+    assert!(
+        models.contains("if let Self::NoContent { idempotency_key: Some(value), .. } = self {"),
+        "{models}"
+    );
+    assert!(
+        !models.contains("if let Some(value) = idempotency_key"),
+        "{models}"
+    );
+}
+
 /// A `discriminator` makes an internally tagged enum; a union without one
 /// is generated only where its variants cannot take each other's values,
 /// and otherwise is a JSON value the generator names, with the reason.
@@ -102,6 +180,18 @@ fn unions_never_guess() {
     let (_, types) = generate(&root().join("tests/types/unions.yaml"));
     let models = types.models();
     insta::assert_snapshot!("unions_models", models);
+    assert!(
+        types.ambiguous_unions().iter().any(|union| {
+            union.pointer.ends_with("/components/schemas/Entry")
+                && union.reason.contains("itself a union named by `kind`")
+        }),
+        "{:?}",
+        types.ambiguous_unions()
+    );
+    assert!(
+        models.contains("pub type Entry = serde_json::Value;"),
+        "{models}"
+    );
     assert!(models.contains("#[serde(tag = \"shapeType\")]"), "{models}");
     assert!(
         models.contains("#[serde(rename = \"card\", alias = \"scheme\")]"),
@@ -116,7 +206,8 @@ fn unions_never_guess() {
         .iter()
         .map(|union| (union.pointer.as_str(), union.reason.as_str()))
         .collect();
-    assert_eq!(ambiguous.len(), 1, "{ambiguous:#?}");
+    // Critter, and Entry (above).
+    assert_eq!(ambiguous.len(), 2, "{ambiguous:#?}");
     assert_eq!(ambiguous[0].0, "/components/schemas/Critter");
     assert!(
         ambiguous[0].1.contains("`Cat` and `Hamster`"),

@@ -1,6 +1,6 @@
 //! The generated models compile, pass clippy and round-trip JSON: the
 //! models of the example and of the fixture specs go into one small crate
-//! (serde and serde_json only) whose tests below feed sample JSON through
+//! (serde, serde_json and chrono only) whose tests below feed sample JSON through
 //! the types. It builds in the shared `target/generated` directory
 //! (`support/build.rs`) and runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`
 //! (`.ci/run` sets it).
@@ -16,11 +16,13 @@ use crate::support::build;
 
 use build::root;
 
-const MODELS: [(&str, &str); 4] = [
+const MODELS: [(&str, &str); 6] = [
     ("payment", "examples/payment-callback/openapi.yaml"),
     ("constructs30", "tests/types/constructs-3.0.yaml"),
     ("constructs31", "tests/types/constructs-3.1.yaml"),
     ("unions", "tests/types/unions.yaml"),
+    ("defaults", "tests/types/defaults-dates.yaml"),
+    ("optional_headers", "tests/types/optional-headers.yaml"),
 ];
 
 const MANIFEST: &str = r#"[package]
@@ -32,6 +34,7 @@ publish = false
 [dependencies]
 serde = { version = "1", features = ["derive"] }
 serde_json = "1"
+chrono = { version = "0.4", default-features = false, features = ["clock", "serde", "std"] }
 
 [workspace]
 "#;
@@ -76,7 +79,7 @@ fn payment_callback() {
         txn_id: "TXN-1".into(),
         amount: 1999,
         status: PaymentResultStatus::Paid,
-        paid_at: "2024-06-15T10:00:00Z".into(),
+        paid_at: "2024-06-15T10:00:00Z".parse().unwrap(),
     };
     let response = OnPayCallbackResponse::Ok(result.clone());
     assert_eq!(response.status(), 200);
@@ -264,6 +267,60 @@ fn unions() {
     let critter: Critter = round_trip::<Critter>(json!({"wheel": true})).0;
     assert_eq!(critter, json!({"wheel": true}));
 }
+
+#[test]
+fn defaults_and_dates() {
+    use crate::defaults::*;
+    let payment: Payment = serde_json::from_value(json!({"amount": 5})).unwrap();
+    assert_eq!(payment, Payment::new(5), "an absent member is its default");
+    assert_eq!(payment.currency, Currency::Eur);
+    assert!(payment.capture);
+    assert_eq!(payment.retries, 3);
+    assert_eq!(payment.fee_rate, 0.25);
+    assert_eq!(payment.channel, PaymentChannel::Pos);
+    assert_eq!(payment.reference, "none");
+    assert_eq!(payment.note.as_deref(), Some("n/a"));
+    assert!(payment.tags.is_empty());
+    assert_eq!(payment.metadata, None, "an object default is only documented");
+    // A member sent is the value sent, `null` included where it may be.
+    let sent: Payment = serde_json::from_value(json!({"amount": 5, "capture": false, "note": null})).unwrap();
+    assert!(!sent.capture);
+    assert_eq!(sent.note, None);
+    assert_eq!(Settings::default(), serde_json::from_value::<Settings>(json!({})).unwrap());
+    assert_eq!(Settings::default().page_size, 20);
+    assert_eq!(Settings::default().locale, "en-GB");
+    // RFC 3339 in, the same instant out (in UTC); a date as `YYYY-MM-DD`.
+    let dated: Payment = serde_json::from_value(
+        json!({"amount": 5, "due": "2024-06-15", "paid_at": "2024-06-15T14:00:00+02:00"}),
+    )
+    .unwrap();
+    let back = serde_json::to_value(&dated).unwrap();
+    assert_eq!(back["due"], "2024-06-15");
+    assert_eq!(back["paid_at"], "2024-06-15T12:00:00Z");
+    for wrong in [
+        json!({"amount": 5, "paid_at": "2024-06-15"}),
+        json!({"amount": 5, "paid_at": "2024-13-01T00:00:00Z"}),
+        json!({"amount": 5, "due": "15/06/2024"}),
+    ] {
+        assert!(rejects::<Payment>(wrong.clone()), "{wrong} is refused");
+    }
+}
+
+#[test]
+fn an_optional_header_is_sent_when_set() {
+    use crate::optional_headers::*;
+    let set = CreateSessionResponse::Created {
+        body: CreateSessionCreatedBody { id: None },
+        idempotency_key: Some("k-1".into()),
+    };
+    assert_eq!(set.headers().unwrap(), [("Idempotency-Key", "k-1".to_string())]);
+    let unset = CreateSessionResponse::UnprocessableEntity { idempotency_key: None };
+    assert!(unset.headers().unwrap().is_empty());
+    assert!(CreateSessionResponse::InternalServerError.headers().unwrap().is_empty());
+    let alone = CloseSessionResponse::NoContent { idempotency_key: Some("k-2".into()) };
+    assert_eq!(alone.headers().unwrap(), [("Idempotency-Key", "k-2".to_string())]);
+    assert!(GetSessionResponse::NotFound.headers().unwrap().is_empty());
+}
 "##;
 
 fn write_crate(dir: &Path) {
@@ -308,5 +365,5 @@ fn models_compile_pass_clippy_and_round_trip_json() {
         &["clippy", "--all-targets", "--quiet", "--", "-D", "warnings"],
     );
     let tests = cargo(&project, &["test", "--quiet"]);
-    assert!(tests.contains("4 passed"), "the round trips ran:\n{tests}");
+    assert!(tests.contains("6 passed"), "the round trips ran:\n{tests}");
 }

@@ -78,6 +78,52 @@ fn every_openapi_3_spec_yields_parsable_models() {
     );
 }
 
+/// Every `oneOf`/`anyOf` the generator types as an enum, in every
+/// OpenAPI 3 spec of the corpus: a value built for variant *k* (its
+/// required members, consts, the discriminator's value) is read as
+/// variant *k*, as the type model says serde's derives read it. In
+/// process, so it covers every spec on every run;
+/// `corpus_union_variants_read_as_themselves` compiles the same samples.
+#[test]
+fn every_corpus_union_reads_a_value_built_for_variant_k_as_variant_k() {
+    let dir = corpus();
+    let (mut specs, mut unions, mut variants) = (0, std::collections::BTreeSet::new(), 0);
+    let mut wrong = Vec::new();
+    for path in openapi_3_specs(&dir) {
+        let Ok(workspace) = Workspace::load(&path) else {
+            continue;
+        };
+        let types = spec_types(&workspace).unwrap();
+        specs += 1;
+        for sample in types.union_samples() {
+            variants += 1;
+            unions.insert((path.clone(), sample.union.clone()));
+            if sample.reads_as.as_deref() != Some(sample.variant.as_str()) {
+                wrong.push(format!(
+                    "{}: {} built for {} is read as {:?}",
+                    path.display(),
+                    sample.value,
+                    sample.pattern,
+                    sample.reads_as
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{}: {variants} variants of {} unions in {specs} specs",
+        dir.display(),
+        unions.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} of {variants}:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
+    let expected = if is_full(&dir) { 1000 } else { 1 };
+    assert!(variants >= expected, "only {variants} union variants");
+}
+
 /// The largest specs' models, compiled in one crate.
 #[test]
 fn largest_specs_models_compile() {

@@ -38,6 +38,8 @@ pub struct Project {
     pub sqlx_version: &'static str,
     /// Whether the project declares its own `[workspace]`.
     pub standalone: bool,
+    /// Whether the models hold `date-time` or `date` values (chrono types).
+    pub uses_time: bool,
     pub operations: Vec<Operation>,
     pub routes: Vec<Route>,
     /// The idempotent operation the generated tests exercise, if any.
@@ -219,6 +221,8 @@ pub struct BodyInput {
     pub required: bool,
     /// Deserialised from JSON; otherwise the raw bytes.
     pub is_json: bool,
+    /// A form read into its type (`Request::form_as`).
+    pub is_form: bool,
     /// The status JSON that does not fit the schema is answered with
     /// instead of the engine's 422, when the operation's responses do not
     /// declare 422: 400, so that the answer is one the spec declares.
@@ -249,6 +253,9 @@ pub struct ParamContext {
     pub scalar: &'static str,
     /// An array: every occurrence is read.
     pub many: bool,
+    /// What follows `Param::query(…)`: `.many()`, `.object(…)`, the
+    /// declared `style` and `explode` where they are not the defaults.
+    pub chain: String,
 }
 
 impl TypedInput {
@@ -264,6 +271,7 @@ impl TypedInput {
                 type_name: body.type_name.clone(),
                 required: body.required,
                 is_json: body.is_json,
+                is_form: body.is_form,
                 unfit_status: (!declares(types, 422)).then_some(400),
                 constraints: if body.is_json {
                     checked.body.clone()
@@ -306,23 +314,76 @@ fn param_context(field: &ParamField) -> ParamContext {
         ParamLocation::Query => "query",
         ParamLocation::Header => "header",
     };
-    let (scalar, many) = match field.kind {
-        ParamKind::Scalar(scalar) => (scalar, false),
-        ParamKind::Array(scalar) => (scalar, true),
-        // An object or any JSON value: its text, as a string.
-        ParamKind::Other => (Scalar::String, false),
+    let mut chain = String::new();
+    let scalar = match &field.kind {
+        ParamKind::Scalar(scalar) => *scalar,
+        ParamKind::Array(scalar) => {
+            chain.push_str(".many()");
+            *scalar
+        }
+        ParamKind::Object {
+            properties,
+            or_scalar,
+        } => {
+            let listed: Vec<String> = properties
+                .iter()
+                .map(|(name, one)| format!("({name:?}, Scalar::{})", scalar_variant(*one)))
+                .collect();
+            chain.push_str(&format!(".object(&[{}])", listed.join(", ")));
+            if or_scalar.is_some() {
+                chain.push_str(".or_scalar()");
+            }
+            or_scalar.unwrap_or(Scalar::String)
+        }
+        // Any other JSON value: its text, as a string.
+        ParamKind::Other => Scalar::String,
     };
-    let scalar = match scalar {
-        Scalar::String => "string",
-        Scalar::Integer => "integer",
-        Scalar::Number => "number",
-        Scalar::Boolean => "boolean",
+    let (default_style, allowed): (&str, &[&str]) = match field.location {
+        ParamLocation::Path => ("simple", &["simple", "label", "matrix"]),
+        ParamLocation::Query => (
+            "form",
+            &["form", "spaceDelimited", "pipeDelimited", "deepObject"],
+        ),
+        ParamLocation::Header => ("simple", &["simple"]),
     };
+    // A style OpenAPI does not allow where the parameter is sent is read
+    // as that location's default.
+    let style = field
+        .style
+        .as_deref()
+        .filter(|style| allowed.contains(style))
+        .unwrap_or(default_style);
+    if style != default_style {
+        let mut variant = style.to_string();
+        variant[..1].make_ascii_uppercase();
+        chain.push_str(&format!(".style(idemgen_runtime::Style::{variant})"));
+    }
+    if let Some(explode) = field
+        .explode
+        .filter(|explode| *explode != (style == "form"))
+    {
+        chain.push_str(&format!(".explode({explode})"));
+    }
     ParamContext {
         location,
         name: field.wire_name.clone(),
-        scalar,
-        many,
+        scalar: match scalar {
+            Scalar::String => "string",
+            Scalar::Integer => "integer",
+            Scalar::Number => "number",
+            Scalar::Boolean => "boolean",
+        },
+        many: matches!(field.kind, ParamKind::Array(_)),
+        chain,
+    }
+}
+
+fn scalar_variant(scalar: Scalar) -> &'static str {
+    match scalar {
+        Scalar::String => "String",
+        Scalar::Integer => "Integer",
+        Scalar::Number => "Number",
+        Scalar::Boolean => "Boolean",
     }
 }
 
@@ -445,6 +506,9 @@ pub struct TestTarget {
     pub conflict_status: u16,
     pub retry_after_secs: u64,
     pub retry_failed: bool,
+    /// Whether the claim is written in the business transaction
+    /// (`store.claim: in-transaction`), where a duplicate cannot see it.
+    pub claim_in_transaction: bool,
     /// The replay mark's header name in lower case (as `HeaderMap` shows
     /// it); `None` when replays are declared unmarked.
     pub replayed_header: Option<String>,
@@ -744,6 +808,7 @@ impl TestTarget {
             conflict_status: contract.conflict_status,
             retry_after_secs: contract.retry_after_secs,
             retry_failed: contract.retry_failed,
+            claim_in_transaction: contract.claim_mode == "InTransaction",
             replayed_header: contract
                 .replayed_header
                 .as_deref()

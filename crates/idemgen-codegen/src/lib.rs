@@ -181,7 +181,14 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<Project, String>
     let store = store(&analysis.contracts(), options.dialects.first().copied())?;
     let mut warnings = ambiguous_union_warnings(&types, &options.spec);
     let served = serve_operations(workspace, &analysis, &types, &mut warnings)?;
-    let project = project_context(workspace, options, &analysis, &store, served);
+    let project = project_context(
+        workspace,
+        options,
+        &analysis,
+        &store,
+        served,
+        types.uses_time(),
+    );
     let business = project
         .operations
         .iter()
@@ -535,6 +542,7 @@ fn project_context(
     analysis: &idemgen_spec::analysis::Analysis<'_>,
     store: &Store,
     served: Served,
+    uses_time: bool,
 ) -> context::Project {
     let Served {
         operations,
@@ -562,6 +570,7 @@ fn project_context(
         database: store.database.clone(),
         sqlx_version: SQLX_VERSION,
         standalone: options.standalone,
+        uses_time,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
         any_constraints: operations.iter().any(|op| {

@@ -78,6 +78,9 @@ const ROLLBACK_TO_CLAIM: &str = "ROLLBACK TO SAVEPOINT idemgen_claim";
 /// anyway (the lease ends on its own).
 const RELEASE_WAIT: Duration = Duration::from_secs(1);
 
+/// Between two tries of a release that lost a race.
+const RELEASE_RETRY_PAUSE: Duration = Duration::from_millis(10);
+
 /// How long a business transaction's completion and COMMIT may take by
 /// default ([`Idempotency::with_commit_timeout`]).
 pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -678,21 +681,33 @@ impl Idempotency {
 
     /// Ends this attempt's lease at once, so a retry need not wait for it;
     /// best effort (the lease ends anyway), given at most [`RELEASE_WAIT`]
-    /// so that a request on a database that went away is answered.
+    /// so that a request on a database that went away is answered. A lost
+    /// race (a serialization failure where SERIALIZABLE is the default) is
+    /// tried again: the release changes only this claim's own row.
     async fn release(&self, operation: &Operation, claim: &Claim) {
         if claim.in_transaction {
             return;
         }
-        let released = tokio::time::timeout(
-            RELEASE_WAIT,
-            self.records.release(
-                &self.pool,
-                &claim.scope,
-                &claim.key,
-                &claim.token,
-                self.clock_margin_ms,
-            ),
-        )
+        let released = tokio::time::timeout(RELEASE_WAIT, async {
+            loop {
+                let released = self
+                    .records
+                    .release(
+                        &self.pool,
+                        &claim.scope,
+                        &claim.key,
+                        &claim.token,
+                        self.clock_margin_ms,
+                    )
+                    .await;
+                match released {
+                    Err(error) if classify(&error) == Failure::LostRace => {
+                        tokio::time::sleep(RELEASE_RETRY_PAUSE).await;
+                    }
+                    released => return released,
+                }
+            }
+        })
         .await;
         let error = match released {
             Ok(Ok(_)) => return,
@@ -1761,15 +1776,21 @@ fn stop_of(failure: Failure) -> Stop {
 
 /// Whether a record read before any claim settles the request, with the
 /// answer the claim would reach too: a completed record inside its window
-/// with this request's fingerprint (the replay), or any record inside its
-/// window with another fingerprint (the conflict). Inside its window a
-/// record never changes its fingerprint (only an expired record is
-/// reclaimed for another request) nor leaves `completed` (reclaims,
-/// finishes and releases match only other states), so reading it later,
-/// after a failed claim, would give the same answer.
+/// with this request's fingerprint (the replay), any record inside its
+/// window with another fingerprint (the conflict), or a record in progress
+/// under a lease that has not ended (in progress: a duplicate in a burst
+/// costs one read, not a claim that fails). Inside its window a record
+/// never changes its fingerprint (only an expired record is reclaimed for
+/// another request) nor leaves `completed` (reclaims, finishes and
+/// releases match only other states), so reading it later, after a failed
+/// claim, would give the same answer. A record in progress may finish or
+/// be released a moment after the read: "in progress" was true when read,
+/// and nothing is written on it.
 fn settled(record: &Record, fingerprint: &str, margin_ms: i64) -> bool {
-    let in_window = record.expires_at.saturating_add(margin_ms) > record.db_now;
-    in_window && (record.fingerprint != fingerprint || record.status == COMPLETED)
+    let now = record.db_now;
+    let in_window = record.expires_at.saturating_add(margin_ms) > now;
+    let leased = record.status == IN_PROGRESS && record.lease_expires_at.saturating_add(margin_ms) > now;
+    in_window && (record.fingerprint != fingerprint || record.status == COMPLETED || leased)
 }
 
 fn decide(

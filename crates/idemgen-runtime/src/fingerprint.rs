@@ -13,7 +13,10 @@ use crate::reply::Request;
 /// A JSON body is hashed in its canonical form, so a retry that
 /// re-serialises the same document (other key order, whitespace, `1.0`
 /// for `1`) is the same request. A body that is not JSON is hashed as
-/// sent. A JSON body that names one member twice, or holds half a
+/// sent, except a form (`application/x-www-form-urlencoded`), hashed as
+/// the tree it is read as ([`crate::input::canonical_form`]): a retry that
+/// reorders its fields or spells a bracket `%5B` is the same request. A
+/// JSON body that names one member twice, or holds half a
 /// surrogate pair, has no single meaning: it is refused (`Err`), since two
 /// parsers could read two different requests from it.
 ///
@@ -45,7 +48,13 @@ pub(crate) fn fingerprint_without(
         hash_part(&mut hasher, &text);
     }
     if include.body {
-        if include.canonical_json {
+        let form = (include.canonical_json && crate::input::is_form(&request.headers))
+            .then(|| crate::input::canonical_form(&request.body))
+            .flatten();
+        if let Some(form) = form {
+            // What `Request::form_as` reads, not its spelling.
+            hash_part(&mut hasher, &form);
+        } else if include.canonical_json {
             match canonical_json::canonicalize(&request.body) {
                 Ok(canonical) => hash_part(&mut hasher, &canonical),
                 Err(error) if refused(&error) => return Err(error),
@@ -231,6 +240,27 @@ mod tests {
         assert_ne!(
             with_query(&[("a", "1&b")]),
             with_query(&[("a", "1"), ("b", "")])
+        );
+    }
+
+    #[test]
+    fn forms_that_read_the_same_are_the_same_request() {
+        let all = Fingerprint::DEFAULT;
+        let form = |body: &str| {
+            let mut sent = request("POST", "/pay", body);
+            sent.headers.insert(
+                "content-type",
+                "application/x-www-form-urlencoded".parse().unwrap(),
+            );
+            print(&all, &sent)
+        };
+        let first = form("amount=5&metadata[order]=6735&items[0][price]=p");
+        assert_eq!(first, form("items%5B0%5D%5Bprice%5D=p&metadata[order]=6735&amount=5"));
+        assert_ne!(first, form("amount=6&metadata[order]=6735&items[0][price]=p"));
+        // The same text sent as another media type is hashed as sent.
+        assert_ne!(
+            print(&all, &request("POST", "/pay", "amount=5&b=1")),
+            print(&all, &request("POST", "/pay", "b=1&amount=5"))
         );
     }
 }

@@ -29,50 +29,113 @@ pub enum Scalar {
     Boolean,
 }
 
+/// How a parameter's value is written, as OpenAPI's `style` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Query: `id=1&id=2` exploded, `id=1,2` not; an exploded object's
+    /// properties are parameters of their own (`gt=1&lt=9`).
+    Form,
+    /// Query arrays `id=1%202` (exploded: as `Form`).
+    SpaceDelimited,
+    /// Query arrays `id=1|2` (exploded: as `Form`).
+    PipeDelimited,
+    /// Query objects `created[gt]=1&created[lt]=9`.
+    DeepObject,
+    /// Path and header: `1,2`; objects `gt,1,lt,9`, exploded `gt=1,lt=9`.
+    Simple,
+    /// Path: `.1.2` exploded, `.1,2` not.
+    Label,
+    /// Path: `;id=1;id=2` exploded, `;id=1,2` not.
+    Matrix,
+}
+
+/// The properties of an object parameter with the value each stands for
+/// (a property not listed is a string).
+pub type Properties = &'static [(&'static str, Scalar)];
+
 /// A declared parameter: the table a generated handler passes to
-/// [`Request::params_as`].
+/// [`Request::params_as`]. Its style and explode are OpenAPI's defaults
+/// (`form` exploded for the query, `simple` for path and header) unless
+/// set with [`Param::style`] and [`Param::explode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Param {
     /// The name as sent, which is also the serde name of the field.
     pub(crate) name: &'static str,
     pub(crate) location: ParamIn,
     pub(crate) value: Scalar,
-    /// An array of `value`s: repeated (`?id=1&id=2`) or comma-separated
-    /// (`?id=1,2`, and always for headers and path segments).
+    /// An array of `value`s.
     pub(crate) many: bool,
+    /// An object with these properties.
+    pub(crate) object: Option<Properties>,
+    /// An object parameter that may instead be sent as one `value`
+    /// (`oneOf` an object and a scalar: `?created=5` or `created[gt]=5`).
+    pub(crate) or_scalar: bool,
+    pub(crate) style: Style,
+    pub(crate) explode: bool,
 }
 
 impl Param {
-    pub const fn path(name: &'static str, value: Scalar) -> Param {
+    const fn at(name: &'static str, location: ParamIn, value: Scalar, style: Style) -> Param {
         Param {
             name,
-            location: ParamIn::Path,
+            location,
             value,
             many: false,
+            object: None,
+            or_scalar: false,
+            style,
+            explode: matches!(style, Style::Form),
         }
+    }
+
+    pub const fn path(name: &'static str, value: Scalar) -> Param {
+        Param::at(name, ParamIn::Path, value, Style::Simple)
     }
 
     pub const fn query(name: &'static str, value: Scalar) -> Param {
-        Param {
-            name,
-            location: ParamIn::Query,
-            value,
-            many: false,
-        }
+        Param::at(name, ParamIn::Query, value, Style::Form)
     }
 
     pub const fn header(name: &'static str, value: Scalar) -> Param {
-        Param {
-            name,
-            location: ParamIn::Header,
-            value,
-            many: false,
-        }
+        Param::at(name, ParamIn::Header, value, Style::Simple)
     }
 
     /// This parameter as an array of its values.
     pub const fn many(self) -> Param {
         Param { many: true, ..self }
+    }
+
+    /// This parameter as an object of `properties`; with
+    /// [`Param::or_scalar`], a single value (the parameter's scalar) is
+    /// taken too.
+    pub const fn object(self, properties: Properties) -> Param {
+        Param {
+            object: Some(properties),
+            ..self
+        }
+    }
+
+    /// An object parameter that may be sent as one scalar value instead.
+    pub const fn or_scalar(self) -> Param {
+        Param {
+            or_scalar: true,
+            ..self
+        }
+    }
+
+    /// OpenAPI's `style`; `explode` becomes that style's default (true
+    /// for `form` only), as OpenAPI says.
+    pub const fn style(self, style: Style) -> Param {
+        Param {
+            style,
+            explode: matches!(style, Style::Form),
+            ..self
+        }
+    }
+
+    /// OpenAPI's `explode`.
+    pub const fn explode(self, explode: bool) -> Param {
+        Param { explode, ..self }
     }
 }
 
@@ -127,24 +190,9 @@ impl Request {
     ) -> Result<T, Reply> {
         let mut values = Map::new();
         for param in params {
-            let texts = self.param_texts(param)?;
-            let value = if param.many {
-                let items = split_items(param, texts);
-                Value::Array(
-                    items
-                        .into_iter()
-                        .map(|text| scalar(param, &text))
-                        .collect::<Result<_, _>>()?,
-                )
-            } else {
-                // A repeated single-valued parameter: the last one counts,
-                // as in `Request::query`.
-                let Some(text) = texts.into_iter().next_back() else {
-                    continue;
-                };
-                scalar(param, &text)?
-            };
-            values.insert(param.name.to_string(), value);
+            if let Some(value) = self.param_value(param)? {
+                values.insert(param.name.to_string(), value);
+            }
         }
         let values = Value::Object(values);
         crate::constraints::check(&values, constraints).map_err(|violation| {
@@ -159,56 +207,372 @@ impl Request {
         })
     }
 
-    /// The texts sent for `param`, in order.
-    fn param_texts(&self, param: &Param) -> Result<Vec<String>, Reply> {
-        Ok(match param.location {
-            ParamIn::Path => self
-                .path_params
-                .get(param.name)
-                .cloned()
-                .into_iter()
-                .collect(),
-            ParamIn::Query => self
-                .query_pairs
-                .iter()
-                .filter(|(name, _)| name == param.name)
-                .map(|(_, value)| value.clone())
-                .collect(),
-            ParamIn::Header => self
-                .headers
-                .get_all(param.name)
-                .iter()
-                .map(|value| {
-                    value.to_str().map(str::to_string).map_err(|_| {
-                        invalid(
-                            param,
-                            "is not visible ASCII text",
-                            &String::from_utf8_lossy(value.as_bytes()),
-                        )
+    /// The JSON value sent for `param` as its style writes it; `None`
+    /// when it was not sent.
+    fn param_value(&self, param: &Param) -> Result<Option<Value>, Reply> {
+        match param.location {
+            ParamIn::Query => self.query_value(param),
+            ParamIn::Path => match self.path_params.get(param.name) {
+                Some(text) => path_value(param, text).map(Some),
+                None => Ok(None),
+            },
+            ParamIn::Header => {
+                let texts = self
+                    .headers
+                    .get_all(param.name)
+                    .iter()
+                    .map(|value| {
+                        value.to_str().map(str::to_string).map_err(|_| {
+                            invalid(
+                                param,
+                                "is not visible ASCII text",
+                                &String::from_utf8_lossy(value.as_bytes()),
+                            )
+                        })
                     })
-                })
-                .collect::<Result<_, _>>()?,
+                    .collect::<Result<Vec<_>, _>>()?;
+                if texts.is_empty() {
+                    return Ok(None);
+                }
+                // Header lines repeated are one comma-separated value.
+                simple_value(param, &texts.join(","), param.explode).map(Some)
+            }
+        }
+    }
+
+    fn query_value(&self, param: &Param) -> Result<Option<Value>, Reply> {
+        let sent = |name: &str| -> Vec<&str> {
+            self.query_pairs
+                .iter()
+                .filter(|(sent, _)| sent == name)
+                .map(|(_, value)| value.as_str())
+                .collect()
+        };
+        let texts = sent(param.name);
+        if let Some(properties) = param.object {
+            // A scalar alternative is sent under the parameter's own name.
+            if param.or_scalar
+                && let Some(text) = texts.last()
+            {
+                return scalar(param, param.value, text).map(Some);
+            }
+            let mut members = Map::new();
+            match (param.style, param.explode) {
+                (Style::DeepObject, _) => {
+                    let prefix = format!("{}[", param.name);
+                    for (name, value) in &self.query_pairs {
+                        if let Some(property) = name
+                            .strip_prefix(&prefix)
+                            .and_then(|rest| rest.strip_suffix(']'))
+                        {
+                            members.insert(
+                                property.to_string(),
+                                scalar(param, property_scalar(properties, property), value)?,
+                            );
+                        }
+                    }
+                }
+                (Style::Form, true) => {
+                    // Each property is a query parameter of its own: only
+                    // the declared ones can be told apart from the others.
+                    for (property, value) in properties {
+                        if let Some(text) = sent(property).last() {
+                            members.insert(property.to_string(), scalar(param, *value, text)?);
+                        }
+                    }
+                }
+                (style, _) => {
+                    let Some(text) = texts.last() else {
+                        return Ok(None);
+                    };
+                    let items = split(text, delimiter(style));
+                    return pairs(param, properties, &items).map(Some);
+                }
+            }
+            return Ok((!members.is_empty()).then_some(Value::Object(members)));
+        }
+        if param.many {
+            if param.style == Style::DeepObject {
+                // OpenAPI leaves a deep array undefined; Stripe's `expand`
+                // is sent `expand[]=a` or `expand[0]=a` (and `expand=a`).
+                let items: Vec<&str> = self
+                    .query_pairs
+                    .iter()
+                    .filter(|(name, _)| is_item_of(name, param.name))
+                    .map(|(_, value)| value.as_str())
+                    .collect();
+                return match items.is_empty() {
+                    true => Ok(None),
+                    false => items_value(param, &items).map(Some),
+                };
+            }
+            if texts.is_empty() {
+                return Ok(None);
+            }
+            let items: Vec<&str> = if param.explode {
+                texts
+            } else {
+                texts
+                    .last()
+                    .map(|text| split(text, delimiter(param.style)))
+                    .unwrap_or_default()
+            };
+            return items_value(param, &items).map(Some);
+        }
+        // A repeated single-valued parameter: the last one counts, as in
+        // `Request::query`.
+        match texts.last() {
+            Some(text) => scalar(param, param.value, text).map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
+/// How form bodies are read: Stripe's brackets (`metadata[k]=v`,
+/// `items[0][price]=p`, `expand[]=a`), also percent-encoded (`%5B`, `%5D`);
+/// a scalar field named twice is refused, since two readers could take
+/// either value (as a JSON member named twice is).
+const FORM: serde_qs::Config = serde_qs::Config::new()
+    .max_depth(10)
+    .use_form_encoding(true)
+    .duplicate_key_behavior(serde_qs::DuplicateKeyBehavior::Error);
+
+/// Whether `headers` declare an `application/x-www-form-urlencoded` body.
+pub(crate) fn is_form(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|essence| {
+            essence
+                .trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
+}
+
+/// A form body as the fingerprint hashes it: the tree [`Request::form_as`]
+/// reads, as canonical JSON. Names and nesting are decoded and the order
+/// of distinct fields and of array indexes is left out (`a=1&b=2` is
+/// `b=2&a=1`, `x%5Bk%5D=v` is `x[k]=v`); `[]` lists keep their order and
+/// values are the decoded text (`01` is not `1`). `None`: not a form this
+/// reader takes, hashed as sent (and refused by `form_as`).
+pub(crate) fn canonical_form(body: &[u8]) -> Option<Vec<u8>> {
+    let tree: Value = FORM.deserialize_bytes(body).ok()?;
+    crate::canonical_json::canonicalize(&serde_json::to_vec(&tree).ok()?).ok()
+}
+
+impl Request {
+    /// The `application/x-www-form-urlencoded` body as `T`, nested
+    /// fields in brackets (`metadata[order_id]=6735`, `items[0][price]=p`,
+    /// `expand[]=a`). A body declared as another media type (or with a
+    /// `Content-Encoding`) is `415`; one that does not fit `T` is a `400`
+    /// problem naming the field.
+    ///
+    /// ```
+    /// use idemgen_runtime::Request;
+    ///
+    /// #[derive(serde::Deserialize)]
+    /// struct Item {
+    ///     price: String,
+    ///     quantity: u32,
+    /// }
+    /// #[derive(serde::Deserialize)]
+    /// struct Checkout {
+    ///     items: Vec<Item>,
+    ///     metadata: std::collections::BTreeMap<String, String>,
+    /// }
+    /// let request = |body: &'static str| Request {
+    ///     body: body.into(),
+    ///     ..Request::new(axum::http::Method::POST, "/checkout")
+    /// };
+    /// let form = "items[0][price]=p_1&items[0][quantity]=2&metadata%5Border%5D=6735";
+    /// let checkout: Checkout = request(form).form_as().unwrap();
+    /// assert_eq!((checkout.items[0].price.as_str(), checkout.items[0].quantity), ("p_1", 2));
+    /// assert_eq!(checkout.metadata["order"], "6735");
+    /// let refused = request("items[0][price]=p&items[0][quantity]=two&metadata[a]=b");
+    /// let problem = refused.form_as::<Checkout>().err().unwrap();
+    /// assert_eq!(problem.status.as_u16(), 400);
+    /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
+    /// ```
+    pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
+        let declared = self.headers.contains_key(axum::http::header::CONTENT_TYPE);
+        let coded = content_coded(&self.headers);
+        if let Some(why) = coded.or_else(|| {
+            (declared && !is_form(&self.headers)).then(|| {
+                "the body is not declared `application/x-www-form-urlencoded`".to_string()
+            })
+        }) {
+            return Err(Reply::refusal(
+                ProblemKind::UnsupportedMediaType,
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &format!("{why}; send it as `application/x-www-form-urlencoded`"),
+            ));
+        }
+        let refused = |why: String| {
+            Reply::refusal(
+                ProblemKind::InvalidBody,
+                StatusCode::BAD_REQUEST,
+                &format!("the form body does not fit its schema: {why}"),
+            )
+        };
+        let reader = serde_qs::Deserializer::with_config(FORM, &self.body)
+            .map_err(|error| refused(error.to_string()))?;
+        serde_path_to_error::deserialize(reader).map_err(|error| {
+            match error.path().to_string().as_str() {
+                "." => refused(error.inner().to_string()),
+                path => refused(format!("`{path}`: {}", error.inner())),
+            }
         })
     }
 }
 
-/// The items of an array parameter: repeated query values each, otherwise
-/// comma-separated.
-fn split_items(param: &Param, texts: Vec<String>) -> Vec<String> {
-    if param.location == ParamIn::Query && texts.len() > 1 {
-        return texts;
+/// `name`, `name[]` or `name[3]`: an item of the array `array`.
+fn is_item_of(name: &str, array: &str) -> bool {
+    match name.strip_prefix(array) {
+        Some("" | "[]") => true,
+        Some(rest) => rest
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|index| index.bytes().all(|byte| byte.is_ascii_digit())),
+        None => false,
     }
-    texts
+}
+
+/// The separator of a non-exploded array or object in the query.
+fn delimiter(style: Style) -> char {
+    match style {
+        Style::SpaceDelimited => ' ',
+        Style::PipeDelimited => '|',
+        _ => ',',
+    }
+}
+
+/// `text` split at `delimiter`; an empty text is no item (`?id=` is the
+/// empty array).
+fn split(text: &str, delimiter: char) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    text.split(delimiter).collect()
+}
+
+/// A path segment's value in its style: `simple` (`5`, `1,2`), `label`
+/// (`.5`, `.1.2`) or `matrix` (`;id=5`, `;id=1;id=2`).
+fn path_value(param: &Param, text: &str) -> Result<Value, Reply> {
+    match param.style {
+        Style::Label => {
+            let Some(rest) = text.strip_prefix('.') else {
+                return Err(invalid(param, "must start with `.` (style `label`)", text));
+            };
+            if param.explode && (param.many || param.object.is_some()) {
+                let items = split(rest, '.');
+                if let Some(properties) = param.object {
+                    return key_values(param, properties, &items);
+                }
+                return items_value(param, &items);
+            }
+            simple_value(param, rest, false)
+        }
+        Style::Matrix => {
+            let Some(rest) = text.strip_prefix(';') else {
+                return Err(invalid(param, "must start with `;` (style `matrix`)", text));
+            };
+            let named = format!("{}=", param.name);
+            if param.explode && param.object.is_some() {
+                let items = split(rest, ';');
+                return key_values(param, param.object.unwrap_or_default(), &items);
+            }
+            if param.explode && param.many {
+                let items = split(rest, ';')
+                    .into_iter()
+                    .map(|item| {
+                        item.strip_prefix(&named)
+                            .ok_or_else(|| invalid(param, "must repeat `;name=` (style `matrix`)", text))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                return items_value(param, &items);
+            }
+            // `;id` alone is the empty value.
+            let value = match rest.strip_prefix(&named) {
+                Some(value) => value,
+                None if rest == param.name => "",
+                None => {
+                    return Err(invalid(param, "must be `;name=value` (style `matrix`)", text));
+                }
+            };
+            simple_value(param, value, false)
+        }
+        _ => simple_value(param, text, param.explode),
+    }
+}
+
+/// A `simple` value: a scalar, `1,2` for an array, `gt,1,lt,9` for an
+/// object (`gt=1,lt=9` exploded).
+fn simple_value(param: &Param, text: &str, explode: bool) -> Result<Value, Reply> {
+    if let Some(properties) = param.object {
+        let items = split(text, ',');
+        return if explode {
+            key_values(param, properties, &items)
+        } else {
+            pairs(param, properties, &items)
+        };
+    }
+    if param.many {
+        return items_value(param, &split(text, ','));
+    }
+    scalar(param, param.value, text)
+}
+
+fn items_value(param: &Param, items: &[&str]) -> Result<Value, Reply> {
+    items
         .iter()
-        .flat_map(|text| text.split(','))
-        .map(|item| item.trim().to_string())
-        .filter(|item| !item.is_empty())
-        .collect()
+        .map(|item| scalar(param, param.value, item))
+        .collect::<Result<_, _>>()
+        .map(Value::Array)
+}
+
+/// An object written as alternating names and values (`gt,1,lt,9`).
+fn pairs(param: &Param, properties: Properties, items: &[&str]) -> Result<Value, Reply> {
+    if !items.len().is_multiple_of(2) {
+        return Err(invalid(
+            param,
+            "must alternate property names and values",
+            &items.join(","),
+        ));
+    }
+    let mut members = Map::new();
+    for pair in items.chunks(2) {
+        let value = scalar(param, property_scalar(properties, pair[0]), pair[1])?;
+        members.insert(pair[0].to_string(), value);
+    }
+    Ok(Value::Object(members))
+}
+
+/// An object written as `name=value` items (`gt=1,lt=9`).
+fn key_values(param: &Param, properties: Properties, items: &[&str]) -> Result<Value, Reply> {
+    let mut members = Map::new();
+    for item in items {
+        let Some((name, text)) = item.split_once('=') else {
+            return Err(invalid(param, "must be a list of `name=value`", item));
+        };
+        members.insert(
+            name.to_string(),
+            scalar(param, property_scalar(properties, name), text)?,
+        );
+    }
+    Ok(Value::Object(members))
+}
+
+fn property_scalar(properties: Properties, name: &str) -> Scalar {
+    properties
+        .iter()
+        .find(|(property, _)| *property == name)
+        .map_or(Scalar::String, |(_, value)| *value)
 }
 
 /// The JSON value `text` stands for.
-fn scalar(param: &Param, text: &str) -> Result<Value, Reply> {
-    match param.value {
+fn scalar(param: &Param, value: Scalar, text: &str) -> Result<Value, Reply> {
+    match value {
         Scalar::String => Ok(Value::String(text.to_string())),
         Scalar::Boolean => match text {
             "true" => Ok(Value::Bool(true)),
@@ -310,6 +674,23 @@ fn where_(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
     }
 }
 
+/// Why a body with a `Content-Encoding` other than `identity` is not
+/// read: it is not decoded here.
+pub(crate) fn content_coded(headers: &axum::http::HeaderMap) -> Option<String> {
+    for coding in headers.get_all(axum::http::header::CONTENT_ENCODING) {
+        let coding = String::from_utf8_lossy(coding.as_bytes());
+        // An empty list element is no coding (RFC 9110, section 5.6.1).
+        if coding.split(',').map(str::trim).any(|coding| {
+            !coding.is_empty() && !coding.eq_ignore_ascii_case("identity")
+        }) {
+            return Some(format!(
+                "the body is sent with `Content-Encoding: {coding}`, which is not decoded here"
+            ));
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -319,26 +700,259 @@ mod tests {
         Request::new(axum::http::Method::GET, "/items")
     }
 
+    fn query(pairs: &[(&str, &str)]) -> Request {
+        let mut sent = request();
+        sent.query_pairs = pairs
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        sent
+    }
+
+    fn detail(refused: Reply) -> String {
+        String::from_utf8_lossy(&refused.body).into_owned()
+    }
+
     #[test]
-    fn arrays_are_repeated_or_comma_separated() {
+    fn query_arrays_follow_their_style_and_explode() {
         #[derive(Deserialize)]
         struct P {
             id: Vec<i64>,
         }
-        const PARAMS: &[Param] = &[Param::query("id", Scalar::Integer).many()];
-        let mut repeated = request();
-        repeated.query_pairs = vec![("id".into(), "1".into()), ("id".into(), "2".into())];
-        assert_eq!(repeated.params_as::<P>(PARAMS).unwrap().id, [1, 2]);
-        let mut joined = request();
-        joined.query_pairs = vec![("id".into(), "3,4".into())];
-        assert_eq!(joined.params_as::<P>(PARAMS).unwrap().id, [3, 4]);
-        let mut wrong = request();
-        wrong.query_pairs = vec![("id".into(), "3,x".into())];
-        let refused = wrong.params_as::<P>(PARAMS).err().unwrap();
-        assert!(
-            String::from_utf8_lossy(&refused.body)
-                .contains("query parameter `id` must be an integer, not `x`")
+        // `form`, exploded (the default): one value per repetition.
+        let exploded: &[Param] = &[Param::query("id", Scalar::Integer).many()];
+        let repeated = query(&[("id", "1"), ("id", "2")]);
+        assert_eq!(repeated.params_as::<P>(exploded).unwrap().id, [1, 2]);
+        let joined = query(&[("id", "3,4")]);
+        let refused = joined.params_as::<P>(exploded).err().unwrap();
+        assert!(detail(refused).contains("query parameter `id` must be an integer, not `3,4`"));
+        // Not exploded: one value, split at the style's delimiter.
+        for (style, text) in [
+            (Style::Form, "3,4"),
+            (Style::PipeDelimited, "3|4"),
+            (Style::SpaceDelimited, "3 4"),
+        ] {
+            let table = [Param::query("id", Scalar::Integer)
+                .many()
+                .style(style)
+                .explode(false)];
+            assert_eq!(query(&[("id", text)]).params_as::<P>(&table).unwrap().id, [3, 4]);
+        }
+        let table = [Param::query("id", Scalar::Integer).many().explode(false)];
+        assert!(query(&[("id", "")]).params_as::<P>(&table).unwrap().id.is_empty());
+        let wrong = query(&[("id", "3,x")]).params_as::<P>(&table).err().unwrap();
+        assert!(detail(wrong).contains("query parameter `id` must be an integer, not `x`"));
+    }
+
+    #[test]
+    fn query_objects_deep_exploded_or_listed() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Range {
+            gt: Option<i64>,
+            lt: Option<i64>,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum Created {
+            At(i64),
+            Range(Range),
+        }
+        #[derive(Deserialize)]
+        struct P {
+            created: Option<Created>,
+        }
+        const RANGE: Properties = &[("gt", Scalar::Integer), ("lt", Scalar::Integer)];
+        let deep = [Param::query("created", Scalar::Integer)
+            .object(RANGE)
+            .or_scalar()
+            .style(Style::DeepObject)];
+        let sent = query(&[("created[gt]", "5"), ("created[lt]", "9")]);
+        let range = Created::Range(Range {
+            gt: Some(5),
+            lt: Some(9),
+        });
+        assert_eq!(sent.params_as::<P>(&deep).unwrap().created, Some(range));
+        let at = query(&[("created", "1650000000")]).params_as::<P>(&deep);
+        assert_eq!(at.unwrap().created, Some(Created::At(1650000000)));
+        assert_eq!(query(&[]).params_as::<P>(&deep).unwrap().created, None);
+        let wrong = query(&[("created[gt]", "soon")]).params_as::<P>(&deep);
+        assert!(detail(wrong.err().unwrap()).contains("`created` must be an integer, not `soon`"));
+        // `form` exploded: each property is a parameter of its own.
+        let exploded = [Param::query("created", Scalar::String).object(RANGE)];
+        let sent = query(&[("gt", "1"), ("other", "x")]);
+        let created = sent.params_as::<P>(&exploded).unwrap().created;
+        assert_eq!(created, Some(Created::Range(Range { gt: Some(1), lt: None })));
+        // Not exploded: names and values alternate.
+        let listed = [Param::query("created", Scalar::String)
+            .object(RANGE)
+            .explode(false)];
+        let sent = query(&[("created", "gt,1,lt,2")]);
+        let range = Created::Range(Range {
+            gt: Some(1),
+            lt: Some(2),
+        });
+        assert_eq!(sent.params_as::<P>(&listed).unwrap().created, Some(range));
+        let deep_array = [Param::query("expand", Scalar::String)
+            .many()
+            .style(Style::DeepObject)];
+        #[derive(Deserialize)]
+        struct E {
+            expand: Vec<String>,
+        }
+        let sent = query(&[("expand[]", "a"), ("expand[1]", "b"), ("expand", "c")]);
+        assert_eq!(sent.params_as::<E>(&deep_array).unwrap().expand, ["a", "b", "c"]);
+        let odd = query(&[("created", "gt,1,lt")]).params_as::<P>(&listed);
+        assert!(detail(odd.err().unwrap()).contains("must alternate property names and values"));
+    }
+
+    #[test]
+    fn path_styles_simple_label_and_matrix() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Point {
+            x: i64,
+            y: String,
+        }
+        #[derive(Deserialize)]
+        struct Ids {
+            id: Vec<i64>,
+        }
+        #[derive(Deserialize)]
+        struct At {
+            at: Point,
+        }
+        const POINT: Properties = &[("x", Scalar::Integer), ("y", Scalar::String)];
+        let segment = |name: &str, text: &str| {
+            let mut sent = request();
+            sent.path_params.insert(name.into(), text.into());
+            sent
+        };
+        let ids = |param: Param, text: &str| segment("id", text).params_as::<Ids>(&[param]);
+        let many = Param::path("id", Scalar::Integer).many();
+        assert_eq!(ids(many, "1,2").unwrap().id, [1, 2]);
+        let label = many.style(Style::Label);
+        assert_eq!(ids(label, ".1,2").unwrap().id, [1, 2]);
+        assert_eq!(ids(label.explode(true), ".1.2").unwrap().id, [1, 2]);
+        assert!(detail(ids(label, "1,2").err().unwrap()).contains("must start with `.`"));
+        let matrix = many.style(Style::Matrix);
+        assert_eq!(ids(matrix, ";id=1,2").unwrap().id, [1, 2]);
+        assert_eq!(ids(matrix.explode(true), ";id=1;id=2").unwrap().id, [1, 2]);
+        assert!(ids(matrix, ";other=1").is_err());
+        let point = |param: Param, text: &str| {
+            segment("at", text)
+                .params_as::<At>(&[param])
+                .map(|at| (at.at.x, at.at.y))
+        };
+        let object = Param::path("at", Scalar::String).object(POINT);
+        let expected = (5, "n".to_string());
+        assert_eq!(point(object, "x,5,y,n").unwrap(), expected);
+        assert_eq!(point(object.explode(true), "x=5,y=n").unwrap(), expected);
+        let label = object.style(Style::Label);
+        assert_eq!(point(label, ".x,5,y,n").unwrap(), expected);
+        assert_eq!(point(label.explode(true), ".x=5.y=n").unwrap(), expected);
+        let matrix = object.style(Style::Matrix);
+        assert_eq!(point(matrix, ";at=x,5,y,n").unwrap(), expected);
+        assert_eq!(point(matrix.explode(true), ";x=5;y=n").unwrap(), expected);
+        assert!(point(matrix.explode(true), ";x=five;y=n").is_err());
+        let scalar = Param::path("at", Scalar::Integer).style(Style::Matrix);
+        let mut sent = request();
+        sent.path_params.insert("at".into(), ";at=7".into());
+        #[derive(Deserialize)]
+        struct One {
+            at: i64,
+        }
+        assert_eq!(sent.params_as::<One>(&[scalar]).unwrap().at, 7);
+    }
+
+    #[test]
+    fn header_objects_are_simple() {
+        #[derive(Deserialize)]
+        struct Trace {
+            id: i64,
+            span: String,
+        }
+        #[derive(Deserialize)]
+        struct P {
+            #[serde(rename = "X-Trace")]
+            trace: Trace,
+        }
+        const TRACE: Properties = &[("id", Scalar::Integer), ("span", Scalar::String)];
+        let mut sent = request();
+        sent.headers.insert("x-trace", "id=7,span=abc".parse().unwrap());
+        let table = [Param::header("X-Trace", Scalar::String)
+            .object(TRACE)
+            .explode(true)];
+        let trace = sent.params_as::<P>(&table).unwrap().trace;
+        assert_eq!((trace.id, trace.span.as_str()), (7, "abc"));
+    }
+
+    #[test]
+    fn forms_read_brackets_and_refuse_naming_the_field() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Item {
+            price: String,
+            quantity: Option<u32>,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Checkout {
+            amount: i64,
+            items: Vec<Item>,
+            expand: Option<Vec<String>>,
+        }
+        let form = |body: &str, content_type: &str| {
+            let mut sent = Request {
+                body: body.to_string().into(),
+                ..Request::new(axum::http::Method::POST, "/checkout")
+            };
+            sent.headers
+                .insert("content-type", content_type.parse().unwrap());
+            sent
+        };
+        const FORM: &str = "application/x-www-form-urlencoded";
+        let sent = form(
+            "amount=5&items[1][price]=b&items[0][price]=a+1&items[0][quantity]=2&expand[]=x&expand[]=y",
+            FORM,
         );
+        let checkout: Checkout = sent.form_as().unwrap();
+        assert_eq!(
+            checkout,
+            Checkout {
+                amount: 5,
+                items: vec![
+                    Item {
+                        price: "a 1".into(),
+                        quantity: Some(2)
+                    },
+                    Item {
+                        price: "b".into(),
+                        quantity: None
+                    },
+                ],
+                expand: Some(vec!["x".into(), "y".into()]),
+            }
+        );
+        let missing = form("amount=5&items[0][quantity]=2", FORM).form_as::<Checkout>();
+        let missing = missing.err().unwrap();
+        assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+        assert!(detail(missing).contains("items[0]"));
+        let twice = form("amount=5&amount=6&items[0][price]=a", FORM).form_as::<Checkout>();
+        assert!(detail(twice.err().unwrap()).contains("amount"));
+        let json = form(r#"{"amount": 5}"#, "application/json").form_as::<Checkout>();
+        assert_eq!(json.err().unwrap().status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+
+    #[test]
+    fn a_form_is_fingerprinted_as_read_not_as_spelled() {
+        let tree = |body: &str| canonical_form(body.as_bytes()).unwrap();
+        let first = tree("amount=5&metadata[k]=v&items[0][price]=a&items[1][price]=b");
+        // Field order, index order, encoded brackets and `+` for a space.
+        assert_eq!(
+            first,
+            tree("items%5B1%5D%5Bprice%5D=b&metadata[k]=v&items[0][price]=a&amount=5")
+        );
+        assert_eq!(tree("note=a+b"), tree("note=a%20b"));
+        assert_ne!(first, tree("amount=6&metadata[k]=v&items[0][price]=a&items[1][price]=b"));
+        // A list's order is its meaning.
+        assert_ne!(tree("expand[]=a&expand[]=b"), tree("expand[]=b&expand[]=a"));
     }
 
     #[test]

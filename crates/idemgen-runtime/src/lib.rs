@@ -131,7 +131,7 @@ engine! {
         Call, DEFAULT_COMMIT_TIMEOUT, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER,
         within_lease,
     };
-    pub use input::{Param, Scalar};
+    pub use input::{Param, Properties, Scalar, Style};
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;
     pub use principal::Principal;

@@ -539,16 +539,8 @@ fn transfer_codings(headers: &HeaderMap) -> TransferCodings {
 /// `Content-Type` at all is read as JSON (RFC 9110 lets the recipient look
 /// at the data).
 fn not_plain_json(headers: &HeaderMap) -> Option<String> {
-    for coding in headers.get_all(header::CONTENT_ENCODING) {
-        let coding = String::from_utf8_lossy(coding.as_bytes());
-        // An empty list element is no coding (RFC 9110, section 5.6.1).
-        if coding.split(',').map(str::trim).any(|coding| {
-            !coding.is_empty() && !coding.eq_ignore_ascii_case("identity")
-        }) {
-            return Some(format!(
-                "the body is sent with `Content-Encoding: {coding}`, which is not decoded here"
-            ));
-        }
+    if let Some(why) = crate::input::content_coded(headers) {
+        return Some(why);
     }
     let mut types = headers.get_all(header::CONTENT_TYPE).iter();
     let content_type = match (types.next(), types.next()) {
@@ -582,6 +574,7 @@ fn not_plain_json(headers: &HeaderMap) -> Option<String> {
     }
     None
 }
+
 
 fn unsupported_media_type(why: &str) -> Reply {
     Reply::refusal(

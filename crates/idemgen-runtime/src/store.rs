@@ -601,11 +601,12 @@ impl RecordStore {
     /// How many records the table holds, and how many of them are in
     /// progress `margin_ms` past their lease (their first attempt died or
     /// hangs). Run by the purge task, and cheap on a table of tens of
-    /// millions of records: the records past their lease are found through
-    /// the in-progress index (migration `20261205000000_record_in_progress`),
-    /// and on MySQL and PostgreSQL a table the database estimates at
-    /// [`CENSUS_EXACT_BELOW`] records or more is given that estimate
-    /// rather than counted.
+    /// millions of records: on MySQL and SQLite the records past their
+    /// lease are found through the in-progress index (migration
+    /// `20261205000000_record_in_progress`); on MySQL and PostgreSQL a
+    /// table the database estimates at [`CENSUS_EXACT_BELOW`] records or
+    /// more is given that estimate rather than counted, and on PostgreSQL
+    /// such a table's records past their lease are not counted (-1).
     pub(crate) async fn census(&self, pool: &Pool, margin_ms: i64) -> Result<(i64, i64), sqlx::Error> {
         let t = &self.table;
         let exact = format!("(SELECT COUNT(*) FROM {t})");
@@ -623,14 +624,25 @@ impl RecordStore {
                  WHERE oid = to_regclass('{t}') AND reltuples >= {CENSUS_EXACT_BELOW}), {exact})"
             ),
         };
+        let now = db_now(Dialect::BUILT);
+        let counted = format!(
+            "(SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
+             AND lease_expires_at < {now} - {{1}})"
+        );
+        let past_lease = match Dialect::BUILT {
+            Dialect::Sqlite | Dialect::Mysql => counted,
+            // PostgreSQL's index holds every lease (a status predicate would
+            // cost each completing update its HOT): the records past their
+            // lease are found only by reading the table, so a large one is
+            // not counted (-1: no sample); `newly_stuck` still is.
+            Dialect::Postgres => format!(
+                "COALESCE((SELECT -1 FROM pg_class WHERE oid = to_regclass('{t}') \
+                 AND reltuples >= {CENSUS_EXACT_BELOW}), {counted})"
+            ),
+        };
         let sql = placeholders(
             Dialect::BUILT,
-            &format!(
-                "SELECT {records} AS records, \
-                 (SELECT COUNT(*) FROM {t} WHERE status = 'in_progress' \
-                 AND lease_expires_at < {now} - {{1}}) AS past_lease",
-                now = db_now(Dialect::BUILT),
-            ),
+            &format!("SELECT {records} AS records, {past_lease} AS past_lease"),
         );
         let row = sqlx::query(AssertSqlSafe(sql))
             .bind(margin_ms)
@@ -643,7 +655,8 @@ impl RecordStore {
     /// by the database's clock, at or after `since` (a bound this returned
     /// before; `None` counts none, and only sets the bound): records that
     /// got stuck since the last look. Also the new bound. Found through the
-    /// in-progress index, and run before the purge, so that a record is
+    /// index of migration `20261205000000_record_in_progress` (a range of
+    /// leases one purge interval long), and run before the purge, so that a record is
     /// counted however soon its window ends and the purge deletes it.
     pub(crate) async fn newly_stuck(
         &self,

@@ -179,10 +179,8 @@ pub struct Order {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub txn_id: Option<String>,
     /// When the order was paid, once paid.
-    ///
-    /// Format: `date-time`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub paid_at: Option<String>,
+    pub paid_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Order {
@@ -253,9 +251,7 @@ pub struct PaymentResult {
     /// The order's payment state after this callback.
     pub status: PaymentResultStatus,
     /// When the payment was recorded (first attempt, not the replay).
-    ///
-    /// Format: `date-time`.
-    pub paid_at: String,
+    pub paid_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The order's payment state after this callback.

@@ -18,6 +18,8 @@ pub struct Client {
     pub package: String,
     pub lib: String,
     pub standalone: bool,
+    /// Whether the models hold `date-time` or `date` values (chrono types).
+    pub uses_time: bool,
     pub operations: Vec<Operation>,
     /// Whether any operation has a contract (and so retries).
     pub any_idempotent: bool,
@@ -25,6 +27,8 @@ pub struct Client {
     pub any_json_response: bool,
     /// Whether any response declares headers (the decoder's `header` is used).
     pub any_response_header: bool,
+    /// Whether any request body is a form (the client needs `serde_qs`).
+    pub any_form_body: bool,
     /// The first idempotent operation, for the README's example.
     pub example: Option<Operation>,
 }
@@ -78,6 +82,8 @@ pub struct Body {
     pub type_name: String,
     pub required: bool,
     pub is_json: bool,
+    /// A form read into its type: sent as `serde_qs` writes it.
+    pub is_form: bool,
     pub media_type: String,
 }
 
@@ -368,6 +374,7 @@ pub fn typed(
         type_name: body.type_name.clone(),
         required: body.required,
         is_json: body.is_json,
+        is_form: body.is_form,
         media_type: body.media_type.clone(),
     });
     let variants: Vec<Variant> = types

@@ -105,6 +105,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         package: options.package.clone(),
         lib: options.package.replace('-', "_"),
         standalone: options.standalone,
+        uses_time: types.uses_time(),
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_json_response: operations.iter().any(|op| {
             op.response
@@ -113,6 +114,9 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
                 .any(|variant| variant.has_body && variant.is_json)
         }),
         any_response_header: operations.iter().any(|op| op.response.any_header),
+        any_form_body: operations
+            .iter()
+            .any(|op| op.body.as_ref().is_some_and(|body| body.is_form)),
         example: operations.iter().find(|op| op.contract.is_some()).cloned(),
         operations,
     };

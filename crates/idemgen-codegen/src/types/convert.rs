@@ -67,7 +67,7 @@ pub struct Converter<'w> {
     fallbacks: Vec<Fallback>,
     /// The reason of the last fallback, for the doc of the field that holds it.
     last_fallback: Option<String>,
-    /// The JSON pointer of each untagged union's schema, by type name.
+    /// The JSON pointer of each union's schema, by type name.
     unions: HashMap<String, String>,
 }
 
@@ -256,7 +256,11 @@ impl<'w> Converter<'w> {
     fn typed(&mut self, schema: &'w Node, type_name: &str, hint: &Hint) -> Ty {
         let format = schema.get("format").and_then(Node::as_str).unwrap_or("");
         match type_name {
-            "string" => Ty::String,
+            "string" => match format {
+                "date-time" => Ty::DateTime,
+                "date" => Ty::Date,
+                _ => Ty::String,
+            },
             "boolean" => Ty::Bool,
             "integer" => Ty::Integer(match format {
                 "int8" => "i8",
@@ -359,6 +363,16 @@ impl<'w> Converter<'w> {
                 }
                 docs.push(reason);
             }
+            let default = self.default_of(&entry.value);
+            if let Some(value) = &default {
+                if !docs.is_empty() {
+                    docs.push(String::new());
+                }
+                docs.push(format!(
+                    "Default: `{}`.",
+                    comment_lines(&value.to_string()).join(" ")
+                ));
+            }
             fields.push(Field {
                 name: field_names.assign(&entry.key),
                 wire: entry.key.to_string(),
@@ -367,6 +381,7 @@ impl<'w> Converter<'w> {
                 // write-only one in requests only: one type serves both.
                 required: required.contains(&*entry.key) && !self.one_direction(&entry.value),
                 docs,
+                default,
             });
         }
         let mut shape = Struct {
@@ -405,6 +420,26 @@ impl<'w> Converter<'w> {
                 .any(|keyword| node.get(keyword).and_then(Node::as_bool) == Some(true))
         };
         flagged(property) || self.workspace.deref(property).is_some_and(flagged)
+    }
+
+    /// A property's `default`: its own, else (through an `allOf` beside a
+    /// description, or a `$ref`) its schema's. `null` is no default: an
+    /// absent value reads as absent anyway.
+    fn default_of(&self, property: &Node) -> Option<serde_json::Value> {
+        let own = property.get("default").or_else(|| {
+            property
+                .get("allOf")
+                .and_then(Node::as_seq)
+                .and_then(|parts| parts.iter().find_map(|part| part.get("default")))
+        });
+        let value = own
+            .or_else(|| {
+                self.workspace
+                    .deref(property)
+                    .and_then(|target| target.get("default"))
+            })?
+            .to_json();
+        (!value.is_null()).then_some(value)
     }
 
     /// The doc of a property: its own description, else its target's.
@@ -593,6 +628,9 @@ impl<'w> Converter<'w> {
             Ok(name) => name,
             Err(existing) => return existing,
         };
+        // Where the union is, for the warning if it cannot be generated.
+        self.unions
+            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         if let Some(tagged) = self.discriminated(schema, &present, &name) {
             self.insert(TypeDef {
                 name: name.clone(),
@@ -601,8 +639,6 @@ impl<'w> Converter<'w> {
             });
             return Ty::Named(name);
         }
-        self.unions
-            .insert(name.clone(), self.workspace.pointer_at(schema.span));
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<Alternative> = Vec::new();
         for (index, alternative) in present.into_iter().enumerate() {
@@ -745,11 +781,13 @@ impl<'w> Converter<'w> {
 }
 
 /// The `format` of an inline string schema, which its Rust `String` does
-/// not show (`date-time`, `uri`, …).
+/// not show (`uri`, `uuid`, …; `date-time` and `date` have types of their own).
 fn string_format(schema: &Node) -> Option<String> {
     let is_string = declared_types(schema) == ["string"];
     let format = schema.get("format").and_then(Node::as_str)?;
-    let shown = is_string && !format.is_empty() && schema.get("$ref").is_none();
+    // `date-time` and `date` are chrono types, which say it themselves.
+    let typed = matches!(format, "date-time" | "date");
+    let shown = is_string && !typed && !format.is_empty() && schema.get("$ref").is_none();
     shown.then(|| comment_lines(format).join(" "))
 }
 
@@ -769,6 +807,8 @@ fn variant_word(ty: &Ty) -> String {
     match ty {
         Ty::Named(name) => name.clone(),
         Ty::String => "String".into(),
+        Ty::DateTime => "Date time".into(),
+        Ty::Date => "Date".into(),
         Ty::Bool => "Boolean".into(),
         Ty::Integer(_) => "Integer".into(),
         Ty::Number(_) => "Number".into(),

@@ -68,7 +68,7 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
     }
     for def in defs.values() {
         out.push('\n');
-        definition(&mut out, def);
+        definition(&mut out, def, defs);
     }
     if defs.values().any(sets_headers) {
         out.push_str(HEADER_TEXT);
@@ -78,23 +78,33 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
 }
 
 fn uses_map(def: &TypeDef) -> bool {
+    matches!(&def.kind, Kind::Struct(shape) if shape.additional.is_some())
+        || holds(def, Ty::uses_map)
+}
+
+/// Whether the models use chrono (`date-time` and `date`): the generated
+/// project then depends on it.
+pub fn uses_time(defs: &BTreeMap<String, TypeDef>) -> bool {
+    defs.values().any(|def| holds(def, Ty::uses_time))
+}
+
+/// Whether any type a definition holds satisfies `test`.
+fn holds(def: &TypeDef, test: fn(&Ty) -> bool) -> bool {
     match &def.kind {
         Kind::Struct(shape) => {
-            shape.fields.iter().any(|field| field.ty.uses_map())
-                || shape.additional.as_ref().is_some_and(Ty::uses_map)
-                || shape.additional.is_some()
+            shape.fields.iter().any(|field| test(&field.ty))
+                || shape.additional.as_ref().is_some_and(test)
         }
-        Kind::Untagged(alternatives) => alternatives.iter().any(|a| a.ty.uses_map()),
+        Kind::Untagged(alternatives) => alternatives.iter().any(|a| test(&a.ty)),
         Kind::Tagged(tagged) => tagged.variants.iter().any(|variant| match &variant.fields {
-            Some(fields) => fields.iter().any(|field| field.ty.uses_map()),
-            None => variant.ty.uses_map(),
+            Some(fields) => fields.iter().any(|field| test(&field.ty)),
+            None => test(&variant.ty),
         }),
-        Kind::Alias(ty) | Kind::Newtype(ty) => ty.uses_map(),
+        Kind::Alias(ty) | Kind::Newtype(ty) => test(ty),
         Kind::Response(cases) => cases.iter().any(|case| {
-            case.body.as_ref().is_some_and(Ty::uses_map)
-                || case.headers.iter().any(|header| header.ty.uses_map())
+            case.body.as_ref().is_some_and(test) || case.headers.iter().any(|h| test(&h.ty))
         }),
-        Kind::Media(cases) => cases.iter().any(|case| case.body.uses_map()),
+        Kind::Media(cases) => cases.iter().any(|case| test(&case.body)),
         Kind::StringEnum(_) => false,
     }
 }
@@ -106,12 +116,12 @@ fn sets_headers(def: &TypeDef) -> bool {
 
 const DERIVES: &str = "#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n";
 
-fn definition(out: &mut String, def: &TypeDef) {
+fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>) {
     let docs = rustdoc_safe(&def.docs);
     doc(out, "///", &docs);
     let name = &def.name;
     match &def.kind {
-        Kind::Struct(shape) => structure(out, name, shape),
+        Kind::Struct(shape) => structure(out, name, shape, defs),
         Kind::StringEnum(values) => {
             out.push_str(
                 "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\n",
@@ -196,17 +206,95 @@ fn string_enum_text(out: &mut String, name: &str, values: &[EnumValue]) {
     );
 }
 
-/// A struct whose fields may all be absent derives `Default`.
+/// A struct whose fields may all be absent has a `Default`.
 fn all_optional(shape: &Struct) -> bool {
     shape.fields.iter().all(|field| !field.required)
+}
+
+/// The Rust expression of a field's schema `default`, for a field that
+/// may be absent, when the value can be written as its type: a string,
+/// number or boolean, a string enum's value, an empty array or map.
+/// Other defaults stay in the doc only, and the field an `Option`.
+fn default_expr(field: &Field, defs: &BTreeMap<String, TypeDef>) -> Option<String> {
+    if field.required {
+        return None;
+    }
+    rust_value(&field.ty, field.default.as_ref()?, defs, 0)
+}
+
+fn rust_value(
+    ty: &Ty,
+    value: &serde_json::Value,
+    defs: &BTreeMap<String, TypeDef>,
+    depth: usize,
+) -> Option<String> {
+    use serde_json::Value as Json;
+    match (ty, value) {
+        (Ty::String, Json::String(text)) => Some(format!("{}.to_string()", rust_string(text))),
+        (Ty::Bool, Json::Bool(flag)) => Some(flag.to_string()),
+        (Ty::Integer(rust), Json::Number(number)) => {
+            let whole = number
+                .as_i64()
+                .map(i128::from)
+                .or_else(|| number.as_u64().map(i128::from))?;
+            let (low, high) = match *rust {
+                "i8" => (i8::MIN.into(), i8::MAX.into()),
+                "i16" => (i16::MIN.into(), i16::MAX.into()),
+                "i32" => (i32::MIN.into(), i32::MAX.into()),
+                "u8" => (0, u8::MAX.into()),
+                "u16" => (0, u16::MAX.into()),
+                "u32" => (0, u32::MAX.into()),
+                "u64" => (0, u64::MAX.into()),
+                _ => (i64::MIN.into(), i64::MAX.into()),
+            };
+            (low..=high).contains(&whole).then(|| whole.to_string())
+        }
+        (Ty::Number(rust), Json::Number(number)) => {
+            let float = number.as_f64()?;
+            Some(if *rust == "f32" {
+                format!("{:?}", float as f32)
+            } else {
+                format!("{float:?}")
+            })
+        }
+        (Ty::Vec(_), Json::Array(items)) if items.is_empty() => Some("Vec::new()".into()),
+        (Ty::Map(_), Json::Object(members)) if members.is_empty() => Some("BTreeMap::new()".into()),
+        (Ty::Option(inner), _) => {
+            rust_value(inner, value, defs, depth).map(|inner| format!("Some({inner})"))
+        }
+        (Ty::Named(name), Json::String(wire)) if depth < 8 => match &defs.get(name)?.kind {
+            Kind::StringEnum(values) => values
+                .iter()
+                .find(|v| v.wire == *wire)
+                .map(|v| format!("{name}::{}", v.variant)),
+            Kind::Alias(ty) => rust_value(ty, value, defs, depth + 1),
+            _ => None,
+        },
+        (Ty::Named(name), _) if depth < 8 => match &defs.get(name)?.kind {
+            Kind::Alias(ty) => rust_value(ty, value, defs, depth + 1),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The function that gives a field its default (`Self::default_currency`).
+fn default_fn(field: &Field) -> String {
+    format!("default_{}", unraw(&field.name))
 }
 
 /// The most required fields a constructor takes: past clippy's
 /// `too_many_arguments`, a struct literal reads better than a call.
 const MAX_CONSTRUCTOR_ARGUMENTS: usize = 7;
 
-fn structure(out: &mut String, name: &str, shape: &Struct) {
-    if all_optional(shape) {
+fn structure(out: &mut String, name: &str, shape: &Struct, defs: &BTreeMap<String, TypeDef>) {
+    let defaults: Vec<Option<String>> = shape
+        .fields
+        .iter()
+        .map(|field| default_expr(field, defs))
+        .collect();
+    let has_defaults = defaults.iter().any(Option::is_some);
+    if all_optional(shape) && !has_defaults {
         out.push_str("#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]\n");
     } else {
         out.push_str(DERIVES);
@@ -229,8 +317,17 @@ fn structure(out: &mut String, name: &str, shape: &Struct) {
         let _ = writeln!(out, "#[serde({})]", attributes.join(", "));
     }
     let _ = writeln!(out, "pub struct {name} {{");
-    for field in &shape.fields {
-        struct_field(out, field, rule.map(|(_, apply)| apply), "pub ");
+    for (field, default) in shape.fields.iter().zip(&defaults) {
+        let default = default
+            .as_ref()
+            .map(|_| format!("{name}::{}", default_fn(field)));
+        struct_field(
+            out,
+            field,
+            rule.map(|(_, apply)| apply),
+            "pub ",
+            default.as_deref(),
+        );
     }
     if let Some(value) = &shape.additional {
         let field = additional_field(shape);
@@ -239,7 +336,66 @@ fn structure(out: &mut String, name: &str, shape: &Struct) {
         let _ = writeln!(out, "pub {field}: BTreeMap<String, {}>,", value.rust());
     }
     out.push_str("}\n");
-    constructor(out, name, shape);
+    if has_defaults {
+        default_functions(out, name, shape, &defaults);
+    }
+    constructor(out, name, shape, &defaults);
+}
+
+/// The functions serde calls for an absent field with a schema default,
+/// and the `Default` that uses them when every field may be absent.
+fn default_functions(out: &mut String, name: &str, shape: &Struct, defaults: &[Option<String>]) {
+    let _ = writeln!(out, "impl {name} {{");
+    for (field, default) in shape.fields.iter().zip(defaults) {
+        if let Some(expr) = default {
+            doc(
+                out,
+                "///",
+                &[format!(
+                    "`{}` when absent: the schema's default.",
+                    field.wire
+                )],
+            );
+            let _ = writeln!(
+                out,
+                "fn {}() -> {} {{ {expr} }}",
+                default_fn(field),
+                field.ty.rust()
+            );
+        }
+    }
+    out.push_str("}\n");
+    if !all_optional(shape) {
+        return;
+    }
+    let _ = writeln!(out, "impl Default for {name} {{");
+    doc(
+        out,
+        "///",
+        &["Every field absent: the schema's default where it has one.".into()],
+    );
+    let _ = writeln!(out, "fn default() -> Self {{\n{name} {{");
+    absent_fields(out, shape, defaults);
+    out.push_str("}\n}\n}\n");
+}
+
+/// The initialisers of a struct's fields: the required ones by their
+/// argument's name, the others absent (or their schema's default).
+fn absent_fields(out: &mut String, shape: &Struct, defaults: &[Option<String>]) {
+    for (field, default) in shape.fields.iter().zip(defaults) {
+        if field.required {
+            let _ = writeln!(out, "{},", field.name);
+        } else if default.is_some() {
+            let _ = writeln!(out, "{}: Self::{}(),", field.name, default_fn(field));
+        } else if field.declared() == Ty::Json {
+            let _ = writeln!(out, "{}: serde_json::Value::Null,", field.name);
+        } else {
+            let _ = writeln!(out, "{}: None,", field.name);
+        }
+    }
+    if shape.additional.is_some() {
+        let _ = writeln!(out, "{}: BTreeMap::new(),", additional_field(shape));
+    }
 }
 
 /// The field that holds the members a struct does not list.
@@ -255,7 +411,7 @@ fn additional_field(shape: &Struct) -> String {
 /// `new(required fields…)` for a struct with both required fields and
 /// fields that may be absent, which start absent (and no members beyond
 /// those listed).
-fn constructor(out: &mut String, name: &str, shape: &Struct) {
+fn constructor(out: &mut String, name: &str, shape: &Struct, defaults: &[Option<String>]) {
     let required: Vec<&Field> = shape.fields.iter().filter(|field| field.required).collect();
     let optional = shape.fields.len() - required.len() + usize::from(shape.additional.is_some());
     if required.is_empty() || optional == 0 || required.len() > MAX_CONSTRUCTOR_ARGUMENTS {
@@ -265,9 +421,13 @@ fn constructor(out: &mut String, name: &str, shape: &Struct) {
     doc(
         out,
         "///",
-        &[format!(
-            "A `{name}` of its required fields; the others are absent."
-        )],
+        &[if defaults.iter().any(Option::is_some) {
+            format!(
+                "A `{name}` of its required fields; the others are absent or their schema's default."
+            )
+        } else {
+            format!("A `{name}` of its required fields; the others are absent.")
+        }],
     );
     let arguments: Vec<String> = required
         .iter()
@@ -275,18 +435,7 @@ fn constructor(out: &mut String, name: &str, shape: &Struct) {
         .collect();
     let _ = writeln!(out, "pub fn new({}) -> Self {{", arguments.join(", "));
     let _ = writeln!(out, "{name} {{");
-    for field in &shape.fields {
-        if field.required {
-            let _ = writeln!(out, "{},", field.name);
-        } else if field.declared() == Ty::Json {
-            let _ = writeln!(out, "{}: serde_json::Value::Null,", field.name);
-        } else {
-            let _ = writeln!(out, "{}: None,", field.name);
-        }
-    }
-    if shape.additional.is_some() {
-        let _ = writeln!(out, "{}: BTreeMap::new(),", additional_field(shape));
-    }
+    absent_fields(out, shape, defaults);
     out.push_str("}\n}\n}\n");
 }
 
@@ -340,7 +489,7 @@ fn tagged_union(out: &mut String, name: &str, tagged: &Tagged) {
                 }
                 let _ = writeln!(out, "{} {{", variant.variant);
                 for field in fields {
-                    struct_field(out, field, None, "");
+                    struct_field(out, field, None, "", None);
                 }
                 out.push_str("},\n");
             }
@@ -355,6 +504,7 @@ fn struct_field(
     field: &Field,
     rule: Option<fn(&str) -> String>,
     visibility: &str,
+    default: Option<&str>,
 ) {
     doc(out, "///", &rustdoc_safe(&field.docs));
     let mut attributes = Vec::new();
@@ -364,13 +514,18 @@ fn struct_field(
     if expected != field.wire {
         attributes.push(format!("rename = {}", rust_string(&field.wire)));
     }
-    let declared = field.declared();
+    let declared = match default {
+        Some(_) => field.ty.clone(),
+        None => field.declared(),
+    };
     if field.required && matches!(declared, Ty::Option(_)) {
         // Required but nullable: `null` is a value, absence an error (serde
         // would read a missing `Option` as `None`).
         attributes.push("deserialize_with = \"Option::deserialize\"".into());
     }
-    if !field.required {
+    if let Some(function) = default {
+        attributes.push(format!("default = {}", rust_string(function)));
+    } else if !field.required {
         match declared {
             Ty::Json => attributes
                 .push("default, skip_serializing_if = \"serde_json::Value::is_null\"".into()),
@@ -597,7 +752,12 @@ fn response_headers(out: &mut String, cases: &[ResponseCase]) {
         .iter()
         .filter(|case| !case.headers.is_empty())
         .collect();
-    let others = with_headers.len() < cases.len();
+    // A variant whose one header is an `Option` matches only when it is
+    // set (`Self::Ok { key: Some(value), .. }`): clippy's
+    // `collapsible_match` asks for that rather than an `if let` inside.
+    let refutable = |case: &ResponseCase| matches!(case.headers.as_slice(), [header] if matches!(header.declared(), Ty::Option(_)));
+    let others =
+        with_headers.len() < cases.len() || with_headers.iter().any(|case| refutable(case));
     // One variant among others reads as an `if let` (clippy's
     // `single_match` asks for it in the generated project).
     let single = with_headers.len() == 1 && others;
@@ -605,6 +765,23 @@ fn response_headers(out: &mut String, cases: &[ResponseCase]) {
         out.push_str("match self {\n");
     }
     for case in with_headers {
+        if refutable(case) {
+            let header = &case.headers[0];
+            let pattern = format!(
+                "Self::{} {{ {}: Some(value), .. }}",
+                case.variant, header.name
+            );
+            let push = format!(
+                "headers.push(({}, header_text(value)?));",
+                rust_string(&header.wire)
+            );
+            let _ = if single {
+                writeln!(out, "if let {pattern} = self {{ {push} }}")
+            } else {
+                writeln!(out, "{pattern} => {{ {push} }}")
+            };
+            continue;
+        }
         let bound: Vec<&str> = case.headers.iter().map(|h| h.name.as_str()).collect();
         let pattern = format!("Self::{} {{ {}, .. }}", case.variant, bound.join(", "));
         let _ = if single {

@@ -24,7 +24,8 @@
 //!
 //! Every name in [`OperationTypes`] is a single identifier defined in the
 //! models module, so the caller writes `models::PayCallback`. The module
-//! needs only `serde` (with `derive`) and `serde_json`, and is a whole file
+//! needs only `serde` (with `derive`) and `serde_json` (and `chrono` when
+//! [`SpecTypes::uses_time`]), and is a whole file
 //! (it starts with inner attributes): declare it with `mod models;`.
 //!
 //! A response enum has inherent methods `status() -> u16`,
@@ -72,6 +73,7 @@ mod merge;
 mod model;
 mod naming;
 mod operation;
+mod reads;
 mod sample;
 mod status;
 mod union;
@@ -100,9 +102,16 @@ pub struct SpecTypes {
     fallbacks: Vec<Fallback>,
     ambiguous: Vec<Fallback>,
     samples: Vec<UnionSample>,
+    uses_time: bool,
 }
 
 impl SpecTypes {
+    /// Whether the models hold a `date-time` or `date` (chrono types):
+    /// the project's `Cargo.toml` then names chrono.
+    pub fn uses_time(&self) -> bool {
+        self.uses_time
+    }
+
     /// Formatted Rust source of the `models` module.
     pub fn models(&self) -> &str {
         &self.models
@@ -152,12 +161,16 @@ pub struct OperationTypes {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestBody {
-    /// The body's type (`Vec<u8>` aliased under this name when not JSON).
+    /// The body's type (`Vec<u8>` aliased under this name when neither JSON
+    /// nor a form with a schema).
     pub type_name: String,
     /// The media type the body is declared with (the JSON one if several).
     pub media_type: String,
     /// Deserialise with serde_json; otherwise the raw bytes.
     pub is_json: bool,
+    /// An `application/x-www-form-urlencoded` body with a schema, read
+    /// into its type from the form (`Request::form_as`).
+    pub is_form: bool,
     /// `requestBody.required`: when false the handler gets an `Option`.
     pub required: bool,
 }
@@ -182,15 +195,25 @@ pub struct ParamField {
     /// What JSON value the wire text stands for, so that a caller can turn
     /// `?limit=10` into `{"limit": 10}` before deserialising the struct.
     pub kind: ParamKind,
+    /// OpenAPI's `style`, when the parameter declares one.
+    pub style: Option<String>,
+    /// OpenAPI's `explode`, when the parameter declares it.
+    pub explode: Option<bool>,
 }
 
 /// The JSON shape of a parameter's value (string enums are strings).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParamKind {
     Scalar(Scalar),
-    /// Repeated or comma-separated values of one scalar type.
+    /// Several values of one scalar type, written as the style says.
     Array(Scalar),
-    /// An object or any JSON value: pass the text as a JSON string.
+    /// An object: its declared properties' scalars (others are strings);
+    /// `or_scalar`: a `oneOf` that may instead be one scalar value.
+    Object {
+        properties: Vec<(String, Scalar)>,
+        or_scalar: Option<Scalar>,
+    },
+    /// Any other JSON value: its text, as a string.
     Other,
 }
 
@@ -341,12 +364,14 @@ pub fn spec_types_with(
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
     let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
+    let uses_time = emit::uses_time(&defs);
     Ok(SpecTypes {
         models,
         operations: by_pointer,
         fallbacks,
         ambiguous,
         samples,
+        uses_time,
     })
 }
 

@@ -18,6 +18,11 @@ pub enum Ty {
     Option(Box<Ty>),
     /// A named type that contains itself by value (a recursive schema).
     Boxed(Box<Ty>),
+    /// `format: date-time`: `chrono::DateTime<chrono::Utc>`, read and
+    /// written as RFC 3339.
+    DateTime,
+    /// `format: date`: `chrono::NaiveDate` (`2024-06-15`).
+    Date,
     /// Bytes of a body that is not JSON.
     Bytes,
     /// Any JSON value: `serde_json::Value`.
@@ -36,6 +41,17 @@ impl Ty {
         match self {
             Ty::Map(_) => true,
             Ty::Vec(inner) | Ty::Option(inner) | Ty::Boxed(inner) => inner.uses_map(),
+            _ => false,
+        }
+    }
+
+    /// Whether the type is or holds a chrono type.
+    pub fn uses_time(&self) -> bool {
+        match self {
+            Ty::DateTime | Ty::Date => true,
+            Ty::Vec(inner) | Ty::Map(inner) | Ty::Option(inner) | Ty::Boxed(inner) => {
+                inner.uses_time()
+            }
             _ => false,
         }
     }
@@ -71,6 +87,8 @@ impl Ty {
             Ty::Map(inner) => format!("BTreeMap<String, {}>", inner.rust()),
             Ty::Option(inner) => format!("Option<{}>", inner.rust()),
             Ty::Boxed(inner) => format!("Box<{}>", inner.rust()),
+            Ty::DateTime => "chrono::DateTime<chrono::Utc>".into(),
+            Ty::Date => "chrono::NaiveDate".into(),
             Ty::Bytes => "Vec<u8>".into(),
             Ty::Json => "serde_json::Value".into(),
         }
@@ -138,6 +156,10 @@ pub struct Field {
     pub ty: Ty,
     pub required: bool,
     pub docs: Vec<String>,
+    /// The schema's `default`, for a property that may be absent: the
+    /// value it reads as when absent (when [`super::emit`] can write it
+    /// as Rust; otherwise only its doc says it).
+    pub default: Option<serde_json::Value>,
 }
 
 impl Field {

@@ -147,7 +147,12 @@ fn request_body<'w>(
     let body = workspace.deref(operation.node.get("requestBody")?)?;
     let (media_type, media) = pick_media(body.get("content")?)?;
     let is_json = is_json(&media_type);
-    let ty = match (is_json, media.get("schema")) {
+    // A form with a schema is read into its type like JSON; multipart and
+    // the other media types stay bytes.
+    let is_form = !is_json
+        && media_essence(&media_type) == "application/x-www-form-urlencoded"
+        && media.get("schema").is_some();
+    let ty = match (is_json || is_form, media.get("schema")) {
         (true, Some(schema)) => converter.ty(schema, &Hint::Exact(names.request.clone())),
         (true, None) => Ty::Json,
         (false, _) => Ty::Bytes,
@@ -177,6 +182,7 @@ fn request_body<'w>(
         type_name,
         media_type,
         is_json,
+        is_form,
         required: body.get("required").and_then(Node::as_bool) == Some(true),
     })
 }
@@ -270,6 +276,7 @@ fn params<'w>(
             ty,
             required,
             docs,
+            default: None,
         };
         params.push(ParamField {
             field: field.name.clone(),
@@ -280,6 +287,11 @@ fn params<'w>(
             // Known once every referenced schema is defined: see
             // `fill_param_kinds`.
             kind: ParamKind::Other,
+            style: parameter
+                .get("style")
+                .and_then(Node::as_str)
+                .map(str::to_string),
+            explode: parameter.get("explode").and_then(Node::as_bool),
         });
         fields.push(field);
     }
@@ -521,6 +533,7 @@ fn response_headers<'w>(
             ty,
             required: header.get("required").and_then(Node::as_bool) == Some(true),
             docs,
+            default: None,
         });
     }
     fields
@@ -656,9 +669,58 @@ pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, Type
             Some(one) => ParamKind::Scalar(one),
             None => match strip_option(&field.ty) {
                 Ty::Vec(item) => scalar(item, defs, 0).map_or(ParamKind::Other, ParamKind::Array),
-                _ => ParamKind::Other,
+                other => object_kind(other, defs, 0).unwrap_or(ParamKind::Other),
             },
         };
+    }
+}
+
+/// An object parameter: a struct of scalars, a map, or a union of one
+/// such object and one scalar (Stripe's `created`: a time or a range).
+fn object_kind(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<ParamKind> {
+    if depth > 16 {
+        return None;
+    }
+    match strip_option(ty) {
+        Ty::Map(value) if scalar(value, defs, 0) == Some(Scalar::String) => {
+            Some(ParamKind::Object {
+                properties: Vec::new(),
+                or_scalar: None,
+            })
+        }
+        Ty::Named(name) => match &defs.get(name)?.kind {
+            Kind::Struct(shape) => Some(ParamKind::Object {
+                properties: shape
+                    .fields
+                    .iter()
+                    .map(|field| {
+                        let one = scalar(&field.ty, defs, 0).unwrap_or(Scalar::String);
+                        (field.wire.clone(), one)
+                    })
+                    .collect(),
+                or_scalar: None,
+            }),
+            Kind::Alias(inner) | Kind::Newtype(inner) => object_kind(inner, defs, depth + 1),
+            Kind::Untagged(alternatives) if alternatives.len() == 2 => {
+                let scalars: Vec<Scalar> = alternatives
+                    .iter()
+                    .filter_map(|alternative| scalar(&alternative.ty, defs, 0))
+                    .collect();
+                let objects: Vec<ParamKind> = alternatives
+                    .iter()
+                    .filter_map(|alternative| object_kind(&alternative.ty, defs, depth + 1))
+                    .collect();
+                match (scalars.as_slice(), objects.as_slice()) {
+                    ([one], [ParamKind::Object { properties, .. }]) => Some(ParamKind::Object {
+                        properties: properties.clone(),
+                        or_scalar: Some(*one),
+                    }),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -672,7 +734,8 @@ fn strip_option(ty: &Ty) -> &Ty {
 /// The scalar a type is, looking through options and aliases.
 fn scalar(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
     match strip_option(ty) {
-        Ty::String => Some(Scalar::String),
+        // A date's text is parsed by its serde type, as a string's is taken.
+        Ty::String | Ty::DateTime | Ty::Date => Some(Scalar::String),
         Ty::Bool => Some(Scalar::Boolean),
         Ty::Integer(_) => Some(Scalar::Integer),
         Ty::Number(_) => Some(Scalar::Number),

@@ -22,6 +22,9 @@ pub struct UnionSample {
     pub pattern: String,
     /// The value, as the variant's schema requires it.
     pub value: Value,
+    /// The variant serde's derived code reads `value` as, worked out from
+    /// the type model ([`super::reads`]); `None` when none takes it.
+    pub reads_as: Option<String>,
 }
 
 /// A sample of every variant of every tagged and untagged union.
@@ -36,6 +39,7 @@ pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
                         variant: variant.variant.clone(),
                         pattern: format!("{}::{}(_)", def.name, variant.variant),
                         value: sample(defs, &variant.ty, 0),
+                        reads_as: None,
                     });
                 }
             }
@@ -61,11 +65,15 @@ pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
                         variant: variant.variant.clone(),
                         pattern,
                         value: Value::Object(value),
+                        reads_as: None,
                     });
                 }
             }
             _ => {}
         }
+    }
+    for each in &mut samples {
+        each.reads_as = super::reads::variant_of(defs, &each.union, &each.value);
     }
     samples
 }
@@ -103,6 +111,8 @@ fn sample(defs: &BTreeMap<String, TypeDef>, ty: &Ty, depth: usize) -> Value {
             _ => Value::Null,
         },
         Ty::String => json!("text"),
+        Ty::DateTime => json!("2024-06-15T12:00:00Z"),
+        Ty::Date => json!("2024-06-15"),
         Ty::Bool => json!(true),
         Ty::Integer(_) => json!(1),
         Ty::Number(_) => json!(0.5),

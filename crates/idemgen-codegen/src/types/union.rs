@@ -121,6 +121,15 @@ fn tag_fields(defs: &BTreeMap<String, TypeDef>, tagged: &Tagged) -> Result<Tagge
                     );
                 }
             }
+            // serde takes the tag out before the variant reads the rest: a
+            // union named by the same property would never find it.
+            Shape::Tagged(inner) if inner.tag == tagged.tag => {
+                return Err(format!(
+                    "the discriminator's variant `{}` is itself a union named by `{}`, which \
+                     serde takes out before the variant reads the rest",
+                    variant.variant, tagged.tag
+                ));
+            }
             Shape::Map(_) | Shape::Any | Shape::Tagged(_) => {}
             _ => {
                 return Err(format!(
@@ -163,7 +172,8 @@ fn shape<'d>(defs: &'d BTreeMap<String, TypeDef>, ty: &'d Ty, depth: usize) -> S
             Some(Kind::Alias(inner) | Kind::Newtype(inner)) => shape(defs, inner, depth + 1),
             _ => Shape::Any,
         },
-        Ty::String => Shape::String,
+        // On the wire a date is a string: it might take another string's value.
+        Ty::String | Ty::DateTime | Ty::Date => Shape::String,
         Ty::Bool => Shape::Bool,
         Ty::Integer(_) => Shape::Integer,
         Ty::Number(_) => Shape::Number,

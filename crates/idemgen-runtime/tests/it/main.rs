@@ -19,6 +19,7 @@ mod exact_numbers;
 mod failover;
 mod galera_lost_races;
 mod hand_written;
+mod heap_only_completion;
 mod ietf_draft;
 mod keys;
 mod lost_races;

@@ -1,7 +1,8 @@
 //! What a replay costs the database, counted by the database itself: a
 //! completed record inside its window is answered from one read, with no
 //! INSERT, no write, no statement rolled back and no write transaction;
-//! so is the same key sent with another body (the conflict).
+//! so is the same key sent with another body (the conflict), and on
+//! MariaDB a duplicate of a key still in progress (the in-progress answer).
 //!
 //! MariaDB counts per session (`SHOW SESSION STATUS`), so the engine runs
 //! on a pool of one connection and the counters are read on it. PostgreSQL
@@ -26,6 +27,14 @@ static PAY: Operation = Operation::idempotent(
     Contract::header("pay:{uuid}", KEY_PATTERN, 60_000, 3_000),
 );
 
+/// An operation whose lease outlasts the test: its claimed key stays in
+/// progress throughout.
+static HELD: Operation = Operation::idempotent(
+    "onPay",
+    "on_pay",
+    Contract::header("pay:{uuid}", KEY_PATTERN, 600_000, 300_000),
+);
+
 /// Runs `key`'s first request to completion.
 async fn complete(engine: &Idempotency, key: &str) {
     let first = support::claim(&PAY, engine, pay(key))
@@ -38,29 +47,39 @@ async fn complete(engine: &Idempotency, key: &str) {
     assert_eq!(first.status(), StatusCode::CREATED);
 }
 
-/// A request sent again with a completed key.
+/// A request sent again with a key already used.
 #[derive(Debug, Clone, Copy)]
 enum Repeat {
-    /// The same request: the replay.
+    /// The same request, its key completed: the replay.
     Same,
-    /// Another body: the conflict.
+    /// Another body, its key completed: the conflict.
     OtherBody,
+    /// The same request while its first attempt holds the key: the
+    /// in-progress answer (a duplicate in a burst).
+    WhileInProgress,
 }
 
 /// Sends `key` again as `repeat` says and checks the answer.
 async fn repeat(engine: &Idempotency, key: &str, repeat: Repeat) {
     let request = match repeat {
-        Repeat::Same => pay(key),
+        Repeat::Same | Repeat::WhileInProgress => pay(key),
         Repeat::OtherBody => support::post_json("/pay", Some(key), &json!({"order": "B-2"})),
     };
-    match engine.begin(&PAY, request).await {
-        Ok(_) => panic!("a completed key was claimed again"),
+    let operation = match repeat {
+        Repeat::WhileInProgress => &HELD,
+        Repeat::Same | Repeat::OtherBody => &PAY,
+    };
+    match engine.begin(operation, request).await {
+        Ok(_) => panic!("a key already used was claimed again"),
         Err(answer) => match repeat {
             Repeat::Same => {
                 assert_eq!(answer.status(), StatusCode::CREATED);
                 assert_eq!(answer.headers()[idemgen_runtime::REPLAYED_HEADER], "true");
             }
             Repeat::OtherBody => assert_eq!(answer.status(), StatusCode::CONFLICT),
+            Repeat::WhileInProgress => {
+                assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+            }
         },
     }
 }
@@ -89,6 +108,11 @@ async fn a_replay_is_one_read_on_mariadb() {
     let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
     let key = key();
     complete(&engine, &key).await;
+    // A first attempt that holds its key (on a pool of its own) while a
+    // duplicate arrives; its lease lasts longer than the test.
+    let holder = table.engine().await;
+    let held = support::key();
+    let _holding = support::claim(&HELD, &holder, pay(&held)).await;
 
     let counters = [
         "Com_select",
@@ -116,11 +140,15 @@ async fn a_replay_is_one_read_on_mariadb() {
             .map(|(name, value)| (name, value.parse::<i64>().unwrap()))
             .collect::<HashMap<_, _>>()
     };
-    for kind in [Repeat::Same, Repeat::OtherBody] {
+    for kind in [Repeat::Same, Repeat::OtherBody, Repeat::WhileInProgress] {
         // What reading the counters costs by itself, taken off the request's.
         let start = status().await;
         let idle = status().await;
-        repeat(&engine, &key, kind).await;
+        let repeated = match kind {
+            Repeat::WhileInProgress => &held,
+            Repeat::Same | Repeat::OtherBody => &key,
+        };
+        repeat(&engine, repeated, kind).await;
         let end = status().await;
         let reading = delta(&start, &idle);
         let sent = delta(&idle, &end);

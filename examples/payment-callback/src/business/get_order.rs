@@ -6,7 +6,6 @@ use crate::models::{
     GetOrderParams, GetOrderResponse as Response, Order as OrderView, OrderStatus,
 };
 use crate::{BusinessError, Request, Tx};
-use idemgen_runtime::rfc3339;
 
 /// An order row.
 #[derive(Debug)]
@@ -33,7 +32,7 @@ pub async fn handle(
                 OrderStatus::Unpaid
             },
             txn_id: order.txn_id,
-            paid_at: order.paid_at.map(rfc3339),
+            paid_at: order.paid_at.and_then(chrono::DateTime::from_timestamp_millis),
         }),
         None => Response::NotFound(super::on_pay_callback::problem(
             404,

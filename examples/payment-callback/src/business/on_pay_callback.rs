@@ -12,7 +12,7 @@ use crate::models::{
     PaymentResultStatus, Problem,
 };
 use crate::{BusinessError, Request, Tx};
-use idemgen_runtime::{now_ms, rfc3339};
+use chrono::SubsecRound;
 
 /// `DOWNSTREAM_DELAY_MS`: time spent "calling downstream" inside the
 /// business step (default 0), to watch duplicates arrive mid-payment. A
@@ -52,7 +52,9 @@ pub async fn handle(
         tokio::time::sleep(*DOWNSTREAM_DELAY).await;
     }
 
-    let paid_at = now_ms();
+    // Milliseconds: what the orders table keeps, and `getOrder` answers.
+    let paid_at = chrono::Utc::now().trunc_subsecs(3);
+    let paid_at_ms = paid_at.timestamp_millis();
     // One conditional UPDATE, never "SELECT, then UPDATE": only an unpaid
     // order with this amount becomes paid.
     let paid = crate::per_dialect! {
@@ -60,7 +62,7 @@ pub async fn handle(
             "UPDATE orders SET status = 'PAID', txn_id = ?1, paid_at = ?2 \
              WHERE order_no = ?3 AND amount = ?4 AND status = 'UNPAID'",
             callback.txn_id,
-            paid_at,
+            paid_at_ms,
             callback.order_no,
             callback.amount,
         ),
@@ -68,7 +70,7 @@ pub async fn handle(
             "UPDATE orders SET status = 'PAID', txn_id = ?, paid_at = ? \
              WHERE order_no = ? AND amount = ? AND status = 'UNPAID'",
             callback.txn_id,
-            paid_at,
+            paid_at_ms,
             callback.order_no,
             callback.amount,
         ),
@@ -76,7 +78,7 @@ pub async fn handle(
             "UPDATE orders SET status = 'PAID', txn_id = $1, paid_at = $2 \
              WHERE order_no = $3 AND amount = $4 AND status = 'UNPAID'",
             callback.txn_id,
-            paid_at,
+            paid_at_ms,
             callback.order_no,
             callback.amount,
         ),
@@ -95,21 +97,21 @@ pub async fn handle(
             callback.order_no,
             callback.txn_id,
             callback.amount,
-            paid_at,
+            paid_at_ms,
         ),
         mysql: sqlx::query!(
             "INSERT INTO paid_log (order_no, txn_id, amount, paid_at) VALUES (?, ?, ?, ?)",
             callback.order_no,
             callback.txn_id,
             callback.amount,
-            paid_at,
+            paid_at_ms,
         ),
         postgres: sqlx::query!(
             "INSERT INTO paid_log (order_no, txn_id, amount, paid_at) VALUES ($1, $2, $3, $4)",
             callback.order_no,
             callback.txn_id,
             callback.amount,
-            paid_at,
+            paid_at_ms,
         ),
     }
     .execute(&mut **tx)
@@ -120,7 +122,7 @@ pub async fn handle(
         txn_id: callback.txn_id,
         amount: callback.amount,
         status: PaymentResultStatus::Paid,
-        paid_at: rfc3339(paid_at),
+        paid_at,
     }))
 }
 
