@@ -914,7 +914,7 @@ impl Idempotency {
                 },
             }
             let record = match self
-                .read_for_claim(&mut *connection, operation, &scope, &key, in_transaction)
+                .read_for_claim(&mut *connection, operation, contract, &scope, &key, in_transaction)
                 .await?
             {
                 Some(record) => record,
@@ -967,7 +967,7 @@ impl Idempotency {
                 }
             }
             let won = self
-                .read_for_claim(&mut *connection, operation, &scope, &key, in_transaction)
+                .read_for_claim(&mut *connection, operation, contract, &scope, &key, in_transaction)
                 .await?
                 .is_some_and(|record| record.claim_token == token);
             if won {
@@ -1007,12 +1007,13 @@ impl Idempotency {
     /// (InnoDB rolls its victim back), and on MySQL every statement after
     /// it, the claim and the business write included, would then commit
     /// on its own, with no transaction to take the claim away with the
-    /// work (a history of the fault suite did just that: the work
-    /// committed, the answer was not stored, and a retry ran it again).
+    /// work (a history of the fault suite booked one request twice, with a
+    /// 500 "transaction ended" between, which this explains).
     async fn read_for_claim(
         &self,
         connection: &mut <Db as sqlx::Database>::Connection,
         operation: &Operation,
+        contract: &Contract,
         scope: &str,
         key: &str,
         in_transaction: bool,
@@ -1026,16 +1027,12 @@ impl Idempotency {
                 Failure::LostRace => {
                     operation.metrics.lost_race(LostRace::Read);
                     tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race on its read");
-                    let contract = operation
-                        .contract
-                        .as_ref()
-                        .expect("only idempotent operations claim keys");
                     operation.counters.in_progress.inc();
                     Err(in_progress(contract))
                 }
                 failure => Err(self.stopped(
                     operation,
-                    operation.contract.as_ref(),
+                    Some(contract),
                     stop_of(failure),
                     Some(&error),
                 )),
