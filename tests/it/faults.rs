@@ -203,18 +203,7 @@ fn a_killed_connection_is_retried_and_pays_once(db: &Database, server: &Server) 
     // BEGIN follows the claim at once, then the payment waits 1.5 s
     // downstream: 300 ms in, the transaction is open and idle.
     thread::sleep(Duration::from_millis(300));
-    let mut killed = 0;
-    for _ in 0..100 {
-        killed = kill_transaction_connections(db);
-        if killed > 0 {
-            break;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    assert!(killed > 0, "no open business transaction to kill");
-    let answer = attempt.join().unwrap().expect("an answer");
-    assert_eq!(answer.status, 503, "after the kill: {answer:?}");
-    assert!(answer.retry_after.is_some(), "{answer:?}");
+    kill_the_open_transaction(db, attempt);
     assert_eq!(db.paid_rows(&order), 0, "the killed transaction paid");
     assert_ne!(
         db.record_status(&key),
@@ -234,6 +223,24 @@ fn a_killed_connection_is_retried_and_pays_once(db: &Database, server: &Server) 
     );
 }
 
+/// Kills the open business transaction's connection (waiting up to 2 s
+/// for one) and checks that `attempt` is told to retry: 503 with
+/// `Retry-After`.
+fn kill_the_open_transaction(db: &Database, attempt: thread::JoinHandle<Result<Answer, String>>) {
+    let mut killed = 0;
+    for _ in 0..100 {
+        killed = kill_transaction_connections(db);
+        if killed > 0 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(killed > 0, "no open business transaction to kill");
+    let answer = attempt.join().unwrap().expect("an answer");
+    assert_eq!(answer.status, 503, "after the kill: {answer:?}");
+    assert!(answer.retry_after.is_some(), "{answer:?}");
+}
+
 /// Under `store.claim: in-transaction` the claim is in the business
 /// transaction: killing its connection mid-payment takes the claim away
 /// with the work. The attempt is told to retry (503 with `Retry-After`),
@@ -250,18 +257,7 @@ fn a_killed_connection_takes_the_one_commit_claim_away(db: &Database, binary: &P
     // Nothing outside the transaction shows the claim: 300 ms in, it is
     // written and the payment waits downstream (1.5 s).
     thread::sleep(Duration::from_millis(300));
-    let mut killed = 0;
-    for _ in 0..100 {
-        killed = kill_transaction_connections(db);
-        if killed > 0 {
-            break;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    assert!(killed > 0, "no open business transaction to kill");
-    let answer = attempt.join().unwrap().expect("an answer");
-    assert_eq!(answer.status, 503, "after the kill: {answer:?}");
-    assert!(answer.retry_after.is_some(), "{answer:?}");
+    kill_the_open_transaction(db, attempt);
     assert_eq!(db.paid_rows(&order), 0, "the killed transaction paid");
     assert_eq!(
         db.record_status(&key),
