@@ -22,6 +22,12 @@
 //!   the business step, or the record row during a takeover. The request
 //!   is answered 429 (in progress, retry), nothing is recorded as failed,
 //!   and the retry pays once.
+//! - **The one-commit claim** (`store.claim: in-transaction`, the same
+//!   example generated with that line): a killed connection takes the
+//!   claim away with the work (503 with `Retry-After`, no record, the retry
+//!   pays once); a locked order row is answered 429 as above; a duplicate
+//!   waits on the uncommitted claim, is answered 429, and once the holder
+//!   is SIGKILLed its retry pays once.
 //! - **`innodb_snapshot_isolation=ON`** (MariaDB) during bursts of
 //!   duplicates across two instances.
 //! - **The database server restarted** during a burst of many payments ×
@@ -47,6 +53,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::build::one_commit_service;
 use support::skip::{database_url, generated_builds_skipped, skipped};
 use support::*;
 
@@ -106,6 +113,14 @@ fn run(dialect: Dialect) {
     }
     if dialect == Dialect::Mysql {
         snapshot_isolation_changes_nothing(&db, &binaries.generated);
+    }
+    // The same service generated with `store.claim: in-transaction`.
+    let one_commit = one_commit_service(dialect);
+    a_killed_connection_takes_the_one_commit_claim_away(&db, &one_commit);
+    {
+        let _short = short_lock_waits(&db);
+        a_locked_order_row_is_in_progress_not_failed(&db, &one_commit);
+        a_duplicate_waits_on_a_one_commit_claim_and_runs_once_its_holder_dies(&db, &one_commit);
     }
     if std::env::var_os("IDEMGEN_TEST_RESTART_DATABASES").is_some() {
         a_restarted_database_pays_every_payment_once(&db, &binaries.generated);
@@ -188,18 +203,7 @@ fn a_killed_connection_is_retried_and_pays_once(db: &Database, server: &Server) 
     // BEGIN follows the claim at once, then the payment waits 1.5 s
     // downstream: 300 ms in, the transaction is open and idle.
     thread::sleep(Duration::from_millis(300));
-    let mut killed = 0;
-    for _ in 0..100 {
-        killed = kill_transaction_connections(db);
-        if killed > 0 {
-            break;
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    assert!(killed > 0, "no open business transaction to kill");
-    let answer = attempt.join().unwrap().expect("an answer");
-    assert_eq!(answer.status, 503, "after the kill: {answer:?}");
-    assert!(answer.retry_after.is_some(), "{answer:?}");
+    kill_the_open_transaction(db, attempt);
     assert_eq!(db.paid_rows(&order), 0, "the killed transaction paid");
     assert_ne!(
         db.record_status(&key),
@@ -216,6 +220,110 @@ fn a_killed_connection_is_retried_and_pays_once(db: &Database, server: &Server) 
     eprintln!(
         "{:?}: the business transaction's connection killed mid-payment → 503 + Retry-After, nothing recorded; the retry paid once",
         db.dialect
+    );
+}
+
+/// Kills the open business transaction's connection (waiting up to 2 s
+/// for one) and checks that `attempt` is told to retry: 503 with
+/// `Retry-After`.
+fn kill_the_open_transaction(db: &Database, attempt: thread::JoinHandle<Result<Answer, String>>) {
+    let mut killed = 0;
+    for _ in 0..100 {
+        killed = kill_transaction_connections(db);
+        if killed > 0 {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert!(killed > 0, "no open business transaction to kill");
+    let answer = attempt.join().unwrap().expect("an answer");
+    assert_eq!(answer.status, 503, "after the kill: {answer:?}");
+    assert!(answer.retry_after.is_some(), "{answer:?}");
+}
+
+/// Under `store.claim: in-transaction` the claim is in the business
+/// transaction: killing its connection mid-payment takes the claim away
+/// with the work. The attempt is told to retry (503 with `Retry-After`),
+/// no record is left (neither in progress nor failed), and the retry runs
+/// at once and pays once.
+fn a_killed_connection_takes_the_one_commit_claim_away(db: &Database, binary: &Path) {
+    let server = Server::start(binary, db, 1_500);
+    let order = db.seed_order(710);
+    let (key, body) = callback(&order, 710);
+    let attempt = {
+        let (base, key, body) = (server.base.clone(), key.clone(), body.clone());
+        thread::spawn(move || try_post(&base, Some(&key), &body))
+    };
+    // Nothing outside the transaction shows the claim: 300 ms in, it is
+    // written and the payment waits downstream (1.5 s).
+    thread::sleep(Duration::from_millis(300));
+    kill_the_open_transaction(db, attempt);
+    assert_eq!(db.paid_rows(&order), 0, "the killed transaction paid");
+    assert_eq!(
+        db.record_status(&key),
+        "",
+        "the rolled-back claim left a record"
+    );
+
+    let retry = post(&server, Some(&key), &body);
+    assert_eq!((retry.status, retry.replayed), (200, false), "{retry:?}");
+    assert_eq!(db.paid_rows(&order), 1);
+    let replay = post(&server, Some(&key), &body);
+    assert_eq!((replay.status, replay.replayed), (200, true), "{replay:?}");
+    assert_eq!(replay.body, retry.body);
+    eprintln!(
+        "{:?}, in-transaction claim: the business transaction's connection killed mid-payment → 503 + Retry-After, no record left; the retry paid once",
+        db.dialect
+    );
+}
+
+/// Under `store.claim: in-transaction` a first attempt holds its key's
+/// claim, uncommitted, on the unique index while it pays (2 s). A
+/// duplicate on another instance waits on it for the in-progress
+/// `Retry-After` (1 s), then is answered 429 with `Retry-After`; the
+/// first instance is then SIGKILLed mid-payment, and its crash takes the
+/// claim away with the work: the duplicate's retry runs at once and pays
+/// once.
+fn a_duplicate_waits_on_a_one_commit_claim_and_runs_once_its_holder_dies(
+    db: &Database,
+    binary: &Path,
+) {
+    let server = Server::start(binary, db, 0);
+    let order = db.seed_order(960);
+    let (key, body) = callback(&order, 960);
+    let doomed = Server::start(binary, db, 2_000);
+    let attempt = {
+        let (base, key, body) = (doomed.base.clone(), key.clone(), body.clone());
+        thread::spawn(move || try_post(&base, Some(&key), &body))
+    };
+    thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    let waited = post(&server, Some(&key), &body);
+    let wait = sent.elapsed();
+    assert_eq!(
+        waited.status,
+        429,
+        "a duplicate of an attempt still paying ({wait:?}): {waited:?}\n{}",
+        server.log_text()
+    );
+    assert!(waited.retry_after.is_some(), "{waited:?}");
+    assert!(
+        wait >= Duration::from_millis(900),
+        "answered in {wait:?}: the duplicate did not wait on the claim"
+    );
+    drop(doomed);
+    assert!(
+        attempt.join().unwrap().is_err(),
+        "the killed worker answered"
+    );
+    assert_eq!(db.paid_rows(&order), 0, "the killed worker paid");
+    let paid = post_until_ok(&server, &key, &body);
+    assert!(!paid.replayed, "{paid:?}");
+    assert_eq!(db.paid_rows(&order), 1);
+    eprintln!(
+        "{:?}, in-transaction claim: a duplicate waited {:.1} s on the uncommitted claim → 429 + Retry-After; its holder killed, the retry paid once",
+        db.dialect,
+        wait.as_secs_f64()
     );
 }
 

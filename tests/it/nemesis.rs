@@ -17,8 +17,11 @@
 //! partitions it away (`gmcast.isolate`), and with
 //! `IDEMGEN_TEST_RESTART_DATABASES=1` restarts the database server once
 //! per dialect. Standing conditions: one instance's clock skewed
-//! (libfaketime), the purge running every second with a 3.5 s window, and
-//! the isolation level (READ COMMITTED, REPEATABLE READ, SERIALIZABLE).
+//! (libfaketime), the purge running every second with a 3.5 s window, the
+//! isolation level (READ COMMITTED, REPEATABLE READ, SERIALIZABLE), and
+//! the claim mode (`store.claim`: committed for an even seed,
+//! in-transaction for an odd one, so consecutive histories alternate and
+//! the budget is split between them).
 //! Then the faults stop and every key is driven to its final answer.
 //!
 //! The checker (`nemesis/check.rs`) proves on the recorded history: each
@@ -27,7 +30,10 @@
 //! for byte to its committed receipt (so every replay equals its first
 //! answer), no 500, `Retry-After` on every 429 and 503, every key resolved
 //! within lease + retry delay after the faults and no 503 then, a
-//! conflict only where another body was sent with the key.
+//! conflict only where another body was sent with the key; under the
+//! committed claim also that no downstream call of a request arrives
+//! while another is outstanding (the lease's promise, which the
+//! in-transaction claim does not make: there overlaps are only counted).
 //!
 //! The client topology (`nemesis/clients.rs`) runs the same way: payer
 //! processes built on the generated client, SIGKILLed and resumed from
@@ -42,6 +48,8 @@
 //! - `IDEMGEN_NEMESIS_BUDGET_SECS`: histories run per dialect and
 //!   topology until this is spent (default 60; at least one history).
 //! - `IDEMGEN_NEMESIS_HISTORIES`: at most this many per dialect.
+//! - `IDEMGEN_NEMESIS_CLAIM`: `committed` or `in-transaction` for every
+//!   history, instead of by the seed.
 //! - `IDEMGEN_NEMESIS_VERBOSE=1`: every history's timeline.
 //!
 //! A failing history prints its seed, the command that replays it, and
@@ -273,9 +281,10 @@ fn run(dialect: Dialect, test: &str) {
         let (violations, measures) = check::check(&history);
         tally.add(&history, violations.len(), &measures);
         say(&format!(
-            "nemesis {topology} history seed {seed}: {} requests, {} faults, isolation {:?}, skew {:?}, pool {}: {} violations, longest unavailability {:.2} s, longest resolve {:.2} s, {:.1} s",
+            "nemesis {topology} history seed {seed}: {} requests, {} faults, claim {:?}, isolation {:?}, skew {:?}, pool {}: {} violations, {} overlapping downstream calls, longest unavailability {:.2} s, longest resolve {:.2} s, {:.1} s",
             history.events.len(),
             history.faults.len(),
+            history.plan.claim,
             history.plan.isolation,
             history
                 .plan
@@ -284,6 +293,7 @@ fn run(dialect: Dialect, test: &str) {
                 .map(|(instance, offset)| format!("i{instance} {offset} s")),
             history.plan.pool_size,
             violations.len(),
+            measures.overlapping_calls,
             measures.longest_unavailable.as_secs_f64(),
             measures.longest_resolve.as_secs_f64(),
             history.wall.as_secs_f64()
@@ -307,12 +317,13 @@ fn run(dialect: Dialect, test: &str) {
         }
     }
     say(&format!(
-        "nemesis {topology} summary: {} histories, {} requests (answers {:?}), faults {:?}, {} violations, longest unavailability (no 2xx while clients were told to retry) {:.2} s, longest resolve after the faults {:.2} s, wall {:.1} s",
+        "nemesis {topology} summary: {} histories, {} requests (answers {:?}), faults {:?}, {} violations, overlapping downstream calls {:?}, longest unavailability (no 2xx while clients were told to retry) {:.2} s, longest resolve after the faults {:.2} s, wall {:.1} s",
         tally.histories,
         tally.requests,
         tally.statuses,
         tally.faults,
         tally.violations,
+        tally.overlapping_calls,
         tally.longest_unavailable.as_secs_f64(),
         tally.longest_resolve.as_secs_f64(),
         started.elapsed().as_secs_f64()
@@ -411,6 +422,7 @@ fn the_checker_finds_each_kind_of_violation() {
             isolation: None,
             skew: None,
             pool_size: 2,
+            claim: history::Claim::Committed,
             clients: (0..2)
                 .map(|key| ClientPlan {
                     at_ms: 0,
@@ -439,6 +451,7 @@ fn the_checker_finds_each_kind_of_violation() {
             .enumerate()
             .map(|(i, key)| SinkCall {
                 at: started,
+                ended: started + ms(30),
                 downstream: format!("d{i}"),
                 key: key.to_string(),
                 nonce: format!("k{i}-0"),
@@ -557,6 +570,7 @@ fn the_checker_finds_each_kind_of_violation() {
                 h.records.insert("failed".into(), 1);
             }),
         ),
+        ("was outstanding", Box::new(overlap)),
     ];
     for (expected, plant) in planted {
         let mut history = clean();
@@ -570,6 +584,38 @@ fn the_checker_finds_each_kind_of_violation() {
         let report = check::report(&history, &violations, "sqlite_nemesis");
         assert!(report.contains("IDEMGEN_NEMESIS_SEED=1 "), "{report}");
     }
+
+    // Under the in-transaction claim the same overlap is counted, not a
+    // violation: the mode makes no promise about downstream calls beyond
+    // their one downstream key, which a second key still breaks.
+    let mut history = clean();
+    history.plan.claim = history::Claim::InTransaction;
+    overlap(&mut history);
+    let (violations, measures) = check::check(&history);
+    assert!(violations.is_empty(), "{violations:?}");
+    assert_eq!(measures.overlapping_calls, 1);
+    let mut call = history.sink[0].clone();
+    call.downstream = "another".into();
+    history.sink.push(call);
+    let (violations, _) = check::check(&history);
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.what.contains("downstream keys for")),
+        "{violations:?}"
+    );
+}
+
+/// The first downstream call stalls 1.5 s, and a second call of its
+/// request, from another instance, arrives 0.5 s in.
+fn overlap(history: &mut history::History) {
+    let first = &mut history.sink[0];
+    first.ended = first.at + Duration::from_millis(1_500);
+    let mut second = first.clone();
+    second.instance = "i1".into();
+    second.at = first.at + Duration::from_millis(500);
+    second.ended = second.at + Duration::from_millis(30);
+    history.sink.push(second);
 }
 
 /// What the randomized suite found on Galera (a node killed, then

@@ -206,6 +206,106 @@ impl Binaries {
     }
 }
 
+/// The payment-callback example generated again with `store.claim:
+/// in-transaction` (its spec with that one line added, its business code
+/// as it is), built for `dialect` like [`Binaries::build`]'s debug build:
+/// the same service with the one-commit claim, for the fault cases that
+/// run in each claim mode. Built once per process and dialect.
+pub fn one_commit_service(dialect: Dialect) -> PathBuf {
+    const ONE_COMMIT_PACKAGE: &str = "payment-callback-one-commit";
+    static BUILT: Mutex<Vec<(Dialect, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((_, binary)) = built.iter().find(|(d, _)| *d == dialect) {
+        return binary.clone();
+    }
+    let target = target_dir();
+    let out = target
+        .join("exactly-once")
+        .join(format!("one-commit-{}", dialect.feature()));
+    std::fs::create_dir_all(&out).unwrap();
+    // One build of the project at a time, across test processes.
+    let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
+    let project = target.join("exactly-once/one-commit-project");
+    let _ = std::fs::remove_dir_all(&project);
+    std::fs::create_dir_all(&project).unwrap();
+    let example = root().join("examples/payment-callback");
+    let copied = Command::new("cp")
+        .arg("-a")
+        .arg(example.join("."))
+        .arg(&project)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success(), "copying {}", example.display());
+    let dialect_line = "    dialect: sqlite\n";
+    let spec = std::fs::read_to_string(example.join("openapi.yaml")).unwrap();
+    assert!(
+        spec.contains(dialect_line),
+        "the example's store names its dialect"
+    );
+    let spec = spec.replacen(
+        dialect_line,
+        &format!("{dialect_line}    claim: in-transaction\n"),
+        1,
+    );
+    std::fs::write(project.join("openapi.yaml"), spec).unwrap();
+    let generated = Command::new(env!("CARGO_BIN_EXE_idemgen"))
+        .args([
+            "gen",
+            "openapi.yaml",
+            "-o",
+            ".",
+            "--db",
+            "sqlite,mysql,postgres",
+            // A binary of its own name: the example's build writes
+            // `payment-callback` into the same target directory.
+            "--name",
+            ONE_COMMIT_PACKAGE,
+        ])
+        .arg("--runtime-path")
+        .arg(root().join("crates/idemgen-runtime"))
+        .current_dir(&project)
+        .output()
+        .expect("idemgen runs");
+    assert!(
+        generated.status.success(),
+        "idemgen gen with store.claim: in-transaction: {}",
+        String::from_utf8_lossy(&generated.stderr)
+    );
+    let operations = std::fs::read_to_string(project.join("src/operations.rs")).unwrap();
+    assert!(operations.contains("claim: ClaimMode::InTransaction,"));
+    // A project of its own (gen writes its `[workspace]`), on this
+    // workspace's lock file.
+    std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
+    let started = Instant::now();
+    let output = cargo(&project)
+        .args([
+            "build",
+            "--no-default-features",
+            "--features",
+            dialect.feature(),
+        ])
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "building the one-commit example for {dialect:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "built the one-commit example for {dialect:?} in {:.0?}",
+        started.elapsed()
+    );
+    let binary = copy_aside(
+        &target.join("debug").join(ONE_COMMIT_PACKAGE),
+        &out,
+        ONE_COMMIT_PACKAGE,
+    );
+    built.push((dialect, binary.clone()));
+    binary
+}
+
 /// Copies the built binary `from` to `out/name`, where the next build
 /// (another dialect, writing the same path) cannot swap it under a running
 /// test. Copy, then rename: a process still running the old binary keeps

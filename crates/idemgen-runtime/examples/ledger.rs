@@ -12,9 +12,15 @@
 //! `INSTANCE` (a name written into receipts), `WINDOW_MS`, `LEASE_MS`,
 //! `PURGE_INTERVAL_SECS`, `ISOLATION` (`read-committed`,
 //! `repeatable-read`, `serializable`; MySQL and PostgreSQL),
-//! `LOCK_TIMEOUT_MS` and `DATABASE_POOL_SIZE`. The tables are created by
-//! whoever starts it. The downstream key is [`idemgen_runtime::Call::downstream_key`],
+//! `LOCK_TIMEOUT_MS`, `DATABASE_POOL_SIZE` and `CLAIM` (`committed`, the
+//! default, or `in-transaction`: the contract's `store.claim`). The tables
+//! are created by whoever starts it. The downstream key is [`idemgen_runtime::Call::downstream_key`],
 //! the same for every attempt of one key.
+//!
+//! With `CLAIM=in-transaction` the downstream call is still made, inside
+//! the business transaction: the docs advise `committed` for such a step
+//! (nothing visible holds the key while the call runs), and the fault
+//! suite runs it anyway to prove what the downstream key still guarantees.
 
 use std::error::Error;
 use std::fmt;
@@ -26,7 +32,8 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use idemgen_runtime::{
-    Contract, Dialect, Idempotency, Operation, Pool, Reply, Request, Tx, service, within_lease,
+    ClaimMode, Contract, Dialect, Idempotency, Operation, Pool, Reply, Request, Tx, service,
+    within_lease,
 };
 use serde::Deserialize;
 
@@ -292,17 +299,30 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let url = env("DATABASE_URL", "sqlite://ledger.db");
     let window_ms = env_number("WINDOW_MS", 4_000);
     let lease_ms = env_number("LEASE_MS", 1_500);
+    let claim = match env("CLAIM", "committed").as_str() {
+        "committed" => ClaimMode::Committed,
+        "in-transaction" => ClaimMode::InTransaction,
+        other => {
+            return Err(format!(
+                "CLAIM={other}: the claim mode is `committed` or `in-transaction`"
+            )
+            .into());
+        }
+    };
     // The contract comes from the environment, so it is made once and
     // leaked: the engine wants a `&'static Operation`.
     let operation: &'static Operation = Box::leak(Box::new(Operation::idempotent(
         "transfer",
         "transfer",
-        Contract::header(
-            "tx:{id}",
-            "^tx:[0-9a-z-]{1,64}$",
-            window_ms.max(lease_ms),
-            lease_ms,
-        ),
+        Contract {
+            claim,
+            ..Contract::header(
+                "tx:{id}",
+                "^tx:[0-9a-z-]{1,64}$",
+                window_ms.max(lease_ms),
+                lease_ms,
+            )
+        },
     )));
     let operations: &'static [&'static Operation] = Box::leak(Box::new([operation]));
     let engine = Idempotency::new(open(&url).await?, "idempotent_record").await?;

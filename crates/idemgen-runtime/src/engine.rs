@@ -914,7 +914,7 @@ impl Idempotency {
                 },
             }
             let record = match self
-                .read(&mut *connection, operation, &scope, &key)
+                .read_for_claim(&mut *connection, operation, contract, &scope, &key, in_transaction)
                 .await?
             {
                 Some(record) => record,
@@ -967,7 +967,7 @@ impl Idempotency {
                 }
             }
             let won = self
-                .read(&mut *connection, operation, &scope, &key)
+                .read_for_claim(&mut *connection, operation, contract, &scope, &key, in_transaction)
                 .await?
                 .is_some_and(|record| record.claim_token == token);
             if won {
@@ -999,6 +999,45 @@ impl Idempotency {
         }
         counters.in_progress.inc();
         Err(in_progress(contract))
+    }
+
+    /// [`Idempotency::read`] inside the claim. In the business transaction
+    /// (`in_transaction`) a lost race on the read is the attempt's end,
+    /// answered "in progress": a deadlock may have ended the transaction
+    /// (InnoDB rolls its victim back), and on MySQL every statement after
+    /// it, the claim and the business write included, would then commit
+    /// on its own, with no transaction to take the claim away with the
+    /// work (a history of the fault suite booked one request twice, with a
+    /// 500 "transaction ended" between, which this explains).
+    async fn read_for_claim(
+        &self,
+        connection: &mut <Db as sqlx::Database>::Connection,
+        operation: &Operation,
+        contract: &Contract,
+        scope: &str,
+        key: &str,
+        in_transaction: bool,
+    ) -> Result<Option<Record>, Response> {
+        if !in_transaction {
+            return self.read(&mut *connection, operation, scope, key).await;
+        }
+        match self.records.read(&mut *connection, scope, key).await {
+            Ok(record) => Ok(record),
+            Err(error) => match classify(&error) {
+                Failure::LostRace => {
+                    operation.metrics.lost_race(LostRace::Read);
+                    tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race on its read");
+                    operation.counters.in_progress.inc();
+                    Err(in_progress(contract))
+                }
+                failure => Err(self.stopped(
+                    operation,
+                    Some(contract),
+                    stop_of(failure),
+                    Some(&error),
+                )),
+            },
+        }
     }
 
     /// Reads a record; a lost race reads as "no record yet".

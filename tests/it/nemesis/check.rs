@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::history::{
-    Event, FaultKind, History, Kind, LEASE_MS, RESOLVE_SLACK_MS, RETRY_AFTER_MS, WINDOW_MS,
+    Claim, Event, FaultKind, History, Kind, LEASE_MS, RESOLVE_SLACK_MS, RETRY_AFTER_MS, WINDOW_MS,
 };
 use super::system::Outcome;
 
@@ -31,6 +31,9 @@ pub struct Measures {
     pub longest_unavailable: Duration,
     /// The longest time a key took to resolve once the faults stopped.
     pub longest_resolve: Duration,
+    /// Downstream calls that arrived while another call of the same
+    /// request was still outstanding for its caller.
+    pub overlapping_calls: usize,
 }
 
 pub fn check(history: &History) -> (Vec<Violation>, Measures) {
@@ -115,6 +118,60 @@ pub fn check(history: &History) -> (Vec<Violation>, Measures) {
                 None,
                 format!("the downstream key {downstream} was given for several keys: {keys:?}"),
             ));
+        }
+    }
+    // 2b. Whether two calls of one request may be outstanding at once
+    // depends on the claim mode (docs/src/contract.md, "When the claim
+    // commits"). Committed: the visible in-progress record and its lease
+    // keep every other attempt out while one runs, and an attempt is cut
+    // off (hanging up on the sink) when its lease ends, before the record
+    // can be taken over; so a second call of a request never arrives
+    // while an earlier one is outstanding for its caller, and the checker
+    // demands it. In-transaction: nothing visible holds the key while the
+    // business step runs, and a killed connection or a lost node rolls the
+    // claim back while the step's downstream call goes on, so a retry can
+    // call downstream at the same time; the docs say this mode is not for
+    // steps that call out. There the checker demands what still holds,
+    // one downstream key per request (2 above), so a provider that honours
+    // it acts once, and only counts the overlaps.
+    let mut calls_by_request: BTreeMap<(&str, &str), Vec<&super::system::SinkCall>> =
+        BTreeMap::new();
+    for call in &history.sink {
+        calls_by_request
+            .entry((call.key.as_str(), call.nonce.as_str()))
+            .or_default()
+            .push(call);
+    }
+    let mut overlapping_calls = 0;
+    let tolerance = Duration::from_millis(CLOCK_TOLERANCE_MS as u64);
+    for ((key, nonce), calls) in &mut calls_by_request {
+        calls.sort_by_key(|call| call.at);
+        for (i, later) in calls.iter().enumerate().skip(1) {
+            let Some(earlier) = calls[..i]
+                .iter()
+                .find(|earlier| later.at + tolerance < earlier.ended)
+            else {
+                continue;
+            };
+            overlapping_calls += 1;
+            if history.plan.claim == Claim::Committed {
+                let since = |at: std::time::Instant| {
+                    at.saturating_duration_since(history.started).as_secs_f64()
+                };
+                violations.push(violation(
+                    key_index.get(key).copied(),
+                    None,
+                    format!(
+                        "a second downstream call for {key} ({nonce}) from {} at {:.3} s while the call from {} \
+                         (at {:.3} s) was outstanding until {:.3} s: the committed claim's lease did not keep it out",
+                        later.instance,
+                        since(later.at),
+                        earlier.instance,
+                        since(earlier.at),
+                        since(earlier.ended)
+                    ),
+                ));
+            }
         }
     }
     for row in &history.ledger {
@@ -212,7 +269,10 @@ pub fn check(history: &History) -> (Vec<Violation>, Measures) {
 
     // 4. After the faults stop every key resolves (201, or 409 where
     // another body holds it) within lease + retry delay.
-    let mut measures = Measures::default();
+    let mut measures = Measures {
+        overlapping_calls,
+        ..Measures::default()
+    };
     let bound = Duration::from_millis(LEASE_MS + RETRY_AFTER_MS + RESOLVE_SLACK_MS);
     let mut sent_keys: BTreeSet<usize> = BTreeSet::new();
     let mut resolved: BTreeMap<usize, Duration> = BTreeMap::new();
@@ -316,11 +376,12 @@ pub fn report(history: &History, violations: &[Violation], test: &str) -> String
     let _ = writeln!(
         out,
         "\nNEMESIS VIOLATION ({:?}, seed {})\nreplay: IDEMGEN_TEST_NEMESIS=1 IDEMGEN_NEMESIS_SEED={} IDEMGEN_NEMESIS_HISTORIES=1 cargo test --test it nemesis:: {test}\n\
-         conditions: isolation {:?}, skew {:?}, pool {}, purge every 1 s, window {WINDOW_MS} ms, lease {LEASE_MS} ms; \
+         conditions: claim {:?}, isolation {:?}, skew {:?}, pool {}, purge every 1 s, window {WINDOW_MS} ms, lease {LEASE_MS} ms; \
          faults ended at {:.3} s, resolving from {:.3} s",
         plan.dialect,
         plan.seed,
         plan.seed,
+        plan.claim,
         plan.isolation,
         plan.skew,
         plan.pool_size,
@@ -478,6 +539,8 @@ pub struct Tally {
     pub violations: usize,
     pub longest_unavailable: Duration,
     pub longest_resolve: Duration,
+    /// [`Measures::overlapping_calls`] per claim mode.
+    pub overlapping_calls: BTreeMap<String, usize>,
 }
 
 impl Tally {
@@ -487,6 +550,10 @@ impl Tally {
         self.violations += violations;
         self.longest_unavailable = self.longest_unavailable.max(measures.longest_unavailable);
         self.longest_resolve = self.longest_resolve.max(measures.longest_resolve);
+        *self
+            .overlapping_calls
+            .entry(format!("{:?}", history.plan.claim))
+            .or_default() += measures.overlapping_calls;
         for event in &history.events {
             let status = match &event.outcome {
                 Outcome::Answer { status, .. } => status.to_string(),
@@ -512,6 +579,7 @@ impl Tally {
         }
         let plan = &history.plan;
         count("purge every 1 s (histories)".into(), 1);
+        count(format!("claim {:?} (histories)", plan.claim), 1);
         if let Some(isolation) = plan.isolation {
             count(format!("isolation {isolation} (histories)"), 1);
         }

@@ -106,6 +106,37 @@ pub struct FaultPlan {
     pub node: usize,
 }
 
+/// When the service's claim commits (`store.claim`, the ledger's
+/// `CLAIM`): on its own before the business step, or with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    Committed,
+    InTransaction,
+}
+
+impl Claim {
+    /// By the seed: an even seed runs the committed claim, an odd one the
+    /// in-transaction claim, so consecutive histories (seed + n) alternate
+    /// and any budget of two histories or more runs both.
+    /// `IDEMGEN_NEMESIS_CLAIM` (`committed`, `in-transaction`) fixes it.
+    pub fn for_seed(seed: u64) -> Claim {
+        match std::env::var("IDEMGEN_NEMESIS_CLAIM").as_deref() {
+            Ok("committed") => Claim::Committed,
+            Ok("in-transaction") => Claim::InTransaction,
+            _ if seed % 2 == 0 => Claim::Committed,
+            _ => Claim::InTransaction,
+        }
+    }
+
+    /// The ledger's `CLAIM`.
+    pub fn env_value(self) -> &'static str {
+        match self {
+            Claim::Committed => "committed",
+            Claim::InTransaction => "in-transaction",
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub seed: u64,
@@ -115,6 +146,7 @@ pub struct Plan {
     /// `(instance, FAKETIME offset)`.
     pub skew: Option<(usize, String)>,
     pub pool_size: u64,
+    pub claim: Claim,
     pub clients: Vec<ClientPlan>,
     pub faults: Vec<FaultPlan>,
     /// More environment for every instance.
@@ -282,6 +314,7 @@ impl Plan {
             isolation,
             skew,
             pool_size,
+            claim: Claim::for_seed(seed),
             clients,
             faults,
             env: Vec::new(),
@@ -372,6 +405,7 @@ pub fn run(
                 ("PURGE_INTERVAL_SECS".into(), "1".into()),
                 ("LOCK_TIMEOUT_MS".into(), LOCK_TIMEOUT_MS.to_string()),
                 ("DATABASE_POOL_SIZE".into(), plan.pool_size.to_string()),
+                ("CLAIM".into(), plan.claim.env_value().into()),
             ];
             env.extend(plan.env.iter().cloned());
             if !nodes.is_empty() {

@@ -454,6 +454,10 @@ pub fn healthy(base: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct SinkCall {
     pub at: Instant,
+    /// When the call stopped being outstanding for its caller: the sink
+    /// answered, or the caller hung up first (an attempt cut off at its
+    /// lease, or dropped with its request).
+    pub ended: Instant,
     pub downstream: String,
     pub key: String,
     pub nonce: String,
@@ -552,17 +556,41 @@ fn serve_charge(stream: TcpStream, calls: &Mutex<Vec<SinkCall>>, stall_ms: &Atom
     let field = |name: &str| payload[name].as_str().unwrap_or_default().to_string();
     // Recorded on arrival: a real provider may have charged even if its
     // answer never arrives.
-    calls.lock().unwrap().push(SinkCall {
-        at: Instant::now(),
-        downstream,
-        key: field("key"),
-        nonce: field("nonce"),
-        instance: field("instance"),
-    });
-    let stall = stall_ms.load(Ordering::Relaxed);
-    if stall > 0 {
-        thread::sleep(Duration::from_millis(stall));
+    let at = Instant::now();
+    let index = {
+        let mut calls = calls.lock().unwrap();
+        calls.push(SinkCall {
+            at,
+            ended: at,
+            downstream,
+            key: field("key"),
+            nonce: field("nonce"),
+            instance: field("instance"),
+        });
+        calls.len() - 1
+    };
+    let stall = Duration::from_millis(stall_ms.load(Ordering::Relaxed));
+    let mut hung_up = None;
+    if !stall.is_zero() {
+        // The stall, cut short by the caller hanging up: it sends nothing
+        // more, so the read returns early only at its end of the stream.
+        let _ = stream.set_read_timeout(Some(stall));
+        let mut rest = [0u8; 1];
+        match reader.get_mut().read(&mut rest) {
+            Err(error)
+                if matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                thread::sleep(stall.saturating_sub(at.elapsed()));
+            }
+            Ok(0) | Err(_) => hung_up = Some(Instant::now()),
+            Ok(_) => thread::sleep(stall.saturating_sub(at.elapsed())),
+        }
     }
+    // Before the answer leaves: its caller cannot see it any earlier.
+    calls.lock().unwrap()[index].ended = hung_up.unwrap_or_else(Instant::now);
     let mut stream = stream;
     let _ =
         stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");

@@ -18,6 +18,7 @@ pub mod duplicate_key;
 pub mod failed_policy_undeclared;
 pub mod idempotency_on_safe_method;
 pub mod in_progress_not_retryable;
+pub mod in_transaction_calls_out;
 pub mod key_param_missing;
 pub mod key_predictable;
 pub mod key_prefix_missing;
@@ -73,6 +74,7 @@ pub const RULES: &[Rule] = &[
     store_volatile::RULE,
     store_cross_database::RULE,
     store_identifier_invalid::RULE,
+    in_transaction_calls_out::RULE,
     replay_alert_too_high::RULE,
     ref_unresolved::RULE,
     duplicate_key::RULE,

@@ -3,6 +3,7 @@
 
 mod applicability;
 mod auth_responses;
+mod claim_mode;
 mod fix_keeps;
 mod opaque_keys;
 mod openapi_3_2;

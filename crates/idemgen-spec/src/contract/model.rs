@@ -230,6 +230,7 @@ pub struct RawContract {
     pub client_retries: Option<Located<Vec<Located<u64>>>>,
     pub client_jitter: Option<Located<u64>>,
     pub server_max_processing: Option<Located<u64>>,
+    pub server_downstream: Option<Located<Vec<Located<String>>>>,
     pub fingerprint_canonical: Option<Located<Canonical>>,
     pub fingerprint_include: Option<Located<Vec<FingerprintPart>>>,
     pub in_progress_status: Option<Located<u16>>,
@@ -283,6 +284,7 @@ impl RawContract {
             client_retries = "client.retries",
             client_jitter = "client.jitter",
             server_max_processing = "server.max-processing",
+            server_downstream = "server.downstream",
             fingerprint_canonical = "fingerprint.canonical",
             fingerprint_include = "fingerprint.include",
             in_progress_status = "responses.in-progress.status",
@@ -336,6 +338,9 @@ pub struct Contract {
     pub retries_ms: Located<Vec<Located<u64>>>,
     pub jitter_ms: Located<u64>,
     pub max_processing_ms: Option<Located<u64>>,
+    /// The other systems the business step calls (`server.downstream`;
+    /// none unless listed).
+    pub downstream: Located<Vec<Located<String>>>,
     pub canonical: Located<Canonical>,
     pub fingerprint: Located<Vec<FingerprintPart>>,
     pub in_progress_status: Located<u16>,
@@ -399,6 +404,9 @@ impl Contract {
                 .unwrap_or_else(|| Located::at(&block, Vec::new())),
             jitter_ms: raw.client_jitter.unwrap_or_else(|| Located::at(&block, 0)),
             max_processing_ms: raw.server_max_processing,
+            downstream: raw
+                .server_downstream
+                .unwrap_or_else(|| Located::at(&block, Vec::new())),
             canonical: raw
                 .fingerprint_canonical
                 .unwrap_or_else(|| Located::at(&block, Canonical::Json)),

@@ -41,7 +41,7 @@ pub const SECTIONS: [(&str, &[&str]); 9] = [
     ),
     ("key", &["in", "name", "format", "max-length", "scope"]),
     ("client", &["timeout", "retries", "jitter"]),
-    ("server", &["max-processing"]),
+    ("server", &["max-processing", "downstream"]),
     ("fingerprint", &["canonical", "include"]),
     (
         "responses",
@@ -109,8 +109,17 @@ pub fn parse_block(node: &Node, pointer: &str, errors: &mut Vec<ContractError>) 
             "server" => {
                 for field in parser.section(value, &here, "server") {
                     let at = pointer_join(&here, &field.key);
-                    raw.server_max_processing =
-                        parser.duration(&field.value, &at, "server.max-processing");
+                    match &*field.key {
+                        "max-processing" => {
+                            raw.server_max_processing =
+                                parser.duration(&field.value, &at, "server.max-processing");
+                        }
+                        "downstream" => {
+                            raw.server_downstream =
+                                parser.names(&field.value, &at, "server.downstream");
+                        }
+                        _ => unreachable!("known_fields filters names"),
+                    }
                 }
             }
             "fingerprint" => parser.fingerprint(value, &here, &mut raw),
@@ -271,6 +280,44 @@ impl Parser<'_> {
                 None
             }
         }
+    }
+
+    /// A list of non-empty names (`server.downstream`).
+    fn names(
+        &mut self,
+        node: &Node,
+        pointer: &str,
+        field: &'static str,
+    ) -> Option<Located<Vec<Located<String>>>> {
+        let Some(items) = node.as_seq() else {
+            self.error(
+                node,
+                pointer,
+                field,
+                format!("`{field}` must be a list of names, found {}", node.kind()),
+                Some(format!(
+                    "write the systems the business step calls, e.g. `{field}: [payment-provider]`"
+                )),
+            );
+            return None;
+        };
+        let mut names = Vec::new();
+        for (index, item) in items.iter().enumerate() {
+            let at = format!("{pointer}/{index}");
+            let name = self.string(item, &at, field)?;
+            if name.value.trim().is_empty() {
+                self.error(
+                    item,
+                    &at,
+                    field,
+                    format!("`{field}` holds an empty name"),
+                    Some("name the system the business step calls, e.g. `payment-provider`".into()),
+                );
+                return None;
+            }
+            names.push(name);
+        }
+        Some(Located::new(names, origin(node, pointer)))
     }
 
     /// `responses.replayed-header`: a header field name, or `none` for a
