@@ -233,21 +233,7 @@ fn rust_value(
         (Ty::String, Json::String(text)) => Some(format!("{}.to_string()", rust_string(text))),
         (Ty::Bool, Json::Bool(flag)) => Some(flag.to_string()),
         (Ty::Integer(rust), Json::Number(number)) => {
-            let whole = number
-                .as_i64()
-                .map(i128::from)
-                .or_else(|| number.as_u64().map(i128::from))?;
-            let (low, high) = match *rust {
-                "i8" => (i8::MIN.into(), i8::MAX.into()),
-                "i16" => (i16::MIN.into(), i16::MAX.into()),
-                "i32" => (i32::MIN.into(), i32::MAX.into()),
-                "u8" => (0, u8::MAX.into()),
-                "u16" => (0, u16::MAX.into()),
-                "u32" => (0, u32::MAX.into()),
-                "u64" => (0, u64::MAX.into()),
-                _ => (i64::MIN.into(), i64::MAX.into()),
-            };
-            (low..=high).contains(&whole).then(|| whole.to_string())
+            super::model::integer_value(rust, number).map(|whole| whole.to_string())
         }
         (Ty::Number(rust), Json::Number(number)) => {
             let float = number.as_f64()?;

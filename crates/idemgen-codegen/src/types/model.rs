@@ -234,3 +234,24 @@ pub struct TaggedVariant {
     /// rest, so such a variant holds its fields rather than its struct.
     pub fields: Option<Vec<Field>>,
 }
+
+/// A JSON integer as `rust` (`i64`, `u32`, …) holds it, or `None` outside
+/// the type's range (serde_json reads `1.0` as a float, which no integer
+/// type takes).
+pub(crate) fn integer_value(rust: &str, number: &serde_json::Number) -> Option<i128> {
+    let whole = number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))?;
+    let (low, high): (i128, i128) = match rust {
+        "i8" => (i8::MIN.into(), i8::MAX.into()),
+        "i16" => (i16::MIN.into(), i16::MAX.into()),
+        "i32" => (i32::MIN.into(), i32::MAX.into()),
+        "u8" => (0, u8::MAX.into()),
+        "u16" => (0, u16::MAX.into()),
+        "u32" => (0, u32::MAX.into()),
+        "u64" => (0, u64::MAX.into()),
+        _ => (i64::MIN.into(), i64::MAX.into()),
+    };
+    (low..=high).contains(&whole).then_some(whole)
+}

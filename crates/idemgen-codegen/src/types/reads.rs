@@ -69,7 +69,9 @@ pub fn takes(defs: &BTreeMap<String, TypeDef>, ty: &Ty, value: &Value, depth: us
         (Ty::DateTime, Value::String(text)) => is_date_time(text),
         (Ty::Date, Value::String(text)) => is_date(text),
         (Ty::Bool, Value::Bool(_)) => true,
-        (Ty::Integer(rust), Value::Number(number)) => integer_fits(rust, number),
+        (Ty::Integer(rust), Value::Number(number)) => {
+            super::model::integer_value(rust, number).is_some()
+        }
         (Ty::Number(_), Value::Number(_)) => true,
         (Ty::Vec(item), Value::Array(items)) => {
             items.iter().all(|each| takes(defs, item, each, depth + 1))
@@ -127,29 +129,6 @@ fn takes_members(
         Some(value) => takes(defs, &field.declared(), value, depth + 1),
         None => !field.required,
     })
-}
-
-/// `i64`, `u32`, … : a JSON integer in the type's range (serde_json reads
-/// `1.0` as a float, which no integer type takes).
-fn integer_fits(rust: &str, number: &serde_json::Number) -> bool {
-    let Some(whole) = number
-        .as_i64()
-        .map(i128::from)
-        .or_else(|| number.as_u64().map(i128::from))
-    else {
-        return false;
-    };
-    let (low, high): (i128, i128) = match rust {
-        "i8" => (i8::MIN.into(), i8::MAX.into()),
-        "i16" => (i16::MIN.into(), i16::MAX.into()),
-        "i32" => (i32::MIN.into(), i32::MAX.into()),
-        "u8" => (0, u8::MAX.into()),
-        "u16" => (0, u16::MAX.into()),
-        "u32" => (0, u32::MAX.into()),
-        "u64" => (0, u64::MAX.into()),
-        _ => (i64::MIN.into(), i64::MAX.into()),
-    };
-    (low..=high).contains(&whole)
 }
 
 /// `YYYY-MM-DD` with a month and day that can be (chrono checks the
