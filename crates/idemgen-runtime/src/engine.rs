@@ -1018,25 +1018,15 @@ impl Idempotency {
         key: &str,
         in_transaction: bool,
     ) -> Result<Option<Record>, Response> {
-        if !in_transaction {
-            return self.read(&mut *connection, operation, scope, key).await;
-        }
-        match self.records.read(&mut *connection, scope, key).await {
-            Ok(record) => Ok(record),
-            Err(error) => match classify(&error) {
-                Failure::LostRace => {
-                    operation.metrics.lost_race(LostRace::Read);
-                    tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race on its read");
-                    operation.counters.in_progress.inc();
-                    Err(in_progress(contract))
-                }
-                failure => Err(self.stopped(
-                    operation,
-                    Some(contract),
-                    stop_of(failure),
-                    Some(&error),
-                )),
-            },
+        let read = self.records.read(&mut *connection, scope, key).await;
+        match read {
+            Err(error) if in_transaction && classify(&error) == Failure::LostRace => {
+                operation.metrics.lost_race(LostRace::Read);
+                tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race on its read");
+                operation.counters.in_progress.inc();
+                Err(in_progress(contract))
+            }
+            read => self.read_answered(operation, read),
         }
     }
 
@@ -1048,7 +1038,21 @@ impl Idempotency {
         scope: &str,
         key: &str,
     ) -> Result<Option<Record>, Response> {
-        match self.records.read(executor, scope, key).await {
+        let read = self.records.read(executor, scope, key).await;
+        self.read_answered(operation, read)
+    }
+
+    /// A read's record, where a lost race is "no record yet" and any other
+    /// failure the attempt's answer.
+    // The error is the answer to send, as from the async readers that call
+    // this: boxing it would only move the allocation.
+    #[allow(clippy::result_large_err)]
+    fn read_answered(
+        &self,
+        operation: &Operation,
+        read: Result<Option<Record>, sqlx::Error>,
+    ) -> Result<Option<Record>, Response> {
+        match read {
             Ok(record) => Ok(record),
             Err(error) => match classify(&error) {
                 Failure::LostRace => {
@@ -1784,9 +1788,8 @@ fn stop_of(failure: Failure) -> Stop {
 /// be released a moment after the read: "in progress" was true when read,
 /// and nothing is written on it.
 fn settled(record: &Record, fingerprint: &str, margin_ms: i64) -> bool {
-    let now = record.db_now;
-    let in_window = record.expires_at.saturating_add(margin_ms) > now;
-    let leased = record.status == IN_PROGRESS && record.lease_expires_at.saturating_add(margin_ms) > now;
+    let in_window = record.expires_at.saturating_add(margin_ms) > record.db_now;
+    let leased = record.status == IN_PROGRESS && record.lease_running(margin_ms);
     in_window && (record.fingerprint != fingerprint || record.status == COMPLETED || leased)
 }
 
@@ -1832,7 +1835,7 @@ fn decide(
                 ),
             ))
         }
-        _ if record.lease_expires_at.saturating_add(margin_ms) <= now => {
+        _ if !record.lease_running(margin_ms) => {
             if record.released(margin_ms) {
                 Decision::Reclaim(Reason::Released)
             } else {

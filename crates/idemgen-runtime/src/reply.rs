@@ -575,7 +575,6 @@ fn not_plain_json(headers: &HeaderMap) -> Option<String> {
     None
 }
 
-
 fn unsupported_media_type(why: &str) -> Reply {
     Reply::refusal(
         ProblemKind::UnsupportedMediaType,

@@ -63,6 +63,12 @@ impl Record {
     pub(crate) fn released(&self, margin_ms: i64) -> bool {
         self.status == IN_PROGRESS && self.lease_expires_at.saturating_add(margin_ms) == self.updated_at
     }
+
+    /// Whether its lease, `margin_ms` added, has not ended by the
+    /// database's clock read with it.
+    pub(crate) fn lease_running(&self, margin_ms: i64) -> bool {
+        self.lease_expires_at.saturating_add(margin_ms) > self.db_now
+    }
 }
 
 /// A new in-progress record; its times are the database's now plus these.
@@ -656,8 +662,9 @@ impl RecordStore {
     /// before; `None` counts none, and only sets the bound): records that
     /// got stuck since the last look. Also the new bound. Found through the
     /// index of migration `20261205000000_record_in_progress` (a range of
-    /// leases one purge interval long), and run before the purge, so that a record is
-    /// counted however soon its window ends and the purge deletes it.
+    /// leases one purge interval long), and run before the purge, so that
+    /// a record is counted however soon its window ends and the purge
+    /// deletes it.
     pub(crate) async fn newly_stuck(
         &self,
         pool: &Pool,
