@@ -6,7 +6,9 @@
 //!    that read alone, and one with another fingerprint is a conflict),
 //!    and otherwise claim the key with one atomic statement that commits on its own,
 //!    so that a duplicate sees the claim at once (in progress →
-//!    `Retry-After`);
+//!    `Retry-After`); a duplicate that reaches this process while it runs
+//!    the key's first attempt waits for that attempt's committed answer
+//!    instead ([`crate::single_flight`]);
 //! 2. the business function, inside a transaction ([`Call::parts`]);
 //! 3. [`Call::finish`]: store the answer with an UPDATE fenced on this
 //!    attempt's claim token, in the business transaction, then commit.
@@ -55,6 +57,7 @@ use crate::reachability::Reachability;
 use crate::reply::{DEFAULT_MAX_STORED_ANSWER_BYTES, IntoRequest, Reply, Request};
 use crate::response_headers;
 use crate::security::Security;
+use crate::single_flight::{Joined, Lead, SingleFlight, StoredAnswer};
 use crate::store::{
     COMPLETED, FAILED, Finish, IN_PROGRESS, NewClaim, Reclaim, Record, RecordStore, StoreError,
 };
@@ -171,6 +174,8 @@ pub struct Idempotency {
     reachability: Arc<Reachability>,
     /// The record table's size, as last sampled.
     census: Arc<Census>,
+    /// The first attempts this process runs, which duplicates wait on.
+    flights: Arc<SingleFlight>,
 }
 
 /// A request that owns its key (or needs none) and may run its business
@@ -187,6 +192,9 @@ pub struct Call {
     /// How long the claim took, and when the business step began.
     claim_time: Option<Duration>,
     business_started: Instant,
+    /// This process's first attempt of the key: its committed answer is
+    /// passed to the duplicates waiting on it.
+    lead: Option<Lead>,
 }
 
 /// The clock margin of an engine on a MariaDB Galera cluster unless set:
@@ -277,6 +285,7 @@ impl Idempotency {
             commit_timeout: DEFAULT_COMMIT_TIMEOUT,
             reachability: Arc::default(),
             census: Arc::default(),
+            flights: Arc::default(),
         })
     }
 
@@ -458,6 +467,7 @@ impl Idempotency {
                     deadline: None,
                     claim_time: None,
                     business_started: started,
+                    lead: None,
                 }),
                 Err(error) => Err(self.stopped(operation, None, stop_for(&error), Some(&error))),
             };
@@ -466,6 +476,10 @@ impl Idempotency {
         // cannot be made in that time is not made.
         let lease = Duration::from_millis(u64::try_from(contract.lease_ms).unwrap_or(0));
         let deadline = started + lease;
+        let lead = match &admitted {
+            Some(admitted) => self.follow(operation, contract, admitted, deadline).await?,
+            None => None,
+        };
         // One connection for the claim and the business transaction.
         let mut connection = match tokio::time::timeout_at(deadline, db::acquire(&self.pool)).await {
             Ok(Ok(connection)) => connection,
@@ -509,6 +523,7 @@ impl Idempotency {
                     deadline: Some(deadline),
                     claim_time: None,
                     business_started: started,
+                    lead,
                 });
             }
             (_, admitted) => admitted,
@@ -543,6 +558,7 @@ impl Idempotency {
                 deadline: Some(deadline),
                 claim_time: None,
                 business_started: started,
+                lead,
             }),
             Ok(Err(error)) => {
                 if let Some(claim) = &claim {
@@ -555,6 +571,48 @@ impl Idempotency {
                     self.release(operation, claim).await;
                 }
                 Err(self.timed_out(operation, contract).await)
+            }
+        }
+    }
+
+    /// Joins this process's attempts of the admitted key. A duplicate of
+    /// one that is running waits for it (at most the in-progress
+    /// `Retry-After`, never past `deadline`) and is answered with its
+    /// committed answer, as a replay; `Ok` with the lead when this request
+    /// is the first, `Ok(None)` when it goes to the database on its own.
+    async fn follow(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        admitted: &Admitted,
+        deadline: Instant,
+    ) -> Result<Option<Lead>, Response> {
+        let joined = self.flights.join(
+            operation.name,
+            &admitted.scope,
+            &admitted.key,
+            &admitted.fingerprint,
+        );
+        match joined {
+            Joined::Lead(lead) => Ok(Some(lead)),
+            Joined::Alone => Ok(None),
+            Joined::Follow(follower) => {
+                let wait = Duration::from_secs(contract.retry_after_secs);
+                let until = deadline.min(Instant::now() + wait);
+                match follower.answer(until).await {
+                    Some(answer) => {
+                        operation.counters.replays.inc();
+                        operation.counters.duplicates_joined.inc();
+                        Err(replay_answer(
+                            Some(answer.status),
+                            Some(&answer.content_type),
+                            &answer.body,
+                            answer.headers.as_deref(),
+                            contract,
+                        ))
+                    }
+                    None => Ok(None),
+                }
             }
         }
     }
@@ -1424,6 +1482,7 @@ impl Call {
             mut tx,
             request: _,
             claim,
+            lead,
             ..
         } = self;
         let commit_by = Instant::now() + engine.commit_timeout;
@@ -1537,7 +1596,17 @@ impl Call {
             return engine.commit_unanswered(operation, contract);
         };
         match committed {
-            Ok(()) => reply.into_response(),
+            Ok(()) => {
+                if let Some(lead) = lead.filter(Lead::followed) {
+                    lead.land(StoredAnswer {
+                        status: reply.status.as_u16(),
+                        content_type: reply.content_type.clone(),
+                        body: reply.body.clone(),
+                        headers: response_headers::encode(&reply.headers),
+                    });
+                }
+                reply.into_response()
+            }
             // The database refused the commit: nothing was written, and the
             // claim (committed on its own) is released for the retry.
             Err(error) if stop_for(&error) == Stop::LostRace => {
@@ -1852,15 +1921,29 @@ fn decide(
 /// The stored answer: status, content type, body and stored headers,
 /// marked as a replay where the contract names a mark.
 fn replay(record: &Record, contract: &Contract) -> Response {
-    let status = record
-        .response_status
+    replay_answer(
+        record.response_status,
+        record.response_content_type.as_deref(),
+        record.response_body.as_deref().unwrap_or_default(),
+        record.response_headers.as_deref(),
+        contract,
+    )
+}
+
+/// A stored answer's parts sent as a replay.
+fn replay_answer(
+    status: Option<u16>,
+    content_type: Option<&str>,
+    body: &[u8],
+    stored_headers: Option<&[u8]>,
+    contract: &Contract,
+) -> Response {
+    let status = status
         .and_then(|status| StatusCode::from_u16(status).ok())
         .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, record.response_body.clone().unwrap_or_default()).into_response();
+    let mut response = (status, body.to_vec()).into_response();
     let headers = response.headers_mut();
-    match record
-        .response_content_type
-        .as_deref()
+    match content_type
         .filter(|value| !value.is_empty())
         .and_then(|value| HeaderValue::from_str(value).ok())
     {
@@ -1871,7 +1954,7 @@ fn replay(record: &Record, contract: &Contract) -> Response {
             headers.remove(header::CONTENT_TYPE);
         }
     }
-    if let Some(block) = &record.response_headers {
+    if let Some(block) = stored_headers {
         response_headers::send(&response_headers::decode(block), headers);
     }
     // A name the contract's parser accepted is a valid header name.

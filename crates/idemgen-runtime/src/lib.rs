@@ -117,6 +117,7 @@ engine! {
     mod response_headers;
     mod security;
     pub mod service;
+    mod single_flight;
     mod store;
     mod time;
     mod trace_context;

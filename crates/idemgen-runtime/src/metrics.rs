@@ -74,6 +74,10 @@ pub struct Counters {
     /// a database error, a busy pool or its deadline, and rolled back);
     /// also counted as first attempts, never as takeovers.
     pub reclaims_after_release: Counter,
+    /// Duplicates that waited on this process's running first attempt of
+    /// their key and were answered with its committed answer, with no
+    /// statement of their own; also counted as replays.
+    pub duplicates_joined: Counter,
 }
 
 impl Counters {
@@ -86,6 +90,7 @@ impl Counters {
             takeovers: Counter::new(),
             failures: Counter::new(),
             reclaims_after_release: Counter::new(),
+            duplicates_joined: Counter::new(),
         }
     }
 }
@@ -517,7 +522,7 @@ impl std::fmt::Debug for Collector {
 /// which counter.
 type CounterFamily = (&'static str, &'static str, fn(&Counters) -> &Counter);
 
-const COUNTER_FAMILIES: [CounterFamily; 7] = [
+const COUNTER_FAMILIES: [CounterFamily; 8] = [
     (
         "idempotency_first_attempts",
         "Requests that claimed their key and ran the business function.",
@@ -552,6 +557,11 @@ const COUNTER_FAMILIES: [CounterFamily; 7] = [
         "idempotency_reclaims_after_release",
         "Keys claimed again after their attempt released them (a database error, a busy pool, its deadline); also first attempts, never takeovers.",
         |c| &c.reclaims_after_release,
+    ),
+    (
+        "idempotency_duplicates_joined",
+        "Duplicates answered with the committed answer of the first attempt of their key this process was running, with no statement; also replays.",
+        |c| &c.duplicates_joined,
     ),
 ];
 

@@ -49,6 +49,10 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     ("src/security.rs", include_str!("../src/security.rs")),
     ("src/service.rs", include_str!("../src/service.rs")),
+    (
+        "src/single_flight.rs",
+        include_str!("../src/single_flight.rs"),
+    ),
     ("src/sources.rs", include_str!("../src/sources.rs")),
     ("src/store.rs", include_str!("../src/store.rs")),
     ("src/time.rs", include_str!("../src/time.rs")),

@@ -33,6 +33,7 @@ mod replay_cost;
 mod request_reading;
 mod response_headers;
 mod security;
+mod single_flight;
 mod slow_clients;
 mod support;
 mod trace_context;
