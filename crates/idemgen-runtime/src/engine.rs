@@ -238,6 +238,9 @@ struct Claim {
     /// Written in the business transaction ([`ClaimMode::InTransaction`]):
     /// its rollback takes the claim away, with nothing to release.
     in_transaction: bool,
+    /// Inserted by the claim statement, which then ended its own bounded
+    /// wait for another transaction's claim of the key (in a transaction).
+    inserted: bool,
 }
 
 enum Decision {
@@ -834,8 +837,12 @@ impl Idempotency {
             .claim_on(operation, contract, admitted, &mut tx, Some(wait))
             .await;
         let ready = match &claimed {
-            Ok(_) => {
-                let ended = self.records.end_claim_wait(&mut tx).await;
+            Ok(claim) => {
+                let ended = if claim.inserted {
+                    Ok(())
+                } else {
+                    self.records.end_claim_wait(&mut tx).await
+                };
                 match ended {
                     Ok(()) if contract.retry_failed => Ok(()),
                     Ok(()) => sqlx::raw_sql(CLAIM_SAVEPOINT)
@@ -949,6 +956,7 @@ impl Idempotency {
                         token,
                         taken_over: false,
                         in_transaction,
+                        inserted: true,
                     });
                 }
                 // Someone else holds the key: read it back below.
@@ -987,6 +995,7 @@ impl Idempotency {
                     token: record.claim_token,
                     taken_over: false,
                     in_transaction,
+                    inserted: false,
                 });
             }
             let reason = match decide(
@@ -1049,6 +1058,7 @@ impl Idempotency {
                     token,
                     taken_over: matches!(reason, Reason::Takeover),
                     in_transaction,
+                    inserted: false,
                 });
             }
             // Another request reclaimed it first (or the reclaim itself

@@ -304,21 +304,31 @@ impl RecordStore {
         };
         // Inside the business transaction the claim commits with the work,
         // durably. PostgreSQL bounds its wait for another transaction's
-        // claim of the key with `lock_timeout` (set for this transaction,
-        // from the statement's own subquery, before the row is inserted);
-        // MySQL with `SET STATEMENT innodb_lock_wait_timeout` around it,
-        // written per call ([`RecordStore::claim_in_transaction`]). SQLite
-        // needs no bound here: `BEGIN IMMEDIATE` already waited for the
-        // other writer.
+        // claim of the key with `lock_timeout`, set for this transaction
+        // before the row is inserted and, once it is, set back to the
+        // session's value in the same statement (one round trip; a claim
+        // that found the key taken keeps the bound for the read and the
+        // reclaim that follow, and [`RecordStore::end_claim_wait`] ends
+        // it). Each step reads the one before, which fixes their order.
+        // MySQL bounds it with `SET STATEMENT innodb_lock_wait_timeout`
+        // around the INSERT, written per call
+        // ([`RecordStore::claim_in_transaction`]). SQLite needs no bound
+        // here: `BEGIN IMMEDIATE` already waited for the other writer.
         let claim_in_transaction = match Dialect::BUILT {
             Dialect::Sqlite | Dialect::Mysql => claim.clone(),
             Dialect::Postgres => format!(
-                "INSERT INTO {{t}} (scope, idem_key, fingerprint, status, claim_token, \
-                 lease_expires_at, expires_at, created_at, updated_at) \
+                "WITH session AS MATERIALIZED \
+                 (SELECT current_setting('lock_timeout') AS lock_timeout), \
+                 bounded_wait AS MATERIALIZED \
+                 (SELECT set_config('lock_timeout', {{7}}, true) AS lock_timeout FROM session), \
+                 claimed AS (INSERT INTO {{t}} (scope, idem_key, fingerprint, status, \
+                 claim_token, lease_expires_at, expires_at, created_at, updated_at) \
                  SELECT {{1}}, {{2}}, {{3}}, 'in_progress', {{4}}, {{now}} + {{5}}, \
-                 {{now}} + {{6}}, {{now}}, {{now}} \
-                 FROM (SELECT set_config('lock_timeout', {{7}}, true)) AS bounded_wait\
-                 {on_conflict}"
+                 {{now}} + {{6}}, {{now}}, {{now}} FROM bounded_wait\
+                 {on_conflict}) \
+                 SELECT claimed.claim_token, CASE WHEN claimed.claim_token IS NOT NULL \
+                 THEN set_config('lock_timeout', session.lock_timeout, true) END \
+                 FROM session LEFT JOIN claimed ON true"
             ),
         };
         Ok(RecordStore {
@@ -414,7 +424,8 @@ impl RecordStore {
 
     /// Ends the bounded wait [`RecordStore::claim_in_transaction`] set for
     /// the rest of its transaction (PostgreSQL), so that the business step
-    /// waits for locks as long as the session would.
+    /// waits for locks as long as the session would. A claim that inserted
+    /// its record has ended it already.
     pub(crate) async fn end_claim_wait(
         &self,
         connection: &mut <Db as sqlx::Database>::Connection,
@@ -454,12 +465,14 @@ impl RecordStore {
                 Err(error) => Err(error),
             };
         }
-        let inserted: Option<String> = query(&sql)
+        // No row, or (the claim in a transaction) a row whose token is
+        // NULL: the key was taken.
+        let inserted: Option<Option<String>> = query(&sql)
             .fetch_optional(executor)
             .await?
             .map(|row| row.try_get(0))
             .transpose()?;
-        Ok(inserted.as_deref() == Some(claim.token))
+        Ok(inserted.flatten().as_deref() == Some(claim.token))
     }
 
     pub(crate) async fn read<'e>(

@@ -138,11 +138,15 @@ async fn concurrent_first_writes_of_one_key_run_it_once() {
     let Some((table, engine)) = arena().await else {
         return;
     };
+    // Two instances: duplicates on one wait for its first attempt in
+    // memory, the other's wait on the key in the database.
+    let other = table.engine().await;
     let table = std::sync::Arc::new(table);
     let key = key();
     let requests: Vec<_> = (0..6)
-        .map(|_| {
-            let (table, engine, key) = (table.clone(), engine.clone(), key.clone());
+        .map(|i| {
+            let engine = if i % 2 == 0 { &engine } else { &other }.clone();
+            let (table, key) = (table.clone(), key.clone());
             tokio::spawn(async move {
                 request(&PAY, &table, &engine, &key, Duration::from_millis(200)).await
             })
@@ -176,10 +180,12 @@ async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
         return;
     };
     let key = key();
+    // From another instance: it waits on the key in the database.
+    let other = table.engine().await;
     let mut first = support::claim(&PAY, &engine, pay(&key)).await;
     effect(&table, &mut first, &key).await;
     let duplicate = tokio::spawn({
-        let (engine, key) = (engine.clone(), key.clone());
+        let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await.err() }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -208,9 +214,11 @@ async fn a_duplicate_past_its_wait_is_in_progress() {
         return;
     };
     let key = key();
+    // From another instance: it waits on the key in the database.
+    let other = table.engine().await;
     let mut first = support::claim(&PAY, &engine, pay(&key)).await;
     effect(&table, &mut first, &key).await;
-    let answer = engine
+    let answer = other
         .begin(&PAY, pay(&key))
         .await
         .err()
@@ -249,10 +257,12 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
         return;
     };
     let key = key();
+    // From another instance: it waits on the key in the database.
+    let other = table.engine().await;
     let mut first = support::claim(&PAY, &engine, pay(&key)).await;
     effect(&table, &mut first, &key).await;
     let duplicate = tokio::spawn({
-        let (engine, key) = (engine.clone(), key.clone());
+        let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -286,10 +296,12 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
         return;
     };
     let key = key();
+    // From another instance: it waits on the key in the database.
+    let other = table.engine().await;
     let mut first = support::claim(&PAY_ONCE, &engine, pay(&key)).await;
     effect(&table, &mut first, &key).await;
     let duplicate = tokio::spawn({
-        let (engine, key) = (engine.clone(), key.clone());
+        let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY_ONCE, pay(&key)).await.err() }
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -381,5 +393,48 @@ async fn concurrent_first_writes_of_different_keys_are_answered() {
     for key in &keys {
         assert_eq!(effects(&table, key).await, 1, "{key}");
     }
+    drop_effects(&table).await;
+}
+
+/// PostgreSQL bounds the claim's wait with `lock_timeout`; the business
+/// step then waits for locks as long as the session would, whether the
+/// claim inserted its record (the statement sets the bound back itself)
+/// or reclaimed one past its window (a statement of its own does).
+#[tokio::test]
+async fn the_business_step_waits_for_locks_as_the_session_does() {
+    if Dialect::BUILT != Dialect::Postgres {
+        support::skipped("PostgreSQL's lock_timeout: build with --features postgres");
+        return;
+    }
+    let Some((table, engine)) = arena().await else {
+        return;
+    };
+    let session: String = sqlx::query_scalar("SHOW lock_timeout")
+        .fetch_one(&table.pool)
+        .await
+        .unwrap();
+    let in_business_step = |mut call: Call| async move {
+        let (tx, _) = call.parts();
+        let timeout: String = sqlx::query_scalar("SHOW lock_timeout")
+            .fetch_one(&mut **tx)
+            .await
+            .unwrap();
+        assert_eq!(call.finish(paid()).await.status(), StatusCode::CREATED);
+        timeout
+    };
+    let key = key();
+    let fresh = support::claim(&PAY_BRIEFLY, &engine, pay(&key)).await;
+    assert_eq!(
+        in_business_step(fresh).await,
+        session,
+        "after a fresh claim"
+    );
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let reclaimed = support::claim(&PAY_BRIEFLY, &engine, pay(&key)).await;
+    assert_eq!(
+        in_business_step(reclaimed).await,
+        session,
+        "after a reclaim"
+    );
     drop_effects(&table).await;
 }

@@ -129,13 +129,18 @@ async fn a_duplicate_in_progress_is_told_to_retry_and_concurrent_claims_have_one
     let Some(table) = Table::new().await else {
         return;
     };
-    let engine = table.engine().await;
     let key = key();
+    // One engine an attempt, as on as many instances: duplicates on one
+    // instance would wait for its first attempt in memory instead.
+    let mut engines = Vec::new();
+    for _ in 0..8 {
+        engines.push(table.engine().await);
+    }
     // Each winner finishes at once: on SQLite its transaction holds the
     // only write lock, and the other claims wait for it.
-    let attempts: Vec<_> = (0..8)
-        .map(|_| {
-            let engine = engine.clone();
+    let attempts: Vec<_> = engines
+        .into_iter()
+        .map(|engine| {
             let request = pay(Some(&key), &json!({"amount": 2}));
             tokio::spawn(async move {
                 match engine.begin(&PAY, request).await {
@@ -261,9 +266,14 @@ async fn a_recorded_failure_is_claimed_again_by_exactly_one_retry() {
             "",
         )))
         .await;
-    let retries: Vec<_> = (0..6)
-        .map(|_| {
-            let engine = engine.clone();
+    // One engine a retry, as on as many instances.
+    let mut engines = Vec::new();
+    for _ in 0..6 {
+        engines.push(table.engine().await);
+    }
+    let retries: Vec<_> = engines
+        .into_iter()
+        .map(|engine| {
             let request = pay(Some(&key), &json!({}));
             tokio::spawn(async move {
                 match engine.begin(&PAY, request).await {
