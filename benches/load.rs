@@ -11,7 +11,7 @@
 //!   business transaction: one commit);
 //! - (c) `replay`: repeats of completed keys, answered from the record;
 //! - (d) `burst`: every client sends the same new key at once, round after
-//!   round (one pays, the rest get 429 or the replay).
+//!   round (one pays, the rest get 429 or the replay), once per claim mode.
 //!
 //! Each runs for a fixed time with N client threads (keep-alive
 //! connections) against release builds, one server process each, in the
@@ -130,7 +130,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     };
     let one_commit_binary = in_transaction_build(db.dialect);
     let one_commit = Server::start(&one_commit_binary, db, 0);
-    for prefix in ["W", "A", "B", "C", "R", "D"] {
+    for prefix in ["W", "A", "B", "C", "R", "D", "E"] {
         seed_orders(db, prefix, ORDERS_PER_SCENARIO);
     }
 
@@ -172,7 +172,6 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         )
     });
     one_commit_run.commits = commits.per_request(&one_commit_run);
-    drop(one_commit);
 
     // Keys to replay: completed now, their window pushed out so that a long
     // run does not outlive it (the window is the example's 18 s).
@@ -214,7 +213,20 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         )
     });
     burst_run.commits = commits.per_request(&burst_run);
-    // Not a timing: the burst must not have paid any order twice.
+    let one_commit_burst_keys = new_keys(ORDERS_PER_SCENARIO);
+    let commits = Commits::start(db);
+    let mut one_commit_burst_run =
+        drive_rounds(clients, duration, ORDERS_PER_SCENARIO, |agent, round| {
+            send(
+                agent,
+                &one_commit.base,
+                Some(&one_commit_burst_keys[round]),
+                &callback_body(&format!("E-{round}"), 100),
+            )
+        });
+    one_commit_burst_run.commits = commits.per_request(&one_commit_burst_run);
+    drop(one_commit);
+    // Not a timing: the bursts must not have paid any order twice.
     let doubled = db.count(
         "SELECT COUNT(*) FROM (SELECT order_no FROM paid_log GROUP BY order_no HAVING COUNT(*) > 1) AS doubled",
     );
@@ -231,7 +243,11 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             &one_commit_run,
         ),
         ("(c) replay", &replay_run),
-        ("(d) duplicate burst", &burst_run),
+        ("(d) duplicate burst, committed claim", &burst_run),
+        (
+            "(d) duplicate burst, in-transaction claim",
+            &one_commit_burst_run,
+        ),
     ] {
         rows.push_str(&format!(
             "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
