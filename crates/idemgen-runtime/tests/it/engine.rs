@@ -130,15 +130,11 @@ async fn a_duplicate_in_progress_is_told_to_retry_and_concurrent_claims_have_one
         return;
     };
     let key = key();
-    // One engine an attempt, as on as many instances: duplicates on one
-    // instance would wait for its first attempt in memory instead.
-    let mut engines = Vec::new();
-    for _ in 0..8 {
-        engines.push(table.engine().await);
-    }
     // Each winner finishes at once: on SQLite its transaction holds the
     // only write lock, and the other claims wait for it.
-    let attempts: Vec<_> = engines
+    let attempts: Vec<_> = table
+        .engines(8)
+        .await
         .into_iter()
         .map(|engine| {
             let request = pay(Some(&key), &json!({"amount": 2}));
@@ -266,12 +262,9 @@ async fn a_recorded_failure_is_claimed_again_by_exactly_one_retry() {
             "",
         )))
         .await;
-    // One engine a retry, as on as many instances.
-    let mut engines = Vec::new();
-    for _ in 0..6 {
-        engines.push(table.engine().await);
-    }
-    let retries: Vec<_> = engines
+    let retries: Vec<_> = table
+        .engines(6)
+        .await
         .into_iter()
         .map(|engine| {
             let request = pay(Some(&key), &json!({}));

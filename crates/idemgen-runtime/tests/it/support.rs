@@ -227,6 +227,17 @@ impl Table {
             .expect("the table fits the statements")
     }
 
+    /// `count` engines on this table, as on as many instances: duplicates
+    /// sent through one engine would wait in its memory for its first
+    /// attempt of their key, never racing on the database.
+    pub async fn engines(&self, count: usize) -> Vec<Idempotency> {
+        let mut engines = Vec::with_capacity(count);
+        for _ in 0..count {
+            engines.push(self.engine().await);
+        }
+        engines
+    }
+
     /// Runs SQL with `{t}` standing for the table.
     pub async fn sql(&self, sql: &str) {
         sqlx::raw_sql(sqlx::AssertSqlSafe(sql.replace("{t}", &self.name)))
