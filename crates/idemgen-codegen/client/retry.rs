@@ -417,6 +417,133 @@ pub enum Body {
         content_type: &'static str,
         bytes: bytes::Bytes,
     },
+    /// `multipart/form-data` with its boundary, the same on every attempt.
+    Multipart {
+        boundary: String,
+        bytes: bytes::Bytes,
+    },
+}
+
+/// How a part of a multipart body is written, as the service reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartIs {
+    /// A string, number or boolean as its text.
+    Text,
+    /// A JSON document (`application/json`).
+    Json,
+    /// The models' file struct: its bytes, with its file name and content
+    /// type.
+    File,
+}
+
+/// A declared part of a multipart body; a property not declared is text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub name: &'static str,
+    pub is: PartIs,
+}
+
+impl Part {
+    pub const fn text(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::Text,
+        }
+    }
+
+    pub const fn json(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::Json,
+        }
+    }
+
+    pub const fn file(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::File,
+        }
+    }
+}
+
+/// `body` as a `multipart/form-data` body: one part per property (an
+/// array's text or file items one part each, under the property's name),
+/// absent and `null` properties left out.
+pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Body, Error<R>> {
+    let refused = |why: String| Error::Request(format!("the multipart body: {why}"));
+    let serde_json::Value::Object(members) = to_json(body)? else {
+        return Err(refused("the body is not an object".into()));
+    };
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).expect("the operating system's random source works");
+    let boundary: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let boundary = format!("idemgen-{boundary}");
+    let mut bytes = Vec::new();
+    for (name, value) in &members {
+        let is = parts
+            .iter()
+            .find(|part| part.name == name)
+            .map_or(PartIs::Text, |part| part.is);
+        let items = match (is, value) {
+            (_, serde_json::Value::Null) => continue,
+            (PartIs::Text | PartIs::File, serde_json::Value::Array(items)) => items.iter().collect(),
+            _ => vec![value],
+        };
+        for item in items {
+            let (file_name, content_type, content) = match is {
+                PartIs::File => file_part(item).map_err(|why| refused(format!("`{name}`: {why}")))?,
+                PartIs::Json => (None, Some("application/json".to_string()), item.to_string().into_bytes()),
+                PartIs::Text => match item {
+                    serde_json::Value::String(text) => (None, None, text.clone().into_bytes()),
+                    serde_json::Value::Object(_) | serde_json::Value::Array(_) => {
+                        (None, Some("application/json".to_string()), item.to_string().into_bytes())
+                    }
+                    other => (None, None, other.to_string().into_bytes()),
+                },
+            };
+            bytes.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            let mut disposition = format!("Content-Disposition: form-data; name=\"{}\"", quoted(name));
+            if let Some(file_name) = file_name {
+                disposition.push_str(&format!("; filename=\"{}\"", quoted(&file_name)));
+            }
+            bytes.extend_from_slice(disposition.as_bytes());
+            bytes.extend_from_slice(b"\r\n");
+            if let Some(content_type) = content_type {
+                bytes.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+            }
+            bytes.extend_from_slice(b"\r\n");
+            bytes.extend_from_slice(&content);
+            bytes.extend_from_slice(b"\r\n");
+        }
+    }
+    bytes.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    Ok(Body::Multipart {
+        boundary,
+        bytes: bytes.into(),
+    })
+}
+
+/// A file struct's file name, content type and bytes.
+type FileParts = (Option<String>, Option<String>, Vec<u8>);
+
+fn file_part(value: &serde_json::Value) -> Result<FileParts, String> {
+    let text = |field: &str| value.get(field).and_then(serde_json::Value::as_str).map(str::to_string);
+    let bytes = value
+        .get("bytes")
+        .and_then(serde_json::Value::as_array)
+        .ok_or("a file without `bytes`")?
+        .iter()
+        .map(|byte| byte.as_u64().and_then(|byte| u8::try_from(byte).ok()))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or("`bytes` that are not bytes")?;
+    let content_type = text("content_type").or_else(|| Some("application/octet-stream".into()));
+    Ok((text("file_name"), content_type, bytes))
+}
+
+/// A name in a `Content-Disposition`, its quote and line breaks
+/// percent-encoded as browsers write them.
+fn quoted(name: &str) -> String {
+    name.replace('"', "%22").replace('\r', "%0D").replace('\n', "%0A")
 }
 
 /// How one attempt ended.
@@ -1009,7 +1136,7 @@ pub async fn send<R>(
             content_type,
             value,
         }) => (
-            Some(content_type),
+            Some(content_type.to_string()),
             Some(bytes::Bytes::from(
                 serde_json::to_vec(&value).map_err(|error| Error::Request(error.to_string()))?,
             )),
@@ -1017,7 +1144,11 @@ pub async fn send<R>(
         Some(Body::Bytes {
             content_type,
             bytes,
-        }) => (Some(content_type), Some(bytes)),
+        }) => (Some(content_type.to_string()), Some(bytes)),
+        Some(Body::Multipart { boundary, bytes }) => (
+            Some(format!("multipart/form-data; boundary={boundary}")),
+            Some(bytes),
+        ),
     };
     let mut used = 0usize;
     let mut spent_tokens = 0u64;
@@ -1035,7 +1166,7 @@ pub async fn send<R>(
         .min()
         .unwrap_or(plan.timeout);
         let (at, sent_unix_ms) = (started.elapsed(), unix_ms(SystemTime::now()));
-        let result = attempt(transport, &request, content_type, body.clone(), time).await;
+        let result = attempt(transport, &request, content_type.as_deref(), body.clone(), time).await;
         let (outcome, raw) = classify(result, contract, plan.retries);
         call.attempts.push(Tried {
             at,
@@ -1155,7 +1286,7 @@ struct Raw {
 async fn attempt(
     transport: &Transport,
     request: &Request,
-    content_type: Option<&'static str>,
+    content_type: Option<&str>,
     body: Option<bytes::Bytes>,
     time: Duration,
 ) -> Result<Raw, Outcome> {
