@@ -352,6 +352,27 @@ fn param_context(field: &ParamField) -> ParamContext {
         // Any other JSON value: its text, as a string.
         ParamKind::Other => Scalar::String,
     };
+    chain.push_str(&style_chain(field, "idemgen_runtime"));
+    ParamContext {
+        location,
+        name: field.wire_name.clone(),
+        scalar: match scalar {
+            Scalar::String => "string",
+            Scalar::Integer => "integer",
+            Scalar::Number => "number",
+            Scalar::Boolean => "boolean",
+        },
+        many: matches!(field.kind, ParamKind::Array(_)),
+        chain,
+    }
+}
+
+/// `.style({module}::Style::Label).explode(true)`: the declared `style`
+/// and `explode` where they are not the defaults of where the parameter
+/// is sent; `module` names the `Style` enum (the runtime's or the
+/// client's).
+pub(crate) fn style_chain(field: &ParamField, module: &str) -> String {
+    let mut chain = String::new();
     let (default_style, allowed): (&str, &[&str]) = match field.location {
         ParamLocation::Path => ("simple", &["simple", "label", "matrix"]),
         ParamLocation::Query => (
@@ -370,7 +391,7 @@ fn param_context(field: &ParamField) -> ParamContext {
     if style != default_style {
         let mut variant = style.to_string();
         variant[..1].make_ascii_uppercase();
-        chain.push_str(&format!(".style(idemgen_runtime::Style::{variant})"));
+        chain.push_str(&format!(".style({module}::Style::{variant})"));
     }
     if let Some(explode) = field
         .explode
@@ -378,18 +399,7 @@ fn param_context(field: &ParamField) -> ParamContext {
     {
         chain.push_str(&format!(".explode({explode})"));
     }
-    ParamContext {
-        location,
-        name: field.wire_name.clone(),
-        scalar: match scalar {
-            Scalar::String => "string",
-            Scalar::Integer => "integer",
-            Scalar::Number => "number",
-            Scalar::Boolean => "boolean",
-        },
-        many: matches!(field.kind, ParamKind::Array(_)),
-        chain,
-    }
+    chain
 }
 
 /// `Part::text("purpose", Scalar::String)`, `Part::file("scans").many()`.

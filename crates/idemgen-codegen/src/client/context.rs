@@ -75,6 +75,9 @@ pub struct Param {
     /// `Path`, `Query` or `Header`.
     pub location: &'static str,
     pub name: String,
+    /// The declared `style` and `explode` where they are not the
+    /// defaults: `.style(retry::Style::Label).explode(true)`.
+    pub chain: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -357,6 +360,7 @@ pub fn typed(
                     ParamLocation::Header => "Header",
                 },
                 name: field.wire_name.clone(),
+                chain: crate::context::style_chain(field, "retry"),
             })
             .collect(),
         key_field: params
