@@ -3,9 +3,9 @@
 //! tree the fingerprint hashes ([`canonical_multipart`]).
 //!
 //! The body is already in memory, read up to [`crate::MAX_BODY_BYTES`]
-//! within the in-flight budget, so reading its parts holds at most a copy
-//! of it more; a file's bytes go into its field without an intermediate
-//! JSON array.
+//! within the in-flight budget: reading it holds `multer`'s buffer of it
+//! and the typed value, each at most its size, and a file's bytes go into
+//! its field without an intermediate JSON array.
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
