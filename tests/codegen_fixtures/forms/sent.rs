@@ -196,3 +196,19 @@ async fn the_generated_client_writes_every_style_the_service_reads() {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
 }
+
+#[tokio::test]
+async fn a_union_takes_its_number_variant_from_the_form_text() {
+    for (form, delay_days, percent) in [
+        ("amount=1&delay_days=7&percent=25.5", json!(7), json!(25.5)),
+        ("amount=1&delay_days=minimum&percent=0.5", json!("minimum"), json!(0.5)),
+    ] {
+        let (status, echoed) = send(PATH, None, form).await;
+        assert_eq!(status, StatusCode::OK, "{form}: {echoed}");
+        assert_eq!(echoed["body"]["delay_days"], delay_days, "{form}");
+        assert_eq!(echoed["body"]["percent"], percent, "{form}");
+    }
+    let (status, problem) = send(PATH, None, "amount=1&delay_days=soon").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert!(problem["detail"].as_str().unwrap_or_default().contains("delay_days"), "{problem}");
+}

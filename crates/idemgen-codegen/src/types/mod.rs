@@ -68,6 +68,7 @@
 
 mod convert;
 mod emit;
+mod form_text;
 mod graph;
 mod merge;
 mod model;
@@ -370,7 +371,12 @@ pub fn spec_types_with(
     let defs = merge::identical(defs, &components, &by_pointer);
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
-    let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
+    let read_from_forms = form_text::unions_read_from_forms(&defs, &by_pointer);
+    let models = emit::module(
+        &defs,
+        &emit::Header::for_workspace(workspace),
+        &read_from_forms,
+    )?;
     let uses_time = emit::uses_time(&defs);
     Ok(SpecTypes {
         models,
