@@ -202,6 +202,8 @@ async fn a_union_takes_its_number_variant_from_the_form_text() {
     for (form, delay_days, percent) in [
         ("amount=1&delay_days=7&percent=25.5", json!(7), json!(25.5)),
         ("amount=1&delay_days=minimum&percent=0.5", json!("minimum"), json!(0.5)),
+        // An optional field's empty value is the `""` variant.
+        ("amount=1&delay_days=8&percent=", json!(8), json!("")),
     ] {
         let (status, echoed) = send(PATH, None, form).await;
         assert_eq!(status, StatusCode::OK, "{form}: {echoed}");

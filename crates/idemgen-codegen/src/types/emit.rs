@@ -76,8 +76,16 @@ pub fn module(
         out.push('\n');
         definition(&mut out, def, defs, read_from_forms.contains(&def.name));
     }
-    if !read_from_forms.is_empty() {
-        out.push_str(super::form_text::HELPER);
+    let variants_read = |test: &dyn Fn(&Ty) -> bool| {
+        read_from_forms.iter().any(|name| {
+            matches!(defs.get(name).map(|def| &def.kind),
+                Some(Kind::Untagged(alternatives)) if alternatives.iter().any(|one| test(&one.ty)))
+        })
+    };
+    let parsed = variants_read(&super::form_text::parses_text);
+    let empty = variants_read(&|ty| super::form_text::takes_empty(ty, defs));
+    if parsed || empty {
+        out.push_str(&super::form_text::helpers(parsed, empty));
     }
     if defs.values().any(sets_headers) {
         out.push_str(HEADER_TEXT);
@@ -161,6 +169,8 @@ fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>,
             for alternative in alternatives {
                 if from_forms && super::form_text::parses_text(&alternative.ty) {
                     out.push_str("#[serde(deserialize_with = \"form_text::parsed\")]\n");
+                } else if from_forms && super::form_text::takes_empty(&alternative.ty, defs) {
+                    out.push_str("#[serde(deserialize_with = \"form_text::empty\")]\n");
                 }
                 let _ = writeln!(out, "{}({}),", alternative.variant, alternative.ty.rust());
             }

@@ -3,26 +3,37 @@
 //! never match a form's `delay_days=7`. The unions a form body reaches
 //! read those variants through `form_text::parsed` (written into the
 //! models module), which also takes text that parses as the variant's
-//! type; a string variant listed first still takes the text first.
+//! type; a string variant listed first still takes the text first. And
+//! `serde_qs` reads an optional field's empty value (`percent=`) as no
+//! value: a `""` variant reads it through `form_text::empty`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::OperationTypes;
 use super::model::{Kind, Ty, TypeDef};
 
-/// The helper the chosen variants name, written once into the models.
-pub const HELPER: &str = "
+/// The helpers the chosen variants name, written once into the models:
+/// `parsed` for number and boolean variants, `empty` for an enum of `""`.
+pub fn helpers(parsed: bool, empty: bool) -> String {
+    let mut out = String::from(
+        "
 /// Form values are text: a union's number or boolean variant also takes
-/// text that parses as its type (`delay_days=7`).
+/// text that parses as its type (`delay_days=7`), and its `\"\"` variant
+/// the empty value of an optional field (`percent=`).
 mod form_text {
     use serde::Deserialize;
-    use serde::de::{Deserializer, Error};
-
+    use serde::de::Deserializer;
+",
+    );
+    if parsed {
+        out.push_str(
+            "
     pub fn parsed<'de, D, T>(deserializer: D) -> Result<T, D::Error>
     where
         D: Deserializer<'de>,
         T: Deserialize<'de> + std::str::FromStr,
     {
+        use serde::de::Error;
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Sent<T> {
@@ -36,16 +47,51 @@ mod form_text {
                 .map_err(|_| D::Error::custom(format!(\"`{text}` is not of this variant's type\"))),
         }
     }
+",
+        );
+    }
+    if empty {
+        out.push_str(
+            "
+    pub fn empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: Deserialize<'de>,
+    {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Sent<T> {
+            Value(T),
+            Nothing(()),
+        }
+        match Sent::<T>::deserialize(deserializer)? {
+            Sent::Value(value) => Ok(value),
+            Sent::Nothing(()) => T::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(\"\")),
+        }
+    }
+",
+        );
+    }
+    out.push_str("}\n");
+    out
 }
-";
 
-/// Whether a union's variant of this type is read with the helper.
+/// Whether a union's variant of this type is read with `parsed`.
 pub fn parses_text(ty: &Ty) -> bool {
     matches!(ty, Ty::Integer(_) | Ty::Number(_) | Ty::Bool)
 }
 
-/// The untagged unions with a number or boolean variant that a form body
-/// reaches.
+/// Whether a union's variant of this type is read with `empty`: a string
+/// enum with the value `""` (Stripe's "emptyable" fields).
+pub fn takes_empty(ty: &Ty, defs: &BTreeMap<String, TypeDef>) -> bool {
+    matches!(ty, Ty::Named(name) if matches!(
+        defs.get(name).map(|def| &def.kind),
+        Some(Kind::StringEnum(values)) if values.iter().any(|value| value.wire.is_empty())
+    ))
+}
+
+/// The untagged unions with a number, boolean or `""` variant that a
+/// form body reaches.
 pub fn unions_read_from_forms(
     defs: &BTreeMap<String, TypeDef>,
     operations: &BTreeMap<String, OperationTypes>,
@@ -75,7 +121,10 @@ pub fn unions_read_from_forms(
                         pending.extend(shape.additional.iter());
                     }
                     Kind::Untagged(alternatives) => {
-                        if alternatives.iter().any(|one| parses_text(&one.ty)) {
+                        if alternatives
+                            .iter()
+                            .any(|one| parses_text(&one.ty) || takes_empty(&one.ty, defs))
+                        {
                             unions.insert(name.clone());
                         }
                         pending.extend(alternatives.iter().map(|one| &one.ty));
