@@ -3,7 +3,8 @@
 //! body with nested brackets and arrays) is built in the shared
 //! `target/generated` directory and sent real requests by the test in
 //! `tests/codegen_fixtures/forms/sent.rs`, whose business code echoes what
-//! it received. Runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`.
+//! it received, and by the generated client, which writes each style.
+//! Runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`.
 
 use std::process::Command;
 
@@ -89,6 +90,16 @@ fn forms_and_parameter_styles_arrive_typed_or_are_refused() {
         String::from_utf8_lossy(&generated.stderr)
     );
     std::fs::copy(root().join("Cargo.lock"), out.join("Cargo.lock")).unwrap();
+    // The generated client, which the test calls the service with.
+    let client = dir.path().join("forms-client");
+    let run = idemgen(&["gen", SPEC, "-o", client.to_str().unwrap(), "--client"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
+    manifest.push_str(
+        "\n[target.'cfg(all())'.dev-dependencies]\n\
+         forms-client = { path = \"../forms-client\", default-features = false }\n",
+    );
+    std::fs::write(out.join("Cargo.toml"), manifest).unwrap();
     let fixture = root().join("tests/codegen_fixtures/forms");
     std::fs::copy(
         fixture.join("checkout.rs"),

@@ -30,6 +30,7 @@ mod generated;
 mod help;
 mod lsp;
 mod lsp_neovim;
+mod multipart;
 mod nemesis;
 mod overlay;
 mod pg_crash;

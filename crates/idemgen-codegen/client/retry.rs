@@ -244,34 +244,159 @@ pub enum ParamIn {
     Header,
 }
 
-/// One declared parameter: where it goes and its name on the wire.
+/// How a parameter's value is written, as OpenAPI's `style` names it
+/// (the service reads each the same way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Query: `id=1&id=2` exploded, `id=1,2` not; an exploded object's
+    /// properties are parameters of their own (`gt=1&lt=9`).
+    Form,
+    /// Query arrays `id=1%202` (exploded: as `Form`).
+    SpaceDelimited,
+    /// Query arrays `id=1|2` (exploded: as `Form`).
+    PipeDelimited,
+    /// Query objects `created[gt]=1&created[lt]=9`, arrays `expand[]=a`.
+    DeepObject,
+    /// Path and header: `1,2`; objects `gt,1,lt,9`, exploded `gt=1,lt=9`.
+    Simple,
+    /// Path: `.1.2` exploded, `.1,2` not.
+    Label,
+    /// Path: `;id=1;id=2` exploded, `;id=1,2` not.
+    Matrix,
+}
+
+/// One declared parameter: where it goes, its name on the wire and how
+/// its value is written there (OpenAPI's defaults, `form` exploded in the
+/// query and `simple` elsewhere, unless set with [`Param::style`] and
+/// [`Param::explode`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Param {
     pub location: ParamIn,
     pub name: &'static str,
+    pub style: Style,
+    pub explode: bool,
 }
 
 impl Param {
-    pub const fn path(name: &'static str) -> Param {
+    const fn at(location: ParamIn, name: &'static str, style: Style) -> Param {
         Param {
-            location: ParamIn::Path,
+            location,
             name,
+            style,
+            explode: matches!(style, Style::Form),
         }
+    }
+
+    pub const fn path(name: &'static str) -> Param {
+        Param::at(ParamIn::Path, name, Style::Simple)
     }
 
     pub const fn query(name: &'static str) -> Param {
-        Param {
-            location: ParamIn::Query,
-            name,
-        }
+        Param::at(ParamIn::Query, name, Style::Form)
     }
 
     pub const fn header(name: &'static str) -> Param {
+        Param::at(ParamIn::Header, name, Style::Simple)
+    }
+
+    /// OpenAPI's `style`; `explode` becomes that style's default (true
+    /// for `form` only).
+    pub const fn style(self, style: Style) -> Param {
         Param {
-            location: ParamIn::Header,
-            name,
+            style,
+            explode: matches!(style, Style::Form),
+            ..self
         }
     }
+
+    /// OpenAPI's `explode`.
+    pub const fn explode(self, explode: bool) -> Param {
+        Param { explode, ..self }
+    }
+
+    /// The query pairs `value` is sent as.
+    fn query_pairs(&self, value: &serde_json::Value) -> Vec<(String, String)> {
+        let name = self.name.to_string();
+        let delimiter = match self.style {
+            Style::SpaceDelimited => " ",
+            Style::PipeDelimited => "|",
+            _ => ",",
+        };
+        match value {
+            serde_json::Value::Array(items) => match (self.style, self.explode) {
+                (Style::DeepObject, _) => items
+                    .iter()
+                    .map(|item| (format!("{name}[]"), wire_text(item)))
+                    .collect(),
+                (_, true) => items
+                    .iter()
+                    .map(|item| (name.clone(), wire_text(item)))
+                    .collect(),
+                (_, false) => vec![(name, joined(items.iter(), delimiter))],
+            },
+            serde_json::Value::Object(members) => match (self.style, self.explode) {
+                (Style::DeepObject, _) => members
+                    .iter()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(property, value)| (format!("{name}[{property}]"), wire_text(value)))
+                    .collect(),
+                (Style::Form, true) => members
+                    .iter()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(property, value)| (property.clone(), wire_text(value)))
+                    .collect(),
+                _ => vec![(name, alternating(members, delimiter))],
+            },
+            scalar => vec![(name, wire_text(scalar))],
+        }
+    }
+
+    /// The text `value` is sent as in the path (before percent-encoding)
+    /// or in a header.
+    fn text(&self, value: &serde_json::Value) -> String {
+        let (prefix, separator) = match self.style {
+            Style::Label => (".", if self.explode { "." } else { "," }),
+            Style::Matrix => (";", if self.explode { ";" } else { "," }),
+            _ => ("", ","),
+        };
+        let named = |text: String| match self.style {
+            Style::Matrix => format!(";{}={text}", self.name),
+            _ => format!("{prefix}{text}"),
+        };
+        match value {
+            serde_json::Value::Array(items) if self.explode && self.style == Style::Matrix => items
+                .iter()
+                .map(|item| format!(";{}={}", self.name, wire_text(item)))
+                .collect(),
+            serde_json::Value::Array(items) => named(joined(items.iter(), separator)),
+            serde_json::Value::Object(members) if self.explode => {
+                let pairs: Vec<String> = members
+                    .iter()
+                    .filter(|(_, value)| !value.is_null())
+                    .map(|(property, value)| format!("{property}={}", wire_text(value)))
+                    .collect();
+                format!("{prefix}{}", pairs.join(separator))
+            }
+            serde_json::Value::Object(members) => named(alternating(members, ",")),
+            scalar => named(wire_text(scalar)),
+        }
+    }
+}
+
+/// Items' texts joined by `delimiter`.
+fn joined<'a>(items: impl Iterator<Item = &'a serde_json::Value>, delimiter: &str) -> String {
+    items.map(wire_text).collect::<Vec<_>>().join(delimiter)
+}
+
+/// An object's present members as alternating names and values
+/// (`gt,1,lt,9`).
+fn alternating(members: &serde_json::Map<String, serde_json::Value>, delimiter: &str) -> String {
+    members
+        .iter()
+        .filter(|(_, value)| !value.is_null())
+        .flat_map(|(property, value)| [property.clone(), wire_text(value)])
+        .collect::<Vec<_>>()
+        .join(delimiter)
 }
 
 /// What a call returns.
@@ -328,23 +453,21 @@ impl Request {
         body: Option<Body>,
     ) -> Result<Request, String> {
         let params = params.unwrap_or(serde_json::Value::Null);
-        let value_of = |name: &str| -> Vec<String> {
-            match params.get(name) {
-                None | Some(serde_json::Value::Null) => Vec::new(),
-                Some(serde_json::Value::Array(items)) => items.iter().map(wire_text).collect(),
-                Some(value) => vec![wire_text(value)],
-            }
-        };
+        let value_of = |name: &str| params.get(name).filter(|value| !value.is_null());
         let mut rendered = base.path().trim_end_matches('/').to_string();
         for part in path {
             match part {
                 PathPart::Literal(text) => rendered.push_str(text),
                 PathPart::Param(name) => {
-                    let values = value_of(name);
-                    if values.is_empty() {
+                    let Some(value) = value_of(name) else {
                         return Err(format!("the path parameter `{name}` has no value"));
-                    }
-                    rendered.push_str(&percent_encode(&values.join(",")));
+                    };
+                    let declared = table
+                        .iter()
+                        .find(|param| param.location == ParamIn::Path && param.name == *name)
+                        .copied()
+                        .unwrap_or(Param::path(name));
+                    rendered.push_str(&percent_encode(&declared.text(value)));
                 }
             }
         }
@@ -352,21 +475,20 @@ impl Request {
         url.set_path(&rendered);
         let mut headers = HeaderMap::new();
         for param in table {
+            let Some(value) = value_of(param.name) else {
+                continue;
+            };
             match param.location {
                 ParamIn::Path => {}
                 ParamIn::Query => {
-                    for value in value_of(param.name) {
-                        url.query_pairs_mut().append_pair(param.name, &value);
+                    for (name, text) in param.query_pairs(value) {
+                        url.query_pairs_mut().append_pair(&name, &text);
                     }
                 }
                 ParamIn::Header => {
-                    let values = value_of(param.name);
-                    if values.is_empty() {
-                        continue;
-                    }
                     let name = HeaderName::from_bytes(param.name.as_bytes())
                         .map_err(|_| format!("`{}` is not a valid header name", param.name))?;
-                    let value = HeaderValue::from_str(&values.join(",")).map_err(|_| {
+                    let value = HeaderValue::from_str(&param.text(value)).map_err(|_| {
                         format!(
                             "the value of header `{}` is not valid in a header",
                             param.name
@@ -417,6 +539,151 @@ pub enum Body {
         content_type: &'static str,
         bytes: bytes::Bytes,
     },
+    /// `multipart/form-data` with its boundary, the same on every attempt.
+    Multipart {
+        boundary: String,
+        bytes: bytes::Bytes,
+    },
+}
+
+/// How a part of a multipart body is written, as the service reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartIs {
+    /// A string, number or boolean as its text.
+    Text,
+    /// A JSON document (`application/json`).
+    Json,
+    /// The models' file struct: its bytes, with its file name and content
+    /// type.
+    File,
+}
+
+/// A declared part of a multipart body; a property not declared is text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub name: &'static str,
+    pub is: PartIs,
+}
+
+impl Part {
+    pub const fn text(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::Text,
+        }
+    }
+
+    pub const fn json(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::Json,
+        }
+    }
+
+    pub const fn file(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::File,
+        }
+    }
+}
+
+/// `body` as a `multipart/form-data` body: one part per property (an
+/// array's text or file items one part each, under the property's name),
+/// absent and `null` properties left out.
+pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Body, Error<R>> {
+    let refused = |why: String| Error::Request(format!("the multipart body: {why}"));
+    let serde_json::Value::Object(members) = to_json(body)? else {
+        return Err(refused("the body is not an object".into()));
+    };
+    let mut random = [0u8; 16];
+    getrandom::fill(&mut random).expect("the operating system's random source works");
+    let boundary: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let boundary = format!("idemgen-{boundary}");
+    let mut bytes = Vec::new();
+    for (name, value) in &members {
+        let is = parts
+            .iter()
+            .find(|part| part.name == name)
+            .map_or(PartIs::Text, |part| part.is);
+        let items = match (is, value) {
+            (_, serde_json::Value::Null) => continue,
+            (PartIs::Text | PartIs::File, serde_json::Value::Array(items)) => {
+                items.iter().collect()
+            }
+            _ => vec![value],
+        };
+        for item in items {
+            let (file_name, content_type, content) = match is {
+                PartIs::File => {
+                    file_part(item).map_err(|why| refused(format!("`{name}`: {why}")))?
+                }
+                PartIs::Json => (
+                    None,
+                    Some("application/json".to_string()),
+                    item.to_string().into_bytes(),
+                ),
+                PartIs::Text => match item {
+                    serde_json::Value::String(text) => (None, None, text.clone().into_bytes()),
+                    serde_json::Value::Object(_) | serde_json::Value::Array(_) => (
+                        None,
+                        Some("application/json".to_string()),
+                        item.to_string().into_bytes(),
+                    ),
+                    other => (None, None, other.to_string().into_bytes()),
+                },
+            };
+            bytes.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+            let mut disposition =
+                format!("Content-Disposition: form-data; name=\"{}\"", quoted(name));
+            if let Some(file_name) = file_name {
+                disposition.push_str(&format!("; filename=\"{}\"", quoted(&file_name)));
+            }
+            bytes.extend_from_slice(disposition.as_bytes());
+            bytes.extend_from_slice(b"\r\n");
+            if let Some(content_type) = content_type {
+                bytes.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+            }
+            bytes.extend_from_slice(b"\r\n");
+            bytes.extend_from_slice(&content);
+            bytes.extend_from_slice(b"\r\n");
+        }
+    }
+    bytes.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    Ok(Body::Multipart {
+        boundary,
+        bytes: bytes.into(),
+    })
+}
+
+/// A file struct's file name, content type and bytes.
+type FileParts = (Option<String>, Option<String>, Vec<u8>);
+
+fn file_part(value: &serde_json::Value) -> Result<FileParts, String> {
+    let text = |field: &str| {
+        value
+            .get(field)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let bytes = value
+        .get("bytes")
+        .and_then(serde_json::Value::as_array)
+        .ok_or("a file without `bytes`")?
+        .iter()
+        .map(|byte| byte.as_u64().and_then(|byte| u8::try_from(byte).ok()))
+        .collect::<Option<Vec<u8>>>()
+        .ok_or("`bytes` that are not bytes")?;
+    let content_type = text("content_type").or_else(|| Some("application/octet-stream".into()));
+    Ok((text("file_name"), content_type, bytes))
+}
+
+/// A name in a `Content-Disposition`, its quote and line breaks
+/// percent-encoded as browsers write them.
+fn quoted(name: &str) -> String {
+    name.replace('"', "%22")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 /// How one attempt ended.
@@ -1009,7 +1276,7 @@ pub async fn send<R>(
             content_type,
             value,
         }) => (
-            Some(content_type),
+            Some(content_type.to_string()),
             Some(bytes::Bytes::from(
                 serde_json::to_vec(&value).map_err(|error| Error::Request(error.to_string()))?,
             )),
@@ -1017,7 +1284,11 @@ pub async fn send<R>(
         Some(Body::Bytes {
             content_type,
             bytes,
-        }) => (Some(content_type), Some(bytes)),
+        }) => (Some(content_type.to_string()), Some(bytes)),
+        Some(Body::Multipart { boundary, bytes }) => (
+            Some(format!("multipart/form-data; boundary={boundary}")),
+            Some(bytes),
+        ),
     };
     let mut used = 0usize;
     let mut spent_tokens = 0u64;
@@ -1035,7 +1306,14 @@ pub async fn send<R>(
         .min()
         .unwrap_or(plan.timeout);
         let (at, sent_unix_ms) = (started.elapsed(), unix_ms(SystemTime::now()));
-        let result = attempt(transport, &request, content_type, body.clone(), time).await;
+        let result = attempt(
+            transport,
+            &request,
+            content_type.as_deref(),
+            body.clone(),
+            time,
+        )
+        .await;
         let (outcome, raw) = classify(result, contract, plan.retries);
         call.attempts.push(Tried {
             at,
@@ -1155,7 +1433,7 @@ struct Raw {
 async fn attempt(
     transport: &Transport,
     request: &Request,
-    content_type: Option<&'static str>,
+    content_type: Option<&str>,
     body: Option<bytes::Bytes>,
     time: Duration,
 ) -> Result<Raw, Outcome> {

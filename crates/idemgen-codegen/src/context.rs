@@ -8,7 +8,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::constraints::{ConstraintContext, OperationConstraints};
-use super::types::{OperationTypes, ParamField, ParamKind, ParamLocation, Scalar, StatusPattern};
+use super::types::{
+    OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar,
+    StatusPattern,
+};
 use super::{Store, dialect};
 use idemgen_spec::contract::key_template::{Part, Segment};
 use idemgen_spec::contract::model::{
@@ -48,6 +51,10 @@ pub struct Project {
     /// Whether any operation has parameters (the routes then name
     /// `Param` and `Scalar`).
     pub any_params: bool,
+    /// Whether any operation reads a multipart body (`Part`), and whether
+    /// one of its parts is text (`Scalar`).
+    pub any_multipart: bool,
+    pub any_multipart_text: bool,
     /// Whether an operation checks validation keywords (`Constraint` tables).
     pub any_constraints: bool,
     /// The lowest `replay-rate-alert` of the contracts (percent).
@@ -223,6 +230,9 @@ pub struct BodyInput {
     pub is_json: bool,
     /// A form read into its type (`Request::form_as`).
     pub is_form: bool,
+    /// A multipart body read into its type (`Request::multipart_as`): the
+    /// table of its parts, each a `Part::…` expression.
+    pub parts: Option<Vec<String>>,
     /// The status JSON that does not fit the schema is answered with
     /// instead of the engine's 422, when the operation's responses do not
     /// declare 422: 400, so that the answer is one the spec declares.
@@ -272,6 +282,10 @@ impl TypedInput {
                 required: body.required,
                 is_json: body.is_json,
                 is_form: body.is_form,
+                parts: body
+                    .multipart
+                    .as_ref()
+                    .map(|multipart| multipart.parts.iter().map(part_expression).collect()),
                 unfit_status: (!declares(types, 422)).then_some(400),
                 constraints: if body.is_json {
                     checked.body.clone()
@@ -338,6 +352,27 @@ fn param_context(field: &ParamField) -> ParamContext {
         // Any other JSON value: its text, as a string.
         ParamKind::Other => Scalar::String,
     };
+    chain.push_str(&style_chain(field, "idemgen_runtime"));
+    ParamContext {
+        location,
+        name: field.wire_name.clone(),
+        scalar: match scalar {
+            Scalar::String => "string",
+            Scalar::Integer => "integer",
+            Scalar::Number => "number",
+            Scalar::Boolean => "boolean",
+        },
+        many: matches!(field.kind, ParamKind::Array(_)),
+        chain,
+    }
+}
+
+/// `.style({module}::Style::Label).explode(true)`: the declared `style`
+/// and `explode` where they are not the defaults of where the parameter
+/// is sent; `module` names the `Style` enum (the runtime's or the
+/// client's).
+pub(crate) fn style_chain(field: &ParamField, module: &str) -> String {
+    let mut chain = String::new();
     let (default_style, allowed): (&str, &[&str]) = match field.location {
         ParamLocation::Path => ("simple", &["simple", "label", "matrix"]),
         ParamLocation::Query => (
@@ -356,7 +391,7 @@ fn param_context(field: &ParamField) -> ParamContext {
     if style != default_style {
         let mut variant = style.to_string();
         variant[..1].make_ascii_uppercase();
-        chain.push_str(&format!(".style(idemgen_runtime::Style::{variant})"));
+        chain.push_str(&format!(".style({module}::Style::{variant})"));
     }
     if let Some(explode) = field
         .explode
@@ -364,17 +399,20 @@ fn param_context(field: &ParamField) -> ParamContext {
     {
         chain.push_str(&format!(".explode({explode})"));
     }
-    ParamContext {
-        location,
-        name: field.wire_name.clone(),
-        scalar: match scalar {
-            Scalar::String => "string",
-            Scalar::Integer => "integer",
-            Scalar::Number => "number",
-            Scalar::Boolean => "boolean",
-        },
-        many: matches!(field.kind, ParamKind::Array(_)),
-        chain,
+    chain
+}
+
+/// `Part::text("purpose", Scalar::String)`, `Part::file("scans").many()`.
+fn part_expression(part: &PartField) -> String {
+    let name = crate::names::rust_string(&part.wire_name);
+    let read = match part.reading {
+        PartReading::Text(one) => format!("Part::text({name}, Scalar::{})", scalar_variant(one)),
+        PartReading::Json => format!("Part::json({name})"),
+        PartReading::File => format!("Part::file({name})"),
+    };
+    match part.many {
+        true => format!("{read}.many()"),
+        false => read,
     }
 }
 

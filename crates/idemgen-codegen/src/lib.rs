@@ -573,6 +573,19 @@ fn project_context(
         uses_time,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
+        any_multipart: operations.iter().any(|op| {
+            op.input
+                .body
+                .as_ref()
+                .is_some_and(|body| body.parts.is_some())
+        }),
+        any_multipart_text: operations.iter().any(|op| {
+            op.input
+                .body
+                .as_ref()
+                .and_then(|body| body.parts.as_ref())
+                .is_some_and(|parts| parts.iter().any(|part| part.starts_with("Part::text(")))
+        }),
         any_constraints: operations.iter().any(|op| {
             op.input
                 .body

@@ -15,7 +15,9 @@ use crate::reply::Request;
 /// for `1`) is the same request. A body that is not JSON is hashed as
 /// sent, except a form (`application/x-www-form-urlencoded`), hashed as
 /// the tree it is read as ([`crate::input::canonical_form`]): a retry that
-/// reorders its fields or spells a bracket `%5B` is the same request. A
+/// reorders its fields or spells a bracket `%5B` is the same request; a
+/// `multipart/form-data` body likewise
+/// ([`crate::multipart::canonical_multipart`]), whatever its boundary. A
 /// JSON body that names one member twice, or holds half a
 /// surrogate pair, has no single meaning: it is refused (`Err`), since two
 /// parsers could read two different requests from it.
@@ -48,11 +50,18 @@ pub(crate) fn fingerprint_without(
         hash_part(&mut hasher, &text);
     }
     if include.body {
-        let form = (include.canonical_json && crate::input::is_form(&request.headers))
-            .then(|| crate::input::canonical_form(&request.body))
-            .flatten();
+        let form = if !include.canonical_json {
+            None
+        } else if crate::input::is_form(&request.headers) {
+            crate::input::canonical_form(&request.body)
+        } else if crate::multipart::is_multipart(&request.headers) {
+            crate::multipart::canonical_multipart(&request.headers, &request.body)
+        } else {
+            None
+        };
         if let Some(form) = form {
-            // What `Request::form_as` reads, not its spelling.
+            // What `Request::form_as` or `Request::multipart_as` reads,
+            // not its spelling.
             hash_part(&mut hasher, &form);
         } else if include.canonical_json {
             match canonical_json::canonicalize(&request.body) {

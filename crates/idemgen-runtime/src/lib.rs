@@ -107,6 +107,7 @@ engine! {
     mod input;
     mod key;
     mod metrics;
+    mod multipart;
     pub mod outcome;
     mod principal;
     mod problem;
@@ -133,6 +134,7 @@ engine! {
         within_lease,
     };
     pub use input::{Param, Properties, Scalar, Style};
+    pub use multipart::Part;
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;
     pub use principal::Principal;

@@ -29,6 +29,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/key.rs", include_str!("../src/key.rs")),
     ("src/lib.rs", include_str!("../src/lib.rs")),
     ("src/metrics.rs", include_str!("../src/metrics.rs")),
+    ("src/multipart.rs", include_str!("../src/multipart.rs")),
     ("src/otel.rs", include_str!("../src/otel.rs")),
     ("src/outcome.rs", include_str!("../src/outcome.rs")),
     ("src/principal.rs", include_str!("../src/principal.rs")),

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::types::{OperationTypes, ParamLocation, StatusPattern};
+use crate::types::{OperationTypes, ParamLocation, PartReading, StatusPattern};
 use idemgen_spec::contract::key_template::{Part, Segment};
 use idemgen_spec::contract::model::{Contract, ScopeSource};
 use idemgen_spec::window::Schedule;
@@ -75,6 +75,9 @@ pub struct Param {
     /// `Path`, `Query` or `Header`.
     pub location: &'static str,
     pub name: String,
+    /// The declared `style` and `explode` where they are not the
+    /// defaults: `.style(retry::Style::Label).explode(true)`.
+    pub chain: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,6 +87,9 @@ pub struct Body {
     pub is_json: bool,
     /// A form read into its type: sent as `serde_qs` writes it.
     pub is_form: bool,
+    /// A multipart body: its file and JSON parts (`retry::Part::…`
+    /// expressions); every other property is sent as text.
+    pub parts: Option<Vec<String>>,
     pub media_type: String,
 }
 
@@ -354,6 +360,7 @@ pub fn typed(
                     ParamLocation::Header => "Header",
                 },
                 name: field.wire_name.clone(),
+                chain: crate::context::style_chain(field, "retry"),
             })
             .collect(),
         key_field: params
@@ -375,6 +382,20 @@ pub fn typed(
         required: body.required,
         is_json: body.is_json,
         is_form: body.is_form,
+        parts: body.multipart.as_ref().map(|multipart| {
+            multipart
+                .parts
+                .iter()
+                .filter_map(|part| {
+                    let name = crate::names::rust_string(&part.wire_name);
+                    match part.reading {
+                        PartReading::File => Some(format!("retry::Part::file({name})")),
+                        PartReading::Json => Some(format!("retry::Part::json({name})")),
+                        PartReading::Text(_) => None,
+                    }
+                })
+                .collect()
+        }),
         media_type: body.media_type.clone(),
     });
     let variants: Vec<Variant> = types

@@ -69,6 +69,8 @@ pub struct Converter<'w> {
     last_fallback: Option<String>,
     /// The JSON pointer of each union's schema, by type name.
     unions: HashMap<String, String>,
+    /// The struct of a multipart body's file, once one is declared.
+    file_part: Option<String>,
 }
 
 impl<'w> Converter<'w> {
@@ -82,7 +84,20 @@ impl<'w> Converter<'w> {
             fallbacks: Vec::new(),
             last_fallback: None,
             unions: HashMap::new(),
+            file_part: None,
         }
+    }
+
+    /// The name of the struct a multipart body's file part is read into,
+    /// defined on first use.
+    pub fn file_part(&mut self) -> String {
+        if let Some(name) = &self.file_part {
+            return name.clone();
+        }
+        let name = self.names.assign("file part");
+        self.insert(super::multipart::file_part_def(&name));
+        self.file_part = Some(name.clone());
+        name
     }
 
     /// Names every `components.schemas` entry after its key, in key

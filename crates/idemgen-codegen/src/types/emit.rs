@@ -4,7 +4,7 @@
 //! formatter of generated Rust ([`crate::format`]): a mistake here is a
 //! parse error reported as [`TypesError`], never broken output.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use super::model::{EnumValue, Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty, TypeDef};
@@ -32,7 +32,13 @@ impl Header {
     }
 }
 
-pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<String, TypesError> {
+/// `read_from_forms`: the unions whose number and boolean variants also
+/// take text ([`super::form_text`]).
+pub fn module(
+    defs: &BTreeMap<String, TypeDef>,
+    header: &Header,
+    read_from_forms: &BTreeSet<String>,
+) -> Result<String, TypesError> {
     let mut out = String::new();
     let title = match &header.title {
         Some(title) => format!("the schemas of {}", comment_lines(title).join(" ")),
@@ -68,7 +74,18 @@ pub fn module(defs: &BTreeMap<String, TypeDef>, header: &Header) -> Result<Strin
     }
     for def in defs.values() {
         out.push('\n');
-        definition(&mut out, def, defs);
+        definition(&mut out, def, defs, read_from_forms.contains(&def.name));
+    }
+    let variants_read = |test: &dyn Fn(&Ty) -> bool| {
+        read_from_forms.iter().any(|name| {
+            matches!(defs.get(name).map(|def| &def.kind),
+                Some(Kind::Untagged(alternatives)) if alternatives.iter().any(|one| test(&one.ty)))
+        })
+    };
+    let parsed = variants_read(&super::form_text::parses_text);
+    let empty = variants_read(&|ty| super::form_text::takes_empty(ty, defs));
+    if parsed || empty {
+        out.push_str(&super::form_text::helpers(parsed, empty));
     }
     if defs.values().any(sets_headers) {
         out.push_str(HEADER_TEXT);
@@ -116,7 +133,8 @@ fn sets_headers(def: &TypeDef) -> bool {
 
 const DERIVES: &str = "#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]\n";
 
-fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>) {
+/// `from_forms`: a union read from form text ([`super::form_text`]).
+fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>, from_forms: bool) {
     let docs = rustdoc_safe(&def.docs);
     doc(out, "///", &docs);
     let name = &def.name;
@@ -149,6 +167,11 @@ fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>)
             out.push_str("#[serde(untagged)]\n");
             let _ = writeln!(out, "pub enum {name} {{");
             for alternative in alternatives {
+                if from_forms && super::form_text::parses_text(&alternative.ty) {
+                    out.push_str("#[serde(deserialize_with = \"form_text::parsed\")]\n");
+                } else if from_forms && super::form_text::takes_empty(&alternative.ty, defs) {
+                    out.push_str("#[serde(deserialize_with = \"form_text::empty\")]\n");
+                }
                 let _ = writeln!(out, "{}({}),", alternative.variant, alternative.ty.rust());
             }
             out.push_str("}\n");

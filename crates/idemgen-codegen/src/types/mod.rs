@@ -68,9 +68,11 @@
 
 mod convert;
 mod emit;
+mod form_text;
 mod graph;
 mod merge;
 mod model;
+mod multipart;
 mod naming;
 mod operation;
 mod reads;
@@ -90,6 +92,7 @@ pub(crate) use operation::is_json;
 pub fn operation_type_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
     naming::pascal_case(&convert::operation_words(operation_id, method, path))
 }
+pub use multipart::{Multipart, PartField, PartReading};
 pub use sample::UnionSample;
 pub use status::StatusPattern;
 
@@ -171,6 +174,9 @@ pub struct RequestBody {
     /// An `application/x-www-form-urlencoded` body with a schema, read
     /// into its type from the form (`Request::form_as`).
     pub is_form: bool,
+    /// A `multipart/form-data` body with a schema, read into its type part
+    /// by part (`Request::multipart_as`).
+    pub multipart: Option<Multipart>,
     /// `requestBody.required`: when false the handler gets an `Option`.
     pub required: bool,
 }
@@ -357,13 +363,20 @@ pub fn spec_types_with(
         fallbacks,
         ambiguous,
     } = converter.finish();
+    let mut defs = defs;
     for types in by_pointer.values_mut() {
+        multipart::fill(types, &mut defs);
         operation::fill_param_kinds(types, &defs);
     }
     let defs = merge::identical(defs, &components, &by_pointer);
     let samples = sample::union_samples(&defs);
     let defs = graph::break_cycles(defs);
-    let models = emit::module(&defs, &emit::Header::for_workspace(workspace))?;
+    let read_from_forms = form_text::unions_read_from_forms(&defs, &by_pointer);
+    let models = emit::module(
+        &defs,
+        &emit::Header::for_workspace(workspace),
+        &read_from_forms,
+    )?;
     let uses_time = emit::uses_time(&defs);
     Ok(SpecTypes {
         models,

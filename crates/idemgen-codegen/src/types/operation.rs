@@ -147,12 +147,18 @@ fn request_body<'w>(
     let body = workspace.deref(operation.node.get("requestBody")?)?;
     let (media_type, media) = pick_media(body.get("content")?)?;
     let is_json = is_json(&media_type);
-    // A form with a schema is read into its type like JSON; multipart and
-    // the other media types stay bytes.
-    let is_form = !is_json
-        && media_essence(&media_type) == "application/x-www-form-urlencoded"
-        && media.get("schema").is_some();
-    let ty = match (is_json || is_form, media.get("schema")) {
+    // A form or multipart body with a schema is read into its type like
+    // JSON; the other media types stay bytes.
+    let essence = media_essence(&media_type);
+    let schema = media.get("schema");
+    let is_form = !is_json && essence == "application/x-www-form-urlencoded" && schema.is_some();
+    let multipart = match schema {
+        Some(schema) if !is_json && essence == "multipart/form-data" => {
+            Some(super::multipart::plan(converter, schema, media))
+        }
+        _ => None,
+    };
+    let ty = match (is_json || is_form || multipart.is_some(), schema) {
         (true, Some(schema)) => converter.ty(schema, &Hint::Exact(names.request.clone())),
         (true, None) => Ty::Json,
         (false, _) => Ty::Bytes,
@@ -183,6 +189,7 @@ fn request_body<'w>(
         media_type,
         is_json,
         is_form,
+        multipart,
         required: body.get("required").and_then(Node::as_bool) == Some(true),
     })
 }
@@ -724,7 +731,7 @@ fn object_kind(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Optio
     }
 }
 
-fn strip_option(ty: &Ty) -> &Ty {
+pub(super) fn strip_option(ty: &Ty) -> &Ty {
     match ty {
         Ty::Option(inner) => strip_option(inner),
         other => other,
@@ -732,7 +739,7 @@ fn strip_option(ty: &Ty) -> &Ty {
 }
 
 /// The scalar a type is, looking through options and aliases.
-fn scalar(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
+pub(super) fn scalar(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
     match strip_option(ty) {
         // A date's text is parsed by its serde type, as a string's is taken.
         Ty::String | Ty::DateTime | Ty::Date => Some(Scalar::String),

@@ -1,0 +1,195 @@
+//! `multipart/form-data` request bodies: which parts are files (`format:
+//! binary`, typed as the models' file struct) and which are JSON, and the
+//! table of parts a generated handler reads the body with
+//! (`Request::multipart_as`) and a generated client writes it with.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use idemgen_spec::node::Node;
+
+use super::convert::Converter;
+use super::model::{Field, Kind, Struct, Ty, TypeDef};
+use super::operation::{is_json, scalar, strip_option};
+use super::{OperationTypes, Scalar};
+
+/// A multipart body's parts, as the schema and its `encoding` declare them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Multipart {
+    /// Each property of the body's struct, in its order; filled once every
+    /// schema is defined.
+    pub parts: Vec<PartField>,
+    /// The properties that are files (`format: binary`, or an array of them).
+    files: BTreeSet<String>,
+    /// The properties whose `encoding` names a JSON `contentType`.
+    json: BTreeSet<String>,
+    /// The models' file struct.
+    file_type: String,
+}
+
+/// One part of a multipart body: `Part::text("purpose", Scalar::String)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartField {
+    pub wire_name: String,
+    pub reading: PartReading,
+    /// An array: the part is sent once per item.
+    pub many: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PartReading {
+    /// Text standing for this scalar.
+    Text(Scalar),
+    /// A JSON document: an object, or what `encoding` declares JSON.
+    Json,
+    /// Bytes with a file name and content type.
+    File,
+}
+
+/// The files and JSON parts `schema` and `media`'s `encoding` declare; the
+/// models' file struct is defined when there is a file.
+pub fn plan(converter: &mut Converter<'_>, schema: &Node, media: &Node) -> Multipart {
+    let workspace = converter.workspace;
+    let mut files = BTreeSet::new();
+    let properties = workspace
+        .deref(schema)
+        .and_then(|schema| schema.get("properties"))
+        .and_then(Node::as_map)
+        .unwrap_or_default();
+    for entry in properties {
+        let Some(property) = workspace.deref(&entry.value) else {
+            continue;
+        };
+        let item = match property.get("type").and_then(Node::as_str) {
+            Some("array") => property
+                .get("items")
+                .and_then(|items| workspace.deref(items)),
+            _ => Some(property),
+        };
+        if item.is_some_and(is_binary) {
+            files.insert(entry.key.to_string());
+        }
+    }
+    let json = media
+        .get("encoding")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+        .iter()
+        .filter(|entry| {
+            entry
+                .value
+                .get("contentType")
+                .and_then(Node::as_str)
+                .is_some_and(is_json)
+        })
+        .map(|entry| entry.key.to_string())
+        .collect();
+    let file_type = if files.is_empty() {
+        String::new()
+    } else {
+        converter.file_part()
+    };
+    Multipart {
+        parts: Vec::new(),
+        files,
+        json,
+        file_type,
+    }
+}
+
+/// A string of bytes: `format: binary`.
+fn is_binary(schema: &Node) -> bool {
+    schema.get("format").and_then(Node::as_str) == Some("binary")
+}
+
+/// The models' struct of a file part: its fields are the ones
+/// `Request::multipart_as` fills.
+pub fn file_part_def(name: &str) -> TypeDef {
+    let field = |name: &str, ty: Ty, required: bool, doc: &str| Field {
+        name: name.to_string(),
+        wire: name.to_string(),
+        ty,
+        required,
+        docs: vec![doc.to_string()],
+        default: None,
+    };
+    TypeDef {
+        name: name.to_string(),
+        docs: vec!["A file sent as one part of a `multipart/form-data` body.".into()],
+        kind: Kind::Struct(Struct {
+            fields: vec![
+                field(
+                    "file_name",
+                    Ty::String,
+                    false,
+                    "The `filename` of the part's `Content-Disposition`, if sent.",
+                ),
+                field(
+                    "content_type",
+                    Ty::String,
+                    false,
+                    "The part's `Content-Type`, if sent.",
+                ),
+                field("bytes", Ty::Bytes, true, "The file's contents."),
+            ],
+            additional: None,
+            deny_unknown: false,
+        }),
+    }
+}
+
+/// Types the body's file properties as the file struct and lists its
+/// parts, now that every schema is defined.
+pub fn fill(types: &mut OperationTypes, defs: &mut BTreeMap<String, TypeDef>) {
+    let Some(body) = &mut types.request_body else {
+        return;
+    };
+    let Some(multipart) = &mut body.multipart else {
+        return;
+    };
+    let Some(Kind::Struct(shape)) = defs.get_mut(&body.type_name).map(|def| &mut def.kind) else {
+        return;
+    };
+    for field in &mut shape.fields {
+        if multipart.files.contains(&field.wire) {
+            field.ty = as_file(&field.ty, &multipart.file_type);
+        }
+    }
+    let fields = shape.fields.clone();
+    multipart.parts = fields
+        .iter()
+        .map(|field| {
+            let (reading, many) = if multipart.files.contains(&field.wire) {
+                (
+                    PartReading::File,
+                    matches!(strip_option(&field.ty), Ty::Vec(_)),
+                )
+            } else if multipart.json.contains(&field.wire) {
+                (PartReading::Json, false)
+            } else if let Some(one) = scalar(&field.ty, defs, 0) {
+                (PartReading::Text(one), false)
+            } else {
+                match strip_option(&field.ty) {
+                    Ty::Vec(item) => match scalar(item, defs, 0) {
+                        Some(one) => (PartReading::Text(one), true),
+                        None => (PartReading::Json, false),
+                    },
+                    _ => (PartReading::Json, false),
+                }
+            };
+            PartField {
+                wire_name: field.wire.clone(),
+                reading,
+                many,
+            }
+        })
+        .collect();
+}
+
+/// `ty` with its string (or array of strings) made the file struct.
+fn as_file(ty: &Ty, file_type: &str) -> Ty {
+    match ty {
+        Ty::Option(inner) => Ty::Option(Box::new(as_file(inner, file_type))),
+        Ty::Vec(inner) => Ty::Vec(Box::new(as_file(inner, file_type))),
+        _ => Ty::Named(file_type.to_string()),
+    }
+}
