@@ -51,8 +51,9 @@ mod mariadb {
         Ok(Reply::json(StatusCode::CREATED, &json!({"paid": true})))
     }
 
-    /// The runtime's pool options for this server, with every session
-    /// SERIALIZABLE, as on a server configured with that default.
+    /// A pool of this server's connections with every session
+    /// SERIALIZABLE, as a server configured with that default gives them
+    /// (the runtime sets no isolation level of its own).
     async fn serializable_pool(url: &str) -> Pool {
         sqlx::mysql::MySqlPoolOptions::new()
             .max_connections(4)
