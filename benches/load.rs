@@ -1,4 +1,4 @@
-//! What idempotency costs under load, on MariaDB and PostgreSQL:
+//! What idempotency costs under load, on SQLite, MariaDB and PostgreSQL:
 //!
 //! - (a) `plain`: the business step alone (one transaction: mark the order
 //!   paid, one `paid_log` row), served by `examples/naive-callback`'s
@@ -16,7 +16,8 @@
 //! Each runs for a fixed time with N client threads (keep-alive
 //! connections) against release builds, one server process each, in the
 //! same run; the table gives each as a ratio to (a). No assertion depends on
-//! time. Run with
+//! time. SQLite (a file of the run's own, shared by the server processes)
+//! always runs; run with
 //!
 //! ```sh
 //! IDEMGEN_TEST_MYSQL_URL=mysql://root@127.0.0.1:3306/test \
@@ -30,7 +31,7 @@
 //! another build of the generated service (a candidate fix) instead.
 //!
 //! `IDEMGEN_COMPARE_BINS=/a/{dialect}/payment-callback,/b/{dialect}/payment-callback`
-//! compares builds instead: `IDEMGEN_BENCH_ROUNDS` rounds (default 3) of
+//! compares builds instead (MariaDB and PostgreSQL): `IDEMGEN_BENCH_ROUNDS` rounds (default 3) of
 //! (a), then (b) and (c) on each build (their order turning round by round),
 //! each ratio taken to the (a) of its own round, with the profile behind
 //! it per request: statements (PostgreSQL's `pg_stat_statements`, where
@@ -66,7 +67,12 @@ fn main() {
         .map(|path| path.trim().to_string())
         .filter(|path| !path.is_empty())
         .collect();
-    for dialect in [Dialect::Mysql, Dialect::Postgres] {
+    for dialect in [Dialect::Sqlite, Dialect::Mysql, Dialect::Postgres] {
+        // Comparing builds profiles the database server's sessions and
+        // statements: SQLite has none.
+        if dialect == Dialect::Sqlite && !compared.is_empty() {
+            continue;
+        }
         let Some(db) = Database::create(dialect) else {
             skipped(&format!("set {} to run ({dialect:?})", dialect.env_var()));
             continue;
@@ -122,11 +128,18 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     let binaries = Binaries::build(db.dialect, Profile::Release).with_override(db.dialect);
     let generated = Server::start(&binaries.generated, db, 0);
     let naive = Server::start(&binaries.naive, db, 0);
-    let version = db.query("SELECT VERSION()");
-    // "10.11.19-MariaDB-…" / "PostgreSQL 15.14 (Debian …) on …".
     let database = match db.dialect {
-        Dialect::Mysql => format!("MariaDB {}", version.split('-').next().unwrap_or_default()),
-        _ => version.split(' ').take(2).collect::<Vec<_>>().join(" "),
+        Dialect::Sqlite => format!("SQLite {}", db.query("SELECT sqlite_version()")),
+        // "10.11.19-MariaDB-…".
+        Dialect::Mysql => {
+            let version = db.query("SELECT VERSION()");
+            format!("MariaDB {}", version.split('-').next().unwrap_or_default())
+        }
+        // "PostgreSQL 15.14 (Debian …) on …".
+        Dialect::Postgres => {
+            let version = db.query("SELECT VERSION()");
+            version.split(' ').take(2).collect::<Vec<_>>().join(" ")
+        }
     };
     let one_commit_binary = in_transaction_build(db.dialect);
     let one_commit = Server::start(&one_commit_binary, db, 0);

@@ -1,7 +1,11 @@
 //! Exactly-once on a multi-primary MariaDB Galera cluster: eight instances
 //! of the payment-callback example spread over three nodes, hammered the
 //! way the exactly-once suite hammers one server, plus a node killed with
-//! SIGKILL in the middle of a burst.
+//! SIGKILL in the middle of a burst. Everything runs twice, on a database
+//! of its own each time: against the example (`store.claim: committed`),
+//! then against the example generated with `store.claim: in-transaction`,
+//! where an instance killed mid-payment takes its uncommitted claim away
+//! with it instead of leaving a lease to wait out.
 //!
 //! Runs when `IDEMGEN_TEST_GALERA_URLS` lists the three nodes' URLs
 //! (comma-separated, node 1 first), as `scripts/galera.sh urls` prints them
@@ -18,6 +22,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use support::build::one_commit_service;
 use support::skip::{generated_builds_skipped, skipped};
 use support::*;
 
@@ -35,30 +40,90 @@ fn galera_exactly_once() {
     if generated_builds_skipped() {
         return;
     }
-    let Some(cluster) = Cluster::create() else {
+    if std::env::var_os("IDEMGEN_TEST_GALERA_URLS").is_none() {
         skipped(
             "set IDEMGEN_TEST_GALERA_URLS to run (scripts/galera.sh start, then \
              IDEMGEN_TEST_GALERA_URLS=$(scripts/galera.sh urls | paste -sd,))",
         );
         return;
-    };
+    }
     let binaries = Binaries::get(Dialect::Mysql);
+    let one_commit = one_commit_service(Dialect::Mysql);
+    for (binary, claim) in [
+        (&binaries.generated, Claim::Committed),
+        (&one_commit, Claim::InTransaction),
+    ] {
+        let started = Instant::now();
+        let cluster = Cluster::create().expect("IDEMGEN_TEST_GALERA_URLS is set");
+        exactly_once_on(&cluster, binary, claim);
+        eprintln!(
+            "galera, claim {}: done in {:.0?}",
+            claim.name(),
+            started.elapsed()
+        );
+    }
+}
+
+/// The example's `store.claim`: the service each round runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// The example as it is: the claim commits on its own.
+    Committed,
+    /// The example generated with `store.claim: in-transaction`: the claim
+    /// commits with the payment.
+    InTransaction,
+}
+
+impl Claim {
+    fn name(self) -> &'static str {
+        match self {
+            Claim::Committed => "committed",
+            Claim::InTransaction => "in-transaction",
+        }
+    }
+
+    /// Checks how many business steps one payment's duplicates ran
+    /// (`idempotency_first_attempts_total`), and returns it. A committed
+    /// claim is replicated before the step runs: one. A claim in the
+    /// business transaction is replicated only with its commit, so each
+    /// node may run a step of its own (and run another if the first loses
+    /// certification before the winner's write set is applied there);
+    /// certification commits one of them, which the `paid_log` counts and
+    /// the single answer from a business step check.
+    fn assert_business_steps(self, steps: i64) -> i64 {
+        match self {
+            Claim::Committed => assert_eq!(steps, 1, "business steps run"),
+            Claim::InTransaction => assert!(steps >= 1, "business steps run: {steps}"),
+        }
+        steps
+    }
+}
+
+/// Every scenario against `binary` on a database of its own.
+fn exactly_once_on(cluster: &Cluster, binary: &Path, claim: Claim) {
     // The first instance migrates; the others find the schema in place.
-    let mut servers = vec![cluster.start(&binaries.generated, 0, BURST_DELAY_MS)];
+    let mut servers = vec![cluster.start(binary, 0, BURST_DELAY_MS)];
     for i in 1..INSTANCES {
-        servers.push(cluster.start(&binaries.generated, i % 3, BURST_DELAY_MS));
+        servers.push(cluster.start(binary, i % 3, BURST_DELAY_MS));
     }
 
     let paid = [
-        burst_pays_once_on_every_node(&cluster, &servers),
-        retries_after_failure_pay_once(&cluster, &servers),
-        crashed_instance_is_taken_over_on_another_node(&cluster, &binaries.generated, &servers),
+        burst_pays_once_on_every_node(cluster, &servers, claim),
+        retries_after_failure_pay_once(cluster, &servers, claim),
+        match claim {
+            Claim::Committed => {
+                crashed_instance_is_taken_over_on_another_node(cluster, binary, &servers)
+            }
+            Claim::InTransaction => {
+                crashed_instance_takes_its_claim_away(cluster, binary, &servers)
+            }
+        },
     ];
 
     // Restart every instance: the records answer, identically everywhere.
     drop(servers);
     let servers: Vec<Server> = (0..INSTANCES)
-        .map(|i| cluster.start(&binaries.generated, i % 3, BURST_DELAY_MS))
+        .map(|i| cluster.start(binary, i % 3, BURST_DELAY_MS))
         .collect();
     for (key, body, first_answer) in &paid {
         for server in &servers {
@@ -82,7 +147,7 @@ fn galera_exactly_once() {
         paid.len()
     );
 
-    node_killed_mid_burst(&cluster, &servers);
+    node_killed_mid_burst(cluster, &servers);
 }
 
 /// A payment made once: its key, its body and the answer that made it.
@@ -107,7 +172,7 @@ fn tally(answers: &[Answer]) -> String {
 
 /// 200 concurrent duplicates of one payment, round-robin over the eight
 /// instances (so over the three nodes): one payment on every node.
-fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server]) -> Paid {
+fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server], claim: Claim) -> Paid {
     let order = cluster.seed_order(1999);
     let (key, body) = callback(&order, 1999);
     let before = first_attempts(servers);
@@ -118,7 +183,7 @@ fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server]) -> Paid 
         [1, 1, 1],
         "paid_log rows per node"
     );
-    assert_eq!(first_attempts(servers) - before, 1, "business steps run");
+    let steps = claim.assert_business_steps(first_attempts(servers) - before);
     let fresh: Vec<&Answer> = answers
         .iter()
         .filter(|a| a.status == 200 && !a.replayed)
@@ -134,8 +199,8 @@ fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server]) -> Paid 
     }
     let records = cluster.record_counts();
     eprintln!(
-        "galera: {BURST} duplicates over {INSTANCES} instances on 3 nodes: {}; paid_log rows \
-         per node [1, 1, 1]; records per node {records:?}",
+        "galera: {BURST} duplicates over {INSTANCES} instances on 3 nodes: {}; business steps \
+         run {steps}; paid_log rows per node [1, 1, 1]; records per node {records:?}",
         tally(&answers)
     );
     (key, body, first_answer)
@@ -143,7 +208,7 @@ fn burst_pays_once_on_every_node(cluster: &Cluster, servers: &[Server]) -> Paid 
 
 /// An unknown order fails (404, recorded); once it exists, 60 concurrent
 /// retries over every node pay it once.
-fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) -> Paid {
+fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server], claim: Claim) -> Paid {
     let order = unique_order_no();
     let (key, body) = callback(&order, 700);
     assert_eq!(post(&servers[0], Some(&key), &body).status, 404);
@@ -153,7 +218,7 @@ fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) -> Paid
     let answers = burst(servers, RETRIES, &key, &body);
     cluster.wait_for_replication();
     assert_eq!(cluster.paid_rows_per_node(&order), [1, 1, 1]);
-    assert_eq!(first_attempts(servers) - before, 1);
+    let steps = claim.assert_business_steps(first_attempts(servers) - before);
     let fresh: Vec<&Answer> = answers
         .iter()
         .filter(|a| a.status == 200 && !a.replayed)
@@ -166,8 +231,8 @@ fn retries_after_failure_pay_once(cluster: &Cluster, servers: &[Server]) -> Paid
         "{answers:?}"
     );
     eprintln!(
-        "galera: {RETRIES} concurrent retries after a recorded 404: {}; paid_log rows per \
-         node [1, 1, 1]",
+        "galera: {RETRIES} concurrent retries after a recorded 404: {}; business steps run \
+         {steps}; paid_log rows per node [1, 1, 1]",
         tally(&answers)
     );
     (key, body, fresh[0].body.clone())
@@ -221,6 +286,47 @@ fn crashed_instance_is_taken_over_on_another_node(
         "galera: an instance on node 1 SIGKILLed holding a claim: {early} retries on nodes 2 \
          and 3 answered 429 during its lease; then 24 at once: {}; paid_log rows per node \
          [1, 1, 1]",
+        tally(&answers)
+    );
+    (key, body, fresh[0].body.clone())
+}
+
+/// `store.claim: in-transaction`: an instance on node 1 is SIGKILLed in
+/// the middle of a payment, its claim not yet committed: the claim goes
+/// with the rolled-back transaction, so 24 retries at once over every node
+/// right after pay the order once, with no lease to wait out.
+fn crashed_instance_takes_its_claim_away(
+    cluster: &Cluster,
+    binary: &Path,
+    servers: &[Server],
+) -> Paid {
+    let order = cluster.seed_order(900);
+    let (key, body) = callback(&order, 900);
+    let doomed = cluster.start(binary, 0, STALE_DELAY_MS);
+    let in_flight = {
+        let (base, key, body) = (doomed.base.clone(), key.clone(), body.clone());
+        thread::spawn(move || try_post(&base, Some(&key), &body))
+    };
+    cluster.wait_for_uncommitted_claim();
+    drop(doomed);
+    let _ = in_flight.join();
+    let answers = burst(servers, 24, &key, &body);
+    cluster.wait_for_replication();
+    assert_eq!(cluster.paid_rows_per_node(&order), [1, 1, 1]);
+    let fresh: Vec<&Answer> = answers
+        .iter()
+        .filter(|a| a.status == 200 && !a.replayed)
+        .collect();
+    assert_eq!(fresh.len(), 1, "one retry runs the payment: {answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.status == 200 || (a.status == 429 && a.retry_after.is_some())),
+        "{answers:?}"
+    );
+    eprintln!(
+        "galera: an instance on node 1 SIGKILLed mid-payment, its claim uncommitted: 24 \
+         retries at once right after: {}; paid_log rows per node [1, 1, 1]",
         tally(&answers)
     );
     (key, body, fresh[0].body.clone())
@@ -633,6 +739,25 @@ impl Cluster {
             assert!(
                 Instant::now() < deadline,
                 "the record of {key} never became {status}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until a transaction of this run's database on node 1 has
+    /// written and not committed (a claim in a business transaction).
+    fn wait_for_uncommitted_claim(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let sql = format!(
+            "SELECT COUNT(*) FROM information_schema.INNODB_TRX AS trx \
+             JOIN information_schema.PROCESSLIST AS session ON session.ID = trx.trx_mysql_thread_id \
+             WHERE session.DB = '{}' AND trx.trx_rows_modified > 0",
+            self.name
+        );
+        while self.exec_on(0, None, &sql) == "0" {
+            assert!(
+                Instant::now() < deadline,
+                "no claim was ever held uncommitted on node 1"
             );
             thread::sleep(Duration::from_millis(20));
         }

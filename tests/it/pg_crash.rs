@@ -9,7 +9,10 @@
 //! restart every payment acknowledged before the crash still has its
 //! `paid_log` row, and a retry of it with the same key is answered from its
 //! record (200, replayed), never by running the payment again (which the
-//! order's own guard would answer 409 "already paid").
+//! order's own guard would answer 409 "already paid"). The burst runs
+//! twice, on a database of its own each time: against the example
+//! (`store.claim: committed`), then against the example generated with
+//! `store.claim: in-transaction`, whose claim commits with the payment.
 //!
 //! It needs a PostgreSQL cluster of its own, which it creates with `initdb`
 //! in a temporary directory (as the `postgres` user when run as root) and
@@ -33,6 +36,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use exactly_once::build::one_commit_service_built;
 use exactly_once::skip::skipped;
 use exactly_once::*;
 
@@ -57,12 +61,27 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
         .and_then(|port| port.parse().ok())
         .unwrap_or(5441);
     let cluster = Cluster::init(port);
-    let db = Database::create_at(Dialect::Postgres, Some(&cluster.url()));
     let binaries =
         Binaries::build(Dialect::Postgres, Profile::Release).with_override(Dialect::Postgres);
+    let one_commit = one_commit_service_built(Dialect::Postgres, Profile::Release);
+    for (binary, claim) in [
+        (&binaries.generated, "committed"),
+        (&one_commit, "in-transaction"),
+    ] {
+        let started = Instant::now();
+        crash_mid_burst(&cluster, binary, claim);
+        eprintln!("claim {claim}: the round took {:.0?}", started.elapsed());
+    }
+}
+
+/// The burst, the immediate stop and the restart, against the service
+/// `binary` (whose `store.claim` is `claim`) on a database of its own in
+/// `cluster`, and the checks after it.
+fn crash_mid_burst(cluster: &Cluster, binary: &Path, claim: &str) {
+    let db = Database::create_at(Dialect::Postgres, Some(&cluster.url()));
     let env = [("DATABASE_POOL_SIZE", "8")];
     let servers: Vec<Server> = (0..2)
-        .map(|_| Server::start_with(&binaries.generated, &db, 0, &env))
+        .map(|_| Server::start_with(binary, &db, 0, &env))
         .collect();
     let (keys, bodies) = seed_pg_payments(&db, "C", PAYMENTS);
     let bases: Vec<String> = servers.iter().map(|server| server.base.clone()).collect();
@@ -81,13 +100,16 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
             cluster.stop_immediate();
             crashed.store(true, Ordering::SeqCst);
             eprintln!(
-                "stopped PostgreSQL (immediate) after {} answers, {:.1?} in",
+                "claim {claim}: stopped PostgreSQL (immediate) after {} answers, {:.1?} in",
                 answered.load(Ordering::Relaxed),
                 started.elapsed()
             );
             thread::sleep(Duration::from_secs(1));
             cluster.start();
-            eprintln!("started PostgreSQL again, {:.1?} in", started.elapsed());
+            eprintln!(
+                "claim {claim}: started PostgreSQL again, {:.1?} in",
+                started.elapsed()
+            );
         });
         for client in 0..CLIENTS {
             let (next, answered, crashed, seen, keys, bodies, bases) =
@@ -139,7 +161,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
             *tally.entry(*status).or_default() += 1;
         }
     }
-    eprintln!("answers during the burst (0: transport error): {tally:?}");
+    eprintln!("claim {claim}: answers during the burst (0: transport error): {tally:?}");
     let acknowledged: Vec<usize> = seen
         .iter()
         .filter(|(_, answers)| answers.iter().any(|(status, _, _)| *status == 200))
@@ -192,7 +214,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
         .filter(|payment| !recorded.contains(&keys[**payment]))
         .count();
     eprintln!(
-        "after the restart: {} payments without a 200; {} claims in progress; {unrecorded} of \
+        "claim {claim}: after the restart: {} payments without a 200; {} claims in progress; {unrecorded} of \
          those payments have no record",
         cut.len(),
         db.count("SELECT COUNT(*) FROM idempotent_record WHERE status = 'in_progress'"),
@@ -251,7 +273,7 @@ fn an_immediate_stop_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice
     let paid_orders = db.count("SELECT COUNT(DISTINCT order_no) FROM paid_log");
     let completed = db.count("SELECT COUNT(*) FROM idempotent_record WHERE status = 'completed'");
     eprintln!(
-        "{} payments acknowledged during the burst ({acknowledged_before_crash} before the stop), \
+        "claim {claim}: {} payments acknowledged during the burst ({acknowledged_before_crash} before the stop), \
          all in paid_log after the restart and replayed on retry ({replayed_acknowledged}); \
          after retries: {paid_orders} orders paid, {doubled} twice, {completed} records completed",
         acknowledged.len()

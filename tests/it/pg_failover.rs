@@ -11,11 +11,14 @@
 //! (503 `outcome-unknown` for a COMMIT that got no answer) instead of
 //! waiting with it.
 //!
-//! The claim commits with `synchronous_commit` off (see
-//! `crates/idemgen-runtime/src/store.rs`): the question here is what the
-//! promoted standby has of it. The round runs twice: with the claim as it
-//! is, and with the claim made synchronous (a trigger of the test's own
-//! sets `synchronous_commit` back on for the claim's transaction).
+//! The committed claim (`store.claim: committed`, the example's) commits
+//! with `synchronous_commit` off (see `crates/idemgen-runtime/src/store.rs`):
+//! the question here is what the promoted standby has of it. The kill
+//! round runs twice: with the claim as it is, and with the claim made
+//! synchronous (a trigger of the test's own sets `synchronous_commit` back
+//! on for the claim's transaction). Both faults then run again against the
+//! example generated with `store.claim: in-transaction`, whose claim
+//! commits with the business transaction, with the same checks.
 //!
 //! It needs the pair of `scripts/pg-ha.sh` (which `.ci/run` starts) and
 //! drives it through that script (`kill`, `start-node`). Run with
@@ -34,6 +37,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::support::exactly_once::build::one_commit_service_built;
 use crate::support::exactly_once::skip::skipped;
 use crate::support::exactly_once::*;
 
@@ -57,17 +61,39 @@ fn a_failover_mid_burst_loses_no_acknowledged_payment_and_pays_none_twice() {
     }
     let binaries =
         Binaries::build(Dialect::Postgres, Profile::Release).with_override(Dialect::Postgres);
+    let one_commit = one_commit_service_built(Dialect::Postgres, Profile::Release);
     let mut failures = Vec::new();
-    for (fault, synchronous_claim) in [
-        (Fault::Kill, false),
-        (Fault::Kill, true),
-        (Fault::Isolate, false),
+    for (fault, claim) in [
+        (Fault::Kill, Claim::Asynchronous),
+        (Fault::Kill, Claim::Synchronous),
+        (Fault::Isolate, Claim::Asynchronous),
+        (Fault::Kill, Claim::InTransaction),
+        (Fault::Isolate, Claim::InTransaction),
     ] {
-        let figures = round(&binaries.generated, fault, synchronous_claim);
-        eprintln!("{figures}");
+        let binary = match claim {
+            Claim::InTransaction => &one_commit,
+            Claim::Asynchronous | Claim::Synchronous => &binaries.generated,
+        };
+        let started = Instant::now();
+        let figures = round(binary, fault, claim);
+        eprintln!("{figures} (the round took {:.0?})", started.elapsed());
         failures.extend(figures.violations.iter().cloned());
     }
     assert!(failures.is_empty(), "exactly-once violated: {failures:#?}");
+}
+
+/// How the service's claim commits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Claim {
+    /// `store.claim: committed`, on its own with `synchronous_commit` off
+    /// (the default).
+    Asynchronous,
+    /// The same, with a trigger of the test's own setting
+    /// `synchronous_commit` back on for the claim's transaction.
+    Synchronous,
+    /// `store.claim: in-transaction`: the claim in the business
+    /// transaction, one durable commit for both.
+    InTransaction,
 }
 
 /// What happens to the primary mid-burst.
@@ -137,11 +163,11 @@ struct Seen {
     answered: Duration,
 }
 
-fn round(binary: &std::path::Path, fault: Fault, synchronous_claim: bool) -> Figures {
-    let claim = if synchronous_claim {
-        "synchronous"
-    } else {
-        "asynchronous (the default)"
+fn round(binary: &std::path::Path, fault: Fault, claim_mode: Claim) -> Figures {
+    let claim = match claim_mode {
+        Claim::Asynchronous => "committed, asynchronous (the default)",
+        Claim::Synchronous => "committed, synchronous",
+        Claim::InTransaction => "in-transaction",
     };
     pair(&["start"]);
     let url = pair(&["url"]);
@@ -150,7 +176,7 @@ fn round(binary: &std::path::Path, fault: Fault, synchronous_claim: bool) -> Fig
     let servers: Vec<Server> = (0..3)
         .map(|_| Server::start_with(binary, &db, 0, &env))
         .collect();
-    if synchronous_claim {
+    if claim_mode == Claim::Synchronous {
         // The claim sets `synchronous_commit` off in its own statement; a
         // row trigger runs after that and sets it back on for the
         // transaction.

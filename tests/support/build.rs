@@ -212,18 +212,32 @@ impl Binaries {
 /// the same service with the one-commit claim, for the fault cases that
 /// run in each claim mode. Built once per process and dialect.
 pub fn one_commit_service(dialect: Dialect) -> PathBuf {
+    one_commit_service_built(dialect, Profile::Debug)
+}
+
+/// [`one_commit_service`] in `profile` (release for the PostgreSQL
+/// failover and crash suites, like the example they also run). Built once
+/// per process, dialect and profile.
+pub fn one_commit_service_built(dialect: Dialect, profile: Profile) -> PathBuf {
     const ONE_COMMIT_PACKAGE: &str = "payment-callback-one-commit";
-    static BUILT: Mutex<Vec<(Dialect, PathBuf)>> = Mutex::new(Vec::new());
+    static BUILT: Mutex<Vec<(Dialect, Profile, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some((_, binary)) = built.iter().find(|(d, _)| *d == dialect) {
+    if let Some((_, _, binary)) = built
+        .iter()
+        .find(|(d, p, _)| *d == dialect && *p == profile)
+    {
         return binary.clone();
     }
+    let profile_dir = match profile {
+        Profile::Debug => "debug",
+        Profile::Release => "release",
+    };
     let target = target_dir();
     let out = target
         .join("exactly-once")
-        .join(format!("one-commit-{}", dialect.feature()));
+        .join(format!("one-commit-{profile_dir}-{}", dialect.feature()));
     std::fs::create_dir_all(&out).unwrap();
     // One build of the project at a time, across test processes.
     let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
@@ -279,30 +293,32 @@ pub fn one_commit_service(dialect: Dialect) -> PathBuf {
     // workspace's lock file.
     std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
     let started = Instant::now();
-    let output = cargo(&project)
-        .args([
-            "build",
-            "--no-default-features",
-            "--features",
-            dialect.feature(),
-        ])
-        .output()
-        .expect("cargo runs");
+    let mut command = cargo(&project);
+    command.args([
+        "build",
+        "--no-default-features",
+        "--features",
+        dialect.feature(),
+    ]);
+    if profile == Profile::Release {
+        command.arg("--release");
+    }
+    let output = command.output().expect("cargo runs");
     assert!(
         output.status.success(),
         "building the one-commit example for {dialect:?} failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     eprintln!(
-        "built the one-commit example for {dialect:?} in {:.0?}",
+        "built the one-commit example for {dialect:?} ({profile_dir}) in {:.0?}",
         started.elapsed()
     );
     let binary = copy_aside(
-        &target.join("debug").join(ONE_COMMIT_PACKAGE),
+        &target.join(profile_dir).join(ONE_COMMIT_PACKAGE),
         &out,
         ONE_COMMIT_PACKAGE,
     );
-    built.push((dialect, binary.clone()));
+    built.push((dialect, profile, binary.clone()));
     binary
 }
 

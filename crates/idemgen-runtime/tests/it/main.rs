@@ -8,6 +8,7 @@
 mod bounded_memory;
 mod canonical_json;
 mod claim_in_transaction;
+mod claim_read_deadlock;
 mod clients_that_leave;
 mod commit_outcome;
 // idemgen's models for `tests/codegen_fixtures/created-headers.yaml`, as a
