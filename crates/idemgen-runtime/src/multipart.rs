@@ -184,7 +184,8 @@ pub(crate) fn canonical_multipart(headers: &HeaderMap, body: &Bytes) -> Option<V
             _ => serde_json::json!({
                 "file_name": part.file_name,
                 "content_type": part.content_type,
-                "sha256": crate::fingerprint::hex(&Sha256::digest(&part.bytes)),
+                // Lower-case hex, as the fingerprint's own digests.
+                "sha256": format!("{:x}", Sha256::digest(&part.bytes)),
             }),
         };
         // Every name is an array, so one part is never taken for two.
