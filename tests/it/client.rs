@@ -333,11 +333,11 @@ fn run(dialect: Dialect) {
 
     // 1. The first attempt outlasts the client's timeout; the service
     //    finishes it and the retry gets its answer, replayed. A retry that
-    //    arrives while the first still works is told "in progress" (on
-    //    MariaDB and PostgreSQL; on SQLite its claim waits for the first
-    //    attempt's transaction, which holds the database's one write lock,
-    //    and then finds the finished record, or times out waiting when it
-    //    started early in its slot).
+    //    arrives while the first still works waits for it on this one
+    //    instance (at most the in-progress Retry-After, 1 s) and gets its
+    //    answer when it comes in that time, or is told "in progress" (or,
+    //    on SQLite, times out waiting for the writer lock when it started
+    //    early in its slot).
     let slow = Server::start(&binaries.generated, &db, CLIENT_TIMEOUT_MS + 1_000);
     let call = exchange(&db, &slow, Fault::None, &driver);
     let seen = outcomes(&call);
@@ -350,9 +350,6 @@ fn run(dialect: Dialect) {
                 || (dialect == Dialect::Sqlite && *outcome == "timed-out")),
         "{call:?}"
     );
-    if dialect != Dialect::Sqlite {
-        assert!(seen.len() >= 3, "told in progress at least once: {call:?}");
-    }
     assert!(
         call.replayed,
         "the first attempt's answer, replayed: {call:?}"

@@ -87,7 +87,9 @@ pub struct Contract {
     /// take it over (`server.max-processing`), in milliseconds.
     pub lease_ms: i64,
     /// `client.timeout` in milliseconds (0: the contract has none): a bound
-    /// of the request histogram, to compare the service's latency with.
+    /// of the request histogram, to compare the service's latency with,
+    /// and of how long a duplicate waits in memory for its key's first
+    /// attempt (half of it).
     pub client_timeout_ms: i64,
     /// `Retry-After` of the in-progress answer, in seconds.
     pub retry_after_secs: u64,

@@ -579,10 +579,10 @@ impl Idempotency {
     }
 
     /// Joins this process's attempts of the admitted key. A duplicate of
-    /// one that is running waits for it (at most the in-progress
-    /// `Retry-After`, never past `deadline`) and is answered with its
-    /// committed answer, as a replay; `Ok` with the lead when this request
-    /// is the first, `Ok(None)` when it goes to the database on its own.
+    /// one that is running waits for it ([`follow_wait`]) and is answered
+    /// with its committed answer, as a replay; `Ok` with the lead when
+    /// this request is the first, `Ok(None)` when it goes to the database
+    /// on its own.
     async fn follow(
         &self,
         operation: &'static Operation,
@@ -600,8 +600,7 @@ impl Idempotency {
             Joined::Lead(lead) => Ok(Some(lead)),
             Joined::Alone => Ok(None),
             Joined::Follow(follower) => {
-                let wait = Duration::from_secs(contract.retry_after_secs);
-                let until = deadline.min(Instant::now() + wait);
+                let until = deadline.min(Instant::now() + follow_wait(contract));
                 match follower.answer(until).await {
                     Some(answer) => {
                         operation.counters.replays.inc();
@@ -1928,6 +1927,19 @@ fn decide(
     }
 }
 
+/// How long a duplicate waits in memory for the running first attempt of
+/// its key: at most the in-progress `Retry-After`, and at most half the
+/// client's timeout where the contract declares one, so that a client
+/// whose first try timed out still hears "in progress" from the database
+/// (which answers it next) before its retry times out too.
+fn follow_wait(contract: &Contract) -> Duration {
+    let retry_after = Duration::from_secs(contract.retry_after_secs);
+    match u64::try_from(contract.client_timeout_ms) {
+        Ok(timeout_ms) if timeout_ms > 0 => retry_after.min(Duration::from_millis(timeout_ms / 2)),
+        _ => retry_after,
+    }
+}
+
 /// The stored answer: status, content type, body and stored headers,
 /// marked as a replay where the contract names a mark.
 fn replay(record: &Record, contract: &Contract) -> Response {
@@ -2070,6 +2082,19 @@ fn new_token() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_duplicate_waits_at_most_the_retry_after_and_half_the_client_timeout() {
+        let contract = |retry_after_secs, client_timeout_ms| Contract {
+            retry_after_secs,
+            client_timeout_ms,
+            ..Contract::header("k", "^k$", 60_000, 10_000)
+        };
+        assert_eq!(follow_wait(&contract(1, 0)), Duration::from_secs(1));
+        assert_eq!(follow_wait(&contract(1, 5_000)), Duration::from_secs(1));
+        assert_eq!(follow_wait(&contract(5, 1_000)), Duration::from_millis(500));
+        assert_eq!(follow_wait(&contract(1, -1)), Duration::from_secs(1));
+    }
 
     #[test]
     #[should_panic(expected = "must be at least the lease")]
