@@ -69,27 +69,36 @@ impl Check {
     /// Why `value` breaks the keyword, or `None` when it keeps it (or the
     /// keyword does not apply to its type, as JSON Schema says).
     fn broken_by(&self, value: &Value) -> Option<String> {
-        let number = value.as_f64();
+        use std::cmp::Ordering::{Greater, Less};
+        let number = match value {
+            Value::Number(number) => Some(number),
+            _ => None,
+        };
         let length = value.as_str().map(|text| text.chars().count() as u64);
         let items = value.as_array();
         let members = value.as_object().map(|object| object.len() as u64);
         let fails = |holds: bool, why: String| (!holds).then_some(why);
         match *self {
             Check::Minimum(limit) => {
-                number.and_then(|n| fails(n >= limit, format!("{value} is less than {limit}")))
+                number.and_then(|n| fails(order(n, limit) != Less, format!("{value} is less than {limit}")))
             }
             Check::Maximum(limit) => {
-                number.and_then(|n| fails(n <= limit, format!("{value} is more than {limit}")))
+                number.and_then(|n| fails(order(n, limit) != Greater, format!("{value} is more than {limit}")))
             }
             Check::ExclusiveMinimum(limit) => number.and_then(|n| {
-                fails(n > limit, format!("{value} is not more than {limit}"))
+                fails(order(n, limit) == Greater, format!("{value} is not more than {limit}"))
             }),
             Check::ExclusiveMaximum(limit) => number.and_then(|n| {
-                fails(n < limit, format!("{value} is not less than {limit}"))
+                fails(order(n, limit) == Less, format!("{value} is not less than {limit}"))
             }),
             Check::MultipleOf(step) => number.and_then(|n| {
-                let quotient = n / step;
-                let whole = (quotient - quotient.round()).abs() <= 1e-9 * quotient.abs().max(1.0);
+                let whole = match (integer(n), whole_limit(step)) {
+                    (Some(n), Some(step)) if step != 0 => n % step == 0,
+                    _ => {
+                        let quotient = n.as_f64().unwrap_or(f64::NAN) / step;
+                        (quotient - quotient.round()).abs() <= 1e-9 * quotient.abs().max(1.0)
+                    }
+                };
                 fails(whole, format!("{value} is not a multiple of {step}"))
             }),
             Check::Pattern(pattern) => {
@@ -132,9 +141,48 @@ impl Check {
 
 /// JSON equality where `1` and `1.0` are one number.
 fn same(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y,
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
+            (Some(x), Some(y)) => x == y,
+            _ => x.as_f64() == y.as_f64(),
+        },
         _ => a == b,
+    }
+}
+
+/// An integer value as itself: an amount in cents beyond 2^53 is never
+/// rounded to the float nearest it before it is compared.
+fn integer(number: &serde_json::Number) -> Option<i128> {
+    number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))
+}
+
+/// A whole limit as an integer, if it is one `i128` holds.
+fn whole_limit(limit: f64) -> Option<i128> {
+    (limit.fract() == 0.0 && limit.abs() < 1e38).then_some(limit as i128)
+}
+
+/// How `number` compares with `limit`: exactly for an integer (`limit`
+/// is the spec's number), else as the float a JSON number is read as.
+fn order(number: &serde_json::Number, limit: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match integer(number) {
+        Some(_) if limit.is_nan() => Ordering::Equal,
+        Some(_) if limit >= 1e38 => Ordering::Less,
+        Some(_) if limit <= -1e38 => Ordering::Greater,
+        Some(n) => {
+            let floor = limit.floor();
+            match n.cmp(&(floor as i128)) {
+                Ordering::Equal if limit > floor => Ordering::Less,
+                other => other,
+            }
+        }
+        None => number
+            .as_f64()
+            .and_then(|n| n.partial_cmp(&limit))
+            .unwrap_or(Ordering::Equal),
     }
 }
 
@@ -268,6 +316,23 @@ mod tests {
         assert_eq!(broken(json!({"currency": "GBP"})), Some(("/currency".into(), "enum")));
         assert_eq!(broken(json!({"code": "ÄÖÜ"})), None, "characters, not bytes");
         assert_eq!(broken(json!({"code": "ABCD"})), Some(("/code".into(), "maxLength")));
+    }
+
+    #[test]
+    fn an_integer_is_compared_as_itself_not_its_nearest_float() {
+        let limits: &[Constraint] = &[
+            Constraint { at: "/cents", check: Check::Maximum(9007199254740992.0) },
+            Constraint { at: "/cents", check: Check::MultipleOf(5.0) },
+            Constraint { at: "/code", check: Check::Enum(&["9007199254740993"]) },
+        ];
+        let broken = |value: Value| check(&value, limits).err().map(|v| v.keyword);
+        // 2^53 + 1 reads as the float 2^53, which would pass.
+        assert_eq!(broken(json!({"cents": 9007199254740993_u64})), Some("maximum"));
+        assert_eq!(broken(json!({"cents": 9007199254740985_u64})), None);
+        assert_eq!(broken(json!({"cents": 9007199254740981_i64})), Some("multipleOf"));
+        assert_eq!(broken(json!({"code": 9007199254740992_u64})), Some("enum"));
+        assert_eq!(broken(json!({"code": 9007199254740993_u64})), None);
+        assert_eq!(broken(json!({"cents": 9007199254740990.0})), None, "a float as before");
     }
 
     #[test]

@@ -395,6 +395,66 @@ impl Request {
     /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
+        self.form_read(|why| {
+            Reply::refusal(
+                ProblemKind::InvalidBody,
+                StatusCode::BAD_REQUEST,
+                &format!("the form body does not fit its schema: {why}"),
+            )
+        })
+    }
+
+    /// [`Request::form_as`] answering as a JSON body is answered
+    /// ([`Request::body_checked_as`]): a form that does not fit `T`, or a
+    /// value that breaks one of the spec's validation keywords
+    /// ([`crate::constraints`]), is `mismatch` (`422`, or `400` for an API
+    /// that declares no `422`) naming the field's JSON pointer and the
+    /// keyword, before anything is claimed.
+    ///
+    /// The keywords are checked on `T` as serde_json writes it, not on the
+    /// form's text: every form value is text, and only the decoded value
+    /// says which is a number (`amount=+5` is the integer 5, `amount=05`
+    /// too), so the value checked is the one the business code is given.
+    /// An integer is compared as the integer it is; a `number` field is
+    /// the `f64` a JSON body's number is read as. Optional fields left out
+    /// are not written, so they check nothing, as in JSON.
+    ///
+    /// ```
+    /// use idemgen_runtime::{Check, Constraint, Request};
+    ///
+    /// #[derive(serde::Deserialize, serde::Serialize)]
+    /// struct Pay {
+    ///     amount: i64,
+    /// }
+    /// const PAY: &[Constraint] = &[Constraint { at: "/amount", check: Check::Minimum(1.0) }];
+    /// let request = |body: &'static str| Request {
+    ///     body: body.into(),
+    ///     ..Request::new(axum::http::Method::POST, "/pay")
+    /// };
+    /// assert_eq!(request("amount=1").form_checked_as::<Pay>(422, PAY).unwrap().amount, 1);
+    /// let refused = request("amount=-5").form_checked_as::<Pay>(422, PAY).err().unwrap();
+    /// assert_eq!(refused.status.as_u16(), 422);
+    /// assert!(String::from_utf8_lossy(&refused.body).contains("/amount breaks `minimum`"));
+    /// ```
+    pub fn form_checked_as<T: DeserializeOwned + serde::Serialize>(
+        &self,
+        mismatch: u16,
+        constraints: &[crate::Constraint],
+    ) -> Result<T, Reply> {
+        let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+        let unfit = |why: String| Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &why);
+        let body: T = self.form_read(|why| unfit(format!("the form body does not fit its schema: {why}")))?;
+        if !constraints.is_empty() {
+            let value = serde_json::to_value(&body)
+                .map_err(|error| unfit(format!("the form body cannot be checked: {error}")))?;
+            crate::constraints::check(&value, constraints)
+                .map_err(|violation| unfit(violation.to_string()))?;
+        }
+        Ok(body)
+    }
+
+    /// The form body as `T`; `misfit` answers a body that does not fit.
+    fn form_read<T: DeserializeOwned>(&self, misfit: impl Fn(String) -> Reply) -> Result<T, Reply> {
         let declared = self.headers.contains_key(axum::http::header::CONTENT_TYPE);
         let coded = content_coded(&self.headers);
         if let Some(why) = coded.or_else(|| {
@@ -408,19 +468,17 @@ impl Request {
                 &format!("{why}; send it as `application/x-www-form-urlencoded`"),
             ));
         }
-        let refused = |why: String| {
+        let reader = serde_qs::Deserializer::with_config(FORM, &self.body).map_err(|error| {
             Reply::refusal(
                 ProblemKind::InvalidBody,
                 StatusCode::BAD_REQUEST,
-                &format!("the form body does not fit its schema: {why}"),
+                &format!("the form body does not fit its schema: {error}"),
             )
-        };
-        let reader = serde_qs::Deserializer::with_config(FORM, &self.body)
-            .map_err(|error| refused(error.to_string()))?;
+        })?;
         serde_path_to_error::deserialize(reader).map_err(|error| {
             match error.path().to_string().as_str() {
-                "." => refused(error.inner().to_string()),
-                path => refused(format!("`{path}`: {}", error.inner())),
+                "." => misfit(error.inner().to_string()),
+                path => misfit(format!("`{path}`: {}", error.inner())),
             }
         })
     }

@@ -236,6 +236,49 @@ impl Request {
     /// assert_eq!((upload.file.file_name.as_deref(), upload.file.bytes.as_slice()), (Some("a.png"), &b"PNG"[..]));
     /// ```
     pub fn multipart_as<T: DeserializeOwned>(&self, parts: &[Part]) -> Result<T, Reply> {
+        self.multipart_read(parts, &[], |why| {
+            Reply::refusal(
+                ProblemKind::InvalidBody,
+                StatusCode::BAD_REQUEST,
+                &format!("the multipart body does not fit its schema: {why}"),
+            )
+        })
+    }
+
+    /// [`Request::multipart_as`] answering as a JSON body is answered
+    /// ([`Request::body_checked_as`]): parts that do not fit `T`, or a
+    /// value that breaks one of the spec's validation keywords
+    /// ([`crate::constraints`]), are `mismatch` (`422`, or `400` for an
+    /// API that declares no `422`) naming the part's JSON pointer and the
+    /// keyword, before anything is claimed.
+    ///
+    /// The keywords are checked on the JSON value each text or JSON part
+    /// is decoded from (`copies=2` the integer 2, read as its schema's
+    /// type says). A file part has no such value: no keyword applies to
+    /// its bytes (a `maxLength` on a file is not a size limit here), but
+    /// an array of files is counted by `minItems` and `maxItems`, and
+    /// `uniqueItems` tells files apart by name, content type and bytes.
+    pub fn multipart_checked_as<T: DeserializeOwned>(
+        &self,
+        parts: &[Part],
+        mismatch: u16,
+        constraints: &[crate::Constraint],
+    ) -> Result<T, Reply> {
+        let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+        self.multipart_read(parts, constraints, |why| {
+            Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &why)
+        })
+    }
+
+    /// The multipart body as `T`, `constraints` checked first; `misfit`
+    /// answers parts that do not fit (a body that cannot be read as
+    /// multipart is `400`).
+    fn multipart_read<T: DeserializeOwned>(
+        &self,
+        parts: &[Part],
+        constraints: &[crate::Constraint],
+        misfit: impl Fn(String) -> Reply,
+    ) -> Result<T, Reply> {
         let coded = crate::input::content_coded(&self.headers);
         if let Some(why) = coded.or_else(|| {
             (!is_multipart(&self.headers))
@@ -247,23 +290,54 @@ impl Request {
                 &format!("{why}; send it as `multipart/form-data` with a boundary"),
             ));
         }
-        let refused = |why: String| {
+        let unreadable = |why: String| {
             Reply::refusal(
                 ProblemKind::InvalidBody,
                 StatusCode::BAD_REQUEST,
                 &format!("the multipart body does not fit its schema: {why}"),
             )
         };
-        let sent = self::parts(&self.headers, &self.body).map_err(refused)?;
-        let members = members(parts, sent).map_err(refused)?;
+        let sent = self::parts(&self.headers, &self.body).map_err(unreadable)?;
+        let does_not_fit = |why: String| misfit(format!("the multipart body does not fit its schema: {why}"));
+        let members = members(parts, sent).map_err(does_not_fit)?;
+        if !constraints.is_empty() {
+            crate::constraints::check(&checked_view(&members), constraints)
+                .map_err(|violation| misfit(violation.to_string()))?;
+        }
         let reader = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
         serde_path_to_error::deserialize(reader).map_err(|error| {
             match error.path().to_string().as_str() {
-                "." => refused(error.inner().to_string()),
-                path => refused(format!("`{path}`: {}", error.inner())),
+                "." => does_not_fit(error.inner().to_string()),
+                path => does_not_fit(format!("`{path}`: {}", error.inner())),
             }
         })
     }
+}
+
+/// The parts as the validation keywords see them: an object of each
+/// part's JSON value by name, a file standing as its file name, content
+/// type and the SHA-256 of its bytes (an object, which no string or
+/// number keyword reads).
+fn checked_view(members: &[(String, Member)]) -> Value {
+    let file = |sent: &Sent| {
+        serde_json::json!({
+            "file_name": sent.file_name,
+            "content_type": sent.content_type,
+            "sha256": format!("{:x}", Sha256::digest(&sent.bytes)),
+        })
+    };
+    let object = members
+        .iter()
+        .map(|(name, member)| {
+            let value = match member {
+                Member::Json(value) => value.clone(),
+                Member::File(sent) => file(sent),
+                Member::Files(sent) => Value::Array(sent.iter().map(file).collect()),
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    Value::Object(object)
 }
 
 /// The parts sent, each as its field's value: the declared ones as

@@ -18,6 +18,7 @@ mod created_headers_models;
 mod engine;
 mod exact_numbers;
 mod failover;
+mod form_keywords;
 mod galera_lost_races;
 mod hand_written;
 mod heap_only_completion;
