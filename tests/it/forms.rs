@@ -15,8 +15,9 @@ use crate::support::skip;
 const SPEC: &str = "tests/codegen_fixtures/forms.yaml";
 
 /// What `gen` writes for the spec, without building it: the form is a
-/// typed model read with `form_as`, each parameter's style is in its
-/// table, and the client sends the form as `serde_qs` writes it.
+/// typed model read with `form_as` (with its keywords checked,
+/// `form_checked_as`), each parameter's style is in its table, and the
+/// client sends the form as `serde_qs` writes it.
 #[test]
 fn the_generator_types_the_form_and_reads_each_style() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,6 +47,10 @@ fn the_generator_types_the_form_and_reads_each_style() {
         .replace(",)", ")");
     for expected in [
         "letbody:models::CheckoutRequest=request.form_as()?;",
+        // Keywords to check and a declared 422: checked as JSON is.
+        "letbody:models::PayByFormRequest=request.form_checked_as(422,PAY_BY_FORM_BODY)?;",
+        r#"Constraint{at:"/amount",check:Check::Minimum(1.0),},"#,
+        r#"Constraint{at:"/tags/*",check:Check::MinLength(1),},"#,
         r#"Param::path("ids",Scalar::Integer).many(),"#,
         r#"Param::path("labels",Scalar::String).many().style(idemgen_runtime::Style::Label).explode(true),"#,
         r#"Param::path("point",Scalar::String).object(&[("x",Scalar::Integer),("y",Scalar::String)]).style(idemgen_runtime::Style::Matrix),"#,
@@ -104,6 +109,11 @@ fn forms_and_parameter_styles_arrive_typed_or_are_refused() {
     std::fs::copy(
         fixture.join("checkout.rs"),
         out.join("src/business/checkout.rs"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture.join("pay_by_form.rs"),
+        out.join("src/business/pay_by_form.rs"),
     )
     .unwrap();
     std::fs::copy(fixture.join("sent.rs"), out.join("tests/sent.rs")).unwrap();

@@ -53,10 +53,18 @@ fn the_generator_types_the_parts() {
         .replace(",)", ")");
     assert!(
         flat.contains(
-            r#"letbody:models::UploadFileRequest=request.multipart_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::text("expand",Scalar::String).many(),Part::file("pages").many()])?;"#
+            r#"letbody:models::UploadFileRequest=request.multipart_checked_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::text("expand",Scalar::String).many(),Part::file("pages").many()],400,UPLOAD_FILE_BODY)?;"#
         ),
         "{flat}"
     );
+    // The keywords, checked on the parts as read (no 422 declared: 400).
+    for expected in [
+        r#"Constraint{at:"/copies",check:Check::Minimum(1.0),}"#,
+        r#"Constraint{at:"/file_link_data/expires_at",check:Check::ExclusiveMinimum(0.0),}"#,
+        r#"Constraint{at:"/expand",check:Check::MaxItems(3),}"#,
+    ] {
+        assert!(flat.contains(expected), "{expected} in {flat}");
+    }
     let client = dir.path().join("client");
     let run = idemgen(&["gen", SPEC, "-o", client.to_str().unwrap(), "--client"]);
     assert_eq!(run.code, 0, "{}", run.stderr);

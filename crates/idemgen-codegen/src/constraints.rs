@@ -1,6 +1,6 @@
-//! The validation keywords of an operation's JSON body and parameters,
-//! as the `idemgen_runtime::Constraint` tables the generated handler
-//! checks before any key is claimed.
+//! The validation keywords of an operation's body (JSON, form or
+//! multipart) and parameters, as the `idemgen_runtime::Constraint` tables
+//! the generated handler checks before any key is claimed.
 //!
 //! serde's types already hold `type`, `required`, `additionalProperties:
 //! false` and string enums; this collects the rest (`minimum`, `maximum`
@@ -33,7 +33,7 @@ pub struct ConstraintContext {
     pub check: String,
 }
 
-/// The constraints of an operation's JSON body (from the body) and of its
+/// The constraints of an operation's body (from the body) and of its
 /// parameters (from the object of parameter names), and warnings.
 #[derive(Debug, Default)]
 pub struct OperationConstraints {
@@ -74,14 +74,19 @@ pub fn collect(
     }
 }
 
-/// The schema of the operation's JSON request body, if it has one.
+/// The schema of the operation's request body, if it has one: of the
+/// media type its type is read from (the first JSON one, else the first
+/// declared, as `types` picks). The pointers are the spec's property
+/// names, which are the JSON members, the form's field names and the
+/// multipart part names alike.
 fn body_schema<'w>(workspace: &'w Workspace, operation: &Operation<'w>) -> Option<&'w Node> {
     let body = workspace.deref(operation.node.get("requestBody")?)?;
     let content = body.get("content")?.as_map()?;
-    let json = content
+    let chosen = content
         .iter()
-        .find(|entry| crate::types::is_json(&entry.key))?;
-    json.value.get("schema")
+        .find(|entry| crate::types::is_json(&entry.key))
+        .or_else(|| content.first())?;
+    chosen.value.get("schema")
 }
 
 /// Each path, query and header parameter's name, place and schema (the

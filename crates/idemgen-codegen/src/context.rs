@@ -216,8 +216,9 @@ pub struct TypedInput {
     /// Whether a response declares headers (the enum has `headers()`).
     pub response_headers: bool,
     /// The statuses a request whose input does not fit the spec is
-    /// answered with, for comments: `400`, or `400 or 422` when a JSON body
-    /// that parses but does not fit its schema gets a declared 422.
+    /// answered with, for comments: `400`, or `400 or 422` when a body
+    /// read into its type (JSON, form or multipart) that does not fit its
+    /// schema gets a declared 422.
     pub refused_with: &'static str,
 }
 
@@ -233,12 +234,14 @@ pub struct BodyInput {
     /// A multipart body read into its type (`Request::multipart_as`): the
     /// table of its parts, each a `Part::…` expression.
     pub parts: Option<Vec<String>>,
-    /// The status JSON that does not fit the schema is answered with
-    /// instead of the engine's 422, when the operation's responses do not
-    /// declare 422: 400, so that the answer is one the spec declares.
+    /// The status a body that does not fit the schema (JSON, form or
+    /// multipart) is answered with instead of the engine's 422, when the
+    /// operation's responses do not declare 422: 400, so that the answer
+    /// is one the spec declares.
     pub unfit_status: Option<u16>,
     /// The validation keywords serde's types do not hold, checked before
-    /// the body is decoded (JSON bodies only).
+    /// any key is claimed (a body read into its type: JSON, form or
+    /// multipart; bytes have no value to check).
     pub constraints: Vec<ConstraintContext>,
 }
 
@@ -270,9 +273,12 @@ pub struct ParamContext {
 
 impl TypedInput {
     pub fn new(types: &OperationTypes, checked: OperationConstraints) -> TypedInput {
-        let json_body = types.request_body.as_ref().is_some_and(|body| body.is_json);
+        let typed_body = types
+            .request_body
+            .as_ref()
+            .is_some_and(|body| body.is_json || body.is_form || body.multipart.is_some());
         TypedInput {
-            refused_with: if json_body && declares(types, 422) {
+            refused_with: if typed_body && declares(types, 422) {
                 "400 or 422"
             } else {
                 "400"
@@ -287,7 +293,7 @@ impl TypedInput {
                     .as_ref()
                     .map(|multipart| multipart.parts.iter().map(part_expression).collect()),
                 unfit_status: (!declares(types, 422)).then_some(400),
-                constraints: if body.is_json {
+                constraints: if typed_body {
                     checked.body.clone()
                 } else {
                     Vec::new()

@@ -1,7 +1,9 @@
 //! Real requests to the generated `checkout` operation: values sent in
 //! each parameter style and a bracketed form arrive typed in the business
 //! code (which echoes them); values that do not parse are 400 problems;
-//! the generated client writes every style as the service reads it.
+//! the generated client writes every style as the service reads it. A
+//! form value that breaks the spec's keywords (`payByForm`) is a 422
+//! problem naming its pointer and the keyword, and claims no key.
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
@@ -213,4 +215,75 @@ async fn a_union_takes_its_number_variant_from_the_form_text() {
     let (status, problem) = send(PATH, None, "amount=1&delay_days=soon").await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
     assert!(problem["detail"].as_str().unwrap_or_default().contains("delay_days"), "{problem}");
+}
+
+async fn pay(app: &App, key: &str, form: &str) -> (StatusCode, Option<String>, Value) {
+    let request = Request::post("/payments")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("idempotency-key", key)
+        .body(Body::from(form.to_string()))
+        .unwrap();
+    let answer = app.router().oneshot(request).await.unwrap();
+    let status = answer.status();
+    let replayed = answer
+        .headers()
+        .get("idempotent-replayed")
+        .map(|value| value.to_str().unwrap().to_string());
+    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, replayed, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
+    let file = std::env::temp_dir().join(format!("forms-test-{}.db", uuid::Uuid::new_v4()));
+    let app = App::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .expect("connect and migrate");
+    for (form, expected) in [
+        ("amount=-5&currency=EUR", "/amount breaks `minimum`"),
+        ("amount=0&currency=EUR", "/amount breaks `minimum`"),
+        // 2^53 + 3: its nearest float is 2^53 + 4, a multiple of 5 over
+        // `maximum` by 4; compared as itself it is over by 3.
+        ("amount=9007199254740995&currency=EUR", "/amount breaks `maximum`"),
+        ("amount=12&currency=EUR", "/amount breaks `multipleOf`"),
+        ("amount=5&currency=eur", "/currency breaks `pattern`"),
+        ("amount=5&currency=EUR&memo=123456789", "/memo breaks `maxLength`"),
+        ("amount=5&currency=EUR&priority=4", "/priority breaks `enum`"),
+        ("amount=5&currency=EUR&tags[]=a&tags[]=b&tags[]=c", "/tags breaks `maxItems`"),
+        ("amount=5&currency=EUR&tags[]=a&tags[]=a", "/tags breaks `uniqueItems`"),
+        ("amount=5&currency=EUR&tags[]=a&tags[]=", "/tags/1 breaks `minLength`"),
+    ] {
+        let key = format!("pay:{}", uuid::Uuid::new_v4());
+        let (status, _, problem) = pay(&app, &key, form).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{form}: {problem}");
+        assert_eq!(problem["type"], "urn:idemgen:problem:schema-mismatch", "{form}: {problem}");
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(detail.starts_with(expected), "{form}: {expected} in {detail}");
+        // Nothing was claimed: the same key with a form that fits is a
+        // first attempt, run and answered, not a conflict.
+        let (status, replayed, echoed) = pay(&app, &key, "amount=5&currency=EUR").await;
+        assert_eq!(status, StatusCode::OK, "{form}, then under its key: {echoed}");
+        assert_eq!(replayed, None, "{form}: a first attempt");
+        assert_eq!(echoed, json!({"body": {"amount": 5, "currency": "EUR"}}));
+        let (status, replayed, _) = pay(&app, &key, "amount=5&currency=EUR").await;
+        assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{form}");
+    }
+    // On the boundary: `minimum` exactly, `maxLength` exactly, the largest
+    // amount allowed; a type that does not fit is a 422 too.
+    let fits = "amount=1&currency=EUR&memo=12345678&priority=3&tags[]=a&tags[]=b";
+    let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000001", fits).await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(echoed["body"]["memo"], "12345678");
+    let largest = "amount=9007199254740990&currency=EUR";
+    let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000002", largest).await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(echoed["body"]["amount"], json!(9007199254740990_i64));
+    let (status, _, problem) = pay(&app, "pay:00000000-0000-4000-8000-000000000003", "amount=five&currency=EUR").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert!(problem["detail"].as_str().unwrap_or_default().contains("amount"), "{problem}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
 }

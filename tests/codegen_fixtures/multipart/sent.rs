@@ -1,6 +1,7 @@
 //! Real requests to the generated `uploadFile` operation: the parts of a
 //! multipart body arrive typed in the business code (which echoes them),
-//! parts that do not fit are 400 problems naming them, a retry with another
+//! parts that do not fit (or break the spec's keywords) are 400 problems
+//! naming them and claim no key, a retry with another
 //! boundary is a replay, and the generated client's multipart body is read
 //! as the spec says.
 
@@ -119,6 +120,44 @@ async fn a_part_that_does_not_fit_is_a_400_naming_it() {
     refused(vec![FILE, PURPOSE, ("name=\"file_link_data\"", "", br#"{"expires_at": 1}"#)], "`file_link_data`: missing field `create`").await;
     refused(vec![FILE, PURPOSE, PURPOSE], "the part `purpose` is sent more than once").await;
     refused(vec![FILE, PURPOSE, ("name=\"note\"", "", b"hi")], "unknown field `note`").await;
+}
+
+/// The spec's keywords (`minimum`, `exclusiveMinimum`, `maxItems`) are
+/// checked on the parts as read, before the key is claimed: the refusal
+/// names the value's JSON pointer and the keyword, and a retry under the
+/// same key with fitting parts is a first attempt, not a conflict.
+#[tokio::test]
+async fn a_part_breaking_a_keyword_is_refused_before_the_key_is_claimed() {
+    let app = app().await;
+    let link = |json: &'static [u8]| ("name=\"file_link_data\"", "Content-Type: application/json\r\n", json);
+    let expand: Part = ("name=\"expand[]\"", "", b"x");
+    for (extra, expected) in [
+        (vec![("name=\"copies\"", "", &b"0"[..])], "/copies breaks `minimum`"),
+        (vec![("name=\"copies\"", "", &b"11"[..])], "/copies breaks `maximum`"),
+        (vec![link(br#"{"create": true, "expires_at": 0}"#)], "/file_link_data/expires_at breaks `exclusiveMinimum`"),
+        (vec![expand, expand, expand, expand], "/expand breaks `maxItems`"),
+    ] {
+        let key = new_key();
+        let mut parts = vec![FILE, PURPOSE];
+        parts.extend(extra);
+        let (status, headers, problem) = send(&app, &key, "b", &parts).await;
+        // The operation declares no 422: a body that does not fit is a 400.
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{expected}: {problem}");
+        assert_eq!(headers["content-type"], "application/problem+json");
+        assert_eq!(problem["type"], "urn:idemgen:problem:schema-mismatch", "{problem}");
+        let detail = problem["detail"].as_str().unwrap_or_default();
+        assert!(detail.starts_with(expected), "{expected} in {detail}");
+        let (status, headers, echoed) = send(&app, &key, "b", &upload()).await;
+        assert_eq!(status, StatusCode::OK, "{expected}, then under its key: {echoed}");
+        assert!(headers.get("idempotent-replayed").is_none(), "{expected}: a first attempt");
+        assert_eq!(echoed, echoed_upload());
+    }
+    // On the boundary: `copies` 1 and 10, three `expand` items.
+    for copies in [&b"1"[..], b"10"] {
+        let parts = vec![FILE, PURPOSE, ("name=\"copies\"", "", copies), expand, expand, expand];
+        let (status, _, echoed) = send(&app, &new_key(), "b", &parts).await;
+        assert_eq!(status, StatusCode::OK, "{echoed}");
+    }
 }
 
 #[tokio::test]

@@ -48,7 +48,9 @@ pub fn build<'w>(
     let params = params(converter, operation, &names);
     let engine = EngineSends {
         params: params.is_some(),
-        body: request_body.as_ref().map(|body| body.is_json),
+        body: request_body
+            .as_ref()
+            .map(|body| body.is_json || body.is_form || body.multipart.is_some()),
         secured: idemgen_spec::security::of_operation(converter.workspace, operation)
             .is_ok_and(|security| !security.is_open()),
         idempotent,
@@ -64,7 +66,8 @@ pub fn build<'w>(
 /// the business function.
 struct EngineSends {
     params: bool,
-    /// A request body, and whether it is JSON.
+    /// A request body, and whether it is read into its type (JSON, a
+    /// form or multipart), so may not fit its schema.
     body: Option<bool>,
     secured: bool,
     idempotent: Option<EngineAnswers>,
@@ -73,7 +76,7 @@ struct EngineSends {
 impl EngineSends {
     /// Each status the engine may send for the operation, with when;
     /// `declares_422`: whether the operation declares a 422, which the
-    /// engine then uses for a JSON body that does not fit its schema.
+    /// engine then uses for a typed body that does not fit its schema.
     fn answers(&self, declares_422: bool) -> Vec<(u16, String)> {
         let mut answers = Vec::new();
         if self.params || self.body.is_some() {
@@ -84,12 +87,12 @@ impl EngineSends {
             };
             answers.push((400, format!("when {what} cannot be read or break the spec")));
         }
-        if let Some(is_json) = self.body {
+        if let Some(typed) = self.body {
             answers.push((
                 413,
                 "when the body is larger than the service accepts".into(),
             ));
-            if is_json && declares_422 {
+            if typed && declares_422 {
                 answers.push((422, "when the body does not fit its schema".into()));
             }
         }
