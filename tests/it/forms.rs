@@ -15,9 +15,9 @@ use crate::support::skip;
 const SPEC: &str = "tests/codegen_fixtures/forms.yaml";
 
 /// What `gen` writes for the spec, without building it: the form is a
-/// typed model read with `form_as` (with its keywords checked,
-/// `form_checked_as`), each parameter's style is in its table, and the
-/// client sends the form as `serde_qs` writes it.
+/// typed model read with `form_checked_as` (its keywords, if any, in a
+/// table), each parameter's style is in its table, and the client sends
+/// the form as `serde_qs` writes it.
 #[test]
 fn the_generator_types_the_form_and_reads_each_style() {
     let dir = tempfile::tempdir().unwrap();
@@ -46,10 +46,11 @@ fn the_generator_types_the_form_and_reads_each_style() {
         .collect::<String>()
         .replace(",)", ")");
     for expected in [
-        "letbody:models::CheckoutRequest=request.form_as()?;",
-        // Keywords to check and a declared 422: checked as JSON is.
+        // No 422 declared: a form that does not fit is a 400; with one, a
+        // 422, keywords checked, as a JSON body is.
+        "letbody:models::CheckoutRequest=request.form_checked_as(400,&[])?;",
         "letbody:models::PayByFormRequest=request.form_checked_as(422,PAY_BY_FORM_BODY)?;",
-        r#"Constraint{at:"/amount",check:Check::Minimum(1.0),},"#,
+        r#"Constraint{at:"/amount",check:Check::Minimum(5.0),},"#,
         r#"Constraint{at:"/tags/*",check:Check::MinLength(1),},"#,
         r#"Param::path("ids",Scalar::Integer).many(),"#,
         r#"Param::path("labels",Scalar::String).many().style(idemgen_runtime::Style::Label).explode(true),"#,

@@ -272,7 +272,7 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
     }
     // On the boundary: `minimum` exactly, `maxLength` exactly, the largest
     // amount allowed; a type that does not fit is a 422 too.
-    let fits = "amount=1&currency=EUR&memo=12345678&priority=3&tags[]=a&tags[]=b";
+    let fits = "amount=5&currency=EUR&memo=12345678&priority=3&tags[]=a&tags[]=b";
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000001", fits).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
     assert_eq!(echoed["body"]["memo"], "12345678");

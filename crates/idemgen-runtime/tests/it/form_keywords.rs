@@ -237,6 +237,16 @@ fn a_form_refusal_is_400_where_no_422_is_declared_and_so_is_a_misfit() {
     let (status, _, detail) = refusal(misfit);
     assert_eq!(status, 422);
     assert!(detail.contains("amount"), "{detail}");
+    // A scalar field sent twice does not fit either: no one value is sent.
+    let twice = form("amount=5&amount=10")
+        .form_checked_as::<Payment>(422, PAYMENT)
+        .unwrap_err();
+    let (status, kind, detail) = refusal(twice);
+    assert_eq!(
+        (status, kind.as_str()),
+        (422, "urn:idemgen:problem:schema-mismatch")
+    );
+    assert!(detail.contains("`amount`"), "{detail}");
     // `form_as` checks no keyword: its refusals stay the form's own 400.
     assert_eq!(form("amount=-5").form_as::<Payment>().unwrap().amount, -5);
 }
@@ -248,6 +258,7 @@ struct File {
 }
 
 #[derive(Debug, Deserialize)]
+#[allow(dead_code)]
 struct Link {
     expires_at: Option<i64>,
 }
