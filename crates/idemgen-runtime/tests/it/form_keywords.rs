@@ -212,7 +212,7 @@ fn a_form_amount_is_compared_as_the_integer_it_is() {
         names("/amount", "maximum")
     );
     assert_eq!(
-        form(&"amount=9007199254740990")
+        form("amount=9007199254740990")
             .form_checked_as::<Payment>(422, PAYMENT)
             .unwrap()
             .amount,
