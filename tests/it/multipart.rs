@@ -80,6 +80,83 @@ fn the_generator_types_the_parts() {
     );
 }
 
+/// A multipart body whose schema a JSON body shares (`$ref`) gets a
+/// struct of its own: its `format: binary` property is a `FilePart`, while
+/// the JSON body's stays the string JSON sends.
+#[test]
+fn a_schema_shared_with_a_json_body_is_a_file_only_in_the_multipart_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("shared.yaml");
+    std::fs::write(
+        &spec,
+        r##"openapi: 3.1.0
+info: {title: Shared upload schema, version: "1"}
+paths:
+  /files:
+    post:
+      operationId: uploadFile
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema: {$ref: "#/components/schemas/Upload"}
+      responses:
+        "200": {description: Stored.}
+  /files/json:
+    post:
+      operationId: uploadJson
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/Upload"}
+      responses:
+        "200": {description: Stored.}
+components:
+  schemas:
+    Upload:
+      type: object
+      required: [file]
+      properties:
+        file: {type: string, format: binary}
+        note: {type: string}
+"##,
+    )
+    .unwrap();
+    let server = dir.path().join("server");
+    let run = idemgen(&[
+        "gen",
+        spec.to_str().unwrap(),
+        "-o",
+        server.to_str().unwrap(),
+        "--db",
+        "sqlite",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let flat: String = std::fs::read_to_string(server.join("src/models.rs"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    for expected in [
+        "pubstructUpload{///Format:`binary`.pubfile:String,",
+        "pubstructUploadFileRequest{///Format:`binary`.pubfile:FilePart,",
+    ] {
+        assert!(flat.contains(expected), "{expected} in {flat}");
+    }
+    let routes: String = std::fs::read_to_string(server.join("src/routes.rs"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(
+        routes.contains("letbody:models::UploadFileRequest=request.multipart_checked_as("),
+        "{routes}"
+    );
+    assert!(
+        routes.contains("request.body_as_or::<models::Upload>(400)"),
+        "{routes}"
+    );
+}
+
 #[test]
 fn parts_arrive_typed_are_refused_by_name_and_replay_across_boundaries() {
     if skip::generated_builds_skipped() {

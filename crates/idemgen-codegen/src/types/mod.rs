@@ -364,8 +364,9 @@ pub fn spec_types_with(
         ambiguous,
     } = converter.finish();
     let mut defs = defs;
+    let held = multipart::held_elsewhere(&defs, &by_pointer);
     for types in by_pointer.values_mut() {
-        multipart::fill(types, &mut defs);
+        multipart::fill(types, &mut defs, &held);
         operation::fill_param_kinds(types, &defs);
     }
     let defs = merge::identical(defs, &components, &by_pointer);

@@ -24,6 +24,9 @@ pub struct Multipart {
     json: BTreeSet<String>,
     /// The models' file struct.
     file_type: String,
+    /// The name the operation reserved for its body's type: the body's
+    /// own struct when its schema is one the spec uses elsewhere too.
+    own_name: String,
 }
 
 /// One part of a multipart body: `Part::text("purpose", Scalar::String)`.
@@ -47,7 +50,12 @@ pub enum PartReading {
 
 /// The files and JSON parts `schema` and `media`'s `encoding` declare; the
 /// models' file struct is defined when there is a file.
-pub fn plan(converter: &mut Converter<'_>, schema: &Node, media: &Node) -> Multipart {
+pub fn plan(
+    converter: &mut Converter<'_>,
+    schema: &Node,
+    media: &Node,
+    own_name: &str,
+) -> Multipart {
     let workspace = converter.workspace;
     let mut files = BTreeSet::new();
     let properties = workspace
@@ -93,6 +101,7 @@ pub fn plan(converter: &mut Converter<'_>, schema: &Node, media: &Node) -> Multi
         files,
         json,
         file_type,
+        own_name: own_name.to_string(),
     }
 }
 
@@ -137,15 +146,99 @@ pub fn file_part_def(name: &str) -> TypeDef {
     }
 }
 
+/// The types something other than a multipart body holds: another
+/// type's field, variant or response, or a JSON or form body. A multipart
+/// body whose schema is one of them gets a struct of its own, so that its
+/// files do not become files there too.
+pub fn held_elsewhere(
+    defs: &BTreeMap<String, TypeDef>,
+    operations: &BTreeMap<String, OperationTypes>,
+) -> BTreeSet<String> {
+    let mut held = BTreeSet::new();
+    for def in defs.values() {
+        for ty in held_by(&def.kind) {
+            mentions(ty, &mut held);
+        }
+    }
+    for types in operations.values() {
+        if let Some(body) = types
+            .request_body
+            .as_ref()
+            .filter(|body| body.multipart.is_none())
+        {
+            held.insert(body.type_name.clone());
+        }
+    }
+    held
+}
+
+/// Every type a definition's fields, variants or answers hold.
+fn held_by(kind: &Kind) -> Vec<&Ty> {
+    match kind {
+        Kind::Struct(shape) => shape
+            .fields
+            .iter()
+            .map(|field| &field.ty)
+            .chain(&shape.additional)
+            .collect(),
+        Kind::Untagged(alternatives) => alternatives.iter().map(|a| &a.ty).collect(),
+        Kind::Tagged(tagged) => tagged
+            .variants
+            .iter()
+            .flat_map(|variant| {
+                let fields = variant.fields.iter().flatten().map(|field| &field.ty);
+                std::iter::once(&variant.ty).chain(fields)
+            })
+            .collect(),
+        Kind::Alias(ty) | Kind::Newtype(ty) => vec![ty],
+        Kind::Response(cases) => cases
+            .iter()
+            .flat_map(|case| case.body.iter().chain(case.headers.iter().map(|h| &h.ty)))
+            .collect(),
+        Kind::Media(cases) => cases.iter().map(|case| &case.body).collect(),
+        Kind::StringEnum(_) => Vec::new(),
+    }
+}
+
+fn mentions(ty: &Ty, out: &mut BTreeSet<String>) {
+    match ty {
+        Ty::Named(name) => {
+            out.insert(name.clone());
+        }
+        Ty::Vec(inner) | Ty::Map(inner) | Ty::Option(inner) | Ty::Boxed(inner) => {
+            mentions(inner, out)
+        }
+        _ => {}
+    }
+}
+
 /// Types the body's file properties as the file struct and lists its
-/// parts, now that every schema is defined.
-pub fn fill(types: &mut OperationTypes, defs: &mut BTreeMap<String, TypeDef>) {
+/// parts, now that every schema is defined. A body whose type `held`
+/// lists is first copied under the operation's own name: a JSON body or a
+/// property of that schema keeps its strings.
+pub fn fill(
+    types: &mut OperationTypes,
+    defs: &mut BTreeMap<String, TypeDef>,
+    held: &BTreeSet<String>,
+) {
     let Some(body) = &mut types.request_body else {
         return;
     };
     let Some(multipart) = &mut body.multipart else {
         return;
     };
+    if !multipart.files.is_empty()
+        && held.contains(&body.type_name)
+        && body.type_name != multipart.own_name
+        && let Some(shared) = defs.get(&body.type_name)
+    {
+        let own = TypeDef {
+            name: multipart.own_name.clone(),
+            ..shared.clone()
+        };
+        defs.insert(own.name.clone(), own);
+        body.type_name = multipart.own_name.clone();
+    }
     let Some(Kind::Struct(shape)) = defs.get_mut(&body.type_name).map(|def| &mut def.kind) else {
         return;
     };

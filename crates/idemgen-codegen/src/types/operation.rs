@@ -156,9 +156,9 @@ fn request_body<'w>(
     let schema = media.get("schema");
     let is_form = !is_json && essence == "application/x-www-form-urlencoded" && schema.is_some();
     let multipart = match schema {
-        Some(schema) if !is_json && essence == "multipart/form-data" => {
-            Some(super::multipart::plan(converter, schema, media))
-        }
+        Some(schema) if !is_json && essence == "multipart/form-data" => Some(
+            super::multipart::plan(converter, schema, media, &names.request),
+        ),
         _ => None,
     };
     let ty = match (is_json || is_form || multipart.is_some(), schema) {
