@@ -77,19 +77,23 @@ impl Check {
         let length = value.as_str().map(|text| text.chars().count() as u64);
         let items = value.as_array();
         let members = value.as_object().map(|object| object.len() as u64);
-        let fails = |holds: bool, why: String| (!holds).then_some(why);
+        // The message is written only for a value that breaks the keyword:
+        // every value of every request is checked, and nearly all pass.
+        fn fails(holds: bool, why: impl FnOnce() -> String) -> Option<String> {
+            (!holds).then(why)
+        }
         match *self {
             Check::Minimum(limit) => {
-                number.and_then(|n| fails(order(n, limit) != Less, format!("{value} is less than {limit}")))
+                number.and_then(|n| fails(order(n, limit) != Less, || format!("{value} is less than {limit}")))
             }
             Check::Maximum(limit) => {
-                number.and_then(|n| fails(order(n, limit) != Greater, format!("{value} is more than {limit}")))
+                number.and_then(|n| fails(order(n, limit) != Greater, || format!("{value} is more than {limit}")))
             }
             Check::ExclusiveMinimum(limit) => number.and_then(|n| {
-                fails(order(n, limit) == Greater, format!("{value} is not more than {limit}"))
+                fails(order(n, limit) == Greater, || format!("{value} is not more than {limit}"))
             }),
             Check::ExclusiveMaximum(limit) => number.and_then(|n| {
-                fails(order(n, limit) == Less, format!("{value} is not less than {limit}"))
+                fails(order(n, limit) == Less, || format!("{value} is not less than {limit}"))
             }),
             Check::MultipleOf(step) => number.and_then(|n| {
                 let whole = match (integer(n), whole_limit(step)) {
@@ -99,24 +103,24 @@ impl Check {
                         (quotient - quotient.round()).abs() <= 1e-9 * quotient.abs().max(1.0)
                     }
                 };
-                fails(whole, format!("{value} is not a multiple of {step}"))
+                fails(whole, || format!("{value} is not a multiple of {step}"))
             }),
             Check::Pattern(pattern) => {
                 let text = value.as_str()?;
                 let matched = with_regex(pattern, |regex| regex.is_match(text))?;
-                fails(matched, format!("{value} does not match `{pattern}`"))
+                fails(matched, || format!("{value} does not match `{pattern}`"))
             }
             Check::MinLength(min) => length.and_then(|n| {
-                fails(n >= min, format!("{n} characters, fewer than {min}"))
+                fails(n >= min, || format!("{n} characters, fewer than {min}"))
             }),
             Check::MaxLength(max) => {
-                length.and_then(|n| fails(n <= max, format!("{n} characters, more than {max}")))
+                length.and_then(|n| fails(n <= max, || format!("{n} characters, more than {max}")))
             }
             Check::MinItems(min) => items.and_then(|items| {
-                fails(items.len() as u64 >= min, format!("{} items, fewer than {min}", items.len()))
+                fails(items.len() as u64 >= min, || format!("{} items, fewer than {min}", items.len()))
             }),
             Check::MaxItems(max) => items.and_then(|items| {
-                fails(items.len() as u64 <= max, format!("{} items, more than {max}", items.len()))
+                fails(items.len() as u64 <= max, || format!("{} items, more than {max}", items.len()))
             }),
             Check::UniqueItems => items.and_then(|items| {
                 let repeated = items
@@ -126,14 +130,14 @@ impl Check {
                 repeated.map(|(i, item)| format!("item {i} ({item}) repeats an earlier one"))
             }),
             Check::MinProperties(min) => members
-                .and_then(|n| fails(n >= min, format!("{n} members, fewer than {min}"))),
+                .and_then(|n| fails(n >= min, || format!("{n} members, fewer than {min}"))),
             Check::MaxProperties(max) => members
-                .and_then(|n| fails(n <= max, format!("{n} members, more than {max}"))),
+                .and_then(|n| fails(n <= max, || format!("{n} members, more than {max}"))),
             Check::Enum(allowed) => {
                 let listed = allowed
                     .iter()
                     .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)));
-                fails(listed, format!("{value} is not one of {}", allowed.join(", ")))
+                fails(listed, || format!("{value} is not one of {}", allowed.join(", ")))
             }
         }
     }
@@ -247,7 +251,11 @@ fn visit(
     let descend = |child: &Value, segment: &str, pointer: &mut String| {
         let length = pointer.len();
         pointer.push('/');
-        pointer.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+        if segment.contains(['~', '/']) {
+            pointer.push_str(&segment.replace('~', "~0").replace('/', "~1"));
+        } else {
+            pointer.push_str(segment);
+        }
         let result = visit(child, rest, pointer, constraint);
         pointer.truncate(length);
         result
@@ -266,8 +274,11 @@ fn visit(
             Ok(())
         }
         (segment, Value::Object(members)) => {
-            let name = segment.replace("~1", "/").replace("~0", "~");
-            match members.get(&name) {
+            let name = match segment.contains('~') {
+                true => std::borrow::Cow::Owned(segment.replace("~1", "/").replace("~0", "~")),
+                false => std::borrow::Cow::Borrowed(segment),
+            };
+            match members.get(name.as_ref()) {
                 Some(member) => descend(member, &name, pointer),
                 None => Ok(()),
             }
