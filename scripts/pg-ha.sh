@@ -232,6 +232,12 @@ stop_one() {
 stop() {
     for n in "${NODES[@]}"; do stop_one "$n"; done
     stop_one 0
+    # `runuser` stops itself when the keeper under it is frozen (as `su`
+    # does), and the thaw signals the keeper's group, not the wrapper: one
+    # left stopped cannot reap its keeper. Wake whatever is left of the
+    # pair, then end the wrappers.
+    pkill -CONT -f -- "$BASE_DIR/" 2>/dev/null || true
+    pkill -KILL -f -- "^runuser .*$BASE_DIR/" 2>/dev/null || true
 }
 
 kill_node() {
