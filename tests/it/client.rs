@@ -21,8 +21,9 @@ use crate::support::exactly_once::{Binaries, Database, Dialect, Server};
 use crate::support::fault_proxy::{Fault, FaultProxy};
 use crate::support::skip::{database_url, generated_builds_skipped};
 
-/// How late (ms) an attempt may start past its planned time: the loop's
-/// own scheduling, on a busy machine.
+/// How late (ms) an attempt may start past its planned time, and how far
+/// the proxy's view of a gap may differ from the client's report: the
+/// scheduling of both, on a busy machine.
 const SLACK_MS: u64 = 250;
 
 /// The latest start of each attempt, as the spec's window math computes it
@@ -334,10 +335,14 @@ fn run(dialect: Dialect) {
     // 1. The first attempt outlasts the client's timeout; the service
     //    finishes it and the retry gets its answer, replayed. A retry that
     //    arrives while the first still works waits for it on this one
-    //    instance (at most the in-progress Retry-After, 1 s) and gets its
-    //    answer when it comes in that time, or is told "in progress" (or,
-    //    on SQLite, times out waiting for the writer lock when it started
-    //    early in its slot).
+    //    instance (at most the in-progress Retry-After, 1 s: the service
+    //    serves the example's contract, whose client waits 5 s) and gets
+    //    its answer when it comes in that time, or is told "in progress".
+    //    A retry that started early in its slot may time out instead: its
+    //    1 s ends as the first attempt's 2 s do, a race either side may win
+    //    (on SQLite it may also wait out the writer lock). The client then
+    //    retries, and what the contract promises holds all the same: one
+    //    payment, one answer, the schedule kept.
     let slow = Server::start(&binaries.generated, &db, CLIENT_TIMEOUT_MS + 1_000);
     let call = exchange(&db, &slow, Fault::None, &driver);
     let seen = outcomes(&call);
@@ -346,8 +351,7 @@ fn run(dialect: Dialect) {
     assert!(
         seen[1..seen.len() - 1]
             .iter()
-            .all(|outcome| *outcome == "in-progress 1000"
-                || (dialect == Dialect::Sqlite && *outcome == "timed-out")),
+            .all(|outcome| *outcome == "in-progress 1000" || *outcome == "timed-out"),
         "{call:?}"
     );
     assert!(
@@ -436,7 +440,7 @@ fn exchange(db: &Database, server: &Server, fault: Fault, driver: &std::path::Pa
         let wire = pair[1].duration_since(pair[0]).as_millis() as i64;
         let reported = (attempts[1].at_ms - attempts[0].at_ms) as i64;
         assert!(
-            (wire - reported).abs() < 100,
+            (wire - reported).abs() < SLACK_MS as i64,
             "{fault:?}: {wire} ms apart on the wire, {reported} ms reported"
         );
     }
