@@ -50,7 +50,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
         // 422, keywords checked, as a JSON body is.
         "letbody:models::CheckoutRequest=request.form_checked_as(400,&[])?;",
         "letbody:models::PayByFormRequest=request.form_checked_as(422,PAY_BY_FORM_BODY)?;",
-        r#"Constraint{at:"/amount",check:Check::Minimum(5.0),},"#,
+        r#"Constraint{at:"/amount",check:Check::Minimum("5"),},"#,
         r#"Constraint{at:"/tags/*",check:Check::MinLength(1),},"#,
         r#"Param::path("ids",Scalar::Integer).many(),"#,
         r#"Param::path("labels",Scalar::String).many().style(idemgen_runtime::Style::Label).explode(true),"#,

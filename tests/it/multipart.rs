@@ -59,8 +59,8 @@ fn the_generator_types_the_parts() {
     );
     // The keywords, checked on the parts as read (no 422 declared: 400).
     for expected in [
-        r#"Constraint{at:"/copies",check:Check::Minimum(1.0),}"#,
-        r#"Constraint{at:"/file_link_data/expires_at",check:Check::ExclusiveMinimum(0.0),}"#,
+        r#"Constraint{at:"/copies",check:Check::Minimum("1"),}"#,
+        r#"Constraint{at:"/file_link_data/expires_at",check:Check::ExclusiveMinimum("0"),}"#,
         r#"Constraint{at:"/expand",check:Check::MaxItems(3),}"#,
     ] {
         assert!(flat.contains(expected), "{expected} in {flat}");

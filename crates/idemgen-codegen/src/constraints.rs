@@ -172,7 +172,11 @@ impl<'w> Collector<'w> {
     }
 
     fn keywords(&mut self, schema: &'w Node, at: &str) {
-        let number = |keyword: &str| schema.get(keyword).and_then(as_number);
+        let limit = |keyword: &str| {
+            schema
+                .get(keyword)
+                .and_then(|node| number_text(self.workspace, node))
+        };
         let count = |keyword: &str| {
             schema
                 .get(keyword)
@@ -183,24 +187,37 @@ impl<'w> Collector<'w> {
         let flag = |keyword: &str| schema.get(keyword).and_then(Node::as_bool) == Some(true);
         let mut checks: Vec<String> = Vec::new();
         // 3.0 writes `exclusiveMinimum: true` beside `minimum`; 3.1 a number.
-        match (number("minimum"), flag("exclusiveMinimum")) {
-            (Some(limit), true) => checks.push(format!("Check::ExclusiveMinimum({limit:?})")),
-            (Some(limit), false) => checks.push(format!("Check::Minimum({limit:?})")),
+        match (limit("minimum"), flag("exclusiveMinimum")) {
+            (Some(limit), true) => {
+                checks.push(format!("Check::ExclusiveMinimum({})", rust_string(&limit)))
+            }
+            (Some(limit), false) => checks.push(format!("Check::Minimum({})", rust_string(&limit))),
             _ => {}
         }
-        match (number("maximum"), flag("exclusiveMaximum")) {
-            (Some(limit), true) => checks.push(format!("Check::ExclusiveMaximum({limit:?})")),
-            (Some(limit), false) => checks.push(format!("Check::Maximum({limit:?})")),
+        match (limit("maximum"), flag("exclusiveMaximum")) {
+            (Some(limit), true) => {
+                checks.push(format!("Check::ExclusiveMaximum({})", rust_string(&limit)))
+            }
+            (Some(limit), false) => checks.push(format!("Check::Maximum({})", rust_string(&limit))),
             _ => {}
         }
-        if let Some(limit) = number("exclusiveMinimum") {
-            checks.push(format!("Check::ExclusiveMinimum({limit:?})"));
+        if let Some(limit) = limit("exclusiveMinimum") {
+            checks.push(format!("Check::ExclusiveMinimum({})", rust_string(&limit)));
         }
-        if let Some(limit) = number("exclusiveMaximum") {
-            checks.push(format!("Check::ExclusiveMaximum({limit:?})"));
+        if let Some(limit) = limit("exclusiveMaximum") {
+            checks.push(format!("Check::ExclusiveMaximum({})", rust_string(&limit)));
         }
-        if let Some(step) = number("multipleOf").filter(|step| *step > 0.0) {
-            checks.push(format!("Check::MultipleOf({step:?})"));
+        // JSON Schema's step is more than 0; another checks nothing.
+        let step = limit("multipleOf").filter(|step| !step.starts_with('-'));
+        let digits = step.as_deref().map_or(0, significant_digits);
+        if let Some(step) = step.filter(|_| (1..=MULTIPLE_OF_DIGITS).contains(&digits)) {
+            checks.push(format!("Check::MultipleOf({})", rust_string(&step)));
+        } else if digits > MULTIPLE_OF_DIGITS {
+            self.warnings.push(format!(
+                "#{}: a `multipleOf` of more than {MULTIPLE_OF_DIGITS} significant digits is not \
+                 checked",
+                self.workspace.pointer_at(schema.span)
+            ));
         }
         if let Some(pattern) = schema.get("pattern").and_then(Node::as_str) {
             match regex::Regex::new(pattern) {
@@ -249,6 +266,69 @@ impl<'w> Collector<'w> {
     }
 }
 
+/// A numeric keyword's value as the spec writes it, JSON number text
+/// (`0.01`, `9007199254740993`): the runtime compares by decimal value, so
+/// the limit never passes through a float. A whole number is written as an
+/// integer (`5.0` → `5`), which the runtime compares without reading
+/// decimals; YAML's other spellings (`+5`, `0x10`) as the value they read
+/// as. `None` for a value that is no number.
+fn number_text(workspace: &Workspace, node: &Node) -> Option<String> {
+    let file = workspace.file(node.span.file);
+    let start = file.byte_offset(node.span.start as usize);
+    let end = file.byte_offset(node.span.end as usize);
+    // A quoted scalar's span holds its quotes, so it is never read here.
+    let written = file
+        .text
+        .get(start..end)
+        .map(|text| text.trim().trim_start_matches('+'))
+        .filter(|text| is_json_number(text));
+    let text = match (&node.value, written) {
+        (Value::Int(n), _) => n.to_string(),
+        // An integer too large for an `i64` is kept as its digits.
+        (Value::Float(_) | Value::Str(_), Some(text)) => text.to_string(),
+        (Value::Float(n), None) if n.is_finite() => format!("{n:?}"),
+        _ => return None,
+    };
+    Some(match text.split_once('.') {
+        Some((whole, fraction)) if fraction.bytes().all(|b| b == b'0') => whole.to_string(),
+        _ => text,
+    })
+}
+
+/// Whether `text` is JSON number text (RFC 8259, section 6).
+fn is_json_number(text: &str) -> bool {
+    let digits = |text: &str| text.bytes().take_while(u8::is_ascii_digit).count();
+    let rest = text.strip_prefix('-').unwrap_or(text);
+    let whole = digits(rest);
+    if whole == 0 || (whole > 1 && rest.starts_with('0')) {
+        return false;
+    }
+    let mut rest = &rest[whole..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let n = digits(fraction);
+        if n == 0 {
+            return false;
+        }
+        rest = &fraction[n..];
+    }
+    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
+        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
+        let n = digits(exponent);
+        return n > 0 && n == exponent.len();
+    }
+    rest.is_empty()
+}
+
+/// The most significant digits of a `multipleOf` the runtime divides by.
+const MULTIPLE_OF_DIGITS: usize = 19;
+
+/// The significant digits of JSON number text.
+fn significant_digits(text: &str) -> usize {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    digits.trim_matches('0').len()
+}
+
 fn as_number(node: &Node) -> Option<f64> {
     match &node.value {
         Value::Int(n) => Some(*n as f64),
@@ -260,4 +340,97 @@ fn as_number(node: &Node) -> Option<f64> {
 /// A JSON pointer segment.
 fn escape(name: &str) -> String {
     name.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The body table of the one operation of a spec whose body schema is
+    /// `amount` (YAML or JSON text).
+    fn table(spec: &str, file: &str) -> OperationConstraints {
+        let path = std::path::Path::new(file);
+        let workspace = Workspace::from_text(path, file.into(), spec.into()).unwrap();
+        let operations = idemgen_spec::operations::operations(&workspace);
+        collect(&workspace, &operations[0], None)
+    }
+
+    fn yaml(amount: &str) -> String {
+        format!(
+            "openapi: 3.1.0\ninfo: {{title: t, version: '1'}}\npaths:\n  /pay:\n    post:\n      \
+             operationId: pay\n      requestBody:\n        content:\n          application/json:\n            \
+             schema:\n              type: object\n              properties:\n                amount: {amount}\n      \
+             responses:\n        '200': {{description: ok}}\n"
+        )
+    }
+
+    fn checks(found: &OperationConstraints) -> Vec<&str> {
+        found.body.iter().map(|c| c.check.as_str()).collect()
+    }
+
+    #[test]
+    fn limits_are_written_as_the_spec_writes_them() {
+        let found = table(
+            &yaml(
+                "{type: number, minimum: 0.01, maximum: 99999999999999999999, multipleOf: 0.010, \
+                 exclusiveMaximum: 1e21}",
+            ),
+            "openapi.yaml",
+        );
+        assert_eq!(
+            checks(&found),
+            [
+                r#"Check::Minimum("0.01")"#,
+                r#"Check::Maximum("99999999999999999999")"#,
+                r#"Check::ExclusiveMaximum("1e21")"#,
+                r#"Check::MultipleOf("0.010")"#,
+            ]
+        );
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+    }
+
+    #[test]
+    fn whole_limits_are_integers_and_other_spellings_their_values() {
+        let found = table(
+            &yaml("{type: integer, minimum: 5.0, maximum: +9007199254740993, multipleOf: 0x10}"),
+            "openapi.yaml",
+        );
+        assert_eq!(
+            checks(&found),
+            [
+                r#"Check::Minimum("5")"#,
+                r#"Check::Maximum("9007199254740993")"#,
+                r#"Check::MultipleOf("16")"#,
+            ]
+        );
+        let json = r#"{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/pay": {"post": {
+            "operationId": "pay", "requestBody": {"content": {"application/json": {"schema": {
+            "type": "object", "properties": {"amount": {"type": "number", "minimum": 0,
+            "exclusiveMinimum": true, "maximum": 1E+3, "multipleOf": 2.50}}}}}},
+            "responses": {"200": {"description": "ok"}}}}}}"#;
+        let found = table(json, "openapi.json");
+        assert_eq!(
+            checks(&found),
+            [
+                r#"Check::ExclusiveMinimum("0")"#,
+                r#"Check::Maximum("1E+3")"#,
+                r#"Check::MultipleOf("2.50")"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_step_the_runtime_cannot_divide_by_is_a_warning() {
+        let found = table(
+            &yaml("{type: number, multipleOf: 0.12345678901234567890123}"),
+            "openapi.yaml",
+        );
+        assert!(checks(&found).is_empty());
+        assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+        assert!(
+            found.warnings[0].contains("`multipleOf` of more than 19 significant digits"),
+            "{:?}",
+            found.warnings
+        );
+    }
 }

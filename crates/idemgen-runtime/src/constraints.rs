@@ -15,6 +15,8 @@ use std::sync::{Mutex, OnceLock};
 use regex::Regex;
 use serde_json::Value;
 
+use crate::decimal::Decimal;
+
 /// One keyword of the spec at one place of the request.
 #[derive(Debug, Clone, Copy)]
 pub struct Constraint {
@@ -27,11 +29,14 @@ pub struct Constraint {
 /// A JSON Schema validation keyword and its value.
 #[derive(Debug, Clone, Copy)]
 pub enum Check {
-    Minimum(f64),
-    Maximum(f64),
-    ExclusiveMinimum(f64),
-    ExclusiveMaximum(f64),
-    MultipleOf(f64),
+    /// The bounds and the step hold the spec's number as written (JSON
+    /// number text, `"0.01"`, `"9007199254740993"`), compared by its
+    /// decimal value: a limit is never rounded to a float on its way here.
+    Minimum(&'static str),
+    Maximum(&'static str),
+    ExclusiveMinimum(&'static str),
+    ExclusiveMaximum(&'static str),
+    MultipleOf(&'static str),
     /// An ECMA-262 regular expression, unanchored (as JSON Schema reads it).
     Pattern(&'static str),
     MinLength(u64),
@@ -96,14 +101,7 @@ impl Check {
                 fails(order(n, limit) == Less, || format!("{value} is not less than {limit}"))
             }),
             Check::MultipleOf(step) => number.and_then(|n| {
-                let whole = match (integer(n), whole_limit(step)) {
-                    (Some(n), Some(step)) if step != 0 => n % step == 0,
-                    _ => {
-                        let quotient = n.as_f64().unwrap_or(f64::NAN) / step;
-                        (quotient - quotient.round()).abs() <= 1e-9 * quotient.abs().max(1.0)
-                    }
-                };
-                fails(whole, || format!("{value} is not a multiple of {step}"))
+                fails(multiple_of(n, step), || format!("{value} is not a multiple of {step}"))
             }),
             Check::Pattern(pattern) => {
                 let text = value.as_str()?;
@@ -163,30 +161,32 @@ fn integer(number: &serde_json::Number) -> Option<i128> {
         .or_else(|| number.as_u64().map(i128::from))
 }
 
-/// A whole limit as an integer, if it is one `i128` holds.
-fn whole_limit(limit: f64) -> Option<i128> {
-    (limit.fract() == 0.0 && limit.abs() < 1e38).then_some(limit as i128)
+/// How `number` compares with `limit` (JSON number text): as integers
+/// where both are, else by their decimal values, `number` being the
+/// shortest decimal that reads as its float (`0.1`, as the client wrote
+/// it). A limit that is not a number (a table edited by hand) holds.
+fn order(number: &serde_json::Number, limit: &str) -> std::cmp::Ordering {
+    if let (Some(n), Ok(limit)) = (integer(number), limit.parse::<i128>()) {
+        return n.cmp(&limit);
+    }
+    match (Decimal::parse(&number.to_string()), Decimal::parse(limit)) {
+        (Some(n), Some(limit)) => n.cmp(&limit),
+        _ => std::cmp::Ordering::Equal,
+    }
 }
 
-/// How `number` compares with `limit`: exactly for an integer (`limit`
-/// is the spec's number), else as the float a JSON number is read as.
-fn order(number: &serde_json::Number, limit: f64) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    match integer(number) {
-        Some(_) if limit.is_nan() => Ordering::Equal,
-        Some(_) if limit >= 1e38 => Ordering::Less,
-        Some(_) if limit <= -1e38 => Ordering::Greater,
-        Some(n) => {
-            let floor = limit.floor();
-            match n.cmp(&(floor as i128)) {
-                Ordering::Equal if limit > floor => Ordering::Less,
-                other => other,
-            }
-        }
-        None => number
-            .as_f64()
-            .and_then(|n| n.partial_cmp(&limit))
-            .unwrap_or(Ordering::Equal),
+/// Whether `number` is a whole multiple of `step` (JSON number text), in
+/// decimal: `19.99` is a multiple of `0.01` and `19.9900000001` is not,
+/// though their floats' quotients are both within a rounding of whole.
+fn multiple_of(number: &serde_json::Number, step: &str) -> bool {
+    if let (Some(n), Ok(step)) = (integer(number), step.parse::<i128>())
+        && step != 0
+    {
+        return n % step == 0;
+    }
+    match (Decimal::parse(&number.to_string()), Decimal::parse(step)) {
+        (Some(n), Some(step)) => n.is_multiple_of(&step).unwrap_or(true),
+        _ => true,
     }
 }
 
@@ -293,11 +293,11 @@ mod tests {
     use serde_json::json;
 
     const PAYMENT: &[Constraint] = &[
-        Constraint { at: "/amount", check: Check::Minimum(1.0) },
+        Constraint { at: "/amount", check: Check::Minimum("1") },
         Constraint { at: "/date", check: Check::Pattern("^[0-9]{8}$") },
         Constraint { at: "/lines", check: Check::MaxItems(2) },
-        Constraint { at: "/lines/*/qty", check: Check::ExclusiveMinimum(0.0) },
-        Constraint { at: "/lines/*/qty", check: Check::MultipleOf(0.5) },
+        Constraint { at: "/lines/*/qty", check: Check::ExclusiveMinimum("0") },
+        Constraint { at: "/lines/*/qty", check: Check::MultipleOf("0.5") },
         Constraint { at: "/tags", check: Check::UniqueItems },
         Constraint { at: "/currency", check: Check::Enum(&["\"EUR\"", "\"USD\""]) },
         Constraint { at: "/code", check: Check::MaxLength(3) },
@@ -332,8 +332,8 @@ mod tests {
     #[test]
     fn an_integer_is_compared_as_itself_not_its_nearest_float() {
         let limits: &[Constraint] = &[
-            Constraint { at: "/cents", check: Check::Maximum(9007199254740992.0) },
-            Constraint { at: "/cents", check: Check::MultipleOf(5.0) },
+            Constraint { at: "/cents", check: Check::Maximum("9007199254740992") },
+            Constraint { at: "/cents", check: Check::MultipleOf("5") },
             Constraint { at: "/code", check: Check::Enum(&["9007199254740993"]) },
         ];
         let broken = |value: Value| check(&value, limits).err().map(|v| v.keyword);
@@ -344,6 +344,29 @@ mod tests {
         assert_eq!(broken(json!({"code": 9007199254740992_u64})), Some("enum"));
         assert_eq!(broken(json!({"code": 9007199254740993_u64})), None);
         assert_eq!(broken(json!({"cents": 9007199254740990.0})), None, "a float as before");
+    }
+
+    #[test]
+    fn a_decimal_limit_is_its_written_value_not_a_float() {
+        let limits: &[Constraint] = &[
+            Constraint { at: "/price", check: Check::MultipleOf("0.01") },
+            Constraint { at: "/price", check: Check::Maximum("0.3") },
+            Constraint { at: "/price", check: Check::ExclusiveMinimum("0.1") },
+            Constraint { at: "/cents", check: Check::Maximum("99999999999999999999") },
+        ];
+        let broken = |value: Value| check(&value, limits).err().map(|v| v.keyword);
+        assert_eq!(broken(json!({"price": 0.29})), None);
+        // Within a float's rounding of a whole quotient, yet no multiple.
+        assert_eq!(broken(json!({"price": 0.2900000001})), Some("multipleOf"));
+        // 0.1 + 0.2 is 0.30000000000000004 as a float: more than 0.3.
+        assert_eq!(broken(json!({"price": 0.1 + 0.2})), Some("multipleOf"));
+        assert_eq!(broken(json!({"price": 0.3})), None, "0.3 is not more than 0.3");
+        assert_eq!(broken(json!({"price": 0.31})), Some("maximum"));
+        assert_eq!(broken(json!({"price": 0.1})), Some("exclusiveMinimum"));
+        // 10^20 - 1 as a float is 10^20: the limit itself is not rounded.
+        assert_eq!(broken(json!({"cents": 18446744073709551615_u64})), None);
+        assert_eq!(broken(json!({"cents": 1e20})), Some("maximum"));
+        assert_eq!(broken(json!({"cents": 99999999999999999999.0})), Some("maximum"));
     }
 
     #[test]

@@ -426,7 +426,7 @@ impl Request {
     /// struct Pay {
     ///     amount: i64,
     /// }
-    /// const PAY: &[Constraint] = &[Constraint { at: "/amount", check: Check::Minimum(1.0) }];
+    /// const PAY: &[Constraint] = &[Constraint { at: "/amount", check: Check::Minimum("1") }];
     /// let request = |body: &'static str| Request {
     ///     body: body.into(),
     ///     ..Request::new(axum::http::Method::POST, "/pay")

@@ -100,6 +100,7 @@ engine! {
     pub mod constraints;
     mod contract;
     mod db;
+    mod decimal;
     mod engine;
     mod fingerprint;
     mod in_flight;

@@ -21,6 +21,7 @@ pub const FILES: &[(&str, &str)] = &[
         "src/db/unanswered.rs",
         include_str!("../src/db/unanswered.rs"),
     ),
+    ("src/decimal.rs", include_str!("../src/decimal.rs")),
     ("src/engine.rs", include_str!("../src/engine.rs")),
     ("src/fingerprint.rs", include_str!("../src/fingerprint.rs")),
     ("src/in_flight.rs", include_str!("../src/in_flight.rs")),

@@ -46,11 +46,11 @@ static ON_PAY_CALLBACK_BODY: &[Constraint] = &[
     },
     Constraint {
         at: "/amount",
-        check: Check::Minimum(1.0),
+        check: Check::Minimum("1"),
     },
     Constraint {
         at: "/amount",
-        check: Check::Maximum(9007199254740991.0),
+        check: Check::Maximum("9007199254740991"),
     },
     Constraint {
         at: "/date",

@@ -36,15 +36,15 @@ struct Payment {
 const PAYMENT: &[Constraint] = &[
     Constraint {
         at: "/amount",
-        check: Check::Minimum(1.0),
+        check: Check::Minimum("1"),
     },
     Constraint {
         at: "/amount",
-        check: Check::Maximum(9007199254740992.0),
+        check: Check::Maximum("9007199254740992"),
     },
     Constraint {
         at: "/amount",
-        check: Check::MultipleOf(5.0),
+        check: Check::MultipleOf("5"),
     },
     Constraint {
         at: "/date",
@@ -68,11 +68,11 @@ const PAYMENT: &[Constraint] = &[
     },
     Constraint {
         at: "/lines/*/qty",
-        check: Check::ExclusiveMinimum(0.0),
+        check: Check::ExclusiveMinimum("0"),
     },
     Constraint {
         at: "/lines/*/qty",
-        check: Check::ExclusiveMaximum(100.0),
+        check: Check::ExclusiveMaximum("100"),
     },
     Constraint {
         at: "/tags",
@@ -92,7 +92,7 @@ const PAYMENT: &[Constraint] = &[
     },
     Constraint {
         at: "/rate",
-        check: Check::MultipleOf(0.01),
+        check: Check::MultipleOf("0.01"),
     },
 ];
 
@@ -293,15 +293,15 @@ const UPLOAD: &[Constraint] = &[
     },
     Constraint {
         at: "/copies",
-        check: Check::Minimum(1.0),
+        check: Check::Minimum("1"),
     },
     Constraint {
         at: "/copies",
-        check: Check::Maximum(10.0),
+        check: Check::Maximum("10"),
     },
     Constraint {
         at: "/link/expires_at",
-        check: Check::ExclusiveMinimum(0.0),
+        check: Check::ExclusiveMinimum("0"),
     },
     Constraint {
         at: "/scans",
