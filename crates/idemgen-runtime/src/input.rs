@@ -715,6 +715,12 @@ pub(crate) fn decode_exact<T: DeserializeOwned>(canonical: &[u8]) -> Result<T, S
     serde_path_to_error::deserialize(&mut reader).map_err(|error| where_(&error))
 }
 
+/// `T` from the value [`exact_json`]'s text was read as (to check its
+/// keywords), which reads it no differently and spares a second parse.
+pub(crate) fn decode_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|error| where_(&error))
+}
+
 /// An error with the field it is about and without serde_json's line and
 /// column, which count in the canonical text rather than the body sent.
 fn where_(error: &serde_path_to_error::Error<serde_json::Error>) -> String {

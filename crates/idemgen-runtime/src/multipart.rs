@@ -301,7 +301,7 @@ impl Request {
         let does_not_fit = |why: String| misfit(format!("the multipart body does not fit its schema: {why}"));
         let members = members(parts, sent).map_err(does_not_fit)?;
         if !constraints.is_empty() {
-            crate::constraints::check(&checked_view(&members), constraints)
+            crate::constraints::check(&checked_view(&members, constraints), constraints)
                 .map_err(|violation| misfit(violation.to_string()))?;
         }
         let reader = MapDeserializer::<_, serde_json::Error>::new(members.into_iter());
@@ -315,15 +315,26 @@ impl Request {
 }
 
 /// The parts as the validation keywords see them: an object of each
-/// part's JSON value by name, a file standing as its file name, content
-/// type and the SHA-256 of its bytes (an object, which no string or
-/// number keyword reads).
-fn checked_view(members: &[(String, Member)]) -> Value {
-    let file = |sent: &Sent| {
-        serde_json::json!({
+/// part's JSON value by name, a file standing as its file name and
+/// content type (an object, which no string or number keyword reads). The
+/// files of an array that `uniqueItems` holds also carry the SHA-256 of
+/// their bytes, which tells two uploads apart; no other keyword reads
+/// them, so no other file is hashed here.
+fn checked_view(members: &[(String, Member)], constraints: &[crate::Constraint]) -> Value {
+    let file = |sent: &Sent, digest: bool| {
+        let mut file = serde_json::json!({
             "file_name": sent.file_name,
             "content_type": sent.content_type,
-            "sha256": format!("{:x}", Sha256::digest(&sent.bytes)),
+        });
+        if digest {
+            file["sha256"] = format!("{:x}", Sha256::digest(&sent.bytes)).into();
+        }
+        file
+    };
+    let unique = |name: &str| {
+        constraints.iter().any(|constraint| {
+            matches!(constraint.check, crate::Check::UniqueItems)
+                && constraint.at.strip_prefix('/') == Some(&*name.replace('~', "~0").replace('/', "~1"))
         })
     };
     let object = members
@@ -331,8 +342,11 @@ fn checked_view(members: &[(String, Member)]) -> Value {
         .map(|(name, member)| {
             let value = match member {
                 Member::Json(value) => value.clone(),
-                Member::File(sent) => file(sent),
-                Member::Files(sent) => Value::Array(sent.iter().map(file).collect()),
+                Member::File(sent) => file(sent, false),
+                Member::Files(sent) => {
+                    let digest = unique(name);
+                    Value::Array(sent.iter().map(|sent| file(sent, digest)).collect())
+                }
             };
             (name.clone(), value)
         })

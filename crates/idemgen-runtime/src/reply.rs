@@ -262,6 +262,7 @@ impl Request {
         if let Some(value) = value {
             crate::constraints::check(&value, constraints)
                 .map_err(|violation| unfit(violation.to_string()))?;
+            return crate::input::decode_value(&value).map_err(unfit);
         }
         crate::input::decode_exact(&exact).map_err(unfit)
     }

@@ -403,6 +403,8 @@ fn a_multipart_value_breaking_each_keyword_is_refused_naming_its_pointer() {
         upload_breaks(&[scan("1"), scan("1")]),
         names("/scans", "uniqueItems")
     );
+    // One file name, other bytes: two different uploads.
+    assert_eq!(upload_breaks(&[scan("1"), scan("2")]), None);
     assert_eq!(
         upload_breaks(&[("name=\"tags\"", "", "a")]),
         names("/tags", "minItems")
