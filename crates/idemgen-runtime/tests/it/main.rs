@@ -15,6 +15,7 @@ mod commit_outcome;
 // generated service has them; the tests use only its response.
 #[allow(dead_code)]
 mod created_headers_models;
+mod decimal_limits;
 mod engine;
 mod exact_numbers;
 mod failover;
