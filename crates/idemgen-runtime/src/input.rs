@@ -395,13 +395,7 @@ impl Request {
     /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
-        self.form_read(|why| {
-            Reply::refusal(
-                ProblemKind::InvalidBody,
-                StatusCode::BAD_REQUEST,
-                &format!("the form body does not fit its schema: {why}"),
-            )
-        })
+        self.form_read(|why| crate::reply::invalid_body("form", why))
     }
 
     /// [`Request::form_as`] answering as a JSON body is answered
@@ -415,8 +409,9 @@ impl Request {
     /// form's text: every form value is text, and only the decoded value
     /// says which is a number (`amount=+5` is the integer 5, `amount=05`
     /// too), so the value checked is the one the business code is given.
-    /// An integer is compared as the integer it is; a `number` field is
-    /// the `f64` a JSON body's number is read as. Optional fields left out
+    /// An integer is compared as the integer it is, a `number` field as the
+    /// shortest decimal of its `f64`, as a JSON body's number is. Optional
+    /// fields left out
     /// are not written, so they check nothing, as in JSON.
     ///
     /// ```
@@ -441,8 +436,7 @@ impl Request {
         mismatch: u16,
         constraints: &[crate::Constraint],
     ) -> Result<T, Reply> {
-        let mismatch = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-        let unfit = |why: String| Reply::refusal(ProblemKind::SchemaMismatch, mismatch, &why);
+        let unfit = crate::reply::schema_mismatch(mismatch);
         let body: T = self.form_read(|why| unfit(format!("the form body does not fit its schema: {why}")))?;
         if !constraints.is_empty() {
             let value = serde_json::to_value(&body)
@@ -468,13 +462,8 @@ impl Request {
                 &format!("{why}; send it as `application/x-www-form-urlencoded`"),
             ));
         }
-        let reader = serde_qs::Deserializer::with_config(FORM, &self.body).map_err(|error| {
-            Reply::refusal(
-                ProblemKind::InvalidBody,
-                StatusCode::BAD_REQUEST,
-                &format!("the form body does not fit its schema: {error}"),
-            )
-        })?;
+        let reader = serde_qs::Deserializer::with_config(FORM, &self.body)
+            .map_err(|error| crate::reply::invalid_body("form", error))?;
         serde_path_to_error::deserialize(reader).map_err(|error| {
             match error.path().to_string().as_str() {
                 "." => misfit(error.inner().to_string()),
