@@ -8,8 +8,9 @@
 # own (created on the server of IDEMGEN_TEST_PG_URL or
 # IDEMGEN_TEST_MYSQL_URL, by the binary's directory name: `postgres` or
 # `mysql`), with the settings the load bench gives it (unsigned callbacks,
-# no purge during the run, RUST_LOG=warn). Then, over one keep-alive
-# connection, one request at a time:
+# no purge during the run, warnings logged but not the example's one per
+# unsigned callback: SERVICE_LOG, default warn,payment_callback::auth=error).
+# Then, over one keep-alive connection, one request at a time:
 #
 #   startup   the process starts, migrates, answers /healthz, and WARMUP
 #             first writes and WARMUP replays (pool connections, prepared
@@ -34,6 +35,7 @@ set -euo pipefail
 REQUESTS=${REQUESTS:-300}
 WARMUP=${WARMUP:-20}
 WORKERS=${WORKERS:-1}
+SERVICE_LOG=${SERVICE_LOG:-warn,payment_callback::auth=error}
 OUT=${OUT:-$(mktemp -d /tmp/callgrind-cost.XXXXXX)}
 mkdir -p "$OUT"
 
@@ -105,7 +107,7 @@ run_one() {
     local out="$OUT/$index"
     mkdir -p "$out"
     LISTEN_ADDR="127.0.0.1:$port" DATABASE_URL="$url" PAYMENT_CALLBACK_INSECURE=1 \
-        PURGE_INTERVAL_SECS=3600 RUST_LOG=warn DOWNSTREAM_DELAY_MS=0 TOKIO_WORKER_THREADS="$WORKERS" \
+        PURGE_INTERVAL_SECS=3600 RUST_LOG="$SERVICE_LOG" DOWNSTREAM_DELAY_MS=0 TOKIO_WORKER_THREADS="$WORKERS" \
         valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" \
         "$binary" > "$out/service.log" 2>&1 &
     pid=$!
