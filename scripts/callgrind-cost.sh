@@ -9,7 +9,8 @@
 # IDEMGEN_TEST_MYSQL_URL, by the binary's directory name: `postgres` or
 # `mysql`), with the settings the load bench gives it (unsigned callbacks,
 # no purge during the run, warnings logged but not the example's one per
-# unsigned callback: SERVICE_LOG, default warn,payment_callback::auth=error).
+# unsigned callback: SERVICE_LOG, default warn,payment_callback::auth=error,
+# and the same for payment_callback_one_commit).
 # Then, over one keep-alive connection, one request at a time:
 #
 #   startup   the process starts, migrates, answers /healthz, and WARMUP
@@ -35,7 +36,7 @@ set -euo pipefail
 REQUESTS=${REQUESTS:-300}
 WARMUP=${WARMUP:-20}
 WORKERS=${WORKERS:-1}
-SERVICE_LOG=${SERVICE_LOG:-warn,payment_callback::auth=error}
+SERVICE_LOG=${SERVICE_LOG:-warn,payment_callback::auth=error,payment_callback_one_commit::auth=error}
 OUT=${OUT:-$(mktemp -d /tmp/callgrind-cost.XXXXXX)}
 mkdir -p "$OUT"
 

@@ -277,15 +277,16 @@ fn number_text(workspace: &Workspace, node: &Node) -> Option<String> {
     let start = file.byte_offset(node.span.start as usize);
     let end = file.byte_offset(node.span.end as usize);
     // A quoted scalar's span holds its quotes, so it is never read here.
-    let written = file
-        .text
-        .get(start..end)
-        .map(|text| text.trim().trim_start_matches('+'))
+    let written = file.text.get(start..end).map(str::trim);
+    let json = written
+        .map(|text| text.strip_prefix('+').unwrap_or(text))
         .filter(|text| is_json_number(text));
-    let text = match (&node.value, written) {
+    let text = match (&node.value, json) {
         (Value::Int(n), _) => n.to_string(),
-        // An integer too large for an `i64` is kept as its digits.
-        (Value::Float(_) | Value::Str(_), Some(text)) => text.to_string(),
+        (Value::Float(_), Some(text)) => text.to_string(),
+        // An integer too large for an `i64` is kept as its digits; no
+        // other string is a number.
+        (Value::Str(written), Some(text)) if is_integer_text(written) => text.to_string(),
         (Value::Float(n), None) if n.is_finite() => format!("{n:?}"),
         _ => return None,
     };
@@ -293,6 +294,13 @@ fn number_text(workspace: &Workspace, node: &Node) -> Option<String> {
         Some((whole, fraction)) if fraction.bytes().all(|b| b == b'0') => whole.to_string(),
         _ => text,
     })
+}
+
+/// Whether `text` is an integer with at most one sign, as the parser
+/// keeps one too large for an `i64`.
+fn is_integer_text(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Whether `text` is JSON number text (RFC 8259, section 6).
@@ -417,6 +425,17 @@ mod tests {
                 r#"Check::MultipleOf("2.50")"#,
             ]
         );
+    }
+
+    #[test]
+    fn strings_are_not_limits() {
+        let found = table(
+            &yaml(
+                "{type: integer, minimum: ++5, maximum: '7', exclusiveMinimum: +-5, multipleOf: \"2\"}",
+            ),
+            "openapi.yaml",
+        );
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
     }
 
     #[test]

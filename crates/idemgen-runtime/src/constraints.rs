@@ -88,17 +88,17 @@ impl Check {
             (!holds).then(why)
         }
         match *self {
-            Check::Minimum(limit) => {
-                number.and_then(|n| fails(order(n, limit) != Less, || format!("{value} is less than {limit}")))
-            }
-            Check::Maximum(limit) => {
-                number.and_then(|n| fails(order(n, limit) != Greater, || format!("{value} is more than {limit}")))
-            }
+            Check::Minimum(limit) => number.and_then(|n| {
+                fails(order(n, limit)? != Less, || format!("{value} is less than {limit}"))
+            }),
+            Check::Maximum(limit) => number.and_then(|n| {
+                fails(order(n, limit)? != Greater, || format!("{value} is more than {limit}"))
+            }),
             Check::ExclusiveMinimum(limit) => number.and_then(|n| {
-                fails(order(n, limit) == Greater, || format!("{value} is not more than {limit}"))
+                fails(order(n, limit)? == Greater, || format!("{value} is not more than {limit}"))
             }),
             Check::ExclusiveMaximum(limit) => number.and_then(|n| {
-                fails(order(n, limit) == Less, || format!("{value} is not less than {limit}"))
+                fails(order(n, limit)? == Less, || format!("{value} is not less than {limit}"))
             }),
             Check::MultipleOf(step) => number.and_then(|n| {
                 fails(multiple_of(n, step), || format!("{value} is not a multiple of {step}"))
@@ -164,20 +164,20 @@ fn integer(number: &serde_json::Number) -> Option<i128> {
 /// How `number` compares with `limit` (JSON number text): as integers
 /// where both are, else by their decimal values, `number` being the
 /// shortest decimal that reads as its float (`0.1`, as the client wrote
-/// it). A limit that is not a number (a table edited by hand) holds.
-fn order(number: &serde_json::Number, limit: &str) -> std::cmp::Ordering {
+/// it). `None` for a limit that is not a number (a table edited by hand),
+/// which checks nothing.
+fn order(number: &serde_json::Number, limit: &str) -> Option<std::cmp::Ordering> {
     if let (Some(n), Ok(limit)) = (integer(number), limit.parse::<i128>()) {
-        return n.cmp(&limit);
+        return Some(n.cmp(&limit));
     }
-    match (Decimal::parse(&number.to_string()), Decimal::parse(limit)) {
-        (Some(n), Some(limit)) => n.cmp(&limit),
-        _ => std::cmp::Ordering::Equal,
-    }
+    Some(Decimal::parse(&number.to_string())?.cmp(&Decimal::parse(limit)?))
 }
 
 /// Whether `number` is a whole multiple of `step` (JSON number text), in
 /// decimal: `19.99` is a multiple of `0.01` and `19.9900000001` is not,
-/// though their floats' quotients are both within a rounding of whole.
+/// though their floats' quotients are both within a rounding of whole. A
+/// step that is not a number, or one too long to divide by, checks
+/// nothing.
 fn multiple_of(number: &serde_json::Number, step: &str) -> bool {
     if let (Some(n), Ok(step)) = (integer(number), step.parse::<i128>())
         && step != 0

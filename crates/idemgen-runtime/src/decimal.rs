@@ -4,8 +4,9 @@
 
 use std::cmp::Ordering;
 
-/// The largest exponent kept: past it no two real values differ, and
-/// every sum of exponents here stays far inside an `i64`.
+/// The largest exponent kept (larger ones count as this one): no limit
+/// or value a request can hold comes near it, and every sum of exponents
+/// here stays far inside an `i64`.
 const EXPONENT_LIMIT: i64 = 1_000_000_000_000_000_000;
 
 /// `digits × 10^exponent`, the digits (ASCII) without leading or trailing
@@ -81,9 +82,9 @@ impl Decimal {
         self.digits.is_empty()
     }
 
-    /// Whether `self / step` is a whole number; `None` when `step` has more
-    /// significant digits than this reckons with (19), which the generator
-    /// never writes.
+    /// Whether `self / step` is a whole number; `None` when `step`'s
+    /// significant digits do not fit a `u64` (the generator writes at most
+    /// 19).
     pub(crate) fn is_multiple_of(&self, step: &Decimal) -> Option<bool> {
         if self.is_zero() {
             return Some(true);

@@ -410,9 +410,9 @@ impl Request {
     /// says which is a number (`amount=+5` is the integer 5, `amount=05`
     /// too), so the value checked is the one the business code is given.
     /// An integer is compared as the integer it is, a `number` field as the
-    /// shortest decimal of its `f64`, as a JSON body's number is. Optional
-    /// fields left out
-    /// are not written, so they check nothing, as in JSON.
+    /// shortest decimal of its float (`f32` or `f64`), as a JSON body's
+    /// number is. Optional fields left out are not written, so they check
+    /// nothing, as in JSON.
     ///
     /// ```
     /// use idemgen_runtime::{Check, Constraint, Request};
@@ -439,7 +439,11 @@ impl Request {
         let unfit = crate::reply::schema_mismatch(mismatch);
         let body: T = self.form_read(|why| unfit(format!("the form body does not fit its schema: {why}")))?;
         if !constraints.is_empty() {
-            let value = serde_json::to_value(&body)
+            // Through JSON text, not `to_value`: an `f32` is written as its
+            // own shortest decimal (`0.1`), where a value would widen it to
+            // the `f64` 0.10000000149011612.
+            let value = serde_json::to_vec(&body)
+                .and_then(|text| serde_json::from_slice::<Value>(&text))
                 .map_err(|error| unfit(format!("the form body cannot be checked: {error}")))?;
             crate::constraints::check(&value, constraints)
                 .map_err(|violation| unfit(violation.to_string()))?;
@@ -702,12 +706,6 @@ pub(crate) fn exact_json(body: &[u8]) -> Result<Vec<u8>, Unread> {
 pub(crate) fn decode_exact<T: DeserializeOwned>(canonical: &[u8]) -> Result<T, String> {
     let mut reader = serde_json::Deserializer::from_slice(canonical);
     serde_path_to_error::deserialize(&mut reader).map_err(|error| where_(&error))
-}
-
-/// `T` from the value [`exact_json`]'s text was read as (to check its
-/// keywords), which reads it no differently and spares a second parse.
-pub(crate) fn decode_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(value).map_err(|error| where_(&error))
 }
 
 /// An error with the field it is about and without serde_json's line and

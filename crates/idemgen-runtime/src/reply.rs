@@ -253,16 +253,17 @@ impl Request {
             }
             crate::input::Unread::Unfit(why) => unfit(why),
         })?;
-        // A body serde_json cannot hold as a value (a number beyond any
-        // float) is left to the decoder, whose refusal names the field.
-        let value = (!constraints.is_empty())
-            .then(|| serde_json::from_slice::<serde_json::Value>(&exact).ok())
-            .flatten();
-        if let Some(value) = value {
+        if !constraints.is_empty() {
+            // A number beyond any float, even in a member the type ignores,
+            // leaves no value to check the keywords on: refused, not let
+            // past them.
+            let value: serde_json::Value = crate::input::decode_exact(&exact)
+                .map_err(|why| unfit(format!("{why}; the keywords cannot be checked")))?;
             crate::constraints::check(&value, constraints)
                 .map_err(|violation| unfit(violation.to_string()))?;
-            return crate::input::decode_value(&value).map_err(unfit);
         }
+        // `T` from the text, not the value: an `f32` is rounded from the
+        // decimal, not from the `f64` nearest it.
         crate::input::decode_exact(&exact).map_err(unfit)
     }
 

@@ -150,6 +150,31 @@ fn nested_fields_are_named_and_number_fields_take_the_nearest_float() {
 
 /// Not JSON is still `400`, with serde_json's words for where; a member
 /// named twice has no single meaning (the fingerprint refuses it too).
+/// A number beyond any float in a member the type ignores leaves no value
+/// to check the keywords on: the body is refused, naming the member, not
+/// let past `minimum` with an amount of 0. Without keywords the type
+/// alone decides, as before.
+#[test]
+fn a_number_beyond_any_float_is_not_let_past_the_keywords() {
+    const AT_LEAST_ONE: &[idemgen_runtime::Constraint] = &[idemgen_runtime::Constraint {
+        at: "/amount",
+        check: idemgen_runtime::Check::Minimum("1"),
+    }];
+    let body = r#"{"amount": 0, "note": 1e400}"#;
+    let refused = request(body)
+        .body_checked_as::<Pay>(422, AT_LEAST_ONE)
+        .unwrap_err();
+    let (status, problem) = refusal(refused);
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert!(problem.contains("`note`: number out of range"), "{problem}");
+    assert!(
+        problem.contains("the keywords cannot be checked"),
+        "{problem}"
+    );
+    let paid: Pay = request(body).body_checked_as(422, &[]).unwrap();
+    assert_eq!(paid.amount, 0);
+}
+
 #[test]
 fn a_body_that_is_not_json_is_still_a_bad_request() {
     for (body, kind) in [

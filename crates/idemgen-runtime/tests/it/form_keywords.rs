@@ -134,6 +134,34 @@ fn names(pointer: &str, keyword: &str) -> Option<(String, String)> {
     Some((pointer.to_string(), keyword.to_string()))
 }
 
+/// A `format: float` field of a form is checked as the decimal it is
+/// (`0.1`), not as the `f64` its `f32` widens to (0.10000000149011612),
+/// which would break a `maximum` and a `multipleOf` of `0.1`.
+#[test]
+fn a_float_field_of_a_form_is_checked_as_its_own_decimal() {
+    #[derive(serde::Deserialize, serde::Serialize)]
+    struct Rate {
+        rate: f32,
+    }
+    const RATE: &[Constraint] = &[
+        Constraint {
+            at: "/rate",
+            check: Check::Maximum("0.1"),
+        },
+        Constraint {
+            at: "/rate",
+            check: Check::MultipleOf("0.1"),
+        },
+    ];
+    let rate: Rate = form("rate=0.1").form_checked_as(422, RATE).unwrap();
+    assert_eq!(rate.rate, 0.1);
+    assert!(
+        form("rate=0.11")
+            .form_checked_as::<Rate>(422, RATE)
+            .is_err()
+    );
+}
+
 #[test]
 fn a_form_value_breaking_each_keyword_is_refused_naming_its_pointer() {
     assert_eq!(form_breaks("amount=-5"), names("/amount", "minimum"));
