@@ -395,7 +395,7 @@ impl Request {
     /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
-        self.form_read(|why| crate::reply::invalid_body("form", why))
+        self.form_read(|why| Reply::invalid_body("form", why))
     }
 
     /// [`Request::form_as`] answering as a JSON body is answered
@@ -436,7 +436,7 @@ impl Request {
         mismatch: u16,
         constraints: &[crate::Constraint],
     ) -> Result<T, Reply> {
-        let unfit = crate::reply::schema_mismatch(mismatch);
+        let unfit = Reply::schema_mismatch(mismatch);
         let body: T = self.form_read(|why| unfit(format!("the form body does not fit its schema: {why}")))?;
         if !constraints.is_empty() {
             // Through JSON text, not `to_value`: an `f32` is written as its
@@ -467,7 +467,7 @@ impl Request {
             ));
         }
         let reader = serde_qs::Deserializer::with_config(FORM, &self.body)
-            .map_err(|error| crate::reply::invalid_body("form", error))?;
+            .map_err(|error| Reply::invalid_body("form", error))?;
         serde_path_to_error::deserialize(reader).map_err(|error| {
             match error.path().to_string().as_str() {
                 "." => misfit(error.inner().to_string()),

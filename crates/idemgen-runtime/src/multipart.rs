@@ -236,7 +236,7 @@ impl Request {
     /// assert_eq!((upload.file.file_name.as_deref(), upload.file.bytes.as_slice()), (Some("a.png"), &b"PNG"[..]));
     /// ```
     pub fn multipart_as<T: DeserializeOwned>(&self, parts: &[Part]) -> Result<T, Reply> {
-        self.multipart_read(parts, &[], |why| crate::reply::invalid_body("multipart", why))
+        self.multipart_read(parts, &[], |why| Reply::invalid_body("multipart", why))
     }
 
     /// [`Request::multipart_as`] answering as a JSON body is answered
@@ -258,7 +258,7 @@ impl Request {
         mismatch: u16,
         constraints: &[crate::Constraint],
     ) -> Result<T, Reply> {
-        self.multipart_read(parts, constraints, crate::reply::schema_mismatch(mismatch))
+        self.multipart_read(parts, constraints, Reply::schema_mismatch(mismatch))
     }
 
     /// The multipart body as `T`, `constraints` checked first; `misfit`
@@ -281,7 +281,7 @@ impl Request {
                 &format!("{why}; send it as `multipart/form-data` with a boundary"),
             ));
         }
-        let unreadable = |why: String| crate::reply::invalid_body("multipart", why);
+        let unreadable = |why: String| Reply::invalid_body("multipart", why);
         let sent = self::parts(&self.headers, &self.body).map_err(unreadable)?;
         let does_not_fit = |why: String| misfit(format!("the multipart body does not fit its schema: {why}"));
         let members = members(parts, sent).map_err(does_not_fit)?;

@@ -241,7 +241,7 @@ impl Request {
         if let Some(why) = not_plain_json(&self.headers) {
             return Err(unsupported_media_type(&why));
         }
-        let unfit = schema_mismatch(mismatch);
+        let unfit = Reply::schema_mismatch(mismatch);
         let exact = crate::input::exact_json(&self.body).map_err(|unread| match unread {
             crate::input::Unread::NotJson(why) => Reply::refusal(
                 ProblemKind::InvalidBody,
@@ -325,6 +325,25 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// How a body whose values do not fit its schema is refused, whatever it
+    /// is sent as (JSON, a form, multipart): `mismatch` (`422`, or `400` for
+    /// an API that declares no `422`; a status that is none is `422`) with a
+    /// schema-mismatch problem saying `why`.
+    pub(crate) fn schema_mismatch(mismatch: u16) -> impl Fn(String) -> Reply {
+        let status = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
+        move |why| Reply::refusal(ProblemKind::SchemaMismatch, status, &why)
+    }
+
+    /// The `400` of a `kind` body (`form`, `multipart`) that cannot be read as
+    /// its schema says.
+    pub(crate) fn invalid_body(kind: &str, why: impl std::fmt::Display) -> Reply {
+        Reply::refusal(
+            ProblemKind::InvalidBody,
+            StatusCode::BAD_REQUEST,
+            &format!("the {kind} body does not fit its schema: {why}"),
+        )
+    }
+
     /// A JSON body.
     pub fn json(status: StatusCode, value: &impl Serialize) -> Reply {
         Reply {
@@ -574,25 +593,6 @@ fn not_plain_json(headers: &HeaderMap) -> Option<String> {
         }
     }
     None
-}
-
-/// How a body whose values do not fit its schema is refused, whatever it
-/// is sent as (JSON, a form, multipart): `mismatch` (`422`, or `400` for
-/// an API that declares no `422`; a status that is none is `422`) with a
-/// schema-mismatch problem saying `why`.
-pub(crate) fn schema_mismatch(mismatch: u16) -> impl Fn(String) -> Reply {
-    let status = StatusCode::from_u16(mismatch).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY);
-    move |why| Reply::refusal(ProblemKind::SchemaMismatch, status, &why)
-}
-
-/// The `400` of a `kind` body (`form`, `multipart`) that cannot be read as
-/// its schema says.
-pub(crate) fn invalid_body(kind: &str, why: impl std::fmt::Display) -> Reply {
-    Reply::refusal(
-        ProblemKind::InvalidBody,
-        StatusCode::BAD_REQUEST,
-        &format!("the {kind} body does not fit its schema: {why}"),
-    )
 }
 
 fn unsupported_media_type(why: &str) -> Reply {
