@@ -170,7 +170,13 @@ fn order(number: &serde_json::Number, limit: &str) -> Option<std::cmp::Ordering>
     if let (Some(n), Ok(limit)) = (integer(number), limit.parse::<i128>()) {
         return Some(n.cmp(&limit));
     }
-    Some(Decimal::parse(&number.to_string())?.cmp(&Decimal::parse(limit)?))
+    Some(decimal(number)?.cmp(&Decimal::parse(limit)?))
+}
+
+/// `number` as the decimal it is written as: an integer's digits, or the
+/// shortest decimal that reads as its float.
+fn decimal(number: &serde_json::Number) -> Option<Decimal> {
+    Decimal::parse(&number.to_string())
 }
 
 /// Whether `number` is a whole multiple of `step` (JSON number text), in
@@ -184,7 +190,7 @@ fn multiple_of(number: &serde_json::Number, step: &str) -> bool {
     {
         return n % step == 0;
     }
-    match (Decimal::parse(&number.to_string()), Decimal::parse(step)) {
+    match (decimal(number), Decimal::parse(step)) {
         (Some(n), Some(step)) => n.is_multiple_of(&step).unwrap_or(true),
         _ => true,
     }
@@ -232,6 +238,15 @@ pub fn check(value: &Value, constraints: &[Constraint]) -> Result<(), Violation>
     Ok(())
 }
 
+/// `name` as a JSON pointer segment (`~` as `~0`, `/` as `~1`), copied
+/// only when it holds one.
+pub(crate) fn escape(name: &str) -> std::borrow::Cow<'_, str> {
+    match name.contains(['~', '/']) {
+        true => std::borrow::Cow::Owned(name.replace('~', "~0").replace('/', "~1")),
+        false => std::borrow::Cow::Borrowed(name),
+    }
+}
+
 fn visit(
     value: &Value,
     segments: &[&str],
@@ -251,11 +266,7 @@ fn visit(
     let descend = |child: &Value, segment: &str, pointer: &mut String| {
         let length = pointer.len();
         pointer.push('/');
-        if segment.contains(['~', '/']) {
-            pointer.push_str(&segment.replace('~', "~0").replace('/', "~1"));
-        } else {
-            pointer.push_str(segment);
-        }
+        pointer.push_str(&escape(segment));
         let result = visit(child, rest, pointer, constraint);
         pointer.truncate(length);
         result

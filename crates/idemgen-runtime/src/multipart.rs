@@ -319,7 +319,7 @@ fn checked_view(members: &[(String, Member)], constraints: &[crate::Constraint])
     let unique = |name: &str| {
         constraints.iter().any(|constraint| {
             matches!(constraint.check, crate::Check::UniqueItems)
-                && constraint.at.strip_prefix('/') == Some(&*name.replace('~', "~0").replace('/', "~1"))
+                && constraint.at.strip_prefix('/') == Some(&*crate::constraints::escape(name))
         })
     };
     let object = members
