@@ -20,6 +20,7 @@ use idemgen_spec::operations::Operation;
 use serde::Serialize;
 
 use crate::names::rust_string;
+use crate::types::StatusPattern;
 
 /// Deepest nesting of properties and items followed.
 const MAX_DEPTH: usize = 12;
@@ -33,12 +34,29 @@ pub struct ConstraintContext {
     pub check: String,
 }
 
-/// The constraints of an operation's body (from the body) and of its
-/// parameters (from the object of parameter names), and warnings.
+/// The constraints of one declared response's JSON body, as an
+/// `idemgen_runtime::AnswerConstraints` entry.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AnswerContext {
+    /// The response's key (`200`, `4XX`, `default`), as a Rust string
+    /// literal.
+    pub status: String,
+    /// Its media type without parameters, as a Rust string literal.
+    pub media_type: String,
+    pub constraints: Vec<ConstraintContext>,
+}
+
+/// The constraints of an operation's body (from the body), of its
+/// parameters (from the object of parameter names) and of the JSON
+/// bodies it answers with, and warnings.
 #[derive(Debug, Default)]
 pub struct OperationConstraints {
     pub body: Vec<ConstraintContext>,
     pub params: Vec<ConstraintContext>,
+    /// Every declared JSON response, those without keywords included (a
+    /// `200` without any must not be held to `default`'s); empty when
+    /// none has any.
+    pub answers: Vec<AnswerContext>,
     pub warnings: Vec<String>,
 }
 
@@ -67,11 +85,79 @@ pub fn collect(
             collector.schema(schema, &format!("/{}", escape(name)), 0);
         }
     }
+    let params = std::mem::take(&mut collector.found);
+    let mut declared = Vec::new();
+    for (status, media_type, schema) in answer_schemas(workspace, operation) {
+        collector.schema(schema, "", 0);
+        let found = std::mem::take(&mut collector.found);
+        declared.push((status, media_type, found));
+    }
+    // A response without keywords is listed only where it keeps its
+    // answers from being held to its class's or `default`'s.
+    let shadows = |status: StatusPattern| {
+        declared.iter().any(|(other, _, found)| {
+            !found.is_empty()
+                && *other > status
+                && match status {
+                    StatusPattern::Exact(code) => other.matches(code),
+                    StatusPattern::Range(_) => *other == StatusPattern::Default,
+                    StatusPattern::Default => false,
+                }
+        })
+    };
+    let answers = declared
+        .iter()
+        .filter(|(status, _, found)| !found.is_empty() || shadows(*status))
+        .map(|(status, media_type, found)| AnswerContext {
+            status: rust_string(&status.label()),
+            media_type: rust_string(media_type),
+            constraints: found.clone(),
+        })
+        .collect();
     OperationConstraints {
         body,
-        params: collector.found,
+        params,
+        answers,
         warnings: collector.warnings,
     }
+}
+
+/// Each declared response's status, JSON media type (without
+/// parameters, lowercased, each once) and schema, in the spec's order.
+fn answer_schemas<'w>(
+    workspace: &'w Workspace,
+    operation: &Operation<'w>,
+) -> Vec<(StatusPattern, String, &'w Node)> {
+    let mut found = Vec::new();
+    for entry in operation
+        .node
+        .get("responses")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+    {
+        let (Some(status), Some(response)) = (
+            StatusPattern::parse(&entry.key),
+            workspace.deref(&entry.value),
+        ) else {
+            continue;
+        };
+        let mut media_types: Vec<String> = Vec::new();
+        for media in response
+            .get("content")
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+        {
+            let essence = crate::types::media_essence(&media.key);
+            if !crate::types::is_json(&essence) || media_types.contains(&essence) {
+                continue;
+            }
+            if let Some(schema) = media.value.get("schema") {
+                media_types.push(essence.clone());
+                found.push((status, essence, schema));
+            }
+        }
+    }
+    found
 }
 
 /// The schema of the operation's request body, if it has one: of the
@@ -247,9 +333,14 @@ impl<'w> Collector<'w> {
         // An enum of strings is a Rust enum, which serde holds.
         if let Some(values) = schema.get("enum").and_then(Node::as_seq) {
             if !values.iter().all(|value| value.as_str().is_some()) {
+                // A listed number as written, like a limit.
                 let listed: Vec<String> = values
                     .iter()
-                    .map(|value| rust_string(&value.to_json().to_string()))
+                    .map(|value| {
+                        let json = number_text(self.workspace, value)
+                            .unwrap_or_else(|| value.to_json().to_string());
+                        rust_string(&json)
+                    })
                     .collect();
                 checks.push(format!("Check::Enum(&[{}])", listed.join(", ")));
             }
@@ -425,6 +516,53 @@ mod tests {
                 r#"Check::MultipleOf("2.50")"#,
             ]
         );
+    }
+
+    #[test]
+    fn listed_numbers_are_written_as_the_spec_writes_them() {
+        let found = table(
+            &yaml("{type: number, enum: [0.10, 99999999999999999999, 5.0, '7', [1.5]]}"),
+            "openapi.yaml",
+        );
+        assert_eq!(
+            checks(&found),
+            [r#"Check::Enum(&["0.10", "99999999999999999999", "5", "\"7\"", "[1.5]"])"#]
+        );
+    }
+
+    #[test]
+    fn answers_are_listed_by_response_and_media_type_where_one_has_keywords() {
+        let spec = "openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths:\n  /pay:\n    post:\n      \
+             operationId: pay\n      responses:\n        '200':\n          description: ok\n          \
+             content:\n            application/json; charset=utf-8:\n              schema: {type: object, \
+             properties: {amount: {type: integer, minimum: 1}}}\n            text/csv: {schema: {type: string, \
+             maxLength: 9}}\n        '201':\n          description: created\n          content:\n            \
+             application/json: {schema: {type: object}}\n        '202':\n          description: none\n        \
+             4XX:\n          description: problem\n          content:\n            application/problem+json: \
+             {schema: {type: object}}\n        default:\n          description: any\n          content:\n            \
+             application/json: {schema: {type: object, properties: {code: {type: string, maxLength: 8}}}}\n";
+        let found = table(spec, "openapi.yaml");
+        let listed: Vec<(&str, &str, Vec<&str>)> = found
+            .answers
+            .iter()
+            .map(|answer| {
+                let checks = answer.constraints.iter().map(|c| c.check.as_str()).collect();
+                (answer.status.as_str(), answer.media_type.as_str(), checks)
+            })
+            .collect();
+        // 201 and 4XX declare no keywords but keep their answers from
+        // `default`'s; 202 has no body; text/csv is not JSON.
+        assert_eq!(
+            listed,
+            [
+                (r#""200""#, r#""application/json""#, vec![r#"Check::Minimum("1")"#]),
+                (r#""201""#, r#""application/json""#, vec![]),
+                (r#""4XX""#, r#""application/problem+json""#, vec![]),
+                (r#""default""#, r#""application/json""#, vec![r#"Check::MaxLength(8)"#]),
+            ]
+        );
+        let plain = table(&yaml("{type: integer, minimum: 1}"), "openapi.yaml");
+        assert!(plain.answers.is_empty(), "no response has keywords");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::constraints::{ConstraintContext, OperationConstraints};
+use super::constraints::{AnswerContext, ConstraintContext, OperationConstraints};
 use super::types::{
     OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar,
     StatusPattern,
@@ -57,6 +57,9 @@ pub struct Project {
     pub any_multipart_text: bool,
     /// Whether an operation checks validation keywords (`Constraint` tables).
     pub any_constraints: bool,
+    /// Whether an operation holds its answers to keywords
+    /// (`AnswerConstraints` tables).
+    pub any_answers: bool,
     /// The lowest `replay-rate-alert` of the contracts (percent).
     pub replay_rate_alert: f64,
     /// The dialects the project is built for.
@@ -213,6 +216,9 @@ pub struct TypedInput {
     pub params: Option<ParamsInput>,
     /// The response enum.
     pub response: String,
+    /// The keywords of the JSON bodies it answers with, by response;
+    /// empty when no response has any.
+    pub answers: Vec<AnswerContext>,
     /// Whether a response declares headers (the enum has `headers()`).
     pub response_headers: bool,
     /// The statuses a request whose input does not fit the spec is
@@ -305,6 +311,7 @@ impl TypedInput {
                 constraints: checked.params.clone(),
             }),
             response: types.response.type_name.clone(),
+            answers: checked.answers.clone(),
             response_headers: types
                 .response
                 .variants

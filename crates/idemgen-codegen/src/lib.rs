@@ -596,7 +596,9 @@ fn project_context(
                     .params
                     .as_ref()
                     .is_some_and(|params| !params.constraints.is_empty())
+                || !op.input.answers.is_empty()
         }),
+        any_answers: operations.iter().any(|op| !op.input.answers.is_empty()),
         operations,
         routes,
         t: test_target,

@@ -26,6 +26,50 @@ pub struct Constraint {
     pub check: Check,
 }
 
+/// The keywords of the JSON body of one declared response, which the
+/// answers a business function builds are checked against before they
+/// are sent or stored ([`crate::Reply::typed_checked`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AnswerConstraints {
+    /// The response's key in the spec: `"200"`, `"4XX"` or `"default"`.
+    pub status: &'static str,
+    /// Its media type without parameters (`application/json`).
+    pub media_type: &'static str,
+    pub constraints: &'static [Constraint],
+}
+
+impl AnswerConstraints {
+    /// The keywords an answer of `status` and `content_type` is held to:
+    /// those of the response the spec answers `status` with (its code,
+    /// else its class, else `default`), for that media type. None where
+    /// the response or the media type declares none.
+    pub fn of(
+        answers: &'static [AnswerConstraints],
+        status: u16,
+        content_type: &str,
+    ) -> &'static [Constraint] {
+        let code = status.to_string();
+        let class = format!("{}XX", status / 100);
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        let declared = |key: &str| {
+            answers
+                .iter()
+                .filter(|answer| answer.status.eq_ignore_ascii_case(key))
+                .collect::<Vec<_>>()
+        };
+        [code.as_str(), class.as_str(), "default"]
+            .into_iter()
+            .map(declared)
+            .find(|responses| !responses.is_empty())
+            .and_then(|responses| {
+                responses
+                    .into_iter()
+                    .find(|answer| answer.media_type.eq_ignore_ascii_case(essence))
+            })
+            .map_or(&[], |answer| answer.constraints)
+    }
+}
+
 /// A JSON Schema validation keyword and its value.
 #[derive(Debug, Clone, Copy)]
 pub enum Check {
@@ -74,7 +118,7 @@ impl Check {
     /// Why `value` breaks the keyword, or `None` when it keeps it (or the
     /// keyword does not apply to its type, as JSON Schema says).
     fn broken_by(&self, value: &Value) -> Option<String> {
-        use std::cmp::Ordering::{Greater, Less};
+        use std::cmp::Ordering::{Equal, Greater, Less};
         let number = match value {
             Value::Number(number) => Some(number),
             _ => None,
@@ -132,22 +176,33 @@ impl Check {
             Check::MaxProperties(max) => members
                 .and_then(|n| fails(n <= max, || format!("{n} members, more than {max}"))),
             Check::Enum(allowed) => {
-                let listed = allowed
-                    .iter()
-                    .any(|text| serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)));
+                let listed = allowed.iter().any(|text| match value {
+                    // A listed number as written: `99999999999999999999`
+                    // or `0.1` is not first rounded to a float.
+                    Value::Number(n) => order(n, text) == Some(Equal),
+                    _ => serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)),
+                });
                 fails(listed, || format!("{value} is not one of {}", allowed.join(", ")))
             }
         }
     }
 }
 
-/// JSON equality where `1` and `1.0` are one number.
+/// JSON equality where numbers are equal by value (`1` and `1.0` are one
+/// number), at any depth of an array or object.
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
             (Some(x), Some(y)) => x == y,
-            _ => x.as_f64() == y.as_f64(),
+            _ => decimal(x).is_some_and(|x| decimal(y) == Some(x)),
         },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter().all(|(name, x)| y.get(name).is_some_and(|y| same(x, y)))
+        }
         _ => a == b,
     }
 }
@@ -378,6 +433,49 @@ mod tests {
         assert_eq!(broken(json!({"cents": 18446744073709551615_u64})), None);
         assert_eq!(broken(json!({"cents": 1e20})), Some("maximum"));
         assert_eq!(broken(json!({"cents": 99999999999999999999.0})), Some("maximum"));
+    }
+
+    #[test]
+    fn an_enum_compares_numbers_by_their_written_value_at_any_depth() {
+        let listed: &[Constraint] = &[
+            Constraint { at: "/rate", check: Check::Enum(&["0.1", "2.50", "99999999999999999999"]) },
+            Constraint { at: "/pair", check: Check::Enum(&["[1.0, {\"n\": 2}]"]) },
+        ];
+        let broken = |value: Value| check(&value, listed).err().map(|v| v.keyword);
+        assert_eq!(broken(json!({"rate": 0.1})), None);
+        assert_eq!(broken(json!({"rate": 2.5})), None, "2.50 is 2.5");
+        assert_eq!(broken(json!({"rate": 0.1 + 0.2})), Some("enum"));
+        // 10^20 - 1 as a float is 10^20, which the enum does not list.
+        assert_eq!(broken(json!({"rate": 1e20})), Some("enum"));
+        assert_eq!(broken(json!({"rate": "0.1"})), Some("enum"), "a string is no number");
+        // Numbers inside a listed array or object are equal by value too.
+        assert_eq!(broken(json!({"pair": [1, {"n": 2.0}]})), None);
+        assert_eq!(broken(json!({"pair": [1, {"n": 3}]})), Some("enum"));
+        assert_eq!(broken(json!({"pair": [1, {"n": 2, "m": 0}]})), Some("enum"));
+        assert_eq!(broken(json!({"pair": [1]})), Some("enum"));
+    }
+
+    #[test]
+    fn an_answer_is_held_to_its_code_else_its_class_else_default() {
+        const CODE: &[Constraint] = &[Constraint { at: "/a", check: Check::MinLength(1) }];
+        const CLASS: &[Constraint] = &[Constraint { at: "/b", check: Check::MinLength(1) }];
+        const PROBLEM: &[Constraint] = &[Constraint { at: "/c", check: Check::MinLength(1) }];
+        const ANY: &[Constraint] = &[Constraint { at: "/d", check: Check::MinLength(1) }];
+        static ANSWERS: &[AnswerConstraints] = &[
+            AnswerConstraints { status: "201", media_type: "application/json", constraints: CODE },
+            AnswerConstraints { status: "2XX", media_type: "application/json", constraints: CLASS },
+            AnswerConstraints { status: "4xx", media_type: "application/problem+json", constraints: PROBLEM },
+            AnswerConstraints { status: "default", media_type: "application/json", constraints: ANY },
+        ];
+        let held = |status, content_type| AnswerConstraints::of(ANSWERS, status, content_type)[0].at;
+        assert_eq!(held(201, "application/json"), "/a");
+        assert_eq!(held(200, "Application/JSON; charset=utf-8"), "/b");
+        assert_eq!(held(404, "application/problem+json"), "/c");
+        assert_eq!(held(500, "application/json"), "/d");
+        // A 201 sent as another media type than the 201 declares: its
+        // class or `default` does not stand in for it.
+        assert!(AnswerConstraints::of(ANSWERS, 201, "application/vnd.a+json").is_empty());
+        assert!(AnswerConstraints::of(ANSWERS, 404, "application/json").is_empty());
     }
 
     #[test]

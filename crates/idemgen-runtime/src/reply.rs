@@ -441,6 +441,49 @@ impl Reply {
         Ok(Reply::from_parts(status, content_type, body?))
     }
 
+    /// [`Reply::typed`], its JSON body also held to the validation
+    /// keywords of the response it is sent as (`answers`, the table the
+    /// generator writes per operation): a body that breaks one is an error
+    /// naming the value and the keyword (a 500, rolled back), never an
+    /// answer the spec does not allow, sent and stored for every retry.
+    ///
+    /// ```
+    /// use idemgen_runtime::{AnswerConstraints, Check, Constraint, Reply};
+    ///
+    /// static ANSWERS: &[AnswerConstraints] = &[AnswerConstraints {
+    ///     status: "200",
+    ///     media_type: "application/json",
+    ///     constraints: &[Constraint { at: "/amount", check: Check::Minimum("1") }],
+    /// }];
+    /// let json = Some("application/json");
+    /// let paid = Reply::typed_checked(200, json, Ok(br#"{"amount":5}"#.to_vec()), ANSWERS);
+    /// assert!(paid.is_ok());
+    /// let refund = Reply::typed_checked(200, json, Ok(br#"{"amount":-5}"#.to_vec()), ANSWERS);
+    /// assert_eq!(
+    ///     refund.unwrap_err().to_string(),
+    ///     "the 200 answer breaks the spec: /amount breaks `minimum`: -5 is less than 1"
+    /// );
+    /// ```
+    pub fn typed_checked(
+        status: u16,
+        content_type: Option<&str>,
+        body: Result<Vec<u8>, serde_json::Error>,
+        answers: &'static [crate::constraints::AnswerConstraints],
+    ) -> Result<Reply, crate::BusinessError> {
+        let reply = Reply::typed(status, content_type, body)?;
+        let constraints = crate::constraints::AnswerConstraints::of(
+            answers,
+            status,
+            content_type.unwrap_or_default(),
+        );
+        if !constraints.is_empty() {
+            let value: serde_json::Value = serde_json::from_slice(&reply.body)?;
+            crate::constraints::check(&value, constraints)
+                .map_err(|violation| format!("the {status} answer breaks the spec: {violation}"))?;
+        }
+        Ok(reply)
+    }
+
     /// This answer with the headers of a typed response (its generated
     /// `headers()`), each name and the text of its value. A name or value
     /// that cannot be sent (a line break in a value) is an error (a 500,

@@ -8,7 +8,9 @@ use axum::handler::Handler;
 use axum::middleware::from_fn_with_state;
 use axum::response::Response;
 use axum::routing::{MethodFilter, on};
-use idemgen_runtime::{Check, Constraint, Param, Reply, Scalar, observe, within_lease};
+use idemgen_runtime::{
+    AnswerConstraints, Check, Constraint, Param, Reply, Scalar, observe, within_lease,
+};
 
 use crate::{App, business, models, operations};
 
@@ -58,6 +60,30 @@ static ON_PAY_CALLBACK_BODY: &[Constraint] = &[
     },
 ];
 
+/// The spec's validation keywords on the JSON bodies `onPayCallback` answers
+/// with: an answer the business function builds that breaks one is a 500,
+/// rolled back (the key can be retried), never sent or stored.
+static ON_PAY_CALLBACK_ANSWERS: &[AnswerConstraints] = &[
+    AnswerConstraints {
+        status: "200",
+        media_type: "application/json",
+        constraints: &[
+            Constraint {
+                at: "/order_no",
+                check: Check::MaxLength(64),
+            },
+            Constraint {
+                at: "/txn_id",
+                check: Check::MaxLength(64),
+            },
+            Constraint {
+                at: "/amount",
+                check: Check::Minimum("1"),
+            },
+        ],
+    },
+];
+
 // onPayCallback: POST /callbacks/pay
 // Payment-succeeded callback from the payment provider
 async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
@@ -99,10 +125,11 @@ async fn on_pay_callback(State(app): State<App>, request: Request) -> Response {
         Some(outcome) => {
             let reply = outcome
                 .and_then(|response| {
-                    Reply::typed(
+                    Reply::typed_checked(
                         response.status(),
                         response.content_type(),
                         response.into_body(),
+                        ON_PAY_CALLBACK_ANSWERS,
                     )
                 });
             call.finish(reply).await
@@ -117,6 +144,30 @@ static GET_ORDER_PARAMS: &[Constraint] = &[
     Constraint {
         at: "/order_no",
         check: Check::MaxLength(64),
+    },
+];
+
+/// The spec's validation keywords on the JSON bodies `getOrder` answers
+/// with: an answer the business function builds that breaks one is a 500,
+/// rolled back, never sent.
+static GET_ORDER_ANSWERS: &[AnswerConstraints] = &[
+    AnswerConstraints {
+        status: "200",
+        media_type: "application/json",
+        constraints: &[
+            Constraint {
+                at: "/order_no",
+                check: Check::MaxLength(64),
+            },
+            Constraint {
+                at: "/amount",
+                check: Check::Minimum("1"),
+            },
+            Constraint {
+                at: "/txn_id",
+                check: Check::MaxLength(64),
+            },
+        ],
     },
 ];
 
@@ -161,10 +212,11 @@ async fn get_order(State(app): State<App>, request: Request) -> Response {
         Some(outcome) => {
             let reply = outcome
                 .and_then(|response| {
-                    Reply::typed(
+                    Reply::typed_checked(
                         response.status(),
                         response.content_type(),
                         response.into_body(),
+                        GET_ORDER_ANSWERS,
                     )
                 });
             call.finish(reply).await

@@ -8,8 +8,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
 use idemgen_runtime::{
-    Call, ClaimMode, Contract, Dialect, Fingerprint, Idempotency, Operation, REPLAYED_HEADER,
-    Reply, Source, StoreError,
+    AnswerConstraints, Call, Check, ClaimMode, Constraint, Contract, Dialect, Fingerprint,
+    Idempotency, Operation, REPLAYED_HEADER, Reply, Source, StoreError,
 };
 use serde_json::{Value, json};
 
@@ -495,6 +495,50 @@ async fn a_reply_at_the_limit_is_replayed_byte_for_byte_and_one_byte_more_is_ref
 
     #[cfg(feature = "mysql")]
     a_server_that_cannot_take_the_reply_stores_nothing(&table, &engine).await;
+}
+
+/// An answer its business code built that the spec's response schema
+/// does not allow (`amount` below its `minimum`) is never sent, stored or
+/// committed: a 500, the business write rolled back, the key free for a
+/// retry whose answer fits.
+#[tokio::test]
+async fn an_answer_that_breaks_its_response_schema_is_a_500_and_commits_nothing() {
+    static ANSWERS: &[AnswerConstraints] = &[AnswerConstraints {
+        status: "201",
+        media_type: "application/json",
+        constraints: &[Constraint { at: "/amount", check: Check::Minimum("1") }],
+    }];
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    table
+        .sql("CREATE TABLE {t}_paid (order_no VARCHAR(32) NOT NULL)")
+        .await;
+    let engine = table.engine().await;
+    let key = key();
+    let order = json!({"order": "A"});
+    let answer_with = |amount: i64| {
+        let body = serde_json::to_vec(&json!({"order": "A", "amount": amount}));
+        Reply::typed_checked(201, Some("application/json"), body, ANSWERS)
+    };
+
+    let mut call = claim(&engine, pay(Some(&key), &order)).await;
+    let (tx, _) = call.parts();
+    table_insert(tx, &table.name, "A").await;
+    let broken = call.finish(answer_with(0)).await;
+    assert_eq!(broken.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert!(!body_text(broken).await.contains("amount\":0"));
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 0);
+
+    let mut call = claim(&engine, pay(Some(&key), &order)).await;
+    let (tx, _) = call.parts();
+    table_insert(tx, &table.name, "A").await;
+    assert_eq!(call.finish(answer_with(5)).await.status(), StatusCode::CREATED);
+    assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 1);
+    let replay = answer(&PAY, &engine, pay(Some(&key), &order)).await;
+    assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
+    assert!(body_text(replay).await.contains(r#""amount":5"#));
+    table.sql("DROP TABLE {t}_paid").await;
 }
 
 /// A response declared with several media types sends the one its
