@@ -44,6 +44,13 @@ pub struct AnswerContext {
     /// Its media type without parameters, as a Rust string literal.
     pub media_type: String,
     pub constraints: Vec<ConstraintContext>,
+    /// The `components/schemas` name of the body's schema, when it is a
+    /// `$ref` to one.
+    pub schema_name: Option<String>,
+    /// The name of the static that holds `constraints`, shared by every
+    /// answer held to the same ones; set when the routes are put
+    /// together, `None` for none.
+    pub table: Option<String>,
 }
 
 /// The constraints of an operation's body (from the body), of its
@@ -90,12 +97,12 @@ pub fn collect(
     for (status, media_type, schema) in answer_schemas(workspace, operation) {
         collector.schema(schema, "", 0);
         let found = std::mem::take(&mut collector.found);
-        declared.push((status, media_type, found));
+        declared.push((status, media_type, found, schema_name(schema)));
     }
     // A response without keywords is listed only where it keeps its
     // answers from being held to its class's or `default`'s.
     let shadows = |status: StatusPattern| {
-        declared.iter().any(|(other, _, found)| {
+        declared.iter().any(|(other, _, found, _)| {
             !found.is_empty()
                 && *other > status
                 && match status {
@@ -107,11 +114,13 @@ pub fn collect(
     };
     let answers = declared
         .iter()
-        .filter(|(status, _, found)| !found.is_empty() || shadows(*status))
-        .map(|(status, media_type, found)| AnswerContext {
+        .filter(|(status, _, found, _)| !found.is_empty() || shadows(*status))
+        .map(|(status, media_type, found, schema_name)| AnswerContext {
             status: rust_string(&status.label()),
             media_type: rust_string(media_type),
             constraints: found.clone(),
+            schema_name: schema_name.clone(),
+            table: None,
         })
         .collect();
     OperationConstraints {
@@ -120,6 +129,62 @@ pub fn collect(
         answers,
         warnings: collector.warnings,
     }
+}
+
+/// One `static NAME: &[Constraint]` of the routes, shared by every answer
+/// held to the same keywords (Stripe's 400-odd operations answer errors
+/// with one schema: one table, not one per operation).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AnswerTable {
+    pub name: String,
+    /// What the keywords are of, for its doc comment: a schema of the
+    /// components, else the first operation and status it was found on.
+    pub schema: Option<String>,
+    pub operation: String,
+    pub status: String,
+    pub constraints: Vec<ConstraintContext>,
+}
+
+/// Names a shared table for each distinct list of keywords the answers
+/// of `operations` (each its display name, identifier and answers) are
+/// held to, sets each answer's `table`, and returns the tables in the
+/// order first used.
+pub fn share_answer_tables<'a>(
+    operations: impl Iterator<Item = (&'a str, &'a str, &'a mut Vec<AnswerContext>)>,
+) -> Vec<AnswerTable> {
+    let mut tables: Vec<AnswerTable> = Vec::new();
+    let mut names = crate::names::Identifiers::default();
+    for (display, ident, answers) in operations {
+        for answer in answers.iter_mut().filter(|a| !a.constraints.is_empty()) {
+            if let Some(table) = tables.iter().find(|t| t.constraints == answer.constraints) {
+                answer.table = Some(table.name.clone());
+                continue;
+            }
+            let status = answer.status.trim_matches('"');
+            let base = match &answer.schema_name {
+                Some(schema) => schema.clone(),
+                None => format!("{ident}_{status}"),
+            };
+            let name = format!("{}_KEYWORDS", names.assign(&base).to_ascii_uppercase());
+            answer.table = Some(name.clone());
+            tables.push(AnswerTable {
+                name,
+                schema: answer.schema_name.clone(),
+                operation: display.to_string(),
+                status: status.to_string(),
+                constraints: answer.constraints.clone(),
+            });
+        }
+    }
+    tables
+}
+
+/// The `components/schemas` name `schema` refers to, if it is such a
+/// `$ref`.
+fn schema_name(schema: &Node) -> Option<String> {
+    let target = schema.get("$ref")?.as_str()?;
+    let name = target.strip_prefix("#/components/schemas/")?;
+    (!name.contains('/')).then(|| name.replace("~1", "/").replace("~0", "~"))
 }
 
 /// Each declared response's status, JSON media type (without
@@ -546,7 +611,11 @@ mod tests {
             .answers
             .iter()
             .map(|answer| {
-                let checks = answer.constraints.iter().map(|c| c.check.as_str()).collect();
+                let checks = answer
+                    .constraints
+                    .iter()
+                    .map(|c| c.check.as_str())
+                    .collect();
                 (answer.status.as_str(), answer.media_type.as_str(), checks)
             })
             .collect();
@@ -555,14 +624,56 @@ mod tests {
         assert_eq!(
             listed,
             [
-                (r#""200""#, r#""application/json""#, vec![r#"Check::Minimum("1")"#]),
+                (
+                    r#""200""#,
+                    r#""application/json""#,
+                    vec![r#"Check::Minimum("1")"#]
+                ),
                 (r#""201""#, r#""application/json""#, vec![]),
                 (r#""4XX""#, r#""application/problem+json""#, vec![]),
-                (r#""default""#, r#""application/json""#, vec![r#"Check::MaxLength(8)"#]),
+                (
+                    r#""default""#,
+                    r#""application/json""#,
+                    vec![r#"Check::MaxLength(8)"#]
+                ),
             ]
         );
         let plain = table(&yaml("{type: integer, minimum: 1}"), "openapi.yaml");
         assert!(plain.answers.is_empty(), "no response has keywords");
+    }
+
+    #[test]
+    fn answers_held_to_the_same_keywords_share_one_table() {
+        let answer = |schema_name: Option<&str>, checks: &[&str]| AnswerContext {
+            status: r#""200""#.into(),
+            media_type: r#""application/json""#.into(),
+            constraints: checks
+                .iter()
+                .map(|check| ConstraintContext {
+                    at: r#""/a""#.into(),
+                    check: check.to_string(),
+                })
+                .collect(),
+            schema_name: schema_name.map(str::to_string),
+            table: None,
+        };
+        let mut pay = vec![
+            answer(Some("Error"), &["Check::MaxLength(9)"]),
+            answer(None, &[]),
+        ];
+        let mut refund = vec![
+            answer(Some("Error"), &["Check::MaxLength(9)"]),
+            answer(None, &["Check::Minimum(\"1\")"]),
+        ];
+        let tables = share_answer_tables(
+            [("pay", "pay", &mut pay), ("refund", "refund", &mut refund)].into_iter(),
+        );
+        let names: Vec<&str> = tables.iter().map(|table| table.name.as_str()).collect();
+        assert_eq!(names, ["ERROR_KEYWORDS", "REFUND_200_KEYWORDS"]);
+        assert_eq!(pay[0].table.as_deref(), Some("ERROR_KEYWORDS"));
+        assert_eq!(pay[1].table, None, "no keywords, no table");
+        assert_eq!(refund[0].table.as_deref(), Some("ERROR_KEYWORDS"));
+        assert_eq!(refund[1].table.as_deref(), Some("REFUND_200_KEYWORDS"));
     }
 
     #[test]

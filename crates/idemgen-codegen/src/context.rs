@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::constraints::{AnswerContext, ConstraintContext, OperationConstraints};
+use super::constraints::{AnswerContext, AnswerTable, ConstraintContext, OperationConstraints};
 use super::types::{
     OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar,
     StatusPattern,
@@ -60,6 +60,8 @@ pub struct Project {
     /// Whether an operation holds its answers to keywords
     /// (`AnswerConstraints` tables).
     pub any_answers: bool,
+    /// The keyword tables those answers share.
+    pub answer_tables: Vec<AnswerTable>,
     /// The lowest `replay-rate-alert` of the contracts (percent).
     pub replay_rate_alert: f64,
     /// The dialects the project is built for.

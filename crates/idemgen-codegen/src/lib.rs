@@ -264,6 +264,8 @@ fn dialects_built_for(store: &Store, options: &Options) -> Vec<Dialect> {
 #[derive(Default)]
 struct Served {
     operations: Vec<context::Operation>,
+    /// The keyword tables the operations' answers share.
+    answer_tables: Vec<constraints::AnswerTable>,
     routes: Vec<context::Route>,
     schemes: Schemes,
 }
@@ -321,6 +323,12 @@ fn serve_operations(
             security,
         ));
     }
+    served.answer_tables = constraints::share_answer_tables(
+        served
+            .operations
+            .iter_mut()
+            .map(|op| (op.name.as_str(), op.ident.as_str(), &mut op.input.answers)),
+    );
     Ok(served)
 }
 
@@ -546,6 +554,7 @@ fn project_context(
 ) -> context::Project {
     let Served {
         operations,
+        answer_tables,
         routes,
         schemes,
     } = served;
@@ -599,6 +608,7 @@ fn project_context(
                 || !op.input.answers.is_empty()
         }),
         any_answers: operations.iter().any(|op| !op.input.answers.is_empty()),
+        answer_tables,
         operations,
         routes,
         t: test_target,

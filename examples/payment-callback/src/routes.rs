@@ -35,6 +35,38 @@ pub fn router() -> Router<App> {
         )
 }
 
+/// The spec's validation keywords on a JSON answer of schema `PaymentResult`.
+static PAYMENT_RESULT_KEYWORDS: &[Constraint] = &[
+    Constraint {
+        at: "/order_no",
+        check: Check::MaxLength(64),
+    },
+    Constraint {
+        at: "/txn_id",
+        check: Check::MaxLength(64),
+    },
+    Constraint {
+        at: "/amount",
+        check: Check::Minimum("1"),
+    },
+];
+
+/// The spec's validation keywords on a JSON answer of schema `Order`.
+static ORDER_KEYWORDS: &[Constraint] = &[
+    Constraint {
+        at: "/order_no",
+        check: Check::MaxLength(64),
+    },
+    Constraint {
+        at: "/amount",
+        check: Check::Minimum("1"),
+    },
+    Constraint {
+        at: "/txn_id",
+        check: Check::MaxLength(64),
+    },
+];
+
 /// The spec's validation keywords on the body of `onPayCallback` that its
 /// types do not hold, checked before the body is decoded.
 static ON_PAY_CALLBACK_BODY: &[Constraint] = &[
@@ -67,20 +99,7 @@ static ON_PAY_CALLBACK_ANSWERS: &[AnswerConstraints] = &[
     AnswerConstraints {
         status: "200",
         media_type: "application/json",
-        constraints: &[
-            Constraint {
-                at: "/order_no",
-                check: Check::MaxLength(64),
-            },
-            Constraint {
-                at: "/txn_id",
-                check: Check::MaxLength(64),
-            },
-            Constraint {
-                at: "/amount",
-                check: Check::Minimum("1"),
-            },
-        ],
+        constraints: PAYMENT_RESULT_KEYWORDS,
     },
 ];
 
@@ -154,20 +173,7 @@ static GET_ORDER_ANSWERS: &[AnswerConstraints] = &[
     AnswerConstraints {
         status: "200",
         media_type: "application/json",
-        constraints: &[
-            Constraint {
-                at: "/order_no",
-                check: Check::MaxLength(64),
-            },
-            Constraint {
-                at: "/amount",
-                check: Check::Minimum("1"),
-            },
-            Constraint {
-                at: "/txn_id",
-                check: Check::MaxLength(64),
-            },
-        ],
+        constraints: ORDER_KEYWORDS,
     },
 ];
 

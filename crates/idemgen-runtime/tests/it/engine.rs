@@ -506,7 +506,10 @@ async fn an_answer_that_breaks_its_response_schema_is_a_500_and_commits_nothing(
     static ANSWERS: &[AnswerConstraints] = &[AnswerConstraints {
         status: "201",
         media_type: "application/json",
-        constraints: &[Constraint { at: "/amount", check: Check::Minimum("1") }],
+        constraints: &[Constraint {
+            at: "/amount",
+            check: Check::Minimum("1"),
+        }],
     }];
     let Some(table) = Table::new().await else {
         return;
@@ -533,7 +536,10 @@ async fn an_answer_that_breaks_its_response_schema_is_a_500_and_commits_nothing(
     let mut call = claim(&engine, pay(Some(&key), &order)).await;
     let (tx, _) = call.parts();
     table_insert(tx, &table.name, "A").await;
-    assert_eq!(call.finish(answer_with(5)).await.status(), StatusCode::CREATED);
+    assert_eq!(
+        call.finish(answer_with(5)).await.status(),
+        StatusCode::CREATED
+    );
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 1);
     let replay = answer(&PAY, &engine, pay(Some(&key), &order)).await;
     assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
