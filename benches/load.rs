@@ -25,6 +25,13 @@
 //!   cargo bench --bench load
 //! ```
 //!
+//! Each row also gives, per request, what is behind the ratio: statements
+//! (MariaDB's `Questions`, server-wide; PostgreSQL's `pg_stat_statements`
+//! where the server has it), commits (PostgreSQL's `xact_commit`, which
+//! counts a read outside a transaction as one), log flushes
+//! (`pg_stat_wal.wal_sync`; MariaDB's redo log writes) and the service's
+//! CPU time.
+//!
 //! `IDEMGEN_BENCH_CLIENTS` (default 16) and `IDEMGEN_BENCH_SECS` (default
 //! 10) tune it; a dialect whose URL is unset is skipped.
 //! `IDEMGEN_GENERATED_BIN=/path/{dialect}/payment-callback` measures
@@ -36,7 +43,8 @@
 //! each ratio taken to the (a) of its own round, with the profile behind
 //! it per request: statements (PostgreSQL's `pg_stat_statements`, where
 //! the server has it), commits, WAL flushes (`pg_stat_wal.wal_sync`), and
-//! CPU time of the service process and of its database sessions.
+//! CPU time of the service process and of its database sessions (the
+//! MariaDB figures as above).
 
 #[path = "../tests/support/exactly_once.rs"]
 mod support;
@@ -107,9 +115,9 @@ fn main() {
         duration.as_secs()
     );
     println!(
-        "| database | scenario | requests | req/s | × (a) | p50 ms | p99 ms | p50 × (a) | p99 × (a) | answers | commits/request |"
+        "| database | scenario | requests | req/s | × (a) | p50 ms | p99 ms | p50 × (a) | p99 × (a) | answers | statements/request | commits/request | log flushes/request | service CPU µs/request |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
     for table in &tables {
         print!("{table}");
     }
@@ -156,12 +164,12 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
     );
 
     let keys = new_keys(ORDERS_PER_SCENARIO);
-    let commits = Commits::start(db);
+    let profiler = Profiler::start(db, naive.pid());
     let mut plain_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
         plain(agent, &naive.base, &format!("A-{i}"))
     });
-    plain_run.commits = commits.per_request(&plain_run);
-    let commits = Commits::start(db);
+    plain_run.profile = profiler.per_request(&plain_run);
+    let profiler = Profiler::start(db, generated.pid());
     let mut first_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
         let order = format!("B-{i}");
         send(
@@ -172,9 +180,9 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         )
     });
 
-    first_run.commits = commits.per_request(&first_run);
+    first_run.profile = profiler.per_request(&first_run);
     let one_commit_keys = new_keys(ORDERS_PER_SCENARIO);
-    let commits = Commits::start(db);
+    let profiler = Profiler::start(db, one_commit.pid());
     let mut one_commit_run = drive(clients, duration, ORDERS_PER_SCENARIO, |agent, i| {
         let order = format!("C-{i}");
         send(
@@ -184,13 +192,13 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             &callback_body(&order, 100),
         )
     });
-    one_commit_run.commits = commits.per_request(&one_commit_run);
+    one_commit_run.profile = profiler.per_request(&one_commit_run);
 
     // The bursts come before the replays' set-up: its UPDATE of every
     // replay key leaves the database purging old row versions for a while,
     // which would weigh on whichever scenario came next.
     let burst_keys = new_keys(ORDERS_PER_SCENARIO);
-    let commits = Commits::start(db);
+    let profiler = Profiler::start(db, generated.pid());
     let mut burst_run = drive_rounds(clients, duration, ORDERS_PER_SCENARIO, |agent, round| {
         send(
             agent,
@@ -199,9 +207,9 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             &callback_body(&format!("D-{round}"), 100),
         )
     });
-    burst_run.commits = commits.per_request(&burst_run);
+    burst_run.profile = profiler.per_request(&burst_run);
     let one_commit_burst_keys = new_keys(ORDERS_PER_SCENARIO);
-    let commits = Commits::start(db);
+    let profiler = Profiler::start(db, one_commit.pid());
     let mut one_commit_burst_run =
         drive_rounds(clients, duration, ORDERS_PER_SCENARIO, |agent, round| {
             send(
@@ -211,7 +219,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
                 &callback_body(&format!("E-{round}"), 100),
             )
         });
-    one_commit_burst_run.commits = commits.per_request(&one_commit_burst_run);
+    one_commit_burst_run.profile = profiler.per_request(&one_commit_burst_run);
     // Keys to replay: completed now, their window pushed out so that a long
     // run does not outlive it (the window is the example's 18 s).
     let replay_keys = new_keys(REPLAY_KEYS);
@@ -232,7 +240,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         "UPDATE idempotent_record SET expires_at = expires_at + 3600000 \
          WHERE created_at >= {prepared_from}"
     ));
-    let commits = Commits::start(db);
+    let profiler = Profiler::start(db, generated.pid());
     let mut replay_run = drive(clients, duration, usize::MAX, |agent, i| {
         let pick = i % REPLAY_KEYS;
         send(
@@ -243,7 +251,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         )
     });
 
-    replay_run.commits = commits.per_request(&replay_run);
+    replay_run.profile = profiler.per_request(&replay_run);
 
     drop(one_commit);
     // Not a timing: the bursts must not have paid any order twice.
@@ -270,7 +278,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         ),
     ] {
         rows.push_str(&format!(
-            "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} |\n",
+            "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |\n",
             run.latencies.len(),
             run.throughput(),
             run.throughput() / plain_run.throughput(),
@@ -279,8 +287,10 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             run.percentile(50.0).as_secs_f64() / plain_run.percentile(50.0).as_secs_f64(),
             run.percentile(99.0).as_secs_f64() / plain_run.percentile(99.0).as_secs_f64(),
             run.describe_answers(),
-            run.commits
-                .map_or_else(|| "–".to_string(), |commits| format!("{commits:.1}")),
+            figure(run.profile.statements, 1),
+            figure(run.profile.commits, 1),
+            figure(run.profile.wal_syncs, 2),
+            figure(run.profile.service_cpu_us, 0),
         ));
     }
     eprint!("{rows}");
@@ -415,9 +425,6 @@ fn compared_row(
     plain_run: &Run,
     profile: &PerRequest,
 ) -> String {
-    let figure = |value: Option<f64>, digits: usize| {
-        value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
-    };
     format!(
         "| {database} | {} | {service} | {:.0} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |\n",
         round + 1,
@@ -431,6 +438,11 @@ fn compared_row(
         figure(profile.service_cpu_us, 0),
         figure(profile.database_cpu_us, 0),
     )
+}
+
+/// A measured figure with `digits` decimals, `–` where there is none.
+fn figure(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
 }
 
 /// Counters read before and after a run, per request.
@@ -474,6 +486,28 @@ impl<'a> Profiler<'a> {
             service_ticks: cpu_ticks(service),
             ..Counters::default()
         };
+        if db.dialect == Dialect::Mysql {
+            // Server-wide (MariaDB counts no other way): the bench is the
+            // server's only client while it runs. Statements are what
+            // clients sent (`Questions`: each execution of a prepared
+            // statement, not its preparation); flushes are the redo log's
+            // writes, each flushed to disk at the default
+            // `innodb_flush_log_at_trx_commit = 1` (10.11 has no
+            // `Innodb_os_log_fsyncs`), one per group commit.
+            let status = db.try_server_query(
+                "SELECT (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                 WHERE VARIABLE_NAME = 'QUESTIONS'), (SELECT VARIABLE_VALUE FROM \
+                 information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_LOG_WRITES')",
+            );
+            let mut numbers = status
+                .as_deref()
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|number| number.parse().ok());
+            counters.statements = numbers.next().flatten();
+            counters.wal_syncs = numbers.next().flatten();
+            return counters;
+        }
         if db.dialect != Dialect::Postgres {
             return counters;
         }
@@ -519,7 +553,17 @@ impl<'a> Profiler<'a> {
         PerRequest {
             // The reading query itself is one statement and one commit in
             // another database, or (commits) one in this run's count.
-            statements: per(after.statements, before.statements, 0),
+            statements: per(
+                after.statements,
+                before.statements,
+                // MariaDB counts the client's two statements that read
+                // the counters after.
+                if self.db.dialect == Dialect::Mysql {
+                    2
+                } else {
+                    0
+                },
+            ),
             commits: per(after.commits, before.commits, 0),
             wal_syncs: per(after.wal_syncs, before.wal_syncs, 0),
             service_cpu_us: after
@@ -550,37 +594,6 @@ fn ticks_per_second() -> f64 {
         .ok()
         .and_then(|output| String::from_utf8_lossy(&output.stdout).trim().parse().ok())
         .unwrap_or(100.0)
-}
-
-/// PostgreSQL's count of committed transactions in the run's database: the
-/// profile behind the ratios (MariaDB only counts server-wide, and other
-/// databases share the server).
-struct Commits<'a> {
-    db: &'a Database,
-    before: Option<i64>,
-}
-
-impl<'a> Commits<'a> {
-    fn start(db: &'a Database) -> Commits<'a> {
-        Commits {
-            db,
-            before: Commits::read(db),
-        }
-    }
-
-    fn read(db: &Database) -> Option<i64> {
-        (db.dialect == Dialect::Postgres).then(|| {
-            // Statistics reach the view up to a second late.
-            thread::sleep(Duration::from_millis(1_200));
-            db.count("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
-        })
-    }
-
-    fn per_request(self, run: &Run) -> Option<f64> {
-        let after = Commits::read(self.db)?;
-        // One commit is the query that read `before`.
-        Some((after - self.before? - 1) as f64 / run.latencies.len() as f64)
-    }
 }
 
 fn seed_orders(db: &Database, prefix: &str, count: usize) {
@@ -630,8 +643,8 @@ struct Run {
     answers: BTreeMap<String, usize>,
     elapsed: Duration,
     ran_out: bool,
-    /// Transactions the database committed per request (PostgreSQL only).
-    commits: Option<f64>,
+    /// What the database and the service did per request.
+    profile: PerRequest,
 }
 
 impl Run {
