@@ -488,7 +488,8 @@ impl<'a> Profiler<'a> {
         };
         if db.dialect == Dialect::Mysql {
             // Server-wide (MariaDB counts no other way): the bench is the
-            // server's only client while it runs. Statements are what
+            // server's only client while it runs, but for the services'
+            // purge, once a minute. Statements are what
             // clients sent (`Questions`: each execution of a prepared
             // statement, not its preparation); flushes are the redo log's
             // writes, each flushed to disk at the default
@@ -556,8 +557,8 @@ impl<'a> Profiler<'a> {
             statements: per(
                 after.statements,
                 before.statements,
-                // MariaDB counts the client's two statements that read
-                // the counters after.
+                // Each read of MariaDB's counters adds 2 to them (two
+                // reads in a row differ by 2).
                 if self.db.dialect == Dialect::Mysql {
                     2
                 } else {

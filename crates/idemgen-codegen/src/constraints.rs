@@ -95,9 +95,11 @@ pub fn collect(
     let params = std::mem::take(&mut collector.found);
     let mut declared = Vec::new();
     for (status, media_type, schema) in answer_schemas(workspace, operation) {
-        collector.schema(schema, "", 0);
+        if let Some(schema) = schema {
+            collector.schema(schema, "", 0);
+        }
         let found = std::mem::take(&mut collector.found);
-        declared.push((status, media_type, found, schema_name(schema)));
+        declared.push((status, media_type, found, schema.and_then(schema_name)));
     }
     // A response without keywords is listed only where it keeps its
     // answers from being held to its class's or `default`'s.
@@ -142,6 +144,9 @@ pub struct AnswerTable {
     pub schema: Option<String>,
     pub operation: String,
     pub status: String,
+    /// Whether answers of other schemas (or inline ones elsewhere) are
+    /// held to the same keywords, and share it.
+    pub shared: bool,
     pub constraints: Vec<ConstraintContext>,
 }
 
@@ -156,7 +161,11 @@ pub fn share_answer_tables<'a>(
     let mut names = crate::names::Identifiers::default();
     for (display, ident, answers) in operations {
         for answer in answers.iter_mut().filter(|a| !a.constraints.is_empty()) {
-            if let Some(table) = tables.iter().find(|t| t.constraints == answer.constraints) {
+            if let Some(table) = tables
+                .iter_mut()
+                .find(|table| table.constraints == answer.constraints)
+            {
+                table.shared |= table.schema.is_none() || table.schema != answer.schema_name;
                 answer.table = Some(table.name.clone());
                 continue;
             }
@@ -165,13 +174,15 @@ pub fn share_answer_tables<'a>(
                 Some(schema) => schema.clone(),
                 None => format!("{ident}_{status}"),
             };
-            let name = format!("{}_KEYWORDS", names.assign(&base).to_ascii_uppercase());
+            // `_CHECKS` fits the room `assign` leaves for a suffix.
+            let name = format!("{}_CHECKS", names.assign(&base).to_ascii_uppercase());
             answer.table = Some(name.clone());
             tables.push(AnswerTable {
                 name,
                 schema: answer.schema_name.clone(),
                 operation: display.to_string(),
                 status: status.to_string(),
+                shared: false,
                 constraints: answer.constraints.clone(),
             });
         }
@@ -188,11 +199,13 @@ fn schema_name(schema: &Node) -> Option<String> {
 }
 
 /// Each declared response's status, JSON media type (without
-/// parameters, lowercased, each once) and schema, in the spec's order.
+/// parameters, lowercased, each once) and schema, in the spec's order. A
+/// JSON media type without a schema is listed too: its answers are any
+/// JSON, held to no keywords, not to those of a less specific response.
 fn answer_schemas<'w>(
     workspace: &'w Workspace,
     operation: &Operation<'w>,
-) -> Vec<(StatusPattern, String, &'w Node)> {
+) -> Vec<(StatusPattern, String, Option<&'w Node>)> {
     let mut found = Vec::new();
     for entry in operation
         .node
@@ -216,10 +229,8 @@ fn answer_schemas<'w>(
             if !crate::types::is_json(&essence) || media_types.contains(&essence) {
                 continue;
             }
-            if let Some(schema) = media.value.get("schema") {
-                media_types.push(essence.clone());
-                found.push((status, essence, schema));
-            }
+            media_types.push(essence.clone());
+            found.push((status, essence, media.value.get("schema")));
         }
     }
     found
@@ -603,6 +614,7 @@ mod tests {
              properties: {amount: {type: integer, minimum: 1}}}\n            text/csv: {schema: {type: string, \
              maxLength: 9}}\n        '201':\n          description: created\n          content:\n            \
              application/json: {schema: {type: object}}\n        '202':\n          description: none\n        \
+             '409': {description: any JSON, content: {application/json: {}}}\n        \
              4XX:\n          description: problem\n          content:\n            application/problem+json: \
              {schema: {type: object}}\n        default:\n          description: any\n          content:\n            \
              application/json: {schema: {type: object, properties: {code: {type: string, maxLength: 8}}}}\n";
@@ -619,8 +631,9 @@ mod tests {
                 (answer.status.as_str(), answer.media_type.as_str(), checks)
             })
             .collect();
-        // 201 and 4XX declare no keywords but keep their answers from
-        // `default`'s; 202 has no body; text/csv is not JSON.
+        // 201, 409 (JSON without a schema) and 4XX declare no keywords
+        // but keep their answers from `default`'s; 202 has no body;
+        // text/csv is not JSON.
         assert_eq!(
             listed,
             [
@@ -630,6 +643,7 @@ mod tests {
                     vec![r#"Check::Minimum("1")"#]
                 ),
                 (r#""201""#, r#""application/json""#, vec![]),
+                (r#""409""#, r#""application/json""#, vec![]),
                 (r#""4XX""#, r#""application/problem+json""#, vec![]),
                 (
                     r#""default""#,
@@ -665,15 +679,24 @@ mod tests {
             answer(Some("Error"), &["Check::MaxLength(9)"]),
             answer(None, &["Check::Minimum(\"1\")"]),
         ];
+        let mut other = vec![answer(Some("Other"), &["Check::Minimum(\"1\")"])];
         let tables = share_answer_tables(
-            [("pay", "pay", &mut pay), ("refund", "refund", &mut refund)].into_iter(),
+            [
+                ("pay", "pay", &mut pay),
+                ("refund", "refund", &mut refund),
+                ("x", "x", &mut other),
+            ]
+            .into_iter(),
         );
         let names: Vec<&str> = tables.iter().map(|table| table.name.as_str()).collect();
-        assert_eq!(names, ["ERROR_KEYWORDS", "REFUND_200_KEYWORDS"]);
-        assert_eq!(pay[0].table.as_deref(), Some("ERROR_KEYWORDS"));
+        assert_eq!(names, ["ERROR_CHECKS", "REFUND_200_CHECKS"]);
+        assert_eq!(pay[0].table.as_deref(), Some("ERROR_CHECKS"));
         assert_eq!(pay[1].table, None, "no keywords, no table");
-        assert_eq!(refund[0].table.as_deref(), Some("ERROR_KEYWORDS"));
-        assert_eq!(refund[1].table.as_deref(), Some("REFUND_200_KEYWORDS"));
+        assert_eq!(refund[0].table.as_deref(), Some("ERROR_CHECKS"));
+        assert_eq!(refund[1].table.as_deref(), Some("REFUND_200_CHECKS"));
+        assert!(!tables[0].shared, "one schema's keywords");
+        assert!(tables[1].shared, "`Other` has the inline answer's keywords");
+        assert_eq!(other[0].table.as_deref(), Some("REFUND_200_CHECKS"));
     }
 
     #[test]

@@ -280,6 +280,7 @@ fn serve_operations(
 ) -> Result<Served, String> {
     let mut served = Served::default();
     let mut identifiers = names::Identifiers::default();
+    let mut warned = std::collections::HashSet::new();
     for analysed in &analysis.operations {
         let operation = &analysed.operation;
         let display = operation.name();
@@ -309,12 +310,13 @@ fn serve_operations(
             .and_then(|contract| contract.key.as_ref())
             .map(|key| (key.location.value.name(), key.name.value.as_str()));
         let checked = constraints::collect(workspace, operation, key);
-        warnings.extend(
-            checked
-                .warnings
-                .iter()
-                .map(|warning| format!("{display}: {warning}")),
-        );
+        // A warning names the schema's place in the spec: one shared by
+        // many operations (an error schema) is named once, with the first.
+        for warning in &checked.warnings {
+            if warned.insert(warning.clone()) {
+                warnings.push(format!("{display}: {warning}"));
+            }
+        }
         served.operations.push(operation_context(
             analysed,
             display,

@@ -177,15 +177,30 @@ impl Check {
                 .and_then(|n| fails(n <= max, || format!("{n} members, more than {max}"))),
             Check::Enum(allowed) => {
                 let listed = allowed.iter().any(|text| match value {
-                    // A listed number as written: `99999999999999999999`
-                    // or `0.1` is not first rounded to a float.
-                    Value::Number(n) => order(n, text) == Some(Equal),
+                    // A listed number as written: `0.1` is not first
+                    // rounded to a float.
+                    Value::Number(n) => {
+                        order(n, text) == Some(Equal) || read_as_the_same_float(n, text)
+                    }
                     _ => serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)),
                 });
                 fails(listed, || format!("{value} is not one of {}", allowed.join(", ")))
             }
         }
     }
+}
+
+/// Whether `number`, which the request's JSON held as a float, may have
+/// been written as `listed`, a number with more digits than a float holds
+/// (`99999999999999999999`): the client's copy of it reads as the same
+/// float, and that float is all the request still tells.
+fn read_as_the_same_float(number: &serde_json::Number, listed: &str) -> bool {
+    let Some(float) = listed.parse::<f64>().ok().filter(|_| integer(number).is_none()) else {
+        return false;
+    };
+    number.as_f64() == Some(float)
+        && serde_json::Number::from_f64(float)
+            .is_some_and(|shortest| decimal(&shortest) != Decimal::parse(listed))
 }
 
 /// JSON equality where numbers are equal by value (`1` and `1.0` are one
@@ -445,8 +460,14 @@ mod tests {
         assert_eq!(broken(json!({"rate": 0.1})), None);
         assert_eq!(broken(json!({"rate": 2.5})), None, "2.50 is 2.5");
         assert_eq!(broken(json!({"rate": 0.1 + 0.2})), Some("enum"));
-        // 10^20 - 1 as a float is 10^20, which the enum does not list.
-        assert_eq!(broken(json!({"rate": 1e20})), Some("enum"));
+        // 10^20 - 1, written in full, reads as the float 10^20: it may be
+        // the listed value, so it passes, as does 10^20 itself.
+        let written: Value = serde_json::from_str(r#"{"rate": 99999999999999999999}"#).unwrap();
+        assert_eq!(broken(written), None);
+        assert_eq!(broken(json!({"rate": 1e20})), None);
+        assert_eq!(broken(json!({"rate": 1e19})), Some("enum"));
+        // A listed value a float holds is matched exactly.
+        assert_eq!(broken(json!({"rate": 0.1000000000000001})), Some("enum"));
         assert_eq!(broken(json!({"rate": "0.1"})), Some("enum"), "a string is no number");
         // Numbers inside a listed array or object are equal by value too.
         assert_eq!(broken(json!({"pair": [1, {"n": 2.0}]})), None);

@@ -36,7 +36,7 @@ pub fn router() -> Router<App> {
 }
 
 /// The spec's validation keywords on a JSON answer of schema `PaymentResult`.
-static PAYMENT_RESULT_KEYWORDS: &[Constraint] = &[
+static PAYMENT_RESULT_CHECKS: &[Constraint] = &[
     Constraint {
         at: "/order_no",
         check: Check::MaxLength(64),
@@ -52,7 +52,7 @@ static PAYMENT_RESULT_KEYWORDS: &[Constraint] = &[
 ];
 
 /// The spec's validation keywords on a JSON answer of schema `Order`.
-static ORDER_KEYWORDS: &[Constraint] = &[
+static ORDER_CHECKS: &[Constraint] = &[
     Constraint {
         at: "/order_no",
         check: Check::MaxLength(64),
@@ -99,7 +99,7 @@ static ON_PAY_CALLBACK_ANSWERS: &[AnswerConstraints] = &[
     AnswerConstraints {
         status: "200",
         media_type: "application/json",
-        constraints: PAYMENT_RESULT_KEYWORDS,
+        constraints: PAYMENT_RESULT_CHECKS,
     },
 ];
 
@@ -173,7 +173,7 @@ static GET_ORDER_ANSWERS: &[AnswerConstraints] = &[
     AnswerConstraints {
         status: "200",
         media_type: "application/json",
-        constraints: ORDER_KEYWORDS,
+        constraints: ORDER_CHECKS,
     },
 ];
 
