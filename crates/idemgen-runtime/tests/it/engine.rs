@@ -187,13 +187,9 @@ async fn the_same_key_with_another_body_is_a_conflict_and_changes_nothing() {
 
 #[tokio::test]
 async fn the_business_write_commits_with_the_record_or_not_at_all() {
-    let Some(table) = Table::new().await else {
+    let Some((table, engine)) = with_paid_table().await else {
         return;
     };
-    table
-        .sql("CREATE TABLE {t}_paid (order_no VARCHAR(32) NOT NULL)")
-        .await;
-    let engine = table.engine().await;
 
     // A failure rolls the write back and records the failure.
     let key = key();
@@ -236,6 +232,17 @@ async fn the_business_write_commits_with_the_record_or_not_at_all() {
     );
     assert_eq!(count(&table, "SELECT COUNT(*) FROM {t}_paid").await, 1);
     table.sql("DROP TABLE {t}_paid").await;
+}
+
+/// A record table and an engine on it, beside a `{t}_paid` table of the
+/// business write.
+async fn with_paid_table() -> Option<(Table, Idempotency)> {
+    let table = Table::new().await?;
+    table
+        .sql("CREATE TABLE {t}_paid (order_no VARCHAR(32) NOT NULL)")
+        .await;
+    let engine = table.engine().await;
+    Some((table, engine))
 }
 
 async fn table_insert(tx: &mut idemgen_runtime::Tx, table: &str, order: &str) {
@@ -511,13 +518,9 @@ async fn an_answer_that_breaks_its_response_schema_is_a_500_and_commits_nothing(
             check: Check::Minimum("1"),
         }],
     }];
-    let Some(table) = Table::new().await else {
+    let Some((table, engine)) = with_paid_table().await else {
         return;
     };
-    table
-        .sql("CREATE TABLE {t}_paid (order_no VARCHAR(32) NOT NULL)")
-        .await;
-    let engine = table.engine().await;
     let key = key();
     let order = json!({"order": "A"});
     let answer_with = |amount: i64| {
