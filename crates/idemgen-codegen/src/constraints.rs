@@ -44,8 +44,8 @@ pub struct AnswerContext {
     /// Its media type without parameters, as a Rust string literal.
     pub media_type: String,
     pub constraints: Vec<ConstraintContext>,
-    /// The `components/schemas` name of the body's schema, when it is a
-    /// `$ref` to one.
+    /// The name of the body's schema, when it is a `$ref` (`Error` for
+    /// `#/components/schemas/Error`).
     pub schema_name: Option<String>,
     /// The name of the static that holds `constraints`, shared by every
     /// answer held to the same ones; set when the routes are put
@@ -139,8 +139,8 @@ pub fn collect(
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AnswerTable {
     pub name: String,
-    /// What the keywords are of, for its doc comment: a schema of the
-    /// components, else the first operation and status it was found on.
+    /// What the keywords are of, for its doc comment: a named schema,
+    /// else the first operation and status it was found on.
     pub schema: Option<String>,
     pub operation: String,
     pub status: String,
@@ -190,12 +190,11 @@ pub fn share_answer_tables<'a>(
     tables
 }
 
-/// The `components/schemas` name `schema` refers to, if it is such a
-/// `$ref`.
+/// The name of the schema `schema` refers to, if it is a `$ref`: the
+/// reference's last segment, as the type it becomes is named.
 fn schema_name(schema: &Node) -> Option<String> {
-    let target = schema.get("$ref")?.as_str()?;
-    let name = target.strip_prefix("#/components/schemas/")?;
-    (!name.contains('/')).then(|| name.replace("~1", "/").replace("~0", "~"))
+    let reference = schema.get("$ref")?.as_str()?;
+    Some(crate::types::reference_name(reference))
 }
 
 /// Each declared response's status, JSON media type (without
@@ -219,18 +218,11 @@ fn answer_schemas<'w>(
         ) else {
             continue;
         };
-        let mut media_types: Vec<String> = Vec::new();
-        for media in response
-            .get("content")
-            .and_then(Node::as_map)
-            .unwrap_or_default()
-        {
-            let essence = crate::types::media_essence(&media.key);
-            if !crate::types::is_json(&essence) || media_types.contains(&essence) {
-                continue;
+        for (media_type, media) in crate::types::media_choices(response) {
+            let essence = crate::types::media_essence(&media_type);
+            if crate::types::is_json(&essence) {
+                found.push((status, essence, media.get("schema")));
             }
-            media_types.push(essence.clone());
-            found.push((status, essence, media.value.get("schema")));
         }
     }
     found

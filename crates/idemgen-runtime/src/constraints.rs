@@ -48,23 +48,25 @@ impl AnswerConstraints {
         status: u16,
         content_type: &str,
     ) -> &'static [Constraint] {
-        let code = status.to_string();
-        let class = format!("{}XX", status / 100);
-        let essence = content_type.split(';').next().unwrap_or("").trim();
-        let declared = |key: &str| {
-            answers
-                .iter()
-                .filter(|answer| answer.status.eq_ignore_ascii_case(key))
-                .collect::<Vec<_>>()
+        // How closely a response's key names `status`: 0 its code, 1 its
+        // class, 2 `default`; `None` another status.
+        let closeness = |key: &str| match key.as_bytes() {
+            _ if key.parse() == Ok(status) => Some(0),
+            [class, x, y] if x.eq_ignore_ascii_case(&b'x') && y.eq_ignore_ascii_case(&b'x') => {
+                (u16::from(class.wrapping_sub(b'0')) == status / 100).then_some(1)
+            }
+            _ => (key == "default").then_some(2),
         };
-        [code.as_str(), class.as_str(), "default"]
-            .into_iter()
-            .map(declared)
-            .find(|responses| !responses.is_empty())
-            .and_then(|responses| {
-                responses
-                    .into_iter()
-                    .find(|answer| answer.media_type.eq_ignore_ascii_case(essence))
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        let Some(closest) = answers.iter().filter_map(|answer| closeness(answer.status)).min()
+        else {
+            return &[];
+        };
+        answers
+            .iter()
+            .find(|answer| {
+                closeness(answer.status) == Some(closest)
+                    && answer.media_type.eq_ignore_ascii_case(essence)
             })
             .map_or(&[], |answer| answer.constraints)
     }

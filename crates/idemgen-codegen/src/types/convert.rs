@@ -808,7 +808,7 @@ fn string_format(schema: &Node) -> Option<String> {
 
 /// The words a referenced schema is named after: the pointer's last
 /// segment, else the file's stem.
-fn reference_name(reference: &str) -> String {
+pub(crate) fn reference_name(reference: &str) -> String {
     let (file, pointer) = reference.split_once('#').unwrap_or((reference, ""));
     if let Some(segment) = pointer.rsplit('/').find(|segment| !segment.is_empty()) {
         return segment.replace("~1", "/").replace("~0", "~");

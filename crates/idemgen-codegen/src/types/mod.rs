@@ -85,7 +85,8 @@ use std::collections::BTreeMap;
 use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
-pub(crate) use operation::{is_json, media_essence};
+pub(crate) use convert::reference_name;
+pub(crate) use operation::{is_json, media_choices, media_essence};
 
 /// The `PascalCase` words an operation's types start with (`GetOrder` in
 /// `GetOrderParams`), before any suffix that keeps them unique.

@@ -564,7 +564,7 @@ pub(crate) fn is_json(media_type: &str) -> bool {
 /// each concrete type once (a second spelling of the same type, say with
 /// a charset, is the first's), media ranges (`text/*`, `*/*`) left out,
 /// since a `Content-Type` names one type.
-fn media_choices(response: &Node) -> Vec<(String, &Node)> {
+pub(crate) fn media_choices(response: &Node) -> Vec<(String, &Node)> {
     let mut choices: Vec<(String, &Node)> = Vec::new();
     for entry in response
         .get("content")
