@@ -156,6 +156,7 @@ pub fn run(args: &GenArgs) -> ExitCode {
             if let Some(note) = uncontracted::note(
                 &args.spec,
                 &args.output,
+                args.config.overlays_for(&config, &args.spec),
                 &workspace,
                 config.defaults,
                 &linted.diagnostics,

@@ -3,7 +3,7 @@
 //! writes contracts for them as an overlay.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use idemgen_diagnostics::Diagnostic;
 use idemgen_spec::Workspace;
@@ -16,10 +16,13 @@ const KEY_WITHOUT_CONTRACT: &str = "undeclared-key-header";
 
 /// The note, when some operation declares a key without a contract or
 /// no operation has one; `None` otherwise (a GET without a contract is
-/// not news).
+/// not news). `applied` are the overlays this run read the spec through:
+/// the `gen` command it prints keeps them, since `--overlay` on the
+/// command line replaces idemgen.toml's list.
 pub fn note(
     spec: &Path,
     output: &Path,
+    applied: &[PathBuf],
     workspace: &Workspace,
     defaults: Defaults,
     diagnostics: &[Diagnostic],
@@ -72,12 +75,23 @@ pub fn note(
         },
     ));
     let overlay = overlay_path(spec);
+    let mut overlays: Vec<String> = applied
+        .iter()
+        .map(|applied| applied.display().to_string())
+        .filter(|applied| *applied != overlay)
+        .collect();
+    overlays.push(overlay.clone());
+    let overlay_flags: Vec<String> = overlays
+        .iter()
+        .map(|overlay| format!("--overlay {}", shell_word(overlay)))
+        .collect();
     note.push_str(&format!(
         "  write contracts for them (and any other write lint finds without one) as an \
          overlay, the spec staying as it is; fill in its `TODO:`s, then generate from it:\n  \
          idemgen lint --fix --unsafe-fixes --overlay {overlay} {spec}\n  \
-         idemgen gen --overlay {overlay} {spec} -o {output}\n",
+         idemgen gen {overlay_flags} {spec} -o {output}\n",
         overlay = shell_word(&overlay),
+        overlay_flags = overlay_flags.join(" "),
         spec = shell_word(&spec.display().to_string()),
         output = shell_word(&output.display().to_string()),
     ));

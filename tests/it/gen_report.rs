@@ -287,3 +287,40 @@ fn adyen_checkout_without_contracts_is_told_how_to_add_them() {
     assert_eq!(keyed_without_contract(&spec).len(), 22);
     spec_without_contracts_gets_the_overlay_command(&spec, 28);
 }
+
+/// A run through an overlay of the user's own (here one that fixes the
+/// spec's title) is told a `gen` command that still applies it: a
+/// command-line `--overlay` replaces the list, so dropping it would read
+/// the spec without the user's fix.
+#[test]
+fn the_overlay_command_keeps_the_overlays_already_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("transfers.yaml");
+    std::fs::copy(
+        root().join("tests/corpus/specs/adyen-TransferService-v4.yaml"),
+        &spec,
+    )
+    .unwrap();
+    let own = dir.path().join("own-fixes.yaml");
+    std::fs::write(
+        &own,
+        "overlay: 1.0.0\ninfo:\n  title: our fixes\n  version: 1.0.0\nactions:\n  \
+         - target: $.info\n    update:\n      title: Transfers\n",
+    )
+    .unwrap();
+    let out = dir.path().join("svc");
+    let output = gen_into(&spec, &out, &["--overlay", own.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let expected = format!(
+        "idemgen gen --overlay {} --overlay {} {} -o {}",
+        own.display(),
+        dir.path().join("transfers.idempotency.yaml").display(),
+        spec.display(),
+        out.display()
+    );
+    assert!(
+        stdout.lines().any(|line| line.trim() == expected),
+        "no `{expected}` in:\n{stdout}"
+    );
+}
