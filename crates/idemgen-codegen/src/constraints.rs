@@ -14,6 +14,7 @@
 
 use std::collections::HashSet;
 
+use idemgen_runtime::decimal::Decimal;
 use idemgen_spec::Workspace;
 use idemgen_spec::node::{Node, Value};
 use idemgen_spec::operations::Operation;
@@ -363,7 +364,10 @@ impl<'w> Collector<'w> {
         }
         // JSON Schema's step is more than 0; another checks nothing.
         let step = limit("multipleOf").filter(|step| !step.starts_with('-'));
-        let digits = step.as_deref().map_or(0, significant_digits);
+        let digits = step
+            .as_deref()
+            .and_then(Decimal::parse)
+            .map_or(0, |step| step.significant_digits());
         if let Some(step) = step.filter(|_| (1..=MULTIPLE_OF_DIGITS).contains(&digits)) {
             checks.push(format!("Check::MultipleOf({})", rust_string(&step)));
         } else if digits > MULTIPLE_OF_DIGITS {
@@ -439,7 +443,7 @@ fn number_text(workspace: &Workspace, node: &Node) -> Option<String> {
     let written = file.text.get(start..end).map(str::trim);
     let json = written
         .map(|text| text.strip_prefix('+').unwrap_or(text))
-        .filter(|text| is_json_number(text));
+        .filter(|text| Decimal::parse(text).is_some());
     let text = match (&node.value, json) {
         (Value::Int(n), _) => n.to_string(),
         (Value::Float(_), Some(text)) => text.to_string(),
@@ -462,39 +466,8 @@ fn is_integer_text(text: &str) -> bool {
     !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether `text` is JSON number text (RFC 8259, section 6).
-fn is_json_number(text: &str) -> bool {
-    let digits = |text: &str| text.bytes().take_while(u8::is_ascii_digit).count();
-    let rest = text.strip_prefix('-').unwrap_or(text);
-    let whole = digits(rest);
-    if whole == 0 || (whole > 1 && rest.starts_with('0')) {
-        return false;
-    }
-    let mut rest = &rest[whole..];
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let n = digits(fraction);
-        if n == 0 {
-            return false;
-        }
-        rest = &fraction[n..];
-    }
-    if let Some(exponent) = rest.strip_prefix(['e', 'E']) {
-        let exponent = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-        let n = digits(exponent);
-        return n > 0 && n == exponent.len();
-    }
-    rest.is_empty()
-}
-
 /// The most significant digits of a `multipleOf` the runtime divides by.
 const MULTIPLE_OF_DIGITS: usize = 19;
-
-/// The significant digits of JSON number text.
-fn significant_digits(text: &str) -> usize {
-    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    digits.trim_matches('0').len()
-}
 
 fn as_number(node: &Node) -> Option<f64> {
     match &node.value {

@@ -1,6 +1,8 @@
 //! Exact decimal values of JSON number text, for the validation keywords
 //! whose limits a payment spec writes in cents and fractions (`0.01`):
 //! ordered and divided as decimals, never as the floats nearest them.
+//! Without a database feature too: the generator reads a spec's limits
+//! with the same grammar the service checks them with.
 
 use std::cmp::Ordering;
 
@@ -12,7 +14,7 @@ const EXPONENT_LIMIT: i64 = 1_000_000_000_000_000_000;
 /// `digits × 10^exponent`, the digits (ASCII) without leading or trailing
 /// zeros, none at all for zero.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Decimal {
+pub struct Decimal {
     negative: bool,
     digits: Vec<u8>,
     exponent: i64,
@@ -21,7 +23,7 @@ pub(crate) struct Decimal {
 impl Decimal {
     /// The value of JSON number text (`-12.50`, `1e-7`); `None` for text
     /// that is not a JSON number.
-    pub(crate) fn parse(text: &str) -> Option<Decimal> {
+    pub fn parse(text: &str) -> Option<Decimal> {
         fn digits(bytes: &[u8]) -> (&[u8], &[u8]) {
             bytes.split_at(bytes.iter().take_while(|b| b.is_ascii_digit()).count())
         }
@@ -69,13 +71,23 @@ impl Decimal {
         let leading = all.iter().take_while(|digit| **digit == b'0').count();
         all.drain(..leading);
         if all.is_empty() {
-            return Some(Decimal { negative: false, digits: all, exponent: 0 });
+            return Some(Decimal {
+                negative: false,
+                digits: all,
+                exponent: 0,
+            });
         }
         Some(Decimal {
             negative,
             digits: all,
             exponent: exponent - fraction.len() as i64 + trailing as i64,
         })
+    }
+
+    /// How many digits the value has without leading and trailing zeros
+    /// (`0.0150` has 2, zero none).
+    pub fn significant_digits(&self) -> usize {
+        self.digits.len()
     }
 
     fn is_zero(&self) -> bool {
@@ -85,11 +97,14 @@ impl Decimal {
     /// Whether `self / step` is a whole number; `None` when `step`'s
     /// significant digits do not fit a `u64` (the generator writes at most
     /// 19).
-    pub(crate) fn is_multiple_of(&self, step: &Decimal) -> Option<bool> {
+    pub fn is_multiple_of(&self, step: &Decimal) -> Option<bool> {
         if self.is_zero() {
             return Some(true);
         }
-        let divisor = std::str::from_utf8(&step.digits).ok()?.parse::<u64>().ok()?;
+        let divisor = std::str::from_utf8(&step.digits)
+            .ok()?
+            .parse::<u64>()
+            .ok()?;
         if divisor == 0 {
             return None;
         }
@@ -99,10 +114,9 @@ impl Decimal {
             return Some(false);
         }
         let divisor = u128::from(divisor);
-        let remainder = self
-            .digits
-            .iter()
-            .fold(0_u128, |remainder, digit| (remainder * 10 + u128::from(digit - b'0')) % divisor);
+        let remainder = self.digits.iter().fold(0_u128, |remainder, digit| {
+            (remainder * 10 + u128::from(digit - b'0')) % divisor
+        });
         let shift = pow10_mod(self.exponent - step.exponent, divisor);
         Some((remainder * shift).is_multiple_of(divisor))
     }
@@ -139,7 +153,11 @@ impl Ord for Decimal {
                 let magnitude = top(self)
                     .cmp(&top(other))
                     .then_with(|| self.digits.cmp(&other.digits));
-                if self.negative { magnitude.reverse() } else { magnitude }
+                if self.negative {
+                    magnitude.reverse()
+                } else {
+                    magnitude
+                }
             }
             unequal => unequal,
         }
@@ -162,10 +180,14 @@ mod tests {
 
     #[test]
     fn only_json_number_text_is_read() {
-        for text in ["0", "-0", "1", "-12.50", "1e3", "1E+3", "2.5e-7", "0.000", "10"] {
+        for text in [
+            "0", "-0", "1", "-12.50", "1e3", "1E+3", "2.5e-7", "0.000", "10",
+        ] {
             assert!(Decimal::parse(text).is_some(), "{text}");
         }
-        for text in ["", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1_000", "0x10", "NaN", "1 ", "1ee2"] {
+        for text in [
+            "", "-", "01", "1.", ".5", "1e", "1e+", "+1", "1_000", "0x10", "NaN", "1 ", "1ee2",
+        ] {
             assert!(Decimal::parse(text).is_none(), "{text}");
         }
     }
@@ -182,12 +204,38 @@ mod tests {
     #[test]
     fn decimals_order_by_value() {
         let ascending = [
-            "-1e400", "-10", "-9.99", "-1", "-0.1", "-0.01", "0", "0.01", "0.010000000000000000001",
-            "0.1", "0.99", "1", "9007199254740992", "9007199254740993", "1e20", "1e400",
+            "-1e400",
+            "-10",
+            "-9.99",
+            "-1",
+            "-0.1",
+            "-0.01",
+            "0",
+            "0.01",
+            "0.010000000000000000001",
+            "0.1",
+            "0.99",
+            "1",
+            "9007199254740992",
+            "9007199254740993",
+            "1e20",
+            "1e400",
         ];
         for pair in ascending.windows(2) {
-            assert_eq!(d(pair[0]).cmp(&d(pair[1])), Ordering::Less, "{} < {}", pair[0], pair[1]);
-            assert_eq!(d(pair[1]).cmp(&d(pair[0])), Ordering::Greater, "{} > {}", pair[1], pair[0]);
+            assert_eq!(
+                d(pair[0]).cmp(&d(pair[1])),
+                Ordering::Less,
+                "{} < {}",
+                pair[0],
+                pair[1]
+            );
+            assert_eq!(
+                d(pair[1]).cmp(&d(pair[0])),
+                Ordering::Greater,
+                "{} > {}",
+                pair[1],
+                pair[0]
+            );
         }
         assert_eq!(d("12.5").cmp(&d("1.25e1")), Ordering::Equal);
     }
@@ -197,7 +245,11 @@ mod tests {
         let multiple = |value: &str, step: &str| d(value).is_multiple_of(&d(step));
         assert_eq!(multiple("19.99", "0.01"), Some(true));
         assert_eq!(multiple("19.9900000001", "0.01"), Some(false));
-        assert_eq!(multiple("0.3", "0.1"), Some(true), "0.1 + 0.2 is a float's problem");
+        assert_eq!(
+            multiple("0.3", "0.1"),
+            Some(true),
+            "0.1 + 0.2 is a float's problem"
+        );
         assert_eq!(multiple("0", "0.07"), Some(true));
         assert_eq!(multiple("-1.5", "0.5"), Some(true));
         assert_eq!(multiple("1.25", "0.5"), Some(false));
@@ -208,6 +260,10 @@ mod tests {
         assert_eq!(multiple("9007199254740981", "5"), Some(false));
         assert_eq!(multiple("2.5", "2.5"), Some(true));
         assert_eq!(multiple("12", "1.2"), Some(true));
-        assert_eq!(multiple("1", "12345678901234567890123"), None, "past 19 digits");
+        assert_eq!(
+            multiple("1", "12345678901234567890123"),
+            None,
+            "past 19 digits"
+        );
     }
 }

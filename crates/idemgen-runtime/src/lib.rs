@@ -90,6 +90,7 @@ macro_rules! engine {
     };
 }
 
+pub mod decimal;
 pub mod sources;
 
 #[cfg(all(feature = "engine", feature = "otel"))]
@@ -100,7 +101,6 @@ engine! {
     pub mod constraints;
     mod contract;
     mod db;
-    mod decimal;
     mod engine;
     mod fingerprint;
     mod in_flight;
