@@ -377,7 +377,10 @@ impl Idempotency {
             .await
             .map_err(|answer| unread(operation, answer))?;
         let admitted = admit(operation, &request)?;
-        self.begin_admitted(operation, request, admitted).await
+        let (call, ()) = self
+            .begin_admitted(operation, request, admitted, |_| Ok(()))
+            .await?;
+        Ok(call)
     }
 
     /// [`Idempotency::begin`] for typed input: `decode` turns the request
@@ -385,7 +388,9 @@ impl Idempotency {
     /// against their schemas, e.g. with [`Request::body_as`]) *before* the
     /// key is claimed, so a request it refuses (its `Err` reply, typically
     /// 400 or 422) writes no record and leaves the key unused: the client
-    /// may fix the request and send it again with the same key.
+    /// may fix the request and send it again with the same key. A replay is
+    /// answered from the record before `decode` runs: its fingerprint is
+    /// that of a request decoded once already.
     pub async fn begin_typed<I>(
         &self,
         operation: &'static Operation,
@@ -399,38 +404,40 @@ impl Idempotency {
         // The key is checked first, so a request without one gets the
         // contract's answer for that, whatever else is wrong with it.
         let admitted = admit(operation, &request)?;
-        let input = decode(&request).map_err(|reply| {
-            refuse(operation, RefusalReason::SchemaInvalid, reply.into_response())
-        })?;
-        let call = self.begin_admitted(operation, request, admitted).await?;
-        Ok((call, input))
+        self.begin_admitted(operation, request, admitted, decode)
+            .await
     }
 
     /// Claims the key `admit` read from `request` (none: the operation has
     /// no contract, or the key is optional and absent) and opens the
     /// business transaction.
-    async fn begin_admitted(
+    async fn begin_admitted<I>(
         &self,
         operation: &'static Operation,
         request: Request,
         admitted: Option<Admitted>,
-    ) -> Result<Call, Response> {
+        decode: impl FnOnce(&Request) -> Result<I, Reply>,
+    ) -> Result<(Call, I), Response> {
         let started = Instant::now();
         let claims = admitted.is_some();
         // Boxed: its state (the claim's statements) is the largest of a
         // request's ([`crate::in_place`]).
-        let begun = in_place(|| self.claim_and_begin(operation, request, admitted, started)).await;
+        let begun =
+            in_place(|| self.claim_and_begin(operation, request, admitted, decode, started)).await;
         let took = started.elapsed();
+        // A request its input refused (after the read that found no
+        // answer) claimed nothing: there is no claim to time.
+        let claims = claims && !begun.as_ref().is_err_and(outcome::is_refused);
         if claims {
             operation
                 .metrics
                 .observe_claim(operation.contract.as_ref(), took);
         }
         match begun {
-            Ok(mut call) => {
+            Ok((mut call, input)) => {
                 call.claim_time = claims.then_some(took);
                 call.business_started = Instant::now();
-                Ok(call)
+                Ok((call, input))
             }
             Err(answer) => {
                 outcome::count(&operation.metrics, &answer);
@@ -442,13 +449,20 @@ impl Idempotency {
     }
 
     /// [`Idempotency::begin_admitted`] without its measures.
-    async fn claim_and_begin(
+    async fn claim_and_begin<I>(
         &self,
         operation: &'static Operation,
         request: Request,
         admitted: Option<Admitted>,
+        decode: impl FnOnce(&Request) -> Result<I, Reply>,
         started: Instant,
-    ) -> Result<Call, Response> {
+    ) -> Result<(Call, I), Response> {
+        // Without a key there is no record to answer from: the input is
+        // decoded first, and a request it refuses touches no connection.
+        let input = match &admitted {
+            Some(_) => Input::AfterTheRead(decode),
+            None => Input::Decoded(decoded(operation, &request, decode)?),
+        };
         // While the database is known to be down, answer at once rather
         // than wait out the lease on a connection that cannot come.
         if self.reachability.still_down(&self.pool).await {
@@ -460,18 +474,22 @@ impl Idempotency {
             ));
         }
         let Some(contract) = &operation.contract else {
+            let input = input.decode(operation, &request)?;
             return match db::begin(&self.pool).await {
-                Ok(tx) => Ok(Call {
-                    engine: self.clone(),
-                    operation,
-                    tx,
-                    request,
-                    claim: None,
-                    deadline: None,
-                    claim_time: None,
-                    business_started: started,
-                    lead: None,
-                }),
+                Ok(tx) => Ok((
+                    Call {
+                        engine: self.clone(),
+                        operation,
+                        tx,
+                        request,
+                        claim: None,
+                        deadline: None,
+                        claim_time: None,
+                        business_started: started,
+                        lead: None,
+                    },
+                    input,
+                )),
                 Err(error) => Err(self.stopped(operation, None, stop_for(&error), Some(&error))),
             };
         };
@@ -502,6 +520,17 @@ impl Idempotency {
             // The pool's own wait, cut short by the lease.
             Err(_) => return Err(self.pool_timed_out(operation, contract).await),
         };
+        // A replay is answered from one read, before the input is decoded
+        // and before any transaction begins (on MySQL a transaction's first
+        // read would fix the snapshot the claim's read-back sees).
+        if let Some(admitted) = &admitted {
+            let read = self.answer_from_one_read(operation, contract, admitted, &mut connection);
+            match tokio::time::timeout_at(deadline, read).await {
+                Ok(read) => read?,
+                Err(_) => return Err(self.timed_out(operation, contract).await),
+            }
+        }
+        let input = input.decode(operation, &request)?;
         let admitted = match (contract.claim, admitted) {
             (ClaimMode::InTransaction, Some(admitted)) => {
                 let claimed =
@@ -517,17 +546,20 @@ impl Idempotency {
                     &claim.key,
                     &claim.fingerprint,
                 ));
-                return Ok(Call {
-                    engine: self.clone(),
-                    operation,
-                    tx,
-                    request,
-                    claim: Some(claim),
-                    deadline: Some(deadline),
-                    claim_time: None,
-                    business_started: started,
-                    lead,
-                });
+                return Ok((
+                    Call {
+                        engine: self.clone(),
+                        operation,
+                        tx,
+                        request,
+                        claim: Some(claim),
+                        deadline: Some(deadline),
+                        claim_time: None,
+                        business_started: started,
+                        lead,
+                    },
+                    input,
+                ));
             }
             (_, admitted) => admitted,
         };
@@ -552,17 +584,20 @@ impl Idempotency {
         });
         let began = tokio::time::timeout_at(deadline, db::begin_on(connection)).await;
         match began {
-            Ok(Ok(tx)) => Ok(Call {
-                engine: self.clone(),
-                operation,
-                tx,
-                request,
-                claim,
-                deadline: Some(deadline),
-                claim_time: None,
-                business_started: started,
-                lead,
-            }),
+            Ok(Ok(tx)) => Ok((
+                Call {
+                    engine: self.clone(),
+                    operation,
+                    tx,
+                    request,
+                    claim,
+                    deadline: Some(deadline),
+                    claim_time: None,
+                    business_started: started,
+                    lead,
+                },
+                input,
+            )),
             Ok(Err(error)) => {
                 if let Some(claim) = &claim {
                     self.release(operation, claim).await;
@@ -790,8 +825,6 @@ impl Idempotency {
         admitted: Admitted,
         connection: &mut PoolConnection,
     ) -> Result<Claim, Response> {
-        self.answer_from_one_read(operation, contract, &admitted, connection)
-            .await?;
         self.claim_on(operation, contract, admitted, connection, None)
             .await
     }
@@ -809,13 +842,9 @@ impl Idempotency {
         operation: &'static Operation,
         contract: &Contract,
         admitted: Admitted,
-        mut connection: PoolConnection,
+        connection: PoolConnection,
         deadline: Instant,
     ) -> Result<(Claim, Tx), Response> {
-        // Read before the transaction begins: on MySQL its first read
-        // would fix the snapshot that the claim's read-back sees.
-        self.answer_from_one_read(operation, contract, &admitted, &mut connection)
-            .await?;
         let mut tx = match db::begin_on(connection).await {
             Ok(tx) => tx,
             // SQLite: another writer held the database for the whole busy
@@ -2003,10 +2032,47 @@ fn in_progress(contract: &Contract) -> Response {
 
 /// `answer`, counted and marked as refused for `refusal`.
 fn refuse(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
+    let answer = refused(operation, refusal, answer);
+    outcome::count(&operation.metrics, &answer);
+    answer
+}
+
+/// `answer`, marked as refused for `refusal`, to be counted with the
+/// other answers of [`Idempotency::begin_admitted`].
+fn refused(operation: &Operation, refusal: RefusalReason, answer: Response) -> Response {
     operation.metrics.refused(refusal);
     let answer = outcome::reject(answer, Rejection::Refused);
-    outcome::count(&operation.metrics, &answer);
     outcome::mark(answer, Outcome::Refused(refusal))
+}
+
+/// The business function's input: decoded before anything else when no
+/// record can answer the request, else after the read that may.
+enum Input<I, D> {
+    Decoded(I),
+    AfterTheRead(D),
+}
+
+impl<I, D: FnOnce(&Request) -> Result<I, Reply>> Input<I, D> {
+    // The error is the answer to send, as `admit`'s is.
+    #[allow(clippy::result_large_err)]
+    fn decode(self, operation: &Operation, request: &Request) -> Result<I, Response> {
+        match self {
+            Input::Decoded(input) => Ok(input),
+            Input::AfterTheRead(decode) => decoded(operation, request, decode),
+        }
+    }
+}
+
+/// `decode`'s input of `request`; its refusal marked as a schema refusal.
+#[allow(clippy::result_large_err)]
+fn decoded<I>(
+    operation: &Operation,
+    request: &Request,
+    decode: impl FnOnce(&Request) -> Result<I, Reply>,
+) -> Result<I, Response> {
+    decode(request).map_err(|reply| {
+        refused(operation, RefusalReason::SchemaInvalid, reply.into_response())
+    })
 }
 
 /// `answer` to a request whose body could not be read (too large, too

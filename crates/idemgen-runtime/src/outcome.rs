@@ -76,6 +76,14 @@ pub(crate) fn mark(mut response: Response, outcome: Outcome) -> Response {
     response
 }
 
+/// Whether `response` is marked as refused: the request claimed nothing.
+pub(crate) fn is_refused(response: &Response) -> bool {
+    response
+        .extensions()
+        .get::<Observed>()
+        .is_some_and(|observed| matches!(observed.outcome, Outcome::Refused(_)))
+}
+
 /// Adds timings to the mark of `response` (marked `otherwise` if it was not).
 pub(crate) fn timed(
     mut response: Response,
