@@ -3,7 +3,8 @@
 //! body with nested brackets and arrays) is built in the shared
 //! `target/generated` directory and sent real requests by the test in
 //! `tests/codegen_fixtures/forms/sent.rs`, whose business code echoes what
-//! it received, and by the generated client, which writes each style.
+//! it received, and by the generated client, which writes each style;
+//! `/things/{id}.json` is routed whole and its `.json` cut off.
 //! Runs when `IDEMGEN_TEST_GENERATED_BUILDS=1`.
 
 use std::process::Command;
@@ -61,9 +62,24 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#"Param::query("colors",Scalar::String).many().explode(false),"#,
         r#"Param::query("page",Scalar::Integer).many(),"#,
         r#"Param::header("X-Trace",Scalar::String).object(&[("id",Scalar::Integer),("span",Scalar::String)]).explode(true),"#,
+        // `/things/{id}.json` is routed whole, its `.json` cut off when read.
+        r#".route("/things/{id}","#,
+        r#"staticTOUCH_THING_PATH:&[PathAffix]=&[PathAffix::new("id","",".json")];"#,
+        "letrequest=with_path_affixes(request,TOUCH_THING_PATH);",
     ] {
         assert!(flat.contains(expected), "{expected} in {routes}");
     }
+    // `/things/{id}.xml` is the same route and method: skipped, both named.
+    assert!(
+        run.stderr.contains(
+            "warning: touchThingXml: POST /things/{id}.xml matches the same requests as \
+             POST /things/{id}.json, served earlier (the router matches whole segments: both \
+             are routed at `/things/{id}`); skipped"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!server.join("src/business/touch_thing_xml.rs").exists());
     let client = dir.path().join("client");
     let run = idemgen(&["gen", SPEC, "-o", client.to_str().unwrap(), "--client"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -115,6 +131,11 @@ fn forms_and_parameter_styles_arrive_typed_or_are_refused() {
     std::fs::copy(
         fixture.join("pay_by_form.rs"),
         out.join("src/business/pay_by_form.rs"),
+    )
+    .unwrap();
+    std::fs::copy(
+        fixture.join("touch_thing.rs"),
+        out.join("src/business/touch_thing.rs"),
     )
     .unwrap();
     std::fs::copy(fixture.join("sent.rs"), out.join("tests/sent.rs")).unwrap();

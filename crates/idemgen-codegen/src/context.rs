@@ -51,6 +51,9 @@ pub struct Project {
     /// Whether any operation has parameters (the routes then name
     /// `Param` and `Scalar`).
     pub any_params: bool,
+    /// Whether an operation's path has a segment with text around its
+    /// parameter (`PathAffix` tables).
+    pub any_path_affixes: bool,
     /// Whether any operation reads a multipart body (`Part`), and whether
     /// one of its parts is text (`Scalar`).
     pub any_multipart: bool,
@@ -197,6 +200,11 @@ pub struct Operation {
     /// Upper-case HTTP method.
     pub method: String,
     pub path: String,
+    /// The route it is served at, each segment literal or `{name}`.
+    pub route: String,
+    /// The text around a parameter in its segment (`{Sid}.json`), cut off
+    /// when the request is read.
+    pub path_affixes: Vec<PathAffix>,
     /// The comment over its operation table entry: name, summary, description.
     pub comment: Vec<String>,
     /// The comment over its handler: name and summary.
@@ -454,6 +462,17 @@ pub struct Route {
 pub struct Handler {
     pub method: String,
     pub ident: String,
+    /// The operation's path as the spec spells it, for warnings.
+    #[serde(skip)]
+    pub path: String,
+}
+
+/// A path parameter with literal text around it in its segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathAffix {
+    pub name: String,
+    pub prefix: String,
+    pub suffix: String,
 }
 
 /// An operation's merged contract, as the operation table spells it.
@@ -904,23 +923,29 @@ fn test_key_parts(part: &KeyPart) -> Vec<TestKeyPart> {
     }
 }
 
-/// `path` with each parameter replaced by `p1` and everything else
+/// `path` with each parameter replaced by `p1` (the text around one in
+/// its segment, as in `{Sid}.json`, kept) and everything else
 /// percent-encoded as a URI needs.
 fn example_uri(path: &str) -> String {
+    let encode = |text: &str| -> String {
+        text.bytes()
+            .map(|byte| match byte {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                    (byte as char).to_string()
+                }
+                _ => format!("%{byte:02X}"),
+            })
+            .collect()
+    };
     path.split('/')
         .map(|segment| {
-            if segment.starts_with('{') {
-                "p1".to_string()
-            } else {
-                segment
-                    .bytes()
-                    .map(|byte| match byte {
-                        b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                            (byte as char).to_string()
-                        }
-                        _ => format!("%{byte:02X}"),
-                    })
-                    .collect()
+            let param = segment.find('{').and_then(|open| {
+                let close = open + segment[open..].find('}')?;
+                Some((&segment[..open], &segment[close + 1..]))
+            });
+            match param {
+                Some((prefix, suffix)) => format!("{}p1{}", encode(prefix), encode(suffix)),
+                None => encode(segment),
             }
         })
         .collect::<Vec<_>>()

@@ -302,7 +302,9 @@ fn serve_operations(
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);
-        add_route(&mut served.routes, operation, &ident);
+        // Checked by `unservable`.
+        let routed = routed_path(&operation.path)?;
+        add_route(&mut served.routes, operation, &routed.route, &ident);
         // The idempotency key's own form and length are the engine's to
         // check, answered with the contract's status before anything else.
         let key = analysed
@@ -321,6 +323,7 @@ fn serve_operations(
             analysed,
             display,
             ident,
+            routed,
             context::TypedInput::new(operation_types, checked),
             security,
         ));
@@ -349,20 +352,29 @@ fn unservable(
             operation.method
         ));
     }
-    if let Err(why) = check_path(&operation.path) {
-        return Some(why);
-    }
-    let shape = route_shape(&operation.path);
+    let routed = match routed_path(&operation.path) {
+        Ok(routed) => routed,
+        Err(why) => return Some(why),
+    };
+    let shape = route_shape(&routed.route);
     let method = &operation.method;
-    routes
-        .iter()
-        .any(|route| route.shape == shape && route.handlers.iter().any(|h| &h.method == method))
-        .then(|| {
-            format!(
-                "{method} {} matches the same requests as an earlier operation",
-                operation.path
-            )
-        })
+    let route = routes.iter().find(|route| route.shape == shape)?;
+    let earlier = route.handlers.iter().find(|h| &h.method == method)?;
+    // `/{id}.json` and `/{id}.xml` are one route: rather than guess which
+    // operation a request meant, the later one is not served.
+    let plain = |routed: &RoutedPath| routed.affixes.is_empty();
+    let whole_segments = if plain(&routed) && routed_path(&earlier.path).is_ok_and(|r| plain(&r)) {
+        String::new()
+    } else {
+        format!(
+            " (the router matches whole segments: both are routed at `{}`)",
+            route.path
+        )
+    };
+    Some(format!(
+        "{method} {} matches the same requests as {method} {}, served earlier{whole_segments}",
+        operation.path, earlier.path
+    ))
 }
 
 /// With an anonymous `{}` alternative next to a scheme, a caller without
@@ -477,17 +489,19 @@ fn security_summary(required: &idemgen_spec::security::Security) -> String {
 fn add_route(
     routes: &mut Vec<context::Route>,
     operation: &idemgen_spec::operations::Operation<'_>,
+    route: &str,
     ident: &str,
 ) {
-    let shape = route_shape(&operation.path);
+    let shape = route_shape(route);
     let handler = context::Handler {
         method: operation.method.clone(),
         ident: ident.to_string(),
+        path: operation.path.clone(),
     };
     match routes.iter_mut().find(|route| route.shape == shape) {
         Some(route) => route.handlers.push(handler),
         None => routes.push(context::Route {
-            path: operation.path.clone(),
+            path: route.to_string(),
             shape,
             handlers: vec![handler],
         }),
@@ -499,6 +513,7 @@ fn operation_context(
     analysed: &idemgen_spec::analysis::AnalysedOperation<'_>,
     display: String,
     ident: String,
+    routed: RoutedPath,
     input: context::TypedInput,
     security: Option<context::SecurityContext>,
 ) -> context::Operation {
@@ -510,6 +525,8 @@ fn operation_context(
         const_name: ident.to_ascii_uppercase(),
         method: operation.method.clone(),
         path: operation.path.clone(),
+        route: routed.route,
+        path_affixes: routed.affixes,
         comment,
         heading,
         business_file: format!("src/business/{ident}.rs"),
@@ -584,6 +601,7 @@ fn project_context(
         uses_time,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
+        any_path_affixes: operations.iter().any(|op| !op.path_affixes.is_empty()),
         any_multipart: operations.iter().any(|op| {
             op.input
                 .body
@@ -778,26 +796,89 @@ fn runtime_files() -> impl Iterator<Item = File> {
         })
 }
 
-/// Paths axum can route: `/`-separated, each segment literal or `{name}`.
-fn check_path(path: &str) -> Result<(), String> {
+/// A path as the generated router serves it.
+#[derive(Debug, PartialEq, Eq)]
+struct RoutedPath {
+    /// Each segment literal or a whole `{name}`.
+    route: String,
+    /// The text cut off around the parameters routed whole.
+    affixes: Vec<context::PathAffix>,
+}
+
+/// One segment of a path: literal text, or one parameter with literal
+/// text (perhaps none) around it.
+#[derive(Debug, PartialEq, Eq)]
+enum Segment<'a> {
+    Literal(&'a str),
+    Param {
+        prefix: &'a str,
+        name: &'a str,
+        suffix: &'a str,
+    },
+}
+
+/// Splits `segment`; `Err` for what axum cannot route even whole: two
+/// parameters (`{a}-{b}`), unbalanced braces, a `*` in a name, or a
+/// literal axum would read as a wildcard (`:id`, `*rest`).
+fn split_segment(segment: &str) -> Result<Segment<'_>, String> {
+    let unroutable = || format!("path segment `{segment}` cannot be routed");
+    let Some(open) = segment.find('{') else {
+        if segment.contains('}') || segment.starts_with([':', '*']) {
+            return Err(unroutable());
+        }
+        return Ok(Segment::Literal(segment));
+    };
+    let (prefix, rest) = segment.split_at(open);
+    let Some(close) = rest.find('}') else {
+        return Err(unroutable());
+    };
+    let (name, suffix) = (&rest[1..close], &rest[close + 1..]);
+    if name.is_empty() || name.contains(['{', '*']) || suffix.contains(['{', '}']) {
+        return Err(unroutable());
+    }
+    Ok(Segment::Param {
+        prefix,
+        name,
+        suffix,
+    })
+}
+
+/// The route axum serves `path` at: a parameter with text around it in
+/// its segment (`{Sid}.json`) is captured whole, axum matching whole
+/// segments only, and the text is cut off when the request is read.
+fn routed_path(path: &str) -> Result<RoutedPath, String> {
     if !path.starts_with('/') {
         return Err(format!("path `{path}` does not start with `/`"));
     }
+    let mut route = String::new();
+    let mut affixes = Vec::new();
     for segment in path.split('/').skip(1) {
-        let is_param = segment.len() > 2
-            && segment.starts_with('{')
-            && segment.ends_with('}')
-            && !segment[1..segment.len() - 1].contains(['{', '}', '*']);
-        if !is_param && (segment.contains(['{', '}']) || segment.starts_with([':', '*'])) {
-            return Err(format!("path segment `{segment}` cannot be routed"));
+        route.push('/');
+        match split_segment(segment)? {
+            Segment::Literal(text) => route.push_str(text),
+            Segment::Param {
+                prefix,
+                name,
+                suffix,
+            } => {
+                route.push_str(&format!("{{{name}}}"));
+                if !prefix.is_empty() || !suffix.is_empty() {
+                    affixes.push(context::PathAffix {
+                        name: name.to_string(),
+                        prefix: prefix.to_string(),
+                        suffix: suffix.to_string(),
+                    });
+                }
+            }
         }
     }
-    Ok(())
+    Ok(RoutedPath { route, affixes })
 }
 
-/// The path with parameter names erased: two paths of one shape collide.
-fn route_shape(path: &str) -> String {
-    path.split('/')
+/// The route with parameter names erased: two routes of one shape collide.
+fn route_shape(route: &str) -> String {
+    route
+        .split('/')
         .map(|segment| {
             if segment.starts_with('{') {
                 "{}"
@@ -812,4 +893,84 @@ fn route_shape(path: &str) -> String {
 /// A typed context as minijinja takes it.
 fn template_context(context: impl serde::Serialize) -> minijinja::Value {
     minijinja::Value::from(minijinja::value::Serde(context))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn affix(name: &str, prefix: &str, suffix: &str) -> context::PathAffix {
+        context::PathAffix {
+            name: name.into(),
+            prefix: prefix.into(),
+            suffix: suffix.into(),
+        }
+    }
+
+    #[test]
+    fn a_segment_is_literal_or_one_parameter_with_text_around_it() {
+        assert_eq!(
+            split_segment("Calls.json"),
+            Ok(Segment::Literal("Calls.json"))
+        );
+        assert_eq!(split_segment(""), Ok(Segment::Literal("")));
+        let param = |prefix, name, suffix| {
+            Ok(Segment::Param {
+                prefix,
+                name,
+                suffix,
+            })
+        };
+        assert_eq!(split_segment("{id}"), param("", "id", ""));
+        assert_eq!(split_segment("{Sid}.json"), param("", "Sid", ".json"));
+        assert_eq!(split_segment("v{version}"), param("v", "version", ""));
+        assert_eq!(split_segment("a{b}c"), param("a", "b", "c"));
+        for unroutable in [
+            "{a}-{b}", "{a}{b}", "{}", "{a", "a}", "{a}}", "{*rest}", ":id", "*rest",
+        ] {
+            assert_eq!(
+                split_segment(unroutable),
+                Err(format!("path segment `{unroutable}` cannot be routed")),
+                "{unroutable}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_parameter_with_text_around_it_is_routed_whole_and_its_text_cut() {
+        assert_eq!(
+            routed_path("/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json"),
+            Ok(RoutedPath {
+                route: "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}".into(),
+                affixes: vec![affix("Sid", "", ".json")],
+            })
+        );
+        assert_eq!(
+            routed_path("/api/v{version}/things/{id}"),
+            Ok(RoutedPath {
+                route: "/api/{version}/things/{id}".into(),
+                affixes: vec![affix("version", "v", "")],
+            })
+        );
+        assert_eq!(
+            routed_path("/orders/{order_no}"),
+            Ok(RoutedPath {
+                route: "/orders/{order_no}".into(),
+                affixes: vec![],
+            })
+        );
+        assert_eq!(
+            routed_path("/range/{from}-{to}"),
+            Err("path segment `{from}-{to}` cannot be routed".into())
+        );
+        assert_eq!(
+            routed_path("orders"),
+            Err("path `orders` does not start with `/`".into())
+        );
+        // `/{id}.json` and `/{id}.xml` are one route.
+        let shape = |path| route_shape(&routed_path(path).unwrap().route);
+        assert_eq!(shape("/things/{id}.json"), shape("/things/{thing}.xml"));
+        assert_eq!(shape("/things/{id}.json"), "/things/{}");
+        assert_ne!(shape("/things/{id}.json"), shape("/things.json"));
+    }
 }

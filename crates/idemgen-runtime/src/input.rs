@@ -139,6 +139,83 @@ impl Param {
     }
 }
 
+/// A path parameter with literal text around it in its segment
+/// (`{Sid}.json`, `v{version}`). The router matches whole segments only,
+/// so the operation is routed at `{Sid}` and the text is cut off when the
+/// request is read ([`with_path_affixes`]); a segment that does not carry
+/// it is another path, answered 404.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathAffix {
+    name: &'static str,
+    prefix: &'static str,
+    suffix: &'static str,
+}
+
+impl PathAffix {
+    /// The parameter `name` sent as `prefix`, its value, then `suffix`.
+    pub const fn new(name: &'static str, prefix: &'static str, suffix: &'static str) -> PathAffix {
+        PathAffix {
+            name,
+            prefix,
+            suffix,
+        }
+    }
+
+    /// The value inside the segment `sent`; `None` when it lacks the
+    /// prefix or suffix, or holds nothing else (a whole-segment parameter
+    /// is never empty either).
+    fn cut<'a>(&self, sent: &'a str) -> Option<&'a str> {
+        sent.strip_prefix(self.prefix)
+            .and_then(|rest| rest.strip_suffix(self.suffix))
+            .filter(|value| !value.is_empty())
+    }
+}
+
+/// The affixes an operation's path parameters carry, set on the request
+/// by [`with_path_affixes`] and cut off by [`Request::read`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PathAffixes(&'static [PathAffix]);
+
+/// `request` marked so that reading it ([`Request::read`], or
+/// [`crate::read_authenticated`]) cuts `affixes` off its path parameters
+/// before anything sees them (its key, its fingerprint, its typed
+/// parameters, the business code), and answers 404 when one is missing.
+pub fn with_path_affixes(
+    mut request: axum::extract::Request,
+    affixes: &'static [PathAffix],
+) -> axum::extract::Request {
+    request.extensions_mut().insert(PathAffixes(affixes));
+    request
+}
+
+/// Cuts the affixes `parts` was marked with off `params`; `Err` the 404
+/// answer when a segment does not carry them, as for a path nothing
+/// serves.
+pub(crate) fn cut_path_affixes(
+    parts: &axum::http::request::Parts,
+    params: &mut std::collections::HashMap<String, String>,
+) -> Result<(), Reply> {
+    let Some(PathAffixes(affixes)) = parts.extensions.get::<PathAffixes>() else {
+        return Ok(());
+    };
+    for affix in *affixes {
+        let Some(sent) = params.get_mut(affix.name) else {
+            continue;
+        };
+        match affix.cut(sent) {
+            Some(value) => *sent = value.to_string(),
+            None => {
+                return Err(Reply::refusal(
+                    ProblemKind::NotFound,
+                    StatusCode::NOT_FOUND,
+                    &format!("no operation is served at `{}`", parts.uri.path()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Request {
     /// The request's parameters as `T`, a struct whose fields are named
     /// (or serde-renamed) like the parameters in `params`. Each value's
@@ -1047,5 +1124,60 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    }
+
+    /// `/things/{id}.json` routed at `/things/{id}`: the `.json` is cut off
+    /// before the parameter is read (the business code sees `abc`), and a
+    /// segment without it is a 404, never passed on.
+    #[tokio::test]
+    async fn an_affixed_path_parameter_is_cut_or_not_found() {
+        use tower::ServiceExt;
+
+        static AFFIXES: &[PathAffix] = &[PathAffix::new("id", "", ".json")];
+        async fn read(request: axum::extract::Request) -> axum::response::Response {
+            use axum::response::IntoResponse;
+            #[derive(Deserialize)]
+            struct P {
+                id: String,
+            }
+            let request = match Request::read(with_path_affixes(request, AFFIXES)).await {
+                Ok(request) => request,
+                Err(answer) => return answer,
+            };
+            let params: P = match request.params_as(&[Param::path("id", Scalar::String)]) {
+                Ok(params) => params,
+                Err(refused) => return refused.into_response(),
+            };
+            format!("{} {}", params.id, request.path_param("id").unwrap()).into_response()
+        }
+        let router = axum::Router::new().route("/things/{id}", axum::routing::get(read));
+        let send = |path: &str| {
+            let request = axum::http::Request::get(path)
+                .body(axum::body::Body::empty())
+                .unwrap();
+            let router = router.clone();
+            async move {
+                let answer = router.oneshot(request).await.unwrap();
+                let status = answer.status();
+                let body = axum::body::to_bytes(answer.into_body(), usize::MAX)
+                    .await
+                    .unwrap();
+                (status, String::from_utf8_lossy(&body).into_owned())
+            }
+        };
+        assert_eq!(send("/things/abc.json").await, (StatusCode::OK, "abc abc".into()));
+        // Percent-decoded first, as axum decodes every segment.
+        assert_eq!(send("/things/a%20b%2Ejson").await, (StatusCode::OK, "a b a b".into()));
+        for path in ["/things/abc", "/things/.json", "/things/abc.json.xml"] {
+            let (status, body) = send(path).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+            assert!(body.contains("not-found"), "{path}: {body}");
+        }
+
+        let prefixed = PathAffix::new("version", "v", "");
+        assert_eq!(prefixed.cut("v2"), Some("2"));
+        assert_eq!(prefixed.cut("2"), None);
+        // Prefix and suffix never share a character of the segment.
+        assert_eq!(PathAffix::new("x", "v", "v").cut("v"), None);
     }
 }

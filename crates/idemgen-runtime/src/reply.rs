@@ -135,7 +135,7 @@ impl Request {
             return Err(too_large());
         }
         let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
-        let path_params = match path_params {
+        let mut path_params = match path_params {
             Ok(Path(params)) => params,
             // A segment that is not UTF-8 once percent-decoded (`%ff`):
             // refused as such, where passing the rest on would report the
@@ -146,6 +146,9 @@ impl Request {
             // Not routed by axum (a hand-written dispatcher): no parameters.
             Err(_) => HashMap::new(),
         };
+        if let Err(not_found) = crate::input::cut_path_affixes(&parts, &mut path_params) {
+            return Err(not_found.into_response());
+        }
         // Decoding replaces bytes that are not UTF-8 with U+FFFD, so
         // `?tenant=%ff` and `?tenant=%fe` would read as one tenant (or key,
         // or fingerprint): refused instead, as a path segment is.

@@ -287,3 +287,50 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
 }
+
+async fn touch(app: &App, path: &str, key: &str) -> (StatusCode, Option<String>, Value) {
+    let request = Request::post(path)
+        .header("idempotency-key", key)
+        .body(Body::empty())
+        .unwrap();
+    let answer = app.router().oneshot(request).await.unwrap();
+    let status = answer.status();
+    let replayed = answer
+        .headers()
+        .get("idempotent-replayed")
+        .map(|value| value.to_str().unwrap().to_string());
+    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, replayed, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+/// `/things/{id}.json` is routed at `/things/{id}`: the business code sees
+/// `abc` for `/things/abc.json` (its `maxLength: 3` checked on `abc`), and
+/// `/things/abc` is a 404 that claims nothing.
+#[tokio::test]
+async fn a_suffixed_path_parameter_arrives_cut_and_a_bare_one_is_not_found() {
+    let file = std::env::temp_dir().join(format!("forms-test-{}.db", uuid::Uuid::new_v4()));
+    let app = App::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .expect("connect and migrate");
+    let key = format!("thing:{}", uuid::Uuid::new_v4());
+    for bare in ["/things/abc", "/things/abc.xml", "/things/.json"] {
+        let (status, _, problem) = touch(&app, bare, &key).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{bare}: {problem}");
+        assert_eq!(problem["type"], "urn:idemgen:problem:not-found", "{bare}: {problem}");
+    }
+    // The key is unused: the 404s claimed nothing.
+    let (status, replayed, echoed) = touch(&app, "/things/abc.json", &key).await;
+    assert_eq!((status, replayed), (StatusCode::OK, None), "{echoed}");
+    assert_eq!(echoed, json!({"id": "abc", "path_param": "abc"}));
+    let (status, replayed, echoed) = touch(&app, "/things/abc.json", &key).await;
+    assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{echoed}");
+    assert_eq!(echoed, json!({"id": "abc", "path_param": "abc"}));
+    let (status, _, problem) = touch(&app, "/things/abcd.json", &format!("thing:{}", uuid::Uuid::new_v4())).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
+    assert!(problem["detail"].as_str().unwrap_or_default().contains("maxLength"), "{problem}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+}
