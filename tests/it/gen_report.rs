@@ -324,3 +324,36 @@ fn the_overlay_command_keeps_the_overlays_already_applied() {
         "no `{expected}` in:\n{stdout}"
     );
 }
+
+/// One route captures its segments under the first operation's names, so
+/// an operation that names them otherwise at the same place (a template
+/// OpenAPI does not allow) is not served, and `gen` says why.
+#[test]
+fn parameters_named_otherwise_on_one_route_are_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("things.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.1.0\ninfo: {title: things, version: '1'}\npaths:\n  \
+         /things/{id}:\n    get:\n      operationId: getThing\n      parameters:\n        \
+         - {name: id, in: path, required: true, schema: {type: string}}\n      \
+         responses:\n        '200': {description: ok}\n  \
+         /things/{thing}:\n    delete:\n      operationId: deleteThing\n      parameters:\n        \
+         - {name: thing, in: path, required: true, schema: {type: string}}\n      \
+         responses:\n        '204': {description: gone}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("svc");
+    let output = gen_into(&spec, &out, &[]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "deleteThing: DELETE /things/{thing} names its path parameters otherwise than \
+             GET /things/{id}, served earlier at the same place"
+        ),
+        "{stderr}"
+    );
+    assert!(out.join("src/business/get_thing.rs").exists());
+    assert!(!out.join("src/business/delete_thing.rs").exists());
+}

@@ -359,6 +359,24 @@ fn unservable(
     let shape = route_shape(&routed.route);
     let method = &operation.method;
     let route = routes.iter().find(|route| route.shape == shape)?;
+    // One route captures its segments under one set of names, the first
+    // operation's: another's parameters would not be found under theirs.
+    let names = |route: &str| -> Vec<String> {
+        route
+            .split('/')
+            .filter_map(|segment| segment.strip_prefix('{')?.strip_suffix('}'))
+            .map(str::to_string)
+            .collect()
+    };
+    if names(&route.path) != names(&routed.route) {
+        let first = &route.handlers[0];
+        return Some(format!(
+            "{method} {} names its path parameters otherwise than {} {}, served earlier at \
+             the same place (OpenAPI does not allow two templates that differ only in \
+             their names); name them alike",
+            operation.path, first.method, first.path
+        ));
+    }
     let earlier = route.handlers.iter().find(|h| &h.method == method)?;
     // `/{id}.json` and `/{id}.xml` are one route: rather than guess which
     // operation a request meant, the later one is not served.
