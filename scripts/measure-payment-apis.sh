@@ -44,7 +44,7 @@ for spec in "${specs[@]}"; do
     overlay=()
     fixes="scripts/spec-fixes/${spec%.*}.overlay.yaml"
     [ -f "$fixes" ] && overlay=(--overlay "$fixes")
-    "$idemgen" gen "$path" "${overlay[@]}" -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
+    "$idemgen" gen "$path" ${overlay[@]+"${overlay[@]}"} -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
     operations=0 types=0 long_ids=0 raw_bodies=0
     if [ -f "$out/src/models.rs" ]; then
         operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)

@@ -323,6 +323,25 @@ fn the_overlay_command_keeps_the_overlays_already_applied() {
         stdout.lines().any(|line| line.trim() == expected),
         "no `{expected}` in:\n{stdout}"
     );
+
+    // The overlay the note names, applied already under another spelling
+    // of its path, is listed once.
+    let named = dir.path().join("transfers.idempotency.yaml");
+    std::fs::copy(&own, &named).unwrap();
+    let spelled = dir.path().join(".").join("transfers.idempotency.yaml");
+    let output = gen_into(&spec, &out, &["--overlay", spelled.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let expected = format!(
+        "idemgen gen --overlay {} {} -o {}",
+        named.display(),
+        spec.display(),
+        out.display()
+    );
+    assert!(
+        stdout.lines().any(|line| line.trim() == expected),
+        "no `{expected}` in:\n{stdout}"
+    );
 }
 
 /// One route captures its segments under the first operation's names, so

@@ -370,10 +370,17 @@ fn unservable(
     };
     if names(&route.path) != names(&routed.route) {
         let first = &route.handlers[0];
+        let why = if first.path == route.path && routed.affixes.is_empty() {
+            "OpenAPI does not allow two templates that differ only in their names".to_string()
+        } else {
+            format!(
+                "the router matches whole segments: both are routed at `{}`",
+                route_shape(&route.path)
+            )
+        };
         return Some(format!(
             "{method} {} names its path parameters otherwise than {} {}, served earlier at \
-             the same place (OpenAPI does not allow two templates that differ only in \
-             their names); name them alike",
+             the same place ({why}); name them alike",
             operation.path, first.method, first.path
         ));
     }
@@ -851,7 +858,11 @@ fn split_segment(segment: &str) -> Result<Segment<'_>, String> {
         return Err(unroutable());
     };
     let (name, suffix) = (&rest[1..close], &rest[close + 1..]);
-    if name.is_empty() || name.contains(['{', '*']) || suffix.contains(['{', '}']) {
+    if name.is_empty()
+        || name.contains(['{', '*'])
+        || prefix.contains('}')
+        || suffix.contains(['{', '}'])
+    {
         return Err(unroutable());
     }
     Ok(Segment::Param {
@@ -944,7 +955,7 @@ mod tests {
         assert_eq!(split_segment("v{version}"), param("v", "version", ""));
         assert_eq!(split_segment("a{b}c"), param("a", "b", "c"));
         for unroutable in [
-            "{a}-{b}", "{a}{b}", "{}", "{a", "a}", "{a}}", "{*rest}", ":id", "*rest",
+            "{a}-{b}", "{a}{b}", "{}", "{a", "a}", "{a}}", "}{b}", "{*rest}", ":id", "*rest",
         ] {
             assert_eq!(
                 split_segment(unroutable),

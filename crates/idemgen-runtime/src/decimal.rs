@@ -193,6 +193,19 @@ mod tests {
     }
 
     #[test]
+    fn significant_digits_leave_out_leading_and_trailing_zeros() {
+        for (text, digits) in [
+            ("0.0150", 2),
+            ("100", 1),
+            ("1.0e5", 1),
+            ("0", 0),
+            ("-12.5", 3),
+        ] {
+            assert_eq!(d(text).significant_digits(), digits, "{text}");
+        }
+    }
+
+    #[test]
     fn one_value_is_one_decimal_however_it_is_written() {
         assert_eq!(d("1999"), d("1.999e3"));
         assert_eq!(d("1999"), d("1999.000"));

@@ -388,9 +388,11 @@ impl Idempotency {
     /// against their schemas, e.g. with [`Request::body_as`]) *before* the
     /// key is claimed, so a request it refuses (its `Err` reply, typically
     /// 400 or 422) writes no record and leaves the key unused: the client
-    /// may fix the request and send it again with the same key. A replay is
-    /// answered from the record before `decode` runs: its fingerprint is
-    /// that of a request decoded once already.
+    /// may fix the request and send it again with the same key. A keyed
+    /// request's record is read first: a replay, a conflict or the
+    /// in-progress answer is sent from it without running `decode`, so the
+    /// parts of the request its fingerprint leaves out (by default the
+    /// query and headers) are not checked on a replay.
     pub async fn begin_typed<I>(
         &self,
         operation: &'static Operation,
@@ -410,7 +412,8 @@ impl Idempotency {
 
     /// Claims the key `admit` read from `request` (none: the operation has
     /// no contract, or the key is optional and absent) and opens the
-    /// business transaction.
+    /// business transaction; `decode` makes the business function's input,
+    /// after the read that may answer a keyed request, else first.
     async fn begin_admitted<I>(
         &self,
         operation: &'static Operation,

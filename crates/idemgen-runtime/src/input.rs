@@ -178,8 +178,9 @@ pub(crate) struct PathAffixes(&'static [PathAffix]);
 
 /// `request` marked so that reading it ([`Request::read`], or
 /// [`crate::read_authenticated`]) cuts `affixes` off its path parameters
-/// before anything sees them (its key, its fingerprint, its typed
-/// parameters, the business code), and answers 404 when one is missing.
+/// before anything sees them (their validation, the typed parameters,
+/// [`Request::path_param`], the business code; the fingerprint hashes the
+/// path as sent), and answers 404 when one is missing.
 pub fn with_path_affixes(
     mut request: axum::extract::Request,
     affixes: &'static [PathAffix],
@@ -208,7 +209,11 @@ pub(crate) fn cut_path_affixes(
                 return Err(Reply::refusal(
                     ProblemKind::NotFound,
                     StatusCode::NOT_FOUND,
-                    &format!("no operation is served at `{}`", parts.uri.path()),
+                    &format!(
+                        "no {} operation is served at `{}`",
+                        parts.method,
+                        parts.uri.path()
+                    ),
                 ));
             }
         }

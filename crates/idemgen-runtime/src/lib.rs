@@ -33,7 +33,8 @@
 //! One database per build, chosen by a Cargo feature: `sqlite` (default),
 //! `mysql` (MySQL and MariaDB) or `postgres`; each turns on `engine`.
 //! Without one the crate is only its own [`sources`], which `idemgen gen`
-//! copies into a generated project.
+//! copies into a generated project, and [`decimal`], with which it reads a
+//! spec's numeric limits as the engine checks them.
 //!
 //! ```
 //! # #[cfg(feature = "sqlite")]
@@ -74,13 +75,14 @@
 //! # }).unwrap();
 //! ```
 
-// Only what a service uses is public; the rest says `pub(crate)`.
+// Only what a service (or, for `decimal`, the generator) uses is public;
+// the rest says `pub(crate)`.
 #![warn(unreachable_pub)]
 // Without a database feature the engine these docs link to is not built.
 #![cfg_attr(not(feature = "engine"), allow(rustdoc::broken_intra_doc_links))]
 
 /// Items of the engine, compiled with a database feature (each turns on
-/// `engine`); without one the crate is only [`sources`].
+/// `engine`); without one the crate is only [`sources`] and [`decimal`].
 macro_rules! engine {
     ($($item:item)*) => {
         $(

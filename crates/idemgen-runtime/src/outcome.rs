@@ -49,7 +49,8 @@ impl Outcome {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Observed {
     pub outcome: Outcome,
-    /// Getting a connection and claiming the key.
+    /// Getting a connection, reading the key's record, decoding the typed
+    /// input (when a record did not answer) and claiming the key.
     pub claim: Option<Duration>,
     /// The business function.
     pub business: Option<Duration>,

@@ -1011,8 +1011,8 @@ async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unuse
     assert_eq!(replay.headers()[REPLAYED_HEADER], "true");
     assert_eq!(body_text(replay).await.into_bytes(), body);
 
-    // A replay is answered from the record before its input is decoded:
-    // its fingerprint is that of a request decoded once already.
+    // A replay is answered from the record before its input is decoded
+    // (a decode that would refuse it never runs).
     let replay = engine
         .begin_typed(&PAY, pay(Some(&key), &json!({"amount": 10})), |_| {
             Err::<Payment, _>(Reply::problem(
