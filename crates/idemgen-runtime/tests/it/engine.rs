@@ -1267,3 +1267,34 @@ async fn a_replay_is_the_stored_answer_even_after_the_resource_changed() {
     assert_eq!(body_text(fresh).await, r#"{"refunded":1}"#);
     table.sql("DROP TABLE {t}_payment").await;
 }
+
+/// Without a key there is no record to answer from, so the input is
+/// decoded before anything touches the database: a request its decode
+/// refuses is answered so even when no connection can be had. A keyed
+/// request is refused only after the read that may answer it from its
+/// record, so then it gets the database's answer instead.
+#[tokio::test]
+async fn input_without_a_key_is_refused_before_the_database_and_with_one_after_its_read() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let engine = table.engine().await;
+    engine.pool().close().await;
+    let refuse = |_: &idemgen_runtime::Request| {
+        Err::<(), _>(Reply::problem(StatusCode::BAD_REQUEST, "bad input", ""))
+    };
+    let keyless = engine
+        .begin_typed(&PLAIN, pay(None, &json!({})), refuse)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(keyless.status(), StatusCode::BAD_REQUEST);
+    assert!(body_text(keyless).await.contains("bad input"));
+    let keyed = engine
+        .begin_typed(&PAY, pay(Some(&key()), &json!({})), refuse)
+        .await
+        .err()
+        .unwrap();
+    assert_eq!(keyed.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(!body_text(keyed).await.contains("bad input"));
+}
