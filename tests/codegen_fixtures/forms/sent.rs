@@ -223,6 +223,11 @@ async fn pay(app: &App, key: &str, form: &str) -> (StatusCode, Option<String>, V
         .header("idempotency-key", key)
         .body(Body::from(form.to_string()))
         .unwrap();
+    answer_of(app, request).await
+}
+
+/// `request`'s status, `Idempotent-Replayed` header and JSON body.
+async fn answer_of(app: &App, request: Request<Body>) -> (StatusCode, Option<String>, Value) {
     let answer = app.router().oneshot(request).await.unwrap();
     let status = answer.status();
     let replayed = answer
@@ -293,16 +298,7 @@ async fn touch(app: &App, path: &str, key: &str) -> (StatusCode, Option<String>,
         .header("idempotency-key", key)
         .body(Body::empty())
         .unwrap();
-    let answer = app.router().oneshot(request).await.unwrap();
-    let status = answer.status();
-    let replayed = answer
-        .headers()
-        .get("idempotent-replayed")
-        .map(|value| value.to_str().unwrap().to_string());
-    let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
-        .await
-        .unwrap();
-    (status, replayed, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    answer_of(app, request).await
 }
 
 /// `/things/{id}.json` is routed at `/things/{id}`: the business code sees
