@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::constraints::{AnswerContext, AnswerTable, ConstraintContext, OperationConstraints};
+use super::routing::{self, PathAffix, split_segment};
 use super::types::{
     OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar,
     StatusPattern,
@@ -465,14 +466,6 @@ pub struct Handler {
     /// The operation's path as the spec spells it, for warnings.
     #[serde(skip)]
     pub path: String,
-}
-
-/// A path parameter with literal text around it in its segment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PathAffix {
-    pub name: String,
-    pub prefix: String,
-    pub suffix: String,
 }
 
 /// An operation's merged contract, as the operation table spells it.
@@ -938,15 +931,11 @@ fn example_uri(path: &str) -> String {
             .collect()
     };
     path.split('/')
-        .map(|segment| {
-            let param = segment.find('{').and_then(|open| {
-                let close = open + segment[open..].find('}')?;
-                Some((&segment[..open], &segment[close + 1..]))
-            });
-            match param {
-                Some((prefix, suffix)) => format!("{}p1{}", encode(prefix), encode(suffix)),
-                None => encode(segment),
+        .map(|segment| match split_segment(segment) {
+            Ok(routing::Segment::Param { prefix, suffix, .. }) => {
+                format!("{}p1{}", encode(prefix), encode(suffix))
             }
+            _ => encode(segment),
         })
         .collect::<Vec<_>>()
         .join("/")

@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod names;
 pub mod orphans;
 mod render;
+mod routing;
 pub mod safety;
 pub mod types;
 pub mod write;
@@ -26,6 +27,7 @@ use std::path::PathBuf;
 use idemgen_spec::Workspace;
 use idemgen_spec::contract::model::{Contract, DEFAULT_MAX_KEY_LENGTH, DEFAULT_TABLE, Dialect};
 use idemgen_spec::operations::OperationKind;
+use routing::{RoutedPath, route_shape, routed_path};
 
 /// How a project is generated.
 #[derive(Debug, Clone)]
@@ -284,10 +286,13 @@ fn serve_operations(
     for analysed in &analysis.operations {
         let operation = &analysed.operation;
         let display = operation.name();
-        if let Some(why) = unservable(operation, &served.routes) {
-            warnings.push(format!("{display}: {why}; skipped"));
-            continue;
-        }
+        let routed = match route_for(operation, &served.routes) {
+            Ok(routed) => routed,
+            Err(why) => {
+                warnings.push(format!("{display}: {why}; skipped"));
+                continue;
+            }
+        };
         // Assigned before the types are looked up: an operation skipped for
         // want of types still takes its identifier.
         let ident = identifiers.assign(operation.operation_id.as_deref().unwrap_or(&format!(
@@ -302,8 +307,6 @@ fn serve_operations(
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);
-        // Checked by `unservable`.
-        let routed = routed_path(&operation.path)?;
         add_route(&mut served.routes, operation, &routed.route, &ident);
         // The idempotency key's own form and length are the engine's to
         // check, answered with the contract's status before anything else.
@@ -337,28 +340,28 @@ fn serve_operations(
     Ok(served)
 }
 
-/// Why the generated router cannot serve `operation`, if it cannot.
-fn unservable(
+/// The route the generated router serves `operation` at, or why it
+/// cannot serve it.
+fn route_for(
     operation: &idemgen_spec::operations::Operation<'_>,
     routes: &[context::Route],
-) -> Option<String> {
+) -> Result<RoutedPath, String> {
     if operation.kind == OperationKind::Webhook {
-        return Some("a webhook is a request this API sends, not one it serves".to_string());
+        return Err("a webhook is a request this API sends, not one it serves".to_string());
     }
     let lower = operation.method.to_ascii_lowercase();
     if operation.custom || !idemgen_spec::operations::METHODS.contains(&lower.as_str()) {
-        return Some(format!(
+        return Err(format!(
             "the generated router serves the eight HTTP/1.1 methods, not {}",
             operation.method
         ));
     }
-    let routed = match routed_path(&operation.path) {
-        Ok(routed) => routed,
-        Err(why) => return Some(why),
-    };
+    let routed = routed_path(&operation.path)?;
     let shape = route_shape(&routed.route);
     let method = &operation.method;
-    let route = routes.iter().find(|route| route.shape == shape)?;
+    let Some(route) = routes.iter().find(|route| route.shape == shape) else {
+        return Ok(routed);
+    };
     // One route captures its segments under one set of names, the first
     // operation's: another's parameters would not be found under theirs.
     let names = |route: &str| -> Vec<String> {
@@ -378,17 +381,19 @@ fn unservable(
                 route_shape(&route.path)
             )
         };
-        return Some(format!(
+        return Err(format!(
             "{method} {} names its path parameters otherwise than {} {}, served earlier at \
              the same place ({why}); name them alike",
             operation.path, first.method, first.path
         ));
     }
-    let earlier = route.handlers.iter().find(|h| &h.method == method)?;
+    let Some(earlier) = route.handlers.iter().find(|h| &h.method == method) else {
+        return Ok(routed);
+    };
     // `/{id}.json` and `/{id}.xml` are one route: rather than guess which
-    // operation a request meant, the later one is not served.
-    let plain = |routed: &RoutedPath| routed.affixes.is_empty();
-    let whole_segments = if plain(&routed) && routed_path(&earlier.path).is_ok_and(|r| plain(&r)) {
+    // operation a request meant, the later one is not served. With their
+    // names alike, a path written as its route is the route itself.
+    let whole_segments = if operation.path == route.path && earlier.path == route.path {
         String::new()
     } else {
         format!(
@@ -396,7 +401,7 @@ fn unservable(
             route.path
         )
     };
-    Some(format!(
+    Err(format!(
         "{method} {} matches the same requests as {method} {}, served earlier{whole_segments}",
         operation.path, earlier.path
     ))
@@ -821,185 +826,7 @@ fn runtime_files() -> impl Iterator<Item = File> {
         })
 }
 
-/// A path as the generated router serves it.
-#[derive(Debug, PartialEq, Eq)]
-struct RoutedPath {
-    /// Each segment literal or a whole `{name}`.
-    route: String,
-    /// The text cut off around the parameters routed whole.
-    affixes: Vec<context::PathAffix>,
-}
-
-/// One segment of a path: literal text, or one parameter with literal
-/// text (perhaps none) around it.
-#[derive(Debug, PartialEq, Eq)]
-enum Segment<'a> {
-    Literal(&'a str),
-    Param {
-        prefix: &'a str,
-        name: &'a str,
-        suffix: &'a str,
-    },
-}
-
-/// Splits `segment`; `Err` for what axum cannot route even whole: two
-/// parameters (`{a}-{b}`), unbalanced braces, a `*` in a name, or a
-/// literal axum would read as a wildcard (`:id`, `*rest`).
-fn split_segment(segment: &str) -> Result<Segment<'_>, String> {
-    let unroutable = || format!("path segment `{segment}` cannot be routed");
-    let Some(open) = segment.find('{') else {
-        if segment.contains('}') || segment.starts_with([':', '*']) {
-            return Err(unroutable());
-        }
-        return Ok(Segment::Literal(segment));
-    };
-    let (prefix, rest) = segment.split_at(open);
-    let Some(close) = rest.find('}') else {
-        return Err(unroutable());
-    };
-    let (name, suffix) = (&rest[1..close], &rest[close + 1..]);
-    if name.is_empty()
-        || name.contains(['{', '*'])
-        || prefix.contains('}')
-        || suffix.contains(['{', '}'])
-    {
-        return Err(unroutable());
-    }
-    Ok(Segment::Param {
-        prefix,
-        name,
-        suffix,
-    })
-}
-
-/// The route axum serves `path` at: a parameter with text around it in
-/// its segment (`{Sid}.json`) is captured whole, axum matching whole
-/// segments only, and the text is cut off when the request is read.
-fn routed_path(path: &str) -> Result<RoutedPath, String> {
-    if !path.starts_with('/') {
-        return Err(format!("path `{path}` does not start with `/`"));
-    }
-    let mut route = String::new();
-    let mut affixes = Vec::new();
-    for segment in path.split('/').skip(1) {
-        route.push('/');
-        match split_segment(segment)? {
-            Segment::Literal(text) => route.push_str(text),
-            Segment::Param {
-                prefix,
-                name,
-                suffix,
-            } => {
-                route.push_str(&format!("{{{name}}}"));
-                if !prefix.is_empty() || !suffix.is_empty() {
-                    affixes.push(context::PathAffix {
-                        name: name.to_string(),
-                        prefix: prefix.to_string(),
-                        suffix: suffix.to_string(),
-                    });
-                }
-            }
-        }
-    }
-    Ok(RoutedPath { route, affixes })
-}
-
-/// The route with parameter names erased: two routes of one shape collide.
-fn route_shape(route: &str) -> String {
-    route
-        .split('/')
-        .map(|segment| {
-            if segment.starts_with('{') {
-                "{}"
-            } else {
-                segment
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// A typed context as minijinja takes it.
 fn template_context(context: impl serde::Serialize) -> minijinja::Value {
     minijinja::Value::from(minijinja::value::Serde(context))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn affix(name: &str, prefix: &str, suffix: &str) -> context::PathAffix {
-        context::PathAffix {
-            name: name.into(),
-            prefix: prefix.into(),
-            suffix: suffix.into(),
-        }
-    }
-
-    #[test]
-    fn a_segment_is_literal_or_one_parameter_with_text_around_it() {
-        assert_eq!(
-            split_segment("Calls.json"),
-            Ok(Segment::Literal("Calls.json"))
-        );
-        assert_eq!(split_segment(""), Ok(Segment::Literal("")));
-        let param = |prefix, name, suffix| {
-            Ok(Segment::Param {
-                prefix,
-                name,
-                suffix,
-            })
-        };
-        assert_eq!(split_segment("{id}"), param("", "id", ""));
-        assert_eq!(split_segment("{Sid}.json"), param("", "Sid", ".json"));
-        assert_eq!(split_segment("v{version}"), param("v", "version", ""));
-        assert_eq!(split_segment("a{b}c"), param("a", "b", "c"));
-        for unroutable in [
-            "{a}-{b}", "{a}{b}", "{}", "{a", "a}", "{a}}", "}{b}", "{*rest}", ":id", "*rest",
-        ] {
-            assert_eq!(
-                split_segment(unroutable),
-                Err(format!("path segment `{unroutable}` cannot be routed")),
-                "{unroutable}"
-            );
-        }
-    }
-
-    #[test]
-    fn a_parameter_with_text_around_it_is_routed_whole_and_its_text_cut() {
-        assert_eq!(
-            routed_path("/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}.json"),
-            Ok(RoutedPath {
-                route: "/2010-04-01/Accounts/{AccountSid}/Calls/{Sid}".into(),
-                affixes: vec![affix("Sid", "", ".json")],
-            })
-        );
-        assert_eq!(
-            routed_path("/api/v{version}/things/{id}"),
-            Ok(RoutedPath {
-                route: "/api/{version}/things/{id}".into(),
-                affixes: vec![affix("version", "v", "")],
-            })
-        );
-        assert_eq!(
-            routed_path("/orders/{order_no}"),
-            Ok(RoutedPath {
-                route: "/orders/{order_no}".into(),
-                affixes: vec![],
-            })
-        );
-        assert_eq!(
-            routed_path("/range/{from}-{to}"),
-            Err("path segment `{from}-{to}` cannot be routed".into())
-        );
-        assert_eq!(
-            routed_path("orders"),
-            Err("path `orders` does not start with `/`".into())
-        );
-        // `/{id}.json` and `/{id}.xml` are one route.
-        let shape = |path| route_shape(&routed_path(path).unwrap().route);
-        assert_eq!(shape("/things/{id}.json"), shape("/things/{thing}.xml"));
-        assert_eq!(shape("/things/{id}.json"), "/things/{}");
-        assert_ne!(shape("/things/{id}.json"), shape("/things.json"));
-    }
 }
