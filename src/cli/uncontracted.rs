@@ -9,7 +9,7 @@ use idemgen_diagnostics::Diagnostic;
 use idemgen_spec::analysis::analyse;
 use idemgen_spec::contract::model::Defaults;
 use idemgen_spec::operations::OperationKind;
-use idemgen_spec::{Workspace, normalize};
+use idemgen_spec::{Workspace, normalize_absolute};
 
 /// The rule that finds a key-like parameter without an `x-idempotency`.
 const KEY_WITHOUT_CONTRACT: &str = "undeclared-key-header";
@@ -77,10 +77,7 @@ pub fn note(
     let overlay = overlay_path(spec);
     // idemgen.toml's overlays are absolute; the new one is written as the
     // spec was: compared as the files they name, so none is listed twice.
-    let same_file = |a: &Path, b: &Path| {
-        let resolved = |path: &Path| normalize(&std::path::absolute(path).unwrap_or(path.into()));
-        resolved(a) == resolved(b)
-    };
+    let same_file = |a: &Path, b: &Path| normalize_absolute(a) == normalize_absolute(b);
     let mut overlays: Vec<String> = applied
         .iter()
         .filter(|applied| !same_file(applied, Path::new(&overlay)))

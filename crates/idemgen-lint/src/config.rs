@@ -119,8 +119,7 @@ pub fn overlays_for<'o>(
     overlays: &'o HashMap<PathBuf, Vec<PathBuf>>,
     spec: &Path,
 ) -> &'o [PathBuf] {
-    let key =
-        idemgen_spec::normalize(&std::path::absolute(spec).unwrap_or_else(|_| spec.to_path_buf()));
+    let key = idemgen_spec::normalize_absolute(spec);
     overlays.get(&key).map_or(&[], Vec::as_slice)
 }
 

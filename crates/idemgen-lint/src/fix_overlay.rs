@@ -16,7 +16,7 @@
 //! `$ref`), so fixes to a file the root references are not in the overlay:
 //! [`OverlayFixes::left_out`] names those files.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 
 use idemgen_spec::{LoadError, Node, Value};
 
@@ -52,7 +52,7 @@ pub fn overlay_fixes(
     outcome: &FixOutcome,
     out: &Path,
 ) -> Result<OverlayFixes, Box<LoadError>> {
-    let root = absolute(spec);
+    let root = idemgen_spec::normalize_absolute(spec);
     let mut actions = Vec::new();
     let mut left_out = Vec::new();
     for file in &outcome.files {
@@ -78,7 +78,10 @@ pub fn overlay_fixes(
                 ("version", Emit::str("1.0.0")),
             ]),
         ),
-        ("extends", Emit::str(relative_to(&root, &absolute(out)))),
+        (
+            "extends",
+            Emit::str(relative_to(&root, &idemgen_spec::normalize_absolute(out))),
+        ),
         (
             "actions",
             Emit::Seq(actions.into_iter().map(action_emit).collect()),
@@ -255,10 +258,6 @@ fn is_shorthand(key: &str) -> bool {
         .next()
         .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn absolute(path: &Path) -> PathBuf {
-    idemgen_spec::normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 /// `spec` as a relative reference from the overlay file at `out`

@@ -147,8 +147,7 @@ impl Workspace {
         overlays: &[PathBuf],
     ) -> Result<Workspace, Box<LoadError>> {
         let display = path.display().to_string();
-        let real_path =
-            normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+        let real_path = normalize_absolute(path);
         let text = match overlay.get(&real_path) {
             Some(text) => text.clone(),
             None => read_text(path, &display)?,
@@ -216,7 +215,7 @@ impl Workspace {
         texts: &HashMap<PathBuf, String>,
     ) -> Result<(), Box<LoadError>> {
         let display = path.display().to_string();
-        let real = normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+        let real = normalize_absolute(path);
         let text = match texts.get(&real) {
             Some(text) => text.clone(),
             None => read_text(path, &display)?,
@@ -857,6 +856,13 @@ fn not_a_file(path: &Path, shown: &str, written: &str) -> String {
         Ok(metadata) if metadata.is_dir() => format!("`{written}` is a directory, not a file"),
         Ok(_) => format!("{shown} is not a regular file (a pipe or a device), so it is not read"),
     }
+}
+
+/// `path` made absolute against the working directory (as it is, if
+/// that cannot be read), then [`normalize`]d: two spellings of one file
+/// compare equal.
+pub fn normalize_absolute(path: &Path) -> PathBuf {
+    normalize(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
 }
 
 pub fn normalize(path: &Path) -> PathBuf {
