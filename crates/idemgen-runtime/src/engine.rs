@@ -569,7 +569,8 @@ impl Idempotency {
         let claim = match admitted {
             None => None,
             Some(admitted) => {
-                let claimed = self.claim(operation, contract, admitted, &mut connection);
+                // Outside any transaction: the claim commits on its own.
+                let claimed = self.claim_on(operation, contract, admitted, &mut connection, None);
                 match tokio::time::timeout_at(deadline, claimed).await {
                     Ok(claim) => Some(claim?),
                     Err(_) => return Err(self.timed_out(operation, contract).await),
@@ -817,19 +818,6 @@ impl Idempotency {
             %error,
             "claim not released; the key becomes claimable when its lease ends"
         );
-    }
-
-    /// Claims the key on `connection` (outside any transaction: the claim
-    /// commits on its own).
-    async fn claim(
-        &self,
-        operation: &'static Operation,
-        contract: &Contract,
-        admitted: Admitted,
-        connection: &mut PoolConnection,
-    ) -> Result<Claim, Response> {
-        self.claim_on(operation, contract, admitted, connection, None)
-            .await
     }
 
     /// Claims the key inside the business transaction it begins on

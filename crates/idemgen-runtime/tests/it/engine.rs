@@ -949,6 +949,16 @@ async fn table_insert_named(tx: &mut idemgen_runtime::Tx, table: &str, order: &s
     .unwrap();
 }
 
+/// A decoder that refuses every request: its answer shows that decoding
+/// ran.
+fn refuse_every_input<I>(_: &idemgen_runtime::Request) -> Result<I, Reply> {
+    Err(Reply::problem(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "decode ran",
+        "",
+    ))
+}
+
 /// The typed input of [`PAY`] in the tests below.
 #[derive(serde::Deserialize)]
 struct Payment {
@@ -1014,13 +1024,11 @@ async fn a_request_refused_by_its_schema_writes_nothing_and_leaves_the_key_unuse
     // A replay is answered from the record before its input is decoded
     // (a decode that would refuse it never runs).
     let replay = engine
-        .begin_typed(&PAY, pay(Some(&key), &json!({"amount": 10})), |_| {
-            Err::<Payment, _>(Reply::problem(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "decode ran",
-                "",
-            ))
-        })
+        .begin_typed(
+            &PAY,
+            pay(Some(&key), &json!({"amount": 10})),
+            refuse_every_input::<Payment>,
+        )
         .await
         .err()
         .unwrap();
@@ -1056,13 +1064,11 @@ async fn a_missing_key_is_answered_before_the_input_is_decoded() {
     // The body is also wrong, but the key's absence is what the contract
     // answers, with its own status.
     let refused = engine
-        .begin_typed(&STRICT, strict("acme", &json!({"order": 5})), |_| {
-            Err::<(), _>(Reply::problem(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "decode ran",
-                "",
-            ))
-        })
+        .begin_typed(
+            &STRICT,
+            strict("acme", &json!({"order": 5})),
+            refuse_every_input::<()>,
+        )
         .await
         .err()
         .unwrap();
@@ -1280,21 +1286,19 @@ async fn input_without_a_key_is_refused_before_the_database_and_with_one_after_i
     };
     let engine = table.engine().await;
     engine.pool().close().await;
-    let refuse = |_: &idemgen_runtime::Request| {
-        Err::<(), _>(Reply::problem(StatusCode::BAD_REQUEST, "bad input", ""))
-    };
+    let refuse = refuse_every_input::<()>;
     let keyless = engine
         .begin_typed(&PLAIN, pay(None, &json!({})), refuse)
         .await
         .err()
         .unwrap();
-    assert_eq!(keyless.status(), StatusCode::BAD_REQUEST);
-    assert!(body_text(keyless).await.contains("bad input"));
+    assert_eq!(keyless.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(body_text(keyless).await.contains("decode ran"));
     let keyed = engine
         .begin_typed(&PAY, pay(Some(&key()), &json!({})), refuse)
         .await
         .err()
         .unwrap();
     assert_eq!(keyed.status(), StatusCode::SERVICE_UNAVAILABLE);
-    assert!(!body_text(keyed).await.contains("bad input"));
+    assert!(!body_text(keyed).await.contains("decode ran"));
 }
