@@ -2,7 +2,7 @@
 //! keep only new findings in pull-request mode, report.
 
 use std::io::IsTerminal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -11,10 +11,10 @@ use super::{
     print_load_error,
 };
 use idemgen_diagnostics::{Diagnostic, LintedFile, LoadFailure, Report};
-use idemgen_lint::fix_loop::{FixOutcome, fix_document};
-use idemgen_lint::fix_overlay::overlay_fixes;
+use idemgen_lint::fix_loop::{FixOutcome, fix_document, fix_document_through};
+use idemgen_lint::fix_overlay::{append_fixes, overlay_fixes};
 use idemgen_lint::{LintOptions, RULES, baseline};
-use idemgen_spec::Workspace;
+use idemgen_spec::{Workspace, normalize_absolute};
 
 pub fn run(args: &LintArgs) -> ExitCode {
     let config = match args.config.load() {
@@ -22,25 +22,38 @@ pub fn run(args: &LintArgs) -> ExitCode {
         Err(code) => return code,
     };
     let options = options(args, config.lint_options());
-    // With a fix flag, `--overlay` names where the fixes go, not an input.
+    // With a fix flag, the last `--overlay` names where the fixes go; the
+    // ones before it, else idemgen.toml's, are read.
     let fixing = args.fix || args.unsafe_fixes || args.diff;
     let overlay_out = match (fixing, args.config.overlays.as_slice()) {
-        (true, [out]) if args.specs.len() == 1 => Some(out.as_path()),
-        (true, [_]) => {
+        (true, [.., out]) if args.specs.len() == 1 => Some(out.as_path()),
+        (true, [_, ..]) => {
             eprintln!(
                 "error: --fix --overlay writes the fixes of one spec, but {} specs were given\n  help: run it once per spec, each with its own overlay file",
                 args.specs.len()
             );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
-        (true, [_, _, ..]) => {
-            eprintln!(
-                "error: with --fix, --overlay names the one file the fixes are written to, but it was given {} times\n  help: give --overlay once; overlays to lint through go in idemgen.toml's [overlays] or on a run without --fix",
-                args.config.overlays.len()
-            );
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
         _ => None,
+    };
+    // What the spec is fixed through: the overlays read, then the output
+    // itself when it exists, so a second run adds only what is new.
+    let fix_inputs: Vec<PathBuf> = match overlay_out {
+        Some(out) => {
+            let (_, read) = args.config.overlays.split_last().expect("one at least");
+            let read = if read.is_empty() {
+                config.overlays_for(&args.specs[0])
+            } else {
+                read
+            };
+            let same = |path: &Path| normalize_absolute(path) == normalize_absolute(out);
+            read.iter()
+                .filter(|path| !same(path))
+                .cloned()
+                .chain(out.is_file().then(|| out.to_path_buf()))
+                .collect()
+        }
+        None => Vec::new(),
     };
     if args.statistics && !matches!(args.format, LintFormat::Pretty | LintFormat::Json) {
         eprintln!(
@@ -67,7 +80,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
     };
     let mut failed_to_load = false;
     if let Some(out) = overlay_out {
-        match write_overlay(args, &options, out) {
+        match write_overlay(args, &options, &fix_inputs, out) {
             Ok(Some(code)) => return code,
             Ok(None) => {}
             Err(code) => return code,
@@ -85,8 +98,13 @@ pub fn run(args: &LintArgs) -> ExitCode {
     for path in &args.specs {
         let overlays = match overlay_out {
             // What is left once the overlay just written is applied.
-            Some(out) if out.is_file() => vec![out.to_path_buf()],
-            Some(_) => Vec::new(),
+            Some(out) => {
+                let mut overlays = fix_inputs.clone();
+                if out.is_file() && !overlays.iter().any(|input| input == out) {
+                    overlays.push(out.to_path_buf());
+                }
+                overlays
+            }
             None => args.config.overlays_for(&config, path).to_vec(),
         };
         let workspace = match input::load_spec_telling(path, &overlays) {
@@ -253,12 +271,15 @@ fn warn_of_unfinished_and_broken(path: &Path, outcome: &FixOutcome) {
     }
 }
 
-/// `--fix --overlay OUT`: the fixes of the one spec written to OUT as an
-/// Overlay document, the spec untouched; with `--diff`, what would change
-/// in OUT, and nothing written (`Some` exit code then).
+/// `--fix --overlay OUT`: the fixes of the one spec, read through
+/// `inputs` (the overlays before OUT, then OUT itself when it exists),
+/// written to OUT as an Overlay document, the spec untouched. An existing
+/// OUT keeps its text and gets the new actions appended. With `--diff`,
+/// what would change in OUT, and nothing written (`Some` exit code then).
 fn write_overlay(
     args: &LintArgs,
     options: &LintOptions,
+    inputs: &[PathBuf],
     out: &Path,
 ) -> Result<Option<ExitCode>, ExitCode> {
     let spec = &args.specs[0];
@@ -266,27 +287,57 @@ fn write_overlay(
         print_load_error(&error);
         ExitCode::from(EXIT_BAD_INPUT)
     };
-    let outcome = fix_document(spec, options, args.unsafe_fixes).map_err(bad_input)?;
+    let outcome =
+        fix_document_through(spec, inputs, options, args.unsafe_fixes).map_err(bad_input)?;
     warn_of_unfinished_and_broken(spec, &outcome);
-    let overlay = overlay_fixes(spec, &outcome, out).map_err(bad_input)?;
+    let display = out.display().to_string();
+    let existing = if out.is_file() {
+        match std::fs::read_to_string(out) {
+            Ok(text) => Some(text),
+            Err(error) => {
+                eprintln!("error: cannot read {display}: {error}");
+                return Err(ExitCode::from(EXIT_BAD_INPUT));
+            }
+        }
+    } else {
+        None
+    };
+    let overlay = match &existing {
+        None => overlay_fixes(spec, &outcome, out).map_err(bad_input)?,
+        Some(text) => match append_fixes(spec, &outcome, out, text) {
+            Ok(overlay) => overlay,
+            Err(why) => {
+                eprintln!(
+                    "error: {display} already exists and the new fixes cannot be added to it: {why}\n  help: {display} is left as it is; move `actions` to the end of it as a block list, or write the new fixes to an overlay of their own: idemgen lint --fix --overlay {display} --overlay NEW.yaml {}",
+                    spec.display()
+                );
+                return Err(ExitCode::from(EXIT_BAD_INPUT));
+            }
+        },
+    };
     for file in &overlay.left_out {
         eprintln!(
             "warning: the fixes to {file}, which the spec references, are not in the overlay: an overlay changes the root document only\n  help: bundle the spec into one file first, or fix {file} with --fix without --overlay"
         );
     }
-    let display = out.display().to_string();
     if overlay.actions == 0 {
         if args.diff {
             return Ok(Some(ExitCode::SUCCESS));
         }
-        eprintln!(
-            "nothing to fix in {}; {display} is not written",
-            spec.display()
-        );
+        match existing {
+            Some(_) => eprintln!(
+                "nothing new to fix in {} through {display}; {display} is unchanged",
+                spec.display()
+            ),
+            None => eprintln!(
+                "nothing to fix in {}; {display} is not written",
+                spec.display()
+            ),
+        }
         return Ok(None);
     }
     if args.diff {
-        let before = std::fs::read_to_string(out).unwrap_or_default();
+        let before = existing.unwrap_or_default();
         if before == overlay.text {
             return Ok(Some(ExitCode::SUCCESS));
         }
@@ -302,7 +353,8 @@ fn write_overlay(
         return Err(ExitCode::from(EXIT_BAD_INPUT));
     }
     eprintln!(
-        "wrote {} fix{} as {} overlay action{} to {display}; {} is unchanged",
+        "{} {} fix{} as {} overlay action{} to {display}; {} is unchanged",
+        if existing.is_some() { "added" } else { "wrote" },
         outcome.applied,
         if outcome.applied == 1 { "" } else { "es" },
         overlay.actions,

@@ -156,7 +156,8 @@ pub struct LintArgs {
 /// what `--fix` does with it.
 const LINT_OVERLAY_HELP: &str = "Apply this OpenAPI Overlay document (1.0 or 1.1) to the spec before \
 reading it; repeat to apply several, in order. Replaces what idemgen.toml's [overlays] lists. \
-With --fix: write the fixes to this file, as an overlay, instead of editing the spec.";
+With --fix: the last --overlay is the file the fixes are written to, as an overlay, instead of editing \
+the spec; the ones before it are read. A file that exists is read too, kept, and gets only the new fixes.";
 
 fn rule_level_arg(text: &str) -> Result<(String, Option<idemgen_diagnostics::Severity>), String> {
     idemgen_lint::config::parse_rule_level(text)

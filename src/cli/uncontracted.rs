@@ -14,6 +14,9 @@ use idemgen_spec::{Workspace, normalize_absolute};
 /// The rule that finds a key-like parameter without an `x-idempotency`.
 const KEY_WITHOUT_CONTRACT: &str = "undeclared-key-header";
 
+/// The rule that finds a write with neither a key nor a contract.
+const WRITE_WITHOUT_CONTRACT: &str = "missing-idempotency";
+
 /// The note, when some operation declares a key without a contract or
 /// no operation has one; `None` otherwise (a GET without a contract is
 /// not news). `applied` are the overlays this run read the spec through:
@@ -58,22 +61,39 @@ pub fn note(
         if without == 1 { "it" } else { "them" },
     );
     if keyed.is_empty() {
-        note.push_str("none declares an idempotency key.\n");
-        return Some(note);
+        // A write with no key at all: lint's fix gives it a contract and
+        // the key header it names.
+        let writes = diagnostics
+            .iter()
+            .filter(|diagnostic| {
+                diagnostic.rule == WRITE_WITHOUT_CONTRACT && diagnostic.fix.is_some()
+            })
+            .filter_map(|diagnostic| diagnostic.operation.as_deref())
+            .collect::<BTreeSet<&str>>()
+            .len();
+        if writes == 0 {
+            note.push_str("none declares an idempotency key.\n");
+            return Some(note);
+        }
+        note.push_str(&format!(
+            "none declares an idempotency key; lint writes a contract and its key for the {writes} \
+             it takes for writes a retry could repeat.\n"
+        ));
+    } else {
+        note.push_str(&format!(
+            "{} of them declare an idempotency key anyway{}.\n",
+            keyed.len(),
+            if fixable.len() == keyed.len() {
+                String::new()
+            } else {
+                format!(
+                    " (lint writes a contract for the {} it takes for writes; the others look \
+                     like reads)",
+                    fixable.len()
+                )
+            },
+        ));
     }
-    note.push_str(&format!(
-        "{} of them declare an idempotency key anyway{}.\n",
-        keyed.len(),
-        if fixable.len() == keyed.len() {
-            String::new()
-        } else {
-            format!(
-                " (lint writes a contract for the {} it takes for writes; the others look like \
-                 reads)",
-                fixable.len()
-            )
-        },
-    ));
     let overlay = overlay_path(spec);
     // idemgen.toml's overlays are absolute; the new one is written as the
     // spec was: compared as the files they name, so none is listed twice.
@@ -91,9 +111,8 @@ pub fn note(
     note.push_str(&format!(
         "  write contracts for them (and any other write lint finds without one) as an \
          overlay, the spec staying as it is; fill in its `TODO:`s, then generate from it:\n  \
-         idemgen lint --fix --unsafe-fixes --overlay {overlay} {spec}\n  \
+         idemgen lint --fix --unsafe-fixes {overlay_flags} {spec}\n  \
          idemgen gen {overlay_flags} {spec} -o {output}\n",
-        overlay = shell_word(&overlay),
         overlay_flags = overlay_flags.join(" "),
         spec = shell_word(&spec.display().to_string()),
         output = shell_word(&output.display().to_string()),

@@ -323,6 +323,17 @@ fn the_overlay_command_keeps_the_overlays_already_applied() {
         stdout.lines().any(|line| line.trim() == expected),
         "no `{expected}` in:\n{stdout}"
     );
+    // lint reads the same overlays before writing the last one.
+    let fix = format!(
+        "idemgen lint --fix --unsafe-fixes --overlay {} --overlay {} {}",
+        own.display(),
+        dir.path().join("transfers.idempotency.yaml").display(),
+        spec.display(),
+    );
+    assert!(
+        stdout.lines().any(|line| line.trim() == fix),
+        "no `{fix}` in:\n{stdout}"
+    );
 
     // The overlay the note names, applied already under another spelling
     // of its path, is listed once.
@@ -375,4 +386,63 @@ fn parameters_named_otherwise_on_one_route_are_not_served() {
     );
     assert!(out.join("src/business/get_thing.rs").exists());
     assert!(!out.join("src/business/delete_thing.rs").exists());
+}
+
+/// A spec whose writes declare no key at all (Stripe's, say) is still told
+/// the command that writes their contracts, keys included: the writes get
+/// one, the search that is a read does not.
+#[test]
+fn writes_without_any_key_are_told_the_command_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("shop.yaml");
+    let operation = |path: &str, id: &str| {
+        format!(
+            "  {path}:\n    post:\n      operationId: {id}\n      responses:\n        \"201\": {{description: done, content: {{application/json: {{schema: {{type: object}}}}}}}}\n"
+        )
+    };
+    std::fs::write(
+        &spec,
+        format!(
+            "openapi: 3.1.0\ninfo: {{title: Shop, version: '1'}}\npaths:\n{}{}{}",
+            operation("/orders", "createOrder"),
+            operation("/charges", "createCharge"),
+            operation("/orders/search", "searchOrders"),
+        ),
+    )
+    .unwrap();
+    let output = gen_into(&spec, &dir.path().join("svc"), &[]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        stdout.contains(
+            "none declares an idempotency key; lint writes a contract and its key for the 2 it \
+             takes for writes a retry could repeat."
+        ),
+        "{stdout}"
+    );
+    let overlay = dir.path().join("shop.idempotency.yaml");
+    let command = format!(
+        "idemgen lint --fix --unsafe-fixes --overlay {} {}",
+        overlay.display(),
+        spec.display()
+    );
+    assert!(
+        stdout.lines().any(|line| line.trim() == command),
+        "{stdout}"
+    );
+    idemgen(&command.split_whitespace().skip(1).collect::<Vec<_>>());
+    let written = std::fs::read_to_string(&overlay).expect("the command writes the overlay");
+    for (target, contracted) in [
+        ("/orders", true),
+        ("/charges", true),
+        ("/orders/search", false),
+    ] {
+        let contract =
+            format!("- target: \"$.paths['{target}'].post\"\n    update:\n      x-idempotency:");
+        assert_eq!(
+            written.contains(&contract),
+            contracted,
+            "{target}:\n{written}"
+        );
+    }
 }

@@ -178,3 +178,136 @@ fn numbers_given_on_the_command_line_are_written() {
     assert_eq!(code, 0, "{report:#}");
     assert!(errors(&report).is_empty(), "{report:#}");
 }
+
+/// `SPEC` with one more keyed write, `createCharge`.
+fn with_charges() -> String {
+    format!(
+        "{SPEC}  /charges:
+    post:
+      operationId: createCharge
+      parameters:
+        - {{name: Idempotency-Key, in: header, required: true, schema: {{type: string}}}}
+      responses:
+        \"201\": {{description: created, content: {{application/json: {{schema: {{type: object}}}}}}}}
+"
+    )
+}
+
+fn fix_through(dir: &Path, overlays: &[&str]) -> crate::support::run::Run {
+    let mut args = vec!["lint", "--no-config", "--fix", "--unsafe-fixes"];
+    for overlay in overlays {
+        args.extend(["--overlay", overlay]);
+    }
+    args.push("openapi.yaml");
+    let run = idemgen_in(dir, &args);
+    assert!(run.code == 0 || run.code == 1, "{}", run.stderr);
+    run
+}
+
+/// Running the fix again, after a person filled in the placeholders and
+/// commented the overlay, never loses either: the spec is read through
+/// the overlay, nothing new leaves the file as it is, and a new operation
+/// only appends its actions (in YAML and in JSON).
+#[test]
+fn a_second_fix_run_keeps_what_a_person_wrote_and_adds_only_what_is_new() {
+    for out in ["fix.overlay.yaml", "fix.overlay.json"] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("openapi.yaml"), SPEC).unwrap();
+        fix_through(dir.path(), &[out]);
+        let path = dir.path().join(out);
+        let filled = crate::corpus_fix::fill_placeholders(&std::fs::read_to_string(&path).unwrap());
+        let decided = if out.ends_with(".json") {
+            filled
+        } else {
+            format!("# decided by the payments team\n{filled}")
+        };
+        std::fs::write(&path, &decided).unwrap();
+
+        let run = fix_through(dir.path(), &[out]);
+        assert!(
+            run.stderr.contains("nothing new to fix"),
+            "{out}: {}",
+            run.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), decided, "{out}");
+
+        std::fs::write(dir.path().join("openapi.yaml"), with_charges()).unwrap();
+        let run = fix_through(dir.path(), &[out]);
+        assert!(run.stderr.contains("added"), "{out}: {}", run.stderr);
+        let after = std::fs::read_to_string(&path).unwrap();
+        let kept = if out.ends_with(".json") {
+            // The closing `]` and `}` move behind the new actions.
+            decided
+                .trim_end()
+                .trim_end_matches('}')
+                .trim_end()
+                .trim_end_matches(']')
+                .trim_end()
+        } else {
+            decided.trim_end()
+        };
+        assert!(after.starts_with(kept), "{out}: {after}");
+        assert!(after.contains("$.paths['/charges'].post"), "{out}: {after}");
+        // The numbers decided before are read: the new contract's window
+        // is worked out from them, not left as a placeholder.
+        assert!(!after.contains("TODO"), "{out}: {after}");
+        let (code, report) = lint_json(dir.path(), &["--overlay", out, "openapi.yaml"]);
+        assert_eq!(code, 0, "{report:#}");
+        assert!(errors(&report).is_empty(), "{out}: {report:#}");
+        let charge = contracts_of(dir.path(), out, "createCharge");
+        assert!(
+            charge["window_ms"]
+                .as_u64()
+                .is_some_and(|window| window > 0),
+            "{out}: {charge:#}"
+        );
+        assert_eq!(charge["verdict"], "ok", "{out}: {charge:#}");
+    }
+}
+
+/// `idemgen window --format json`'s contract of `operation`, read
+/// through `overlay`.
+fn contracts_of(dir: &Path, overlay: &str, operation: &str) -> Value {
+    let run = idemgen_in(
+        dir,
+        &[
+            "window",
+            "--no-config",
+            "--format",
+            "json",
+            "--overlay",
+            overlay,
+            "openapi.yaml",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report: Value = serde_json::from_str(&run.stdout).unwrap();
+    report["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|contract| contract["operation"] == operation)
+        .unwrap_or_else(|| panic!("{operation}: {report:#}"))
+        .clone()
+}
+
+/// The overlays before the last `--overlay` are read, as `gen` reads
+/// them: the fixes are made to the spec as they leave it.
+#[test]
+fn fixes_are_made_to_the_spec_as_the_overlays_before_the_last_leave_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("openapi.yaml"), SPEC).unwrap();
+    std::fs::write(
+        dir.path().join("trim.yaml"),
+        "overlay: 1.1.0\ninfo: {title: t, version: '1'}\nactions:\n  - target: $.paths['/refunds']\n    remove: true\n",
+    )
+    .unwrap();
+    fix_through(dir.path(), &["trim.yaml", "fix.overlay.yaml"]);
+    let overlay = std::fs::read_to_string(dir.path().join("fix.overlay.yaml")).unwrap();
+    assert!(overlay.contains("$.paths['/payouts']"), "{overlay}");
+    assert!(!overlay.contains("refunds"), "{overlay}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("openapi.yaml")).unwrap(),
+        SPEC
+    );
+}

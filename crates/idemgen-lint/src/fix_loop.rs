@@ -100,6 +100,31 @@ pub fn fix_document(
     })
 }
 
+/// [`fix_document`] on the spec as the Overlay documents `overlays` leave
+/// it (none: the spec's own text). The overlaid root is fixed as JSON text
+/// written from its tree, so the outcome's root `before` and `after` are
+/// that text: what the fixes change in it, not where in the spec's own
+/// file (`--fix --overlay` diffs the two trees).
+pub fn fix_document_through(
+    path: &Path,
+    overlays: &[PathBuf],
+    options: &LintOptions,
+    unsafe_fixes: bool,
+) -> Result<FixOutcome, Box<LoadError>> {
+    if overlays.is_empty() {
+        return fix_document(path, options, unsafe_fixes);
+    }
+    let overlaid = Workspace::load_with_overlays(path, &HashMap::new(), overlays)?;
+    let text = format!(
+        "{}\n",
+        crate::fix_overlay::emit(overlaid.root()).json_pretty("", "  ")
+    );
+    let seed = HashMap::from([(idemgen_spec::normalize_absolute(path), text)]);
+    fix_findings_from(path, seed, unsafe_fixes, |workspace| {
+        lint(workspace, options).diagnostics
+    })
+}
+
 /// [`fix_document`] with the findings (and so the fixes) of each round
 /// from `findings`: the loop does not depend on where its fixes come from,
 /// and a test can hand it one that is broken on purpose.
@@ -108,7 +133,17 @@ fn fix_findings(
     unsafe_fixes: bool,
     findings: impl Fn(&Workspace) -> Vec<Diagnostic>,
 ) -> Result<FixOutcome, Box<LoadError>> {
-    let mut overlay: HashMap<PathBuf, String> = HashMap::new();
+    fix_findings_from(path, HashMap::new(), unsafe_fixes, findings)
+}
+
+/// [`fix_findings`] starting from the in-memory texts `overlay` (by
+/// path) instead of the files on disk.
+fn fix_findings_from(
+    path: &Path,
+    mut overlay: HashMap<PathBuf, String>,
+    unsafe_fixes: bool,
+    findings: impl Fn(&Workspace) -> Vec<Diagnostic>,
+) -> Result<FixOutcome, Box<LoadError>> {
     let mut originals: BTreeMap<PathBuf, (String, String)> = BTreeMap::new();
     let mut outcome = FixOutcome::default();
     let mut workspace = Workspace::load_with(path, &overlay)?;

@@ -52,23 +52,13 @@ pub fn overlay_fixes(
     outcome: &FixOutcome,
     out: &Path,
 ) -> Result<OverlayFixes, Box<LoadError>> {
-    let root = idemgen_spec::normalize_absolute(spec);
-    let mut actions = Vec::new();
-    let mut left_out = Vec::new();
-    for file in &outcome.files {
-        if file.path != root {
-            left_out.push(file.display.clone());
-            continue;
-        }
-        let before = idemgen_spec::parse_tree(&file.display, &file.before)?;
-        let after = idemgen_spec::parse_tree(&file.display, &file.after)?;
-        diff(&before, &after, &mut Vec::new(), &mut actions);
-    }
+    let (actions, left_out) = fix_actions(spec, outcome)?;
     let count = actions.len();
     let spec_name = spec.file_name().map_or_else(
         || spec.display().to_string(),
         |name| name.to_string_lossy().into_owned(),
     );
+    let root = idemgen_spec::normalize_absolute(spec);
     let document = Emit::map([
         ("overlay", Emit::str("1.1.0")),
         (
@@ -87,10 +77,7 @@ pub fn overlay_fixes(
             Emit::Seq(actions.into_iter().map(action_emit).collect()),
         ),
     ]);
-    let json = out
-        .extension()
-        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
-    let text = if json {
+    let text = if is_json(out) {
         format!("{}\n", document.json_pretty("", "  "))
     } else {
         let Emit::Map(entries) = &document else {
@@ -102,6 +89,138 @@ pub fn overlay_fixes(
         text,
         actions: count,
         left_out,
+    })
+}
+
+/// The overlay `out` whose text is `existing`, with the actions for
+/// `outcome` appended: `outcome` is the spec fixed as it reads through
+/// `out` (and the overlays before it), so what the new actions change
+/// comes after what `out` already says. Everything in `existing` is kept
+/// byte for byte (the placeholders a person filled in, comments, layout).
+/// `Err` says why the actions cannot be appended: `actions` is not the
+/// last thing in the file, or a YAML flow list.
+pub fn append_fixes(
+    spec: &Path,
+    outcome: &FixOutcome,
+    out: &Path,
+    existing: &str,
+) -> Result<OverlayFixes, String> {
+    let (actions, left_out) = fix_actions(spec, outcome).map_err(|error| error.message)?;
+    let count = actions.len();
+    if count == 0 {
+        return Ok(OverlayFixes {
+            text: existing.to_string(),
+            actions: 0,
+            left_out,
+        });
+    }
+    let display = out.display().to_string();
+    let tree = idemgen_spec::parse_tree(&display, existing).map_err(|error| error.message)?;
+    let Some(Value::Seq(items)) = tree.get("actions").map(|list| &list.value) else {
+        return Err("it has no `actions` list".to_string());
+    };
+    let list = tree.get("actions").expect("read above").span;
+    let text = if is_json(out) {
+        // After the last item (or inside `[]`), at the items' indentation.
+        let (at, indent, separator) = match items.last() {
+            Some(last) => (
+                last.span.end as usize,
+                column_of(existing, last.span.start as usize),
+                ",",
+            ),
+            None => (
+                list.start as usize + 1,
+                column_of(existing, list.start as usize) + 2,
+                "",
+            ),
+        };
+        let indent = " ".repeat(indent);
+        let added: Vec<String> = actions
+            .into_iter()
+            .map(|action| {
+                format!(
+                    "\n{indent}{}",
+                    action_emit(action).json_pretty(&indent, "  ")
+                )
+            })
+            .collect();
+        format!(
+            "{}{separator}{}{}",
+            &existing[..at],
+            added.join(","),
+            &existing[at..]
+        )
+    } else {
+        let start = list.start as usize;
+        if existing.as_bytes().get(start) != Some(&b'-') {
+            return Err("its `actions` is a flow list (`[...]`), not a block list".to_string());
+        }
+        if !only_comments(&existing[list.end as usize..]) {
+            return Err("`actions` is not the last thing in it".to_string());
+        }
+        let dash = column_of(existing, start);
+        let added: Vec<String> = actions
+            .into_iter()
+            .map(|action| {
+                format!(
+                    "{}{}",
+                    " ".repeat(dash),
+                    action_emit(action).yaml_seq_item(dash, 2)
+                )
+            })
+            .collect();
+        format!("{}\n{}\n", existing.trim_end(), added.join("\n"))
+    };
+    // The appended text must read as the same overlay and the new actions.
+    let reread = idemgen_spec::parse_tree(&display, &text).map_err(|error| error.message)?;
+    match reread.get("actions").map(|list| &list.value) {
+        Some(Value::Seq(all)) if all.len() == items.len() + count => {}
+        _ => return Err("appending to it would not keep its actions".to_string()),
+    }
+    Ok(OverlayFixes {
+        text,
+        actions: count,
+        left_out,
+    })
+}
+
+/// The actions that turn the fixed root document's `before` into its
+/// `after`, and the referenced files the fixes changed (out of reach).
+fn fix_actions(
+    spec: &Path,
+    outcome: &FixOutcome,
+) -> Result<(Vec<Action>, Vec<String>), Box<LoadError>> {
+    let root = idemgen_spec::normalize_absolute(spec);
+    let mut actions = Vec::new();
+    let mut left_out = Vec::new();
+    for file in &outcome.files {
+        if file.path != root {
+            left_out.push(file.display.clone());
+            continue;
+        }
+        let before = idemgen_spec::parse_tree(&file.display, &file.before)?;
+        let after = idemgen_spec::parse_tree(&file.display, &file.after)?;
+        diff(&before, &after, &mut Vec::new(), &mut actions);
+    }
+    Ok((actions, left_out))
+}
+
+fn is_json(out: &Path) -> bool {
+    out.extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"))
+}
+
+/// The column of byte `at` in `text`, counted in bytes from its line's
+/// start (indentation is spaces).
+fn column_of(text: &str, at: usize) -> usize {
+    at - text[..at].rfind('\n').map_or(0, |newline| newline + 1)
+}
+
+/// Whether `text` holds only blank lines and YAML comments.
+fn only_comments(text: &str) -> bool {
+    text.lines().all(|line| {
+        let line = line.trim();
+        line.is_empty() || line.starts_with('#')
     })
 }
 
@@ -202,7 +321,8 @@ fn child(path: &[Step], step: Step) -> Vec<Step> {
     path
 }
 
-fn emit(node: &Node) -> Emit {
+/// `node` as text to write (the overlaid spec, a changed value).
+pub(crate) fn emit(node: &Node) -> Emit {
     match &node.value {
         Value::Null => Emit::Null,
         Value::Bool(flag) => Emit::Bool(*flag),
