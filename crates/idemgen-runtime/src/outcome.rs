@@ -9,6 +9,14 @@ use axum::response::Response;
 
 use crate::metrics::{OperationMetrics, RefusalReason, Rejection, Wait};
 
+/// A response extension: the request was for a path the operation's route
+/// matched but the operation does not serve (a segment without the text
+/// around its parameter, [`crate::PathAffix`]). [`crate::observe`] counts
+/// it as the router's 404 for an unknown path is counted: not as a
+/// request of the operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotServed;
+
 /// What happened to a request, as the span's `outcome` field says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

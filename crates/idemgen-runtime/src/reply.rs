@@ -147,7 +147,9 @@ impl Request {
             Err(_) => HashMap::new(),
         };
         if let Err(not_found) = crate::input::cut_path_affixes(&parts, &mut path_params) {
-            return Err(not_found.into_response());
+            let mut not_found = not_found.into_response();
+            not_found.extensions_mut().insert(crate::outcome::NotServed);
+            return Err(not_found);
         }
         // Decoding replaces bytes that are not UTF-8 with U+FFFD, so
         // `?tenant=%ff` and `?tenant=%fe` would read as one tenant (or key,

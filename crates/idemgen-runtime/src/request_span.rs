@@ -21,7 +21,7 @@ use tracing::Instrument;
 
 use crate::engine::Operation;
 use crate::metrics::{RefusalReason, Rejection};
-use crate::outcome::{Observed, Outcome};
+use crate::outcome::{NotServed, Observed, Outcome};
 
 /// The middleware of `operation`'s route: runs the rest of the request
 /// inside its span and records what came of it (the request duration
@@ -70,6 +70,12 @@ pub async fn observe(
     let response = next.run(request).instrument(span.clone()).await;
     let took = started.elapsed();
     let status = response.status().as_u16();
+    if response.extensions().get::<NotServed>().is_some() {
+        // Another path than the operation's: none of its measures.
+        span.record("status", status);
+        span.record("http.response.status_code", status);
+        return response;
+    }
     let observed = match response.extensions().get::<Observed>() {
         Some(observed) => *observed,
         None => {

@@ -404,6 +404,99 @@ async fn every_kind_of_request_is_counted_timed_and_traced_without_its_secrets()
     }
 }
 
+/// Served at `/things/{id}.json`, routed at `/things/{id}`.
+static THING: Operation = Operation::plain("thing", "thing");
+
+static THINGS: [&Operation; 1] = [&THING];
+
+static THING_AFFIXES: &[idemgen_runtime::PathAffix] =
+    &[idemgen_runtime::PathAffix::new("id", "", ".json")];
+
+async fn thing(request: Request) -> Response {
+    match idemgen_runtime::Request::read(idemgen_runtime::with_path_affixes(request, THING_AFFIXES))
+        .await
+    {
+        Ok(_) => Response::new(Body::from("a thing")),
+        Err(not_found) => not_found,
+    }
+}
+
+/// `/things/abc` is a path the operation does not serve, although its
+/// route matched: a 404 as for any unknown path, none of the operation's
+/// measures (no refusal, no answer by status, no request timed), and its
+/// span has no outcome.
+#[tokio::test]
+async fn a_path_the_operation_does_not_serve_is_not_counted_as_its_request() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let spans = Spans::default();
+    let _subscriber =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let engine = table.engine().await;
+    let router = Router::new()
+        .route(
+            "/things/{id}",
+            axum::routing::get(thing).layer(from_fn_with_state(&THING, observe)),
+        )
+        .merge(idemgen_runtime::service::health_and_metrics(
+            engine.clone(),
+            &THINGS,
+        ));
+    let get = |path: &str| axum::http::Request::get(path).body(Body::empty()).unwrap();
+    assert_eq!(send(&router, get("/things/abc.json")).await, StatusCode::OK);
+    assert_eq!(
+        send(&router, get("/things/abc")).await,
+        StatusCode::NOT_FOUND
+    );
+    let response = router.clone().oneshot(get("/metrics")).await.unwrap();
+    let text = body_text(response).await;
+    let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).unwrap();
+    let thing = ("operation", "thing");
+    assert_eq!(
+        value(
+            &scrape,
+            "idempotency_request_duration_seconds_count",
+            &[thing]
+        ),
+        1.0,
+        "{text}"
+    );
+    assert_eq!(
+        value(
+            &scrape,
+            "idempotency_responses_total",
+            &[thing, ("code", "200")]
+        ),
+        1.0,
+        "{text}"
+    );
+    for sample in &scrape.samples {
+        let counted = match sample.value {
+            Value::Counter(value) | Value::Gauge(value) | Value::Untyped(value) => value,
+            _ => 0.0,
+        };
+        let refusal_or_404 = sample.metric == "idempotency_refusals_total"
+            || sample.labels.get("code") == Some("404");
+        assert!(
+            !(refusal_or_404 && counted > 0.0),
+            "the 404 was counted: {sample:?}\n{text}"
+        );
+    }
+    let spans = spans.0.lock().unwrap().clone();
+    let requests: Vec<_> = spans
+        .iter()
+        .map(|(_, fields)| fields)
+        .filter(|span| span["name"] == "request")
+        .collect();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let not_served = requests
+        .iter()
+        .find(|span| span.get("status").map(String::as_str) == Some("404"))
+        .unwrap_or_else(|| panic!("{requests:#?}"));
+    assert!(!not_served.contains_key("outcome"), "{not_served:?}");
+}
+
 /// `promtool check metrics` (Prometheus's own parser and linter) on the
 /// scrape, when promtool is installed.
 fn check_with_promtool(text: &str) {
