@@ -252,6 +252,20 @@ fn unions() {
     assert!(matches!(round_trip::<Payment>(json!({"type": "scheme"})).0, Payment::Card { .. }));
     let transfer = json!({"type": "bank_transfer", "iban": "DE00"});
     assert_eq!(round_trip::<Payment>(transfer.clone()).1, transfer);
+    // Inheritance: the base names the schemas that extend it.
+    let truck = json!({"kind": "truck", "wheels": 6, "axles": 3});
+    let (vehicle, back) = round_trip::<Vehicle>(truck.clone());
+    assert!(matches!(vehicle, Vehicle::Truck { axles: 3, wheels: 6 }), "{vehicle:?}");
+    assert_eq!(back, truck);
+    let bike = json!({"kind": "Bike", "wheels": 2, "gears": 21});
+    assert!(matches!(round_trip::<Vehicle>(bike.clone()).0, Vehicle::Bike { gears: Some(21), .. }));
+    assert_eq!(round_trip::<Vehicle>(bike.clone()).1, bike);
+    let cargo = json!({"kind": "CargoBike", "wheels": 3, "load": 80.5});
+    assert!(matches!(round_trip::<Vehicle>(cargo).0, Vehicle::CargoBike { .. }));
+    assert!(rejects::<Vehicle>(json!({"kind": "Vehicle", "wheels": 4})), "the base names none");
+    assert!(rejects::<Vehicle>(json!({"kind": "truck", "wheels": 6})), "a truck has axles");
+    let fern: Plant = round_trip::<Plant>(json!({"genus": "Polypodium"})).0;
+    assert_eq!(fern.genus, "Polypodium");
     // No discriminator: a Dog is a Dog although the Cat requires nothing.
     assert_eq!(round_trip::<Pet>(json!({"barks": true})).0, Pet::Dog(Dog { barks: true }));
     assert_eq!(round_trip::<Pet>(json!({"indoor": true})).0, Pet::Cat(Cat { indoor: Some(true) }));

@@ -17,6 +17,9 @@ use crate::names::comment_lines;
 use idemgen_spec::node::{Node, Value};
 use idemgen_spec::{Entry, Workspace};
 
+/// Where a local reference to a component schema starts.
+const COMPONENT_SCHEMAS: &str = "#/components/schemas/";
+
 /// Deepest `allOf` inside `allOf` that is merged.
 const MAX_ALL_OF_DEPTH: usize = 32;
 
@@ -232,6 +235,9 @@ impl<'w> Converter<'w> {
         }
         if let Some(value) = schema.get("const") {
             return self.enumeration(schema, std::slice::from_ref(value), hint);
+        }
+        if let Some(ty) = self.inherited(schema, hint) {
+            return ty;
         }
         if let Some(parts) = schema.get("allOf").and_then(Node::as_seq) {
             return self.all_of(schema, parts, hint);
@@ -737,6 +743,128 @@ impl<'w> Converter<'w> {
         })
     }
 
+    /// A schema with a `discriminator` but no `oneOf`/`anyOf` is the base
+    /// of the schemas that extend it with `allOf` (OpenAPI's inheritance):
+    /// a value of it is one of them, named by the property, and read as
+    /// the base alone it would lose their members. Its type is the tagged
+    /// union of them: the `mapping`'s, then every component whose `allOf`
+    /// reaches the base, named by its own name. `None` (an object, as
+    /// before) when nothing extends it, a `mapping` value is not a local
+    /// component, or a member is the base itself or only names another
+    /// schema (the union would contain itself).
+    fn inherited(&mut self, schema: &'w Node, hint: &Hint) -> Option<Ty> {
+        let discriminator = schema.get("discriminator")?;
+        if schema.get("oneOf").is_some() || schema.get("anyOf").is_some() {
+            return None;
+        }
+        let tag = discriminator.get("propertyName").and_then(Node::as_str)?;
+        let components = self.component_schemas();
+        let base = node_id(schema);
+        // (the tag's value, the member's reference, its schema)
+        let mut members: Vec<(String, String, &'w Node)> = Vec::new();
+        for entry in discriminator
+            .get("mapping")
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .iter()
+        {
+            let target = entry.value.as_str()?;
+            let reference = if target.contains('/') {
+                target.to_string()
+            } else {
+                format!("{COMPONENT_SCHEMAS}{target}")
+            };
+            let (_, node) = components
+                .iter()
+                .find(|(key, _)| reference.strip_prefix(COMPONENT_SCHEMAS) == Some(*key))?;
+            members.push((entry.key.to_string(), reference, node));
+        }
+        for (key, node) in &components {
+            let listed = members
+                .iter()
+                .any(|(_, _, member)| node_id(member) == node_id(node));
+            if node_id(node) != base && !listed && self.extends(node, schema) {
+                members.push((key.to_string(), format!("{COMPONENT_SCHEMAS}{key}"), node));
+            }
+        }
+        let contains_itself = members
+            .iter()
+            .any(|(_, _, member)| node_id(member) == base || only_names_another(member));
+        if members.is_empty() || contains_itself {
+            return None;
+        }
+        let name = match self.begin(schema, hint) {
+            Ok(name) => name,
+            Err(existing) => return Some(existing),
+        };
+        self.unions
+            .insert(name.clone(), self.workspace.pointer_at(schema.span));
+        let mut variant_names = VariantNames::default();
+        let mut variants: Vec<TaggedVariant> = Vec::new();
+        for (wire, reference, member) in members {
+            let ty = Ty::Named(self.named(member, &reference));
+            if let Some(seen) = variants.iter_mut().find(|seen| seen.ty == ty) {
+                seen.aliases.push(wire);
+                continue;
+            }
+            variants.push(TaggedVariant {
+                variant: variant_names.assign(&variant_word(&ty)),
+                wire,
+                aliases: Vec::new(),
+                ty,
+                fields: None,
+            });
+        }
+        let mut docs = docs_of(schema);
+        if !docs.is_empty() {
+            docs.push(String::new());
+        }
+        docs.push(format!(
+            "One of the schemas that extend it (`allOf`), named by `{tag}`."
+        ));
+        self.insert(TypeDef {
+            name: name.clone(),
+            docs,
+            kind: Kind::Tagged(Tagged {
+                tag: tag.to_string(),
+                variants,
+            }),
+        });
+        Some(Ty::Named(name))
+    }
+
+    /// `components.schemas`, by key.
+    fn component_schemas(&self) -> Vec<(&'w str, &'w Node)> {
+        let workspace = self.workspace;
+        let Some(schemas) = workspace
+            .root()
+            .get("components")
+            .and_then(|node| workspace.deref(node))
+            .and_then(|components| components.get("schemas"))
+            .and_then(|node| workspace.deref(node))
+            .and_then(Node::as_map)
+        else {
+            return Vec::new();
+        };
+        let mut entries: Vec<(&'w str, &'w Node)> = schemas
+            .iter()
+            .map(|entry| (&*entry.key, &entry.value))
+            .collect();
+        entries.sort_by_key(|(key, _)| *key);
+        entries
+    }
+
+    /// Whether `schema`'s `allOf` (followed through `$ref`s and nested
+    /// `allOf`s) reaches `base`.
+    fn extends(&self, schema: &'w Node, base: &'w Node) -> bool {
+        let Some(parts) = schema.get("allOf").and_then(Node::as_seq) else {
+            return false;
+        };
+        let mut flat = Vec::new();
+        self.flatten_all_of(schema, parts, 0, &mut HashSet::new(), &mut flat);
+        flat.iter().any(|part| node_id(part) == node_id(base))
+    }
+
     /// `type: [string, integer]`: one variant per type.
     fn several_types(&mut self, schema: &'w Node, types: &[&str], hint: &Hint) -> Ty {
         let name = match self.begin(schema, hint) {
@@ -925,6 +1053,16 @@ fn annotation_only_except_all_of(schema: &Node) -> bool {
                 || entry.key.starts_with("x-")
         })
     })
+}
+
+/// `allOf: [$ref]` with only annotations beside it: the type of the one
+/// schema it names (see `all_of`), not a type of its own.
+fn only_names_another(schema: &Node) -> bool {
+    let Some(parts) = schema.get("allOf").and_then(Node::as_seq) else {
+        return false;
+    };
+    annotation_only_except_all_of(schema)
+        && parts.iter().filter(|part| !annotation_only(part)).count() == 1
 }
 
 /// A schema that only constrains an object (`required`, `minProperties`, …).
