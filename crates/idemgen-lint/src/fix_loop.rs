@@ -117,7 +117,7 @@ pub fn fix_document_through(
     let overlaid = Workspace::load_with_overlays(path, &HashMap::new(), overlays)?;
     let text = format!(
         "{}\n",
-        crate::fix_overlay::emit(overlaid.root()).json_pretty("", "  ")
+        crate::fix::emit::Emit::of_node(overlaid.root()).json_pretty("", "  ")
     );
     let seed = HashMap::from([(idemgen_spec::normalize_absolute(path), text)]);
     fix_findings_from(path, seed, unsafe_fixes, |workspace| {

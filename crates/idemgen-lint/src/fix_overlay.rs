@@ -253,7 +253,7 @@ fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Act
     let mut added = Vec::new();
     for entry in new {
         let Some(was) = before.get(&entry.key) else {
-            added.push((entry.key.to_string(), emit(&entry.value)));
+            added.push((entry.key.to_string(), Emit::of_node(&entry.value)));
             continue;
         };
         let now = &entry.value;
@@ -268,7 +268,7 @@ fn diff(before: &Node, after: &Node, path: &mut Vec<Step>, actions: &mut Vec<Act
                 path,
                 Step::Key(entry.key.to_string()),
             )));
-            added.push((entry.key.to_string(), emit(now)));
+            added.push((entry.key.to_string(), Emit::of_node(now)));
         }
     }
     if !added.is_empty() {
@@ -307,7 +307,7 @@ fn changed_in_place(
                 }
             }
             for item in &new[old.len()..] {
-                actions.push(Action::Update(path.clone(), emit(item)));
+                actions.push(Action::Update(path.clone(), Emit::of_node(item)));
             }
             true
         }
@@ -319,24 +319,6 @@ fn child(path: &[Step], step: Step) -> Vec<Step> {
     let mut path = path.to_vec();
     path.push(step);
     path
-}
-
-/// `node` as text to write (the overlaid spec, a changed value).
-pub(crate) fn emit(node: &Node) -> Emit {
-    match &node.value {
-        Value::Null => Emit::Null,
-        Value::Bool(flag) => Emit::Bool(*flag),
-        Value::Int(number) => Emit::Int(*number),
-        Value::Float(number) => Emit::Float(*number),
-        Value::Str(text) => Emit::str(text.to_string()),
-        Value::Seq(items) => Emit::Seq(items.iter().map(emit).collect()),
-        Value::Map(entries) => Emit::Map(
-            entries
-                .iter()
-                .map(|entry| (entry.key.to_string(), emit(&entry.value)))
-                .collect(),
-        ),
-    }
 }
 
 /// An RFC 9535 query for `path`: `$.paths['/orders'].post['x-idempotency']`.

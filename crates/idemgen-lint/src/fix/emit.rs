@@ -1,6 +1,8 @@
 //! Values a fix inserts, written the way the surrounding file is: YAML
 //! block or flow style, or JSON, pretty or compact.
 
+use idemgen_spec::node::{Node, Value};
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Emit {
     Str(String),
@@ -16,6 +18,24 @@ pub enum Emit {
 const FLOW_WIDTH: usize = 72;
 
 impl Emit {
+    /// `node` as text to write (an overlaid spec, a changed value).
+    pub fn of_node(node: &Node) -> Emit {
+        match &node.value {
+            Value::Null => Emit::Null,
+            Value::Bool(flag) => Emit::Bool(*flag),
+            Value::Int(number) => Emit::Int(*number),
+            Value::Float(number) => Emit::Float(*number),
+            Value::Str(text) => Emit::str(text.to_string()),
+            Value::Seq(items) => Emit::Seq(items.iter().map(Emit::of_node).collect()),
+            Value::Map(entries) => Emit::Map(
+                entries
+                    .iter()
+                    .map(|entry| (entry.key.to_string(), Emit::of_node(&entry.value)))
+                    .collect(),
+            ),
+        }
+    }
+
     pub fn str(text: impl Into<String>) -> Emit {
         Emit::Str(text.into())
     }
