@@ -38,12 +38,19 @@ pub(crate) fn fingerprint_without(
         hash_part(&mut hasher, request.path.as_bytes());
     }
     if include.query {
-        // Every pair in the order sent: `?a=1&a=2` is not `?a=2&a=1`, nor `?a=2`.
+        // Every pair, a name's repeats in the order sent (`?a=1&a=2` is
+        // not `?a=2&a=1`, nor `?a=2`). Parameters are read by name, so
+        // canonically the names are in order: `?a=1&b=2` is `?b=2&a=1`.
+        let mut pairs: Vec<&(String, String)> = request
+            .query_pairs
+            .iter()
+            .filter(|(name, _)| !secrets.contains(&name.as_str()))
+            .collect();
+        if include.canonical_json {
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        }
         let mut text = Vec::new();
-        for (name, value) in &request.query_pairs {
-            if secrets.contains(&name.as_str()) {
-                continue;
-            }
+        for (name, value) in pairs {
             hash_part_into(&mut text, name.as_bytes());
             hash_part_into(&mut text, value.as_bytes());
         }
@@ -230,7 +237,7 @@ mod tests {
     }
 
     #[test]
-    fn repeated_query_parameters_count_in_order() {
+    fn repeated_query_parameters_count_in_order_and_names_do_not() {
         let include = Fingerprint {
             query: true,
             ..Fingerprint::DEFAULT
@@ -246,6 +253,24 @@ mod tests {
         let both = with_query(&[("a", "1"), ("a", "2")]);
         assert_ne!(both, with_query(&[("a", "2"), ("a", "1")]));
         assert_ne!(both, with_query(&[("a", "2")]));
+        // Other names in another order are the same parameters.
+        assert_eq!(
+            with_query(&[("b", "x"), ("a", "1"), ("c", "y"), ("a", "2")]),
+            with_query(&[("a", "1"), ("c", "y"), ("a", "2"), ("b", "x")])
+        );
+        let as_sent = Fingerprint {
+            canonical_json: false,
+            ..include
+        };
+        let sent = |pairs: &[(&str, &str)]| {
+            let mut request = request("POST", "/pay", "{}");
+            request.query_pairs = pairs
+                .iter()
+                .map(|(name, value)| (name.to_string(), value.to_string()))
+                .collect();
+            print(&as_sent, &request)
+        };
+        assert_ne!(sent(&[("a", "1"), ("b", "2")]), sent(&[("b", "2"), ("a", "1")]));
         assert_ne!(
             with_query(&[("a", "1&b")]),
             with_query(&[("a", "1"), ("b", "")])
