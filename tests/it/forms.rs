@@ -57,6 +57,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#"Param::path("labels",Scalar::String).many().style(idemgen_runtime::Style::Label).explode(true),"#,
         r#"Param::path("point",Scalar::String).object(&[("x",Scalar::Integer),("y",Scalar::String)]).style(idemgen_runtime::Style::Matrix),"#,
         r#"Param::query("created",Scalar::Integer).object(&[("gt",Scalar::Integer),("lt",Scalar::Integer)]).or_scalar().style(idemgen_runtime::Style::DeepObject),"#,
+        r#"Param::query("trial_end",Scalar::Integer).or_string(),"#,
         r#"Param::query("tags",Scalar::String).many().style(idemgen_runtime::Style::PipeDelimited),"#,
         r#"Param::query("sizes",Scalar::Integer).many().style(idemgen_runtime::Style::SpaceDelimited),"#,
         r#"Param::query("colors",Scalar::String).many().explode(false),"#,

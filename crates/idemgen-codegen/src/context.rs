@@ -355,6 +355,10 @@ fn param_context(field: &ParamField) -> ParamContext {
     let mut chain = String::new();
     let scalar = match &field.kind {
         ParamKind::Scalar(scalar) => *scalar,
+        ParamKind::ScalarOrString(scalar) => {
+            chain.push_str(".or_string()");
+            *scalar
+        }
         ParamKind::Array(scalar) => {
             chain.push_str(".many()");
             *scalar

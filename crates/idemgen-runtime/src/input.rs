@@ -70,6 +70,9 @@ pub struct Param {
     /// An object parameter that may instead be sent as one `value`
     /// (`oneOf` an object and a scalar: `?created=5` or `created[gt]=5`).
     pub(crate) or_scalar: bool,
+    /// A scalar parameter that may instead be any string (`oneOf` an
+    /// integer and `now`): text that does not read as `value` is a string.
+    pub(crate) or_string: bool,
     pub(crate) style: Style,
     pub(crate) explode: bool,
 }
@@ -83,6 +86,7 @@ impl Param {
             many: false,
             object: None,
             or_scalar: false,
+            or_string: false,
             style,
             explode: matches!(style, Style::Form),
         }
@@ -119,6 +123,17 @@ impl Param {
     pub const fn or_scalar(self) -> Param {
         Param {
             or_scalar: true,
+            ..self
+        }
+    }
+
+    /// A union of `value` and a string (Stripe's `trial_end`: a Unix time
+    /// or `now`): text that reads as `value` is that (`1700000000` the
+    /// integer), any other text the string, for the union's type to take
+    /// or refuse.
+    pub const fn or_string(self) -> Param {
+        Param {
+            or_string: true,
             ..self
         }
     }
@@ -705,6 +720,14 @@ fn property_scalar(properties: Properties, name: &str) -> Scalar {
 
 /// The JSON value `text` stands for.
 fn scalar(param: &Param, value: Scalar, text: &str) -> Result<Value, Reply> {
+    if param.or_string && value == param.value {
+        return Ok(scalar_only(param, value, text).unwrap_or_else(|_| Value::String(text.into())));
+    }
+    scalar_only(param, value, text)
+}
+
+/// The JSON value `text` stands for as `value`.
+fn scalar_only(param: &Param, value: Scalar, text: &str) -> Result<Value, Reply> {
     match value {
         Scalar::String => Ok(Value::String(text.to_string())),
         Scalar::Boolean => match text {
@@ -1110,6 +1133,35 @@ mod tests {
             sent.params_as::<P>(PARAMS).err().unwrap().status,
             StatusCode::BAD_REQUEST
         );
+    }
+
+    /// Stripe's `trial_end`: a Unix time or `now`, as the generated
+    /// untagged union reads them; other text is left to the union to
+    /// refuse.
+    #[test]
+    fn a_scalar_or_a_string_reads_each_as_itself() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum TrialEnd {
+            At(i64),
+            Word(Now),
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(rename_all = "lowercase")]
+        enum Now {
+            Now,
+        }
+        #[derive(Deserialize)]
+        struct P {
+            trial_end: TrialEnd,
+        }
+        const PARAMS: &[Param] = &[Param::query("trial_end", Scalar::Integer).or_string()];
+        let read = |text: &str| query(&[("trial_end", text)]).params_as::<P>(PARAMS);
+        assert_eq!(read("1700000000").unwrap().trial_end, TrialEnd::At(1_700_000_000));
+        assert_eq!(read("now").unwrap().trial_end, TrialEnd::Word(Now::Now));
+        let refused = read("soon").err().unwrap();
+        let status = refused.status;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{}", detail(refused));
     }
 
     #[test]

@@ -83,6 +83,18 @@ async fn a_deep_object_parameter_also_takes_its_scalar() {
 }
 
 #[tokio::test]
+async fn a_time_or_a_word_is_read_as_either() {
+    for (sent, read) in [("1700000000", json!(1700000000)), ("now", json!("now"))] {
+        let path = format!("{PATH}?trial_end={sent}");
+        let (status, echoed) = send(&path, None, "amount=1").await;
+        assert_eq!(status, StatusCode::OK, "{echoed}");
+        assert_eq!(echoed["params"]["trial_end"], read, "{echoed}");
+    }
+    let (status, echoed) = send(&format!("{PATH}?trial_end=soon"), None, "amount=1").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{echoed}");
+}
+
+#[tokio::test]
 async fn values_that_do_not_parse_are_400_problems_naming_them() {
     for (path, form, names) in [
         (PATH.to_string(), "amount=many", "amount"),

@@ -212,6 +212,9 @@ pub struct ParamField {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParamKind {
     Scalar(Scalar),
+    /// A union of this scalar and a string (Stripe's `trial_end`: a time
+    /// or `now`): text that does not read as the scalar is the string.
+    ScalarOrString(Scalar),
     /// Several values of one scalar type, written as the style says.
     Array(Scalar),
     /// An object: its declared properties' scalars (others are strings);

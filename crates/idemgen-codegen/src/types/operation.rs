@@ -675,9 +675,13 @@ pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, Type
         return;
     };
     for (param, field) in params.fields.iter_mut().zip(&shape.fields) {
-        param.kind = match scalar(&field.ty, defs, 0) {
-            Some(one) => ParamKind::Scalar(one),
-            None => match strip_option(&field.ty) {
+        param.kind = match (
+            scalar(&field.ty, defs, 0),
+            scalar_or_string(&field.ty, defs, 0),
+        ) {
+            (Some(one), _) => ParamKind::Scalar(one),
+            (None, Some(one)) => ParamKind::ScalarOrString(one),
+            (None, None) => match strip_option(&field.ty) {
                 Ty::Vec(item) => scalar(item, defs, 0).map_or(ParamKind::Other, ParamKind::Array),
                 other => object_kind(other, defs, 0).unwrap_or(ParamKind::Other),
             },
@@ -730,6 +734,31 @@ fn object_kind(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Optio
             }
             _ => None,
         },
+        _ => None,
+    }
+}
+
+/// The scalar of a union of two alternatives, one of them a string (or a
+/// string enum) and the other that scalar: the text of such a parameter
+/// is read as the scalar where it reads as one, else as the string.
+fn scalar_or_string(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
+    let Ty::Named(name) = strip_option(ty) else {
+        return None;
+    };
+    match &defs.get(name)?.kind {
+        Kind::Alias(inner) if depth < 16 => scalar_or_string(inner, defs, depth + 1),
+        Kind::Untagged(alternatives) => {
+            let scalars: Option<Vec<Scalar>> = alternatives
+                .iter()
+                .map(|alternative| scalar(&alternative.ty, defs, 0))
+                .collect();
+            match scalars?.as_slice() {
+                [Scalar::String, other] | [other, Scalar::String] if *other != Scalar::String => {
+                    Some(*other)
+                }
+                _ => None,
+            }
+        }
         _ => None,
     }
 }
