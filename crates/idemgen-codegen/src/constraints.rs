@@ -66,6 +66,10 @@ pub struct OperationConstraints {
     /// none has any.
     pub answers: Vec<AnswerContext>,
     pub warnings: Vec<String>,
+    /// The schemas with keywords no table checks, each with which (see
+    /// `Collector::unchecked`): a summary warning, not one a schema
+    /// (Stripe has hundreds inside `anyOf`s).
+    pub unchecked: Vec<String>,
 }
 
 /// `key`: where the contract's idempotency key is (`("header",
@@ -79,6 +83,7 @@ pub fn collect(
         workspace,
         found: Vec::new(),
         warnings: Vec::new(),
+        unchecked: Vec::new(),
         path: HashSet::new(),
     };
     if let Some(schema) = body_schema(workspace, operation) {
@@ -131,6 +136,7 @@ pub fn collect(
         params,
         answers,
         warnings: collector.warnings,
+        unchecked: collector.unchecked,
     }
 }
 
@@ -288,6 +294,7 @@ struct Collector<'w> {
     workspace: &'w Workspace,
     found: Vec<ConstraintContext>,
     warnings: Vec<String>,
+    unchecked: Vec<String>,
     /// The schemas on the way to the current one (a cycle stops there).
     path: HashSet<(u32, u32, u32)>,
 }
@@ -323,7 +330,54 @@ impl<'w> Collector<'w> {
         if let Some(items) = schema.get("items").filter(|items| items.as_map().is_some()) {
             self.schema(items, &format!("{at}/*"), depth + 1);
         }
+        // A map's values (`*` is every member, so only where no property
+        // is declared beside them).
+        if schema.get("properties").is_none() {
+            if let Some(values) = schema
+                .get("additionalProperties")
+                .filter(|values| values.as_map().is_some())
+            {
+                self.schema(values, &format!("{at}/*"), depth + 1);
+            }
+        }
+        self.unchecked(schema);
         self.path.remove(&id);
+    }
+
+    /// A warning for each keyword below `schema` that no table checks:
+    /// those inside a `oneOf`/`anyOf` branch (which branch a value takes
+    /// is its type's to say), and the keywords that have no check.
+    fn unchecked(&mut self, schema: &'w Node) {
+        let pointer = self.workspace.pointer_at(schema.span);
+        for keyword in ["oneOf", "anyOf"] {
+            let branches = schema
+                .get(keyword)
+                .and_then(Node::as_seq)
+                .unwrap_or_default();
+            let mut inside = Vec::new();
+            for branch in branches {
+                keywords_within(self.workspace, branch, 0, &mut HashSet::new(), &mut inside);
+            }
+            inside.sort_unstable();
+            inside.dedup();
+            if !inside.is_empty() {
+                self.unchecked.push(format!(
+                    "#{pointer}: the {} inside its `{keyword}` branches {} not checked",
+                    inside
+                        .iter()
+                        .map(|keyword| format!("`{keyword}`"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    if inside.len() == 1 { "is" } else { "are" }
+                ));
+            }
+        }
+        for keyword in UNCHECKED {
+            if schema.get(keyword).is_some() {
+                self.unchecked
+                    .push(format!("#{pointer}: `{keyword}` is not checked"));
+            }
+        }
     }
 
     fn keywords(&mut self, schema: &'w Node, at: &str) {
@@ -402,6 +456,12 @@ impl<'w> Collector<'w> {
         if flag("uniqueItems") {
             checks.push("Check::UniqueItems".into());
         }
+        // A string `const` is a one-variant Rust enum, which serde holds.
+        if let Some(only) = schema.get("const").filter(|only| only.as_str().is_none()) {
+            let json =
+                number_text(self.workspace, only).unwrap_or_else(|| only.to_json().to_string());
+            checks.push(format!("Check::Const({})", rust_string(&json)));
+        }
         // An enum of strings is a Rust enum, which serde holds.
         if let Some(values) = schema.get("enum").and_then(Node::as_seq) {
             if !values.iter().all(|value| value.as_str().is_some()) {
@@ -425,6 +485,96 @@ impl<'w> Collector<'w> {
             if !self.found.contains(&context) {
                 self.found.push(context);
             }
+        }
+    }
+}
+
+/// Validation keywords the runtime has no check for: each one a schema
+/// holds is a warning at generation (`format` is an annotation in JSON
+/// Schema 2020-12 and OpenAPI, not listed).
+const UNCHECKED: [&str; 8] = [
+    "not",
+    "if",
+    "contains",
+    "patternProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "prefixItems",
+];
+
+/// The validation keywords the tables check, as the spec names them.
+const CHECKED: [&str; 17] = [
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+    "enum",
+    "const",
+    "required",
+    "additionalProperties",
+];
+
+/// The validation keywords within `schema` (its `$ref`s, properties,
+/// items and branches followed, each schema once), into `found`.
+fn keywords_within<'w>(
+    workspace: &'w Workspace,
+    node: &'w Node,
+    depth: usize,
+    seen: &mut HashSet<(u32, u32, u32)>,
+    found: &mut Vec<&'static str>,
+) {
+    let Some(schema) = workspace.deref(node) else {
+        return;
+    };
+    let id = (schema.span.file.0, schema.span.start, schema.span.end);
+    let Some(entries) = schema.as_map() else {
+        return;
+    };
+    if depth > MAX_DEPTH || !seen.insert(id) {
+        return;
+    }
+    for entry in entries.iter() {
+        if let Some(keyword) = CHECKED
+            .iter()
+            .chain(UNCHECKED.iter())
+            .find(|k| **k == &*entry.key)
+        {
+            // `required` and a closed object are the types' own.
+            if !matches!(*keyword, "required" | "additionalProperties") {
+                found.push(keyword);
+            }
+        }
+        match &*entry.key {
+            "properties" => {
+                for property in entry
+                    .value
+                    .as_map()
+                    .map(|map| map.iter())
+                    .into_iter()
+                    .flatten()
+                {
+                    keywords_within(workspace, &property.value, depth + 1, seen, found);
+                }
+            }
+            "items" | "additionalProperties" => {
+                keywords_within(workspace, &entry.value, depth + 1, seen, found)
+            }
+            "allOf" | "oneOf" | "anyOf" => {
+                for part in entry.value.as_seq().unwrap_or_default() {
+                    keywords_within(workspace, part, depth + 1, seen, found);
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -662,6 +812,65 @@ mod tests {
         assert!(!tables[0].shared, "one schema's keywords");
         assert!(tables[1].shared, "`Other` has the inline answer's keywords");
         assert_eq!(other[0].table.as_deref(), Some("REFUND_200_CHECKS"));
+    }
+
+    #[test]
+    fn a_const_of_another_type_than_string_is_checked() {
+        let found = table(&yaml("{type: integer, const: 2}"), "openapi.yaml");
+        assert_eq!(checks(&found), [r#"Check::Const("2")"#]);
+        let found = table(
+            &yaml("{type: object, const: {v: [1, true]}}"),
+            "openapi.yaml",
+        );
+        assert_eq!(checks(&found), [r#"Check::Const("{\"v\":[1,true]}")"#]);
+        // A string const is a one-variant enum, which serde holds.
+        let found = table(&yaml("{type: string, const: EUR}"), "openapi.yaml");
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+    }
+
+    #[test]
+    fn a_maps_values_are_checked_where_no_property_is_declared() {
+        let found = table(
+            &yaml("{type: object, additionalProperties: {type: string, maxLength: 8}}"),
+            "openapi.yaml",
+        );
+        assert_eq!(found.body[0].at, r#""/amount/*""#);
+        assert_eq!(checks(&found), ["Check::MaxLength(8)"]);
+        // Beside properties, `*` would hold the declared ones to it too.
+        let found = table(
+            &yaml(
+                "{type: object, properties: {a: {type: string}}, additionalProperties: {maxLength: 8}}",
+            ),
+            "openapi.yaml",
+        );
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+    }
+
+    #[test]
+    fn keywords_no_table_checks_are_named() {
+        let found = table(
+            &yaml(
+                "{anyOf: [{type: integer, minimum: 1}, {type: string, enum: [now], maxLength: 3}], \
+                 not: {const: 0}}",
+            ),
+            "openapi.yaml",
+        );
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+        assert_eq!(
+            found.unchecked,
+            [
+                "#/paths/~1pay/post/requestBody/content/application~1json/schema/properties/amount: \
+                 the `enum`, `maxLength`, `minimum` inside its `anyOf` branches are not checked",
+                "#/paths/~1pay/post/requestBody/content/application~1json/schema/properties/amount: \
+                 `not` is not checked",
+            ]
+        );
+        // Branches without keywords are nothing to say.
+        let found = table(
+            &yaml("{oneOf: [{type: integer}, {type: string}]}"),
+            "openapi.yaml",
+        );
+        assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
     }
 
     #[test]

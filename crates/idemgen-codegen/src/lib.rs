@@ -283,6 +283,7 @@ fn serve_operations(
     let mut served = Served::default();
     let mut identifiers = names::Identifiers::default();
     let mut warned = std::collections::HashSet::new();
+    let mut unchecked: Vec<String> = Vec::new();
     for analysed in &analysis.operations {
         let operation = &analysed.operation;
         let display = operation.name();
@@ -322,6 +323,11 @@ fn serve_operations(
                 warnings.push(format!("{display}: {warning}"));
             }
         }
+        for place in &checked.unchecked {
+            if warned.insert(place.clone()) {
+                unchecked.push(format!("{display}: {place}"));
+            }
+        }
         served.operations.push(operation_context(
             analysed,
             display,
@@ -331,6 +337,7 @@ fn serve_operations(
             security,
         ));
     }
+    warnings.extend(unchecked_summary(&unchecked));
     served.answer_tables = constraints::share_answer_tables(
         served
             .operations
@@ -338,6 +345,25 @@ fn serve_operations(
             .map(|op| (op.name.as_str(), op.ident.as_str(), &mut op.input.answers)),
     );
     Ok(served)
+}
+
+/// How many places listed, at most, when validation keywords go
+/// unchecked; the rest are counted.
+const UNCHECKED_LISTED: usize = 5;
+
+/// The warnings for the schemas with keywords no table checks: each
+/// place up to [`UNCHECKED_LISTED`], then how many more.
+fn unchecked_summary(places: &[String]) -> Vec<String> {
+    let mut warnings: Vec<String> = places.iter().take(UNCHECKED_LISTED).cloned().collect();
+    if places.len() > UNCHECKED_LISTED {
+        warnings.push(format!(
+            "{} more schemas hold validation keywords the service does not check (inside \
+             `oneOf`/`anyOf` branches, or `not`, `if`, `contains`, …); the first {UNCHECKED_LISTED} \
+             are above",
+            places.len() - UNCHECKED_LISTED
+        ));
+    }
+    warnings
 }
 
 /// The route the generated router serves `operation` at, or why it

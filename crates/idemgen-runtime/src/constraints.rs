@@ -94,6 +94,8 @@ pub enum Check {
     MaxProperties(u64),
     /// The allowed values, each as JSON text (`1`, `"EUR"`, `null`).
     Enum(&'static [&'static str]),
+    /// The one allowed value, as JSON text (`5`, `true`, `{"v":1}`).
+    Const(&'static str),
 }
 
 impl Check {
@@ -114,13 +116,14 @@ impl Check {
             Check::MinProperties(_) => "minProperties",
             Check::MaxProperties(_) => "maxProperties",
             Check::Enum(_) => "enum",
+            Check::Const(_) => "const",
         }
     }
 
     /// Why `value` breaks the keyword, or `None` when it keeps it (or the
     /// keyword does not apply to its type, as JSON Schema says).
     fn broken_by(&self, value: &Value) -> Option<String> {
-        use std::cmp::Ordering::{Equal, Greater, Less};
+        use std::cmp::Ordering::{Greater, Less};
         let number = match value {
             Value::Number(number) => Some(number),
             _ => None,
@@ -178,17 +181,23 @@ impl Check {
             Check::MaxProperties(max) => members
                 .and_then(|n| fails(n <= max, || format!("{n} members, more than {max}"))),
             Check::Enum(allowed) => {
-                let listed = allowed.iter().any(|text| match value {
-                    // A listed number as written: `0.1` is not first
-                    // rounded to a float.
-                    Value::Number(n) => {
-                        order(n, text) == Some(Equal) || read_as_the_same_float(n, text)
-                    }
-                    _ => serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)),
-                });
+                let listed = allowed.iter().any(|text| is_value(value, text));
                 fails(listed, || format!("{value} is not one of {}", allowed.join(", ")))
             }
+            Check::Const(only) => {
+                fails(is_value(value, only), || format!("{value} is not {only}"))
+            }
         }
+    }
+}
+
+/// Whether `value` is the JSON value `text` writes: a number as written
+/// (`0.1` is not first rounded to a float), anything else as JSON equality.
+fn is_value(value: &Value, text: &str) -> bool {
+    use std::cmp::Ordering::Equal;
+    match value {
+        Value::Number(n) => order(n, text) == Some(Equal) || read_as_the_same_float(n, text),
+        _ => serde_json::from_str::<Value>(text).is_ok_and(|v| same(&v, value)),
     }
 }
 
@@ -388,6 +397,21 @@ mod tests {
 
     fn broken(value: Value) -> Option<(String, &'static str)> {
         check(&value, PAYMENT).err().map(|v| (v.pointer, v.keyword))
+    }
+
+    #[test]
+    fn const_holds_one_value_of_any_type() {
+        let only: &[Constraint] = &[
+            Constraint { at: "/version", check: Check::Const("2") },
+            Constraint { at: "/live", check: Check::Const("true") },
+            Constraint { at: "/shape", check: Check::Const(r#"{"v":1}"#) },
+        ];
+        let broken = |value: Value| check(&value, only).err().map(|v| (v.pointer, v.keyword));
+        assert_eq!(broken(json!({"version": 2, "live": true, "shape": {"v": 1}})), None);
+        assert_eq!(broken(json!({"version": 2.0})), None, "2.0 is the number 2");
+        assert_eq!(broken(json!({"version": 3})), Some(("/version".into(), "const")));
+        assert_eq!(broken(json!({"live": false})), Some(("/live".into(), "const")));
+        assert_eq!(broken(json!({"shape": {"v": 2}})), Some(("/shape".into(), "const")));
     }
 
     #[test]
