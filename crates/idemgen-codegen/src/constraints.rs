@@ -85,6 +85,9 @@ pub fn collect(
         warnings: Vec::new(),
         unchecked: Vec::new(),
         path: HashSet::new(),
+        or_null_at: None,
+        branch_at: None,
+        reported: HashSet::new(),
     };
     if let Some(schema) = body_schema(workspace, operation) {
         collector.schema(schema, "", 0);
@@ -297,6 +300,16 @@ struct Collector<'w> {
     unchecked: Vec<String>,
     /// The schemas on the way to the current one (a cycle stops there).
     path: HashSet<(u32, u32, u32)>,
+    /// Where the value may also be null, beside what the schema being read
+    /// allows (it is the one branch of a `oneOf`/`anyOf` but null): its
+    /// `enum` and `const` then take null too.
+    or_null_at: Option<String>,
+    /// Where the schema being read is one of branches of distinct JSON
+    /// types: its `enum` and `const`, which hold of any type, are not
+    /// checked there (a value of another branch would break them).
+    branch_at: Option<String>,
+    /// The schemas whose unchecked keywords were looked for.
+    reported: HashSet<(u32, u32, u32)>,
 }
 
 impl<'w> Collector<'w> {
@@ -315,6 +328,42 @@ impl<'w> Collector<'w> {
             .unwrap_or_default()
         {
             self.schema(part, at, depth + 1);
+        }
+        // `anyOf: [{maxLength: 64}, {type: "null"}]`: one branch but null,
+        // whose keywords hold whenever the value is not null (a keyword
+        // of strings does not apply to null).
+        for keyword in ["oneOf", "anyOf"] {
+            let branches = self.branches_but_null(schema, keyword);
+            if let [only] = branches.as_slice() {
+                let all = schema
+                    .get(keyword)
+                    .and_then(Node::as_seq)
+                    .map_or(0, <[Node]>::len);
+                let outer = self.or_null_at.clone();
+                if all > 1 {
+                    self.or_null_at = Some(at.to_string());
+                }
+                self.schema(only, at, depth + 1);
+                self.or_null_at = outer;
+            } else if self.of_distinct_types(&branches) {
+                // `anyOf: [{type: string, maxLength: 64}, {$ref: File}]`
+                // (Stripe's expandable fields): a value of one type can
+                // only be the branch of that type, and every keyword but
+                // `enum` and `const` holds of its own type alone. Only the
+                // scalar branches are followed: an object branch would
+                // unfold the whole object graph below it (Stripe's `File`
+                // expands `Account`, which expands …); its keywords are
+                // named as not checked.
+                let outer = self.branch_at.replace(at.to_string());
+                let scalars: Vec<&'w Node> = branches
+                    .into_iter()
+                    .filter(|branch| self.is_scalar(branch))
+                    .collect();
+                for branch in scalars {
+                    self.schema(branch, at, depth + 1);
+                }
+                self.branch_at = outer;
+            }
         }
         for entry in schema
             .get("properties")
@@ -340,8 +389,55 @@ impl<'w> Collector<'w> {
                 self.schema(values, &format!("{at}/*"), depth + 1);
             }
         }
-        self.unchecked(schema);
+        // What a schema leaves unchecked is the same wherever it is met.
+        if self.reported.insert(id) {
+            self.unchecked(schema);
+        }
         self.path.remove(&id);
+    }
+
+    /// The branches of `schema`'s `keyword` (`oneOf`, `anyOf`) but those
+    /// that only allow null.
+    fn branches_but_null(&self, schema: &'w Node, keyword: &str) -> Vec<&'w Node> {
+        schema
+            .get(keyword)
+            .and_then(Node::as_seq)
+            .unwrap_or_default()
+            .iter()
+            .filter(|branch| {
+                self.workspace
+                    .deref(branch)
+                    .is_none_or(|branch| !crate::types::is_null_schema(branch))
+            })
+            .collect()
+    }
+
+    /// Whether `branch` declares a JSON type other than object and array.
+    fn is_scalar(&self, branch: &'w Node) -> bool {
+        self.workspace
+            .deref(branch)
+            .and_then(|branch| branch.get("type"))
+            .and_then(Node::as_str)
+            .is_some_and(|json_type| !matches!(json_type, "object" | "array"))
+    }
+
+    /// Whether each of `branches` declares one JSON type and no two the
+    /// same (an integer is a number).
+    fn of_distinct_types(&self, branches: &[&'w Node]) -> bool {
+        let mut seen = HashSet::new();
+        branches.iter().all(|branch| {
+            let Some(branch) = self.workspace.deref(branch) else {
+                return false;
+            };
+            let declared = match branch.get("type").and_then(Node::as_str) {
+                Some("integer") => Some("number"),
+                Some(other) => Some(other),
+                None if branch.get("properties").is_some() => Some("object"),
+                None if branch.get("items").is_some() => Some("array"),
+                None => None,
+            };
+            declared.is_some_and(|json_type| seen.insert(json_type))
+        })
     }
 
     /// A warning for each keyword below `schema` that no table checks:
@@ -350,10 +446,13 @@ impl<'w> Collector<'w> {
     fn unchecked(&mut self, schema: &'w Node) {
         let pointer = self.workspace.pointer_at(schema.span);
         for keyword in ["oneOf", "anyOf"] {
-            let branches = schema
-                .get(keyword)
-                .and_then(Node::as_seq)
-                .unwrap_or_default();
+            let mut branches = self.branches_but_null(schema, keyword);
+            if branches.len() < 2 {
+                continue;
+            }
+            if self.of_distinct_types(&branches) {
+                branches.retain(|branch| !self.is_scalar(branch));
+            }
             let mut inside = Vec::new();
             for branch in branches {
                 keywords_within(self.workspace, branch, 0, &mut HashSet::new(), &mut inside);
@@ -456,24 +555,59 @@ impl<'w> Collector<'w> {
         if flag("uniqueItems") {
             checks.push("Check::UniqueItems".into());
         }
-        // A string `const` is a one-variant Rust enum, which serde holds.
-        if let Some(only) = schema.get("const").filter(|only| only.as_str().is_none()) {
+        let or_null = self.or_null_at.as_deref() == Some(at);
+        let in_branch = self.branch_at.as_deref() == Some(at);
+        // A string enum or const is a Rust enum, which serde holds.
+        let not_strings = |keyword: &&str| match schema.get(keyword) {
+            Some(listed) => match listed.as_seq() {
+                Some(values) => !values.iter().all(|value| value.as_str().is_some()),
+                None => listed.as_str().is_none(),
+            },
+            None => false,
+        };
+        let any_type: Vec<&str> = ["enum", "const"]
+            .into_iter()
+            .filter(|keyword| in_branch && not_strings(keyword))
+            .collect();
+        if !any_type.is_empty() {
+            self.unchecked.push(format!(
+                "#{}: {} in a branch of a `oneOf`/`anyOf` {} not checked",
+                self.workspace.pointer_at(schema.span),
+                any_type
+                    .iter()
+                    .map(|keyword| format!("`{keyword}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                if any_type.len() == 1 { "is" } else { "are" }
+            ));
+        }
+        let json_text = |value: &Node| {
+            // A listed number as written, like a limit.
             let json =
-                number_text(self.workspace, only).unwrap_or_else(|| only.to_json().to_string());
-            checks.push(format!("Check::Const({})", rust_string(&json)));
+                number_text(self.workspace, value).unwrap_or_else(|| value.to_json().to_string());
+            rust_string(&json)
+        };
+        // A string `const` is a one-variant Rust enum, which serde holds.
+        if let Some(only) = schema
+            .get("const")
+            .filter(|only| only.as_str().is_none() && !in_branch)
+        {
+            match or_null {
+                false => checks.push(format!("Check::Const({})", json_text(only))),
+                true => checks.push(format!("Check::Enum(&[{}, \"null\"])", json_text(only))),
+            }
         }
         // An enum of strings is a Rust enum, which serde holds.
-        if let Some(values) = schema.get("enum").and_then(Node::as_seq) {
+        if let Some(values) = schema
+            .get("enum")
+            .and_then(Node::as_seq)
+            .filter(|_| !in_branch)
+        {
             if !values.iter().all(|value| value.as_str().is_some()) {
-                // A listed number as written, like a limit.
-                let listed: Vec<String> = values
-                    .iter()
-                    .map(|value| {
-                        let json = number_text(self.workspace, value)
-                            .unwrap_or_else(|| value.to_json().to_string());
-                        rust_string(&json)
-                    })
-                    .collect();
+                let mut listed: Vec<String> = values.iter().map(json_text).collect();
+                if or_null && !listed.iter().any(|value| value == "\"null\"") {
+                    listed.push("\"null\"".to_string());
+                }
                 checks.push(format!("Check::Enum(&[{}])", listed.join(", ")));
             }
         }
@@ -850,7 +984,8 @@ mod tests {
     fn keywords_no_table_checks_are_named() {
         let found = table(
             &yaml(
-                "{anyOf: [{type: integer, minimum: 1}, {type: string, enum: [now], maxLength: 3}], \
+                "{anyOf: [{type: object, properties: {a: {type: integer, minimum: 1}}}, \
+                 {type: object, properties: {b: {type: string, enum: [x, 'y'], maxLength: 3}}}], \
                  not: {const: 0}}",
             ),
             "openapi.yaml",
@@ -864,6 +999,57 @@ mod tests {
                 "#/paths/~1pay/post/requestBody/content/application~1json/schema/properties/amount: \
                  `not` is not checked",
             ]
+        );
+        // Branches of an integer and a string: each holds its own.
+        let found = table(
+            &yaml(
+                "{anyOf: [{type: integer, minimum: 1}, {type: string, enum: [now], maxLength: 3}]}",
+            ),
+            "openapi.yaml",
+        );
+        assert_eq!(
+            checks(&found),
+            [r#"Check::Minimum("1")"#, "Check::MaxLength(3)"]
+        );
+        assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
+        // One branch but null: its keywords are checked.
+        let found = table(
+            &yaml("{anyOf: [{type: string, maxLength: 3}, {type: 'null'}]}"),
+            "openapi.yaml",
+        );
+        assert_eq!(checks(&found), ["Check::MaxLength(3)"]);
+        assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
+        // Null is still a value of the union where it lists others.
+        let found = table(
+            &yaml("{anyOf: [{type: integer, enum: [1, 2]}, {type: 'null'}]}"),
+            "openapi.yaml",
+        );
+        assert_eq!(checks(&found), [r#"Check::Enum(&["1", "2", "null"])"#]);
+        let found = table(&yaml("{oneOf: [{const: 7}]}"), "openapi.yaml");
+        assert_eq!(checks(&found), [r#"Check::Const("7")"#]);
+        // Branches of distinct types (Stripe's expandable field: an id or
+        // the object): each scalar keyword holds of its own type alone,
+        // but an `enum`, which holds of every type.
+        let found = table(
+            &yaml(
+                "{anyOf: [{type: string, maxLength: 5000}, {type: object, properties: {size: \
+                 {type: integer, minimum: 0}}}, {type: integer, enum: [1, 2]}]}",
+            ),
+            "openapi.yaml",
+        );
+        // The object branch is not unfolded: its keywords are named.
+        assert_eq!(checks(&found), ["Check::MaxLength(5000)"]);
+        assert_eq!(found.unchecked.len(), 2, "{:?}", found.unchecked);
+        assert!(
+            found.unchecked[0].ends_with("`enum` in a branch of a `oneOf`/`anyOf` is not checked"),
+            "{:?}",
+            found.unchecked
+        );
+        assert!(
+            found.unchecked[1]
+                .ends_with("the `minimum` inside its `anyOf` branches is not checked"),
+            "{:?}",
+            found.unchecked
         );
         // Branches without keywords are nothing to say.
         let found = table(

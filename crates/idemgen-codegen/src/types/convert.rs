@@ -1007,7 +1007,7 @@ pub fn is_nullable(schema: &Node) -> bool {
 }
 
 /// `{type: "null"}`, `{enum: [null]}` or `{const: null}`.
-fn is_null_schema(schema: &Node) -> bool {
+pub(crate) fn is_null_schema(schema: &Node) -> bool {
     schema.get("type").and_then(Node::as_str) == Some("null")
         || schema
             .get("enum")
