@@ -308,7 +308,12 @@ fn write_overlay(
             Ok(overlay) => overlay,
             Err(why) => {
                 eprintln!(
-                    "error: {display} already exists and the new fixes cannot be added to it: {why}\n  help: {display} is left as it is; move `actions` to the end of it as a block list, or write the new fixes to an overlay of their own: idemgen lint --fix --overlay {display} --overlay NEW.yaml {}",
+                    "error: {display} already exists and the new fixes cannot be added to it: {why}\n  help: {display} is left as it is; move `actions` to the end of it as a block list, or write the new fixes to an overlay of their own: idemgen lint --fix{} --overlay {display} --overlay NEW.yaml {}",
+                    if args.unsafe_fixes {
+                        " --unsafe-fixes"
+                    } else {
+                        ""
+                    },
                     spec.display()
                 );
                 return Err(ExitCode::from(EXIT_BAD_INPUT));

@@ -88,11 +88,13 @@ pub fn collect(
         or_null_at: None,
         branch_at: None,
         reported: HashSet::new(),
+        text: false,
     };
     if let Some(schema) = body_schema(workspace, operation) {
         collector.schema(schema, "", 0);
     }
     let body = std::mem::take(&mut collector.found);
+    collector.text = true;
     for (name, location, schema) in parameters(workspace, operation) {
         let is_key = key.is_some_and(|(key_in, key_name)| {
             key_in == location && key_name.eq_ignore_ascii_case(name)
@@ -102,6 +104,7 @@ pub fn collect(
         }
     }
     let params = std::mem::take(&mut collector.found);
+    collector.text = false;
     let mut declared = Vec::new();
     for (status, media_type, schema) in answer_schemas(workspace, operation) {
         if let Some(schema) = schema {
@@ -310,6 +313,10 @@ struct Collector<'w> {
     branch_at: Option<String>,
     /// The schemas whose unchecked keywords were looked for.
     reported: HashSet<(u32, u32, u32)>,
+    /// Reading parameters: values that arrive as text, read as their
+    /// declared scalar type or else as strings, so keywords that depend on
+    /// which branch or which type a value is are not checked there.
+    text: bool,
 }
 
 impl<'w> Collector<'w> {
@@ -340,12 +347,12 @@ impl<'w> Collector<'w> {
                     .and_then(Node::as_seq)
                     .map_or(0, <[Node]>::len);
                 let outer = self.or_null_at.clone();
-                if all > 1 {
+                if all > 1 || crate::types::is_nullable(schema) {
                     self.or_null_at = Some(at.to_string());
                 }
                 self.schema(only, at, depth + 1);
                 self.or_null_at = outer;
-            } else if self.of_distinct_types(&branches) {
+            } else if !self.text && self.of_distinct_types(&branches) {
                 // `anyOf: [{type: string, maxLength: 64}, {$ref: File}]`
                 // (Stripe's expandable fields): a value of one type can
                 // only be the branch of that type, and every keyword but
@@ -450,7 +457,7 @@ impl<'w> Collector<'w> {
             if branches.len() < 2 {
                 continue;
             }
-            if self.of_distinct_types(&branches) {
+            if !self.text && self.of_distinct_types(&branches) {
                 branches.retain(|branch| !self.is_scalar(branch));
             }
             let mut inside = Vec::new();
@@ -468,6 +475,20 @@ impl<'w> Collector<'w> {
                         .collect::<Vec<_>>()
                         .join(", "),
                     if inside.len() == 1 { "is" } else { "are" }
+                ));
+            }
+        }
+        let beside_properties = schema.get("properties").is_some();
+        if let Some(values) = schema
+            .get("additionalProperties")
+            .filter(|_| beside_properties)
+        {
+            let mut inside = Vec::new();
+            keywords_within(self.workspace, values, 0, &mut HashSet::new(), &mut inside);
+            if !inside.is_empty() {
+                self.unchecked.push(format!(
+                    "#{pointer}: the keywords of `additionalProperties` beside `properties` are not \
+                     checked"
                 ));
             }
         }
@@ -557,6 +578,9 @@ impl<'w> Collector<'w> {
         }
         let or_null = self.or_null_at.as_deref() == Some(at);
         let in_branch = self.branch_at.as_deref() == Some(at);
+        // A parameter without a `type` is read as text: its listed numbers
+        // would never match it.
+        let untyped_text = self.text && schema.get("type").is_none();
         // A string enum or const is a Rust enum, which serde holds.
         let not_strings = |keyword: &&str| match schema.get(keyword) {
             Some(listed) => match listed.as_seq() {
@@ -567,20 +591,26 @@ impl<'w> Collector<'w> {
         };
         let any_type: Vec<&str> = ["enum", "const"]
             .into_iter()
-            .filter(|keyword| in_branch && not_strings(keyword))
+            .filter(|keyword| (in_branch || untyped_text) && not_strings(keyword))
             .collect();
         if !any_type.is_empty() {
             self.unchecked.push(format!(
-                "#{}: {} in a branch of a `oneOf`/`anyOf` {} not checked",
+                "#{}: {} {} {} not checked",
                 self.workspace.pointer_at(schema.span),
                 any_type
                     .iter()
                     .map(|keyword| format!("`{keyword}`"))
                     .collect::<Vec<_>>()
                     .join(" and "),
+                if in_branch {
+                    "in a branch of a `oneOf`/`anyOf`"
+                } else {
+                    "of a parameter without a `type`, read as text,"
+                },
                 if any_type.len() == 1 { "is" } else { "are" }
             ));
         }
+        let in_branch = in_branch || untyped_text;
         let json_text = |value: &Node| {
             // A listed number as written, like a limit.
             let json =
@@ -626,15 +656,20 @@ impl<'w> Collector<'w> {
 /// Validation keywords the runtime has no check for: each one a schema
 /// holds is a warning at generation (`format` is an annotation in JSON
 /// Schema 2020-12 and OpenAPI, not listed).
-const UNCHECKED: [&str; 8] = [
+const UNCHECKED: [&str; 13] = [
     "not",
     "if",
     "contains",
+    "minContains",
+    "maxContains",
     "patternProperties",
     "propertyNames",
     "dependentRequired",
     "dependentSchemas",
     "prefixItems",
+    "additionalItems",
+    "unevaluatedProperties",
+    "unevaluatedItems",
 ];
 
 /// The validation keywords the tables check, as the spec names them.
@@ -1057,6 +1092,46 @@ mod tests {
             "openapi.yaml",
         );
         assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
+    }
+
+    /// Parameters arrive as text, read as their declared scalar or else
+    /// as strings: a keyword that depends on which branch or which JSON
+    /// type a value is would refuse valid requests there, so it is named,
+    /// not checked. A nullable branch takes null.
+    #[test]
+    fn text_parameters_and_nullable_branches_refuse_no_valid_value() {
+        let spec = "openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /pay:
+    post:
+      operationId: pay
+      parameters:
+        - {name: x, in: query, schema: {anyOf: [{type: integer}, {type: boolean}, {type: string, pattern: '^[a-z]+$'}]}}
+        - {name: u, in: query, schema: {const: 2}}
+      requestBody:
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                level: {nullable: true, oneOf: [{$ref: '#/components/schemas/Level'}]}
+      responses:
+        '200': {description: ok}
+components:
+  schemas:
+    Level: {type: integer, enum: [1, 2]}
+";
+        let found = table(spec, "openapi.yaml");
+        assert!(found.params.is_empty(), "{:?}", found.params);
+        assert_eq!(checks(&found), [r#"Check::Enum(&["1", "2", "null"])"#]);
+        assert!(
+            found.unchecked.iter().any(|place| place.ends_with(
+                "`const` of a parameter without a `type`, read as text, is not checked"
+            )),
+            "{:?}",
+            found.unchecked
+        );
     }
 
     #[test]

@@ -357,7 +357,7 @@ fn unchecked_summary(places: &[String]) -> Vec<String> {
     let mut warnings: Vec<String> = places.iter().take(UNCHECKED_LISTED).cloned().collect();
     if places.len() > UNCHECKED_LISTED {
         warnings.push(format!(
-            "{} more schemas hold validation keywords the service does not check (inside \
+            "{} more places hold validation keywords the service does not check (inside \
              `oneOf`/`anyOf` branches, or `not`, `if`, `contains`, …); the first {UNCHECKED_LISTED} \
              are above",
             places.len() - UNCHECKED_LISTED

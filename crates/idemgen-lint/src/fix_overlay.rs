@@ -115,7 +115,17 @@ pub fn append_fixes(
         });
     }
     let display = out.display().to_string();
-    let tree = idemgen_spec::parse_tree(&display, existing).map_err(|error| error.message)?;
+    // Positions are counted in characters after a byte-order mark; the
+    // mark and the file's line ends are kept.
+    let (mark, body) = match existing.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", existing),
+    };
+    let newline = if body.contains("\r\n") { "\r\n" } else { "\n" };
+    let source =
+        idemgen_spec::SourceFile::new(out.to_path_buf(), display.clone(), body.to_string());
+    let byte = |char_index: u32| source.byte_offset(char_index as usize);
+    let tree = idemgen_spec::parse_tree(&display, body).map_err(|error| error.message)?;
     let Some(Value::Seq(items)) = tree.get("actions").map(|list| &list.value) else {
         return Err("it has no `actions` list".to_string());
     };
@@ -124,13 +134,13 @@ pub fn append_fixes(
         // After the last item (or inside `[]`), at the items' indentation.
         let (at, indent, separator) = match items.last() {
             Some(last) => (
-                last.span.end as usize,
-                column_of(existing, last.span.start as usize),
+                byte(last.span.end),
+                column_of(body, byte(last.span.start)),
                 ",",
             ),
             None => (
-                list.start as usize + 1,
-                column_of(existing, list.start as usize) + 2,
+                byte(list.start) + 1,
+                column_of(body, byte(list.start)) + 2,
                 "",
             ),
         };
@@ -139,26 +149,28 @@ pub fn append_fixes(
             .into_iter()
             .map(|action| {
                 format!(
-                    "\n{indent}{}",
-                    action_emit(action).json_pretty(&indent, "  ")
+                    "{newline}{indent}{}",
+                    action_emit(action)
+                        .json_pretty(&indent, "  ")
+                        .replace('\n', newline)
                 )
             })
             .collect();
         format!(
-            "{}{separator}{}{}",
-            &existing[..at],
+            "{mark}{}{separator}{}{}",
+            &body[..at],
             added.join(","),
-            &existing[at..]
+            &body[at..]
         )
     } else {
-        let start = list.start as usize;
-        if existing.as_bytes().get(start) != Some(&b'-') {
+        let start = byte(list.start);
+        if body.as_bytes().get(start) != Some(&b'-') {
             return Err("its `actions` is a flow list (`[...]`), not a block list".to_string());
         }
-        if !only_comments(&existing[list.end as usize..]) {
+        if !only_comments(&body[byte(list.end)..]) {
             return Err("`actions` is not the last thing in it".to_string());
         }
-        let dash = column_of(existing, start);
+        let dash = column_of(body, start);
         let added: Vec<String> = actions
             .into_iter()
             .map(|action| {
@@ -167,12 +179,21 @@ pub fn append_fixes(
                     " ".repeat(dash),
                     action_emit(action).yaml_seq_item(dash, 2)
                 )
+                .replace('\n', newline)
             })
             .collect();
-        format!("{}\n{}\n", existing.trim_end(), added.join("\n"))
+        // Nothing of the file is trimmed: blank lines at its end may be a
+        // kept (`|+`) scalar's.
+        let ending = if body.is_empty() || body.ends_with('\n') {
+            ""
+        } else {
+            newline
+        };
+        format!("{mark}{body}{ending}{}{newline}", added.join(newline))
     };
     // The appended text must read as the same overlay and the new actions.
-    let reread = idemgen_spec::parse_tree(&display, &text).map_err(|error| error.message)?;
+    let reread = idemgen_spec::parse_tree(&display, text.strip_prefix('\u{feff}').unwrap_or(&text))
+        .map_err(|error| error.message)?;
     match reread.get("actions").map(|list| &list.value) {
         Some(Value::Seq(all)) if all.len() == items.len() + count => {}
         _ => return Err("appending to it would not keep its actions".to_string()),
@@ -446,5 +467,48 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    /// What a person wrote is kept byte for byte when actions are
+    /// appended: a byte-order mark, CRLF line ends, text that is not ASCII
+    /// (positions are characters, slicing is bytes) and a kept (`|+`)
+    /// scalar's blank lines at the end.
+    #[test]
+    fn appending_keeps_every_byte_of_the_overlay() {
+        use crate::fix_loop::FixedFile;
+        let spec = std::env::temp_dir().join("append-test/openapi.yaml");
+        let outcome = FixOutcome {
+            files: vec![FixedFile {
+                path: idemgen_spec::normalize_absolute(&spec),
+                display: "openapi.yaml".into(),
+                before: "openapi: 3.1.0\npaths: {}\n".into(),
+                after: "openapi: 3.1.0\npaths: {}\nx-new: 1\n".into(),
+            }],
+            applied: 1,
+            ..FixOutcome::default()
+        };
+        let existing = "\u{feff}overlay: 1.1.0\r\ninfo: {title: Prix en €, version: '1'}\r\n\
+                        actions:\r\n  - target: $.info\r\n    update:\r\n      \
+                        description: |+\r\n        kept\r\n\r\n\r\n";
+        let out = spec.with_file_name("fix.overlay.yaml");
+        let appended = append_fixes(&spec, &outcome, &out, existing).unwrap();
+        assert_eq!(appended.actions, 1);
+        assert!(appended.text.starts_with(existing), "{:?}", appended.text);
+        let added = &appended.text[existing.len()..];
+        assert_eq!(added, "  - target: $\r\n    update: {x-new: 1}\r\n");
+
+        let json = "{\n  \"overlay\": \"1.1.0\",\n  \"info\": {\"title\": \"€\", \"version\": \"1\"},\n  \
+                    \"actions\": [\n    {\"target\": \"$.info\", \"remove\": true}\n  ]\n}\n";
+        let out = spec.with_file_name("fix.overlay.json");
+        let appended = append_fixes(&spec, &outcome, &out, json).unwrap();
+        let reread: serde_json::Value = serde_json::from_str(&appended.text).unwrap();
+        assert_eq!(
+            reread["actions"].as_array().unwrap().len(),
+            2,
+            "{}",
+            appended.text
+        );
+        assert_eq!(reread["actions"][1]["update"]["x-new"], 1);
+        assert_eq!(reread["info"]["title"], "€");
     }
 }

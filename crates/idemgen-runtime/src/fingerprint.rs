@@ -38,16 +38,18 @@ pub(crate) fn fingerprint_without(
         hash_part(&mut hasher, request.path.as_bytes());
     }
     if include.query {
-        // Every pair, a name's repeats in the order sent (`?a=1&a=2` is
-        // not `?a=2&a=1`, nor `?a=2`). Parameters are read by name, so
-        // canonically the names are in order: `?a=1&b=2` is `?b=2&a=1`.
+        // Every pair, a parameter's own pairs in the order sent (`?a=1&a=2`
+        // is not `?a=2&a=1`, nor `?a=2`; nor is `?a[1]=y&a[0]=x` the other
+        // order, since `a`, `a[]` and `a[N]` are read as items in the order
+        // sent). Parameters are read by name, so canonically the names are
+        // in order: `?a=1&b=2` is `?b=2&a=1`.
         let mut pairs: Vec<&(String, String)> = request
             .query_pairs
             .iter()
             .filter(|(name, _)| !secrets.contains(&name.as_str()))
             .collect();
         if include.canonical_json {
-            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            pairs.sort_by(|a, b| parameter_of(&a.0).cmp(parameter_of(&b.0)));
         }
         let mut text = Vec::new();
         for (name, value) in pairs {
@@ -81,6 +83,13 @@ pub(crate) fn fingerprint_without(
         }
     }
     Ok(hex(&hasher.finalize()))
+}
+
+/// The parameter a query pair belongs to: its name up to the first `[`
+/// (`created[gt]`, `expand[]` and `expand[0]` are pairs of `created` and
+/// `expand`).
+fn parameter_of(name: &str) -> &str {
+    name.split('[').next().unwrap_or(name)
 }
 
 /// JSON whose meaning is ambiguous; anything else that fails to
@@ -257,6 +266,20 @@ mod tests {
         assert_eq!(
             with_query(&[("b", "x"), ("a", "1"), ("c", "y"), ("a", "2")]),
             with_query(&[("a", "1"), ("c", "y"), ("a", "2"), ("b", "x")])
+        );
+        // One parameter's bracketed pairs keep the order sent: they are
+        // read as items in that order, whatever the index says.
+        assert_ne!(
+            with_query(&[("e[1]", "b"), ("e[0]", "a")]),
+            with_query(&[("e[0]", "a"), ("e[1]", "b")])
+        );
+        assert_ne!(
+            with_query(&[("e", "a"), ("e[]", "b")]),
+            with_query(&[("e[]", "b"), ("e", "a")])
+        );
+        assert_eq!(
+            with_query(&[("z", "1"), ("e[]", "a"), ("e", "b")]),
+            with_query(&[("e[]", "a"), ("z", "1"), ("e", "b")])
         );
         let as_sent = Fingerprint {
             canonical_json: false,

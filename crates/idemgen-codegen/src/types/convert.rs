@@ -74,6 +74,9 @@ pub struct Converter<'w> {
     unions: HashMap<String, String>,
     /// The struct of a multipart body's file, once one is declared.
     file_part: Option<String>,
+    /// The struct of a discriminator's base schema's own members, by the
+    /// base's node (see `inherited`).
+    own_structs: HashMap<NodeId, String>,
 }
 
 impl<'w> Converter<'w> {
@@ -88,6 +91,7 @@ impl<'w> Converter<'w> {
             last_fallback: None,
             unions: HashMap::new(),
             file_part: None,
+            own_structs: HashMap::new(),
         }
     }
 
@@ -748,10 +752,12 @@ impl<'w> Converter<'w> {
     /// a value of it is one of them, named by the property, and read as
     /// the base alone it would lose their members. Its type is the tagged
     /// union of them: the `mapping`'s, then every component whose `allOf`
-    /// reaches the base, named by its own name. `None` (an object, as
-    /// before) when nothing extends it, a `mapping` value is not a local
-    /// component, or a member is the base itself or only names another
-    /// schema (the union would contain itself).
+    /// reaches the base, named by its own name, then the base itself (a
+    /// value JSON Schema takes too). A member that is the base or another
+    /// such base is its own members' struct (`VehicleBase`), not its
+    /// union. `None` (an object, as before) when nothing extends it, a
+    /// `mapping` value is not a local component, or a member only names
+    /// another schema (its type would be the union itself).
     fn inherited(&mut self, schema: &'w Node, hint: &Hint) -> Option<Ty> {
         let discriminator = schema.get("discriminator")?;
         if schema.get("oneOf").is_some() || schema.get("anyOf").is_some() {
@@ -787,11 +793,18 @@ impl<'w> Converter<'w> {
                 members.push((key.to_string(), format!("{COMPONENT_SCHEMAS}{key}"), node));
             }
         }
-        let contains_itself = members
-            .iter()
-            .any(|(_, _, member)| node_id(member) == base || only_names_another(member));
-        if members.is_empty() || contains_itself {
+        if members.is_empty()
+            || members
+                .iter()
+                .any(|(_, _, member)| only_names_another(member))
+        {
             return None;
+        }
+        let base_listed = members.iter().any(|(_, _, member)| node_id(member) == base);
+        if let Some((key, _)) = components.iter().find(|(_, node)| node_id(node) == base) {
+            if !base_listed {
+                members.push((key.to_string(), format!("{COMPONENT_SCHEMAS}{key}"), schema));
+            }
         }
         let name = match self.begin(schema, hint) {
             Ok(name) => name,
@@ -802,13 +815,23 @@ impl<'w> Converter<'w> {
         let mut variant_names = VariantNames::default();
         let mut variants: Vec<TaggedVariant> = Vec::new();
         for (wire, reference, member) in members {
-            let ty = Ty::Named(self.named(member, &reference));
+            let is_base = member.get("discriminator").is_some()
+                && member.get("oneOf").is_none()
+                && member.get("anyOf").is_none();
+            let ty = match is_base {
+                true => self.own_struct(member, &reference_name(&reference)),
+                false => Ty::Named(self.named(member, &reference)),
+            };
             if let Some(seen) = variants.iter_mut().find(|seen| seen.ty == ty) {
                 seen.aliases.push(wire);
                 continue;
             }
+            let word = match is_base {
+                true => reference_name(&reference),
+                false => variant_word(&ty),
+            };
             variants.push(TaggedVariant {
-                variant: variant_names.assign(&variant_word(&ty)),
+                variant: variant_names.assign(&word),
                 wire,
                 aliases: Vec::new(),
                 ty,
@@ -831,6 +854,30 @@ impl<'w> Converter<'w> {
             }),
         });
         Some(Ty::Named(name))
+    }
+
+    /// The struct of a discriminator base's own members (its `allOf`
+    /// parts merged), named `{name} base`: the variant of its union that is
+    /// the base itself, defined once.
+    fn own_struct(&mut self, schema: &'w Node, name: &str) -> Ty {
+        if let Some(existing) = self.own_structs.get(&node_id(schema)) {
+            return Ty::Named(existing.clone());
+        }
+        let mut parts = Vec::new();
+        match schema.get("allOf").and_then(Node::as_seq) {
+            Some(all_of) => {
+                if !self.flatten_all_of(schema, all_of, 0, &mut HashSet::new(), &mut parts) {
+                    return self
+                        .fallback(schema, "an `allOf` nested too deeply or in a cycle".into());
+                }
+            }
+            None => parts.push(schema),
+        }
+        let name = self.names.assign(&format!("{name} base"));
+        self.own_structs.insert(node_id(schema), name.clone());
+        let def = self.merged_struct(&name, schema, &parts);
+        self.insert(def);
+        Ty::Named(name)
     }
 
     /// `components.schemas`, by key.

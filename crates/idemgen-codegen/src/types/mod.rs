@@ -85,7 +85,7 @@ use std::collections::BTreeMap;
 use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
-pub(crate) use convert::{is_null_schema, reference_name};
+pub(crate) use convert::{is_null_schema, is_nullable, reference_name};
 pub(crate) use operation::{is_json, media_choices, media_essence};
 
 /// The `PascalCase` words an operation's types start with (`GetOrder` in
