@@ -101,12 +101,31 @@ impl Request {
     }
 
     /// Everything of a request but its body (left empty), refusing what
-    /// can be refused without reading it: a transfer coding hyper does
-    /// not undo (501), a declared length past [`MAX_BODY_BYTES`] (413),
-    /// path and query parameters that are not UTF-8 (400).
+    /// can be refused without reading it: a path the operation does not
+    /// serve (404, first: it is no request of the operation), a transfer
+    /// coding hyper does not undo (501), a declared length past
+    /// [`MAX_BODY_BYTES`] (413), path and query parameters that are not
+    /// UTF-8 (400).
     pub(crate) async fn read_head(
         mut parts: axum::http::request::Parts,
     ) -> Result<Request, Response> {
+        let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
+        let mut path_params = match path_params {
+            Ok(Path(params)) => params,
+            // A segment that is not UTF-8 once percent-decoded (`%ff`):
+            // refused as such, where passing the rest on would report the
+            // parameter as missing.
+            Err(PathRejection::FailedToDeserializePathParams(error)) => {
+                return Err(invalid_path(&error).into_response());
+            }
+            // Not routed by axum (a hand-written dispatcher): no parameters.
+            Err(_) => HashMap::new(),
+        };
+        if let Err(not_found) = crate::input::cut_path_affixes(&parts, &mut path_params) {
+            let mut not_found = not_found.into_response();
+            not_found.extensions_mut().insert(crate::outcome::NotServed);
+            return Err(not_found);
+        }
         // hyper undoes `chunked` only, and once: a body under any other
         // transfer coding, or chunked twice, would be read as if it had none.
         match transfer_codings(&parts.headers) {
@@ -133,23 +152,6 @@ impl Request {
         }
         if declared_length(&parts.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
             return Err(too_large());
-        }
-        let path_params = Path::<HashMap<String, String>>::from_request_parts(&mut parts, &()).await;
-        let mut path_params = match path_params {
-            Ok(Path(params)) => params,
-            // A segment that is not UTF-8 once percent-decoded (`%ff`):
-            // refused as such, where passing the rest on would report the
-            // parameter as missing.
-            Err(PathRejection::FailedToDeserializePathParams(error)) => {
-                return Err(invalid_path(&error).into_response());
-            }
-            // Not routed by axum (a hand-written dispatcher): no parameters.
-            Err(_) => HashMap::new(),
-        };
-        if let Err(not_found) = crate::input::cut_path_affixes(&parts, &mut path_params) {
-            let mut not_found = not_found.into_response();
-            not_found.extensions_mut().insert(crate::outcome::NotServed);
-            return Err(not_found);
         }
         // Decoding replaces bytes that are not UTF-8 with U+FFFD, so
         // `?tenant=%ff` and `?tenant=%fe` would read as one tenant (or key,

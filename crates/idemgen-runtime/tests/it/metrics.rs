@@ -449,6 +449,12 @@ async fn a_path_the_operation_does_not_serve_is_not_counted_as_its_request() {
         send(&router, get("/things/abc")).await,
         StatusCode::NOT_FOUND
     );
+    // Not the operation's path first, whatever else is wrong with it.
+    let mut too_large = get("/things/abc");
+    too_large
+        .headers_mut()
+        .insert("content-length", "999999999999".parse().unwrap());
+    assert_eq!(send(&router, too_large).await, StatusCode::NOT_FOUND);
     let response = router.clone().oneshot(get("/metrics")).await.unwrap();
     let text = body_text(response).await;
     let scrape = Scrape::parse(text.lines().map(|line| Ok(line.to_string()))).unwrap();
@@ -489,7 +495,7 @@ async fn a_path_the_operation_does_not_serve_is_not_counted_as_its_request() {
         .map(|(_, fields)| fields)
         .filter(|span| span["name"] == "request")
         .collect();
-    assert_eq!(requests.len(), 2, "{requests:#?}");
+    assert_eq!(requests.len(), 3, "{requests:#?}");
     let not_served = requests
         .iter()
         .find(|span| span.get("status").map(String::as_str) == Some("404"))
