@@ -110,29 +110,16 @@ impl<'w> Converter<'w> {
     /// Names every `components.schemas` entry after its key, in key
     /// order, and queues it for definition; the names given.
     pub fn reserve_components(&mut self) -> BTreeSet<String> {
-        let workspace = self.workspace;
-        let Some(schemas) = workspace
-            .root()
-            .get("components")
-            .and_then(|node| workspace.deref(node))
-            .and_then(|components| components.get("schemas"))
-            .and_then(|node| workspace.deref(node))
-            .and_then(Node::as_map)
-        else {
-            return BTreeSet::new();
-        };
-        let mut entries: Vec<&Entry> = schemas.iter().collect();
-        entries.sort_by(|a, b| a.key.cmp(&b.key));
         let mut names = BTreeSet::new();
-        for entry in entries {
-            let name = self.names.assign(&entry.key);
+        for (key, schema) in self.component_schemas() {
+            let name = self.names.assign(key);
             names.insert(name.clone());
-            if entry.value.get("$ref").is_none() {
+            if schema.get("$ref").is_none() {
                 self.by_node
-                    .entry(node_id(&entry.value))
+                    .entry(node_id(schema))
                     .or_insert_with(|| name.clone());
             }
-            self.queue.push_back((name, &entry.value));
+            self.queue.push_back((name, schema));
         }
         names
     }
