@@ -119,6 +119,16 @@ struct Spans(Arc<Mutex<Vec<(usize, SpanFields)>>>, Arc<AtomicUsize>);
 
 type SpanFields = BTreeMap<String, String>;
 
+impl Spans {
+    /// The spans of this thread's requests, recorded while the guard lives.
+    fn recorded() -> (Spans, tracing::subscriber::DefaultGuard) {
+        let spans = Spans::default();
+        let guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+        (spans, guard)
+    }
+}
+
 struct Fields(BTreeMap<String, String>);
 
 struct Opened(usize);
@@ -182,9 +192,7 @@ async fn every_kind_of_request_is_counted_timed_and_traced_without_its_secrets()
     let Some(table) = Table::new().await else {
         return;
     };
-    let spans = Spans::default();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let (spans, _subscriber) = Spans::recorded();
     let engine = table.engine().await;
     let router = router(&engine);
 
@@ -430,9 +438,7 @@ async fn a_path_the_operation_does_not_serve_is_not_counted_as_its_request() {
     let Some(table) = Table::new().await else {
         return;
     };
-    let spans = Spans::default();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let (spans, _subscriber) = Spans::recorded();
     let engine = table.engine().await;
     let router = Router::new()
         .route(
