@@ -36,9 +36,10 @@ pub fn run(args: &LintArgs) -> ExitCode {
         }
         _ => None,
     };
-    // What the spec is fixed through: the overlays read, then the output
-    // itself when it exists, so a second run adds only what is new.
-    let fix_inputs: Vec<PathBuf> = match overlay_out {
+    // What the spec is fixed and then linted through: the overlays read,
+    // then the output itself whenever it exists, so a second run adds
+    // only what is new.
+    let fix_reads: Vec<PathBuf> = match overlay_out {
         Some(out) => {
             let (_, read) = args.config.overlays.split_last().expect("one at least");
             let read = if read.is_empty() {
@@ -47,13 +48,13 @@ pub fn run(args: &LintArgs) -> ExitCode {
                 read
             };
             let same = |path: &Path| normalize_absolute(path) == normalize_absolute(out);
-            read.iter()
-                .filter(|path| !same(path))
-                .cloned()
-                .chain(out.is_file().then(|| out.to_path_buf()))
-                .collect()
+            read.iter().filter(|path| !same(path)).cloned().collect()
         }
         None => Vec::new(),
+    };
+    let through_output = |out: &Path| -> Vec<PathBuf> {
+        let output = out.is_file().then(|| out.to_path_buf());
+        fix_reads.iter().cloned().chain(output).collect()
     };
     if args.statistics && !matches!(args.format, LintFormat::Pretty | LintFormat::Json) {
         eprintln!(
@@ -80,7 +81,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
     };
     let mut failed_to_load = false;
     if let Some(out) = overlay_out {
-        match write_overlay(args, &options, &fix_inputs, out) {
+        match write_overlay(args, &options, &through_output(out), out) {
             Ok(Some(code)) => return code,
             Ok(None) => {}
             Err(code) => return code,
@@ -98,13 +99,7 @@ pub fn run(args: &LintArgs) -> ExitCode {
     for path in &args.specs {
         let overlays = match overlay_out {
             // What is left once the overlay just written is applied.
-            Some(out) => {
-                let mut overlays = fix_inputs.clone();
-                if out.is_file() && !overlays.iter().any(|input| input == out) {
-                    overlays.push(out.to_path_buf());
-                }
-                overlays
-            }
+            Some(out) => through_output(out),
             None => args.config.overlays_for(&config, path).to_vec(),
         };
         let workspace = match input::load_spec_telling(path, &overlays) {
