@@ -14,8 +14,9 @@
 //!   round (one pays, the rest get 429 or the replay), once per claim mode.
 //!
 //! Each runs for a fixed time with N client threads (keep-alive
-//! connections) against release builds, one server process each, in the
-//! same run; the table gives each as a ratio to (a). No assertion depends on
+//! connections) against release builds as a generated project makes them
+//! (its `[profile.release]`: fat LTO, one codegen unit; the baseline built
+//! alike), one server process each, in the same run; the table gives each as a ratio to (a). No assertion depends on
 //! time. SQLite (a file of the run's own, shared by the server processes)
 //! always runs; run with
 //!
@@ -96,7 +97,7 @@ fn main() {
         println!("\n## first-time writes and replays, builds compared\n");
         println!("{machine}");
         println!(
-            "{clients} client threads, {} s per run, one server process each, release builds.\n",
+            "{clients} client threads, {} s per run, one server process each, release builds (fat LTO, one codegen unit).\n",
             duration.as_secs()
         );
         println!(
@@ -111,7 +112,7 @@ fn main() {
     println!("\n## idempotency under load\n");
     println!("{machine}");
     println!(
-        "{clients} client threads, {} s per scenario, one server process each, release builds.\n",
+        "{clients} client threads, {} s per scenario, one server process each, release builds (fat LTO, one codegen unit).\n",
         duration.as_secs()
     );
     println!(
@@ -133,7 +134,7 @@ fn setting(name: &str, default: usize) -> usize {
 
 /// The four scenarios on one database; their table rows.
 fn bench(db: &Database, clients: usize, duration: Duration) -> String {
-    let binaries = Binaries::build(db.dialect, Profile::Release).with_override(db.dialect);
+    let binaries = Binaries::build(db.dialect, Profile::Shipped).with_override(db.dialect);
     let generated = Server::start(&binaries.generated, db, 0);
     let naive = Server::start(&binaries.naive, db, 0);
     let database = match db.dialect {
@@ -305,7 +306,7 @@ fn compare(
     duration: Duration,
     rounds: usize,
 ) -> String {
-    let binaries = Binaries::build(db.dialect, Profile::Release);
+    let binaries = Binaries::build(db.dialect, Profile::Shipped);
     let generated: Vec<(String, Server)> = builds
         .iter()
         .map(|build| {
@@ -839,8 +840,9 @@ fn in_transaction_build(dialect: Dialect) -> std::path::PathBuf {
     );
     std::fs::write(dir.join("src/operations.rs"), operations).unwrap();
     let output = cargo(&dir)
-        .args(["build", "--release", "--no-default-features", "--features"])
+        .args(["build", "--no-default-features", "--features"])
         .arg(dialect.feature())
+        .args(Profile::Shipped.args())
         .output()
         .expect("cargo runs");
     assert!(
@@ -848,12 +850,14 @@ fn in_transaction_build(dialect: Dialect) -> std::path::PathBuf {
         "building the in-transaction example failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let out = target
-        .join("exactly-once")
-        .join(format!("release-{}", dialect.feature()));
+    let out = target.join("exactly-once").join(format!(
+        "{}-{}",
+        Profile::Shipped.dir(),
+        dialect.feature()
+    ));
     std::fs::create_dir_all(&out).unwrap();
     copy_aside(
-        &target.join("release/payment-callback"),
+        &target.join(Profile::Shipped.dir()).join("payment-callback"),
         &out,
         "payment-callback-in-transaction",
     )

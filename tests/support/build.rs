@@ -121,6 +121,41 @@ impl Dialect {
 pub enum Profile {
     Debug,
     Release,
+    /// Release as a generated project of its own builds it: its
+    /// `[profile.release]` (fat LTO, one codegen unit). The load bench
+    /// measures this build, of the baseline too; the tests take the
+    /// quicker [`Profile::Release`].
+    Shipped,
+}
+
+impl Profile {
+    /// Its directory under the target directory.
+    pub fn dir(self) -> &'static str {
+        match self {
+            Profile::Debug => "debug",
+            Profile::Release => "release",
+            Profile::Shipped => "shipped",
+        }
+    }
+
+    /// Its `cargo build` arguments.
+    pub fn args(self) -> Vec<String> {
+        match self {
+            Profile::Debug => Vec::new(),
+            Profile::Release => vec!["--release".into()],
+            // What the generated Cargo.toml's `[profile.release]` says,
+            // as a profile of its own: its objects do not replace the
+            // release ones the tests build.
+            Profile::Shipped => [
+                "--profile=shipped",
+                "--config=profile.shipped.inherits=\"release\"",
+                "--config=profile.shipped.lto=\"fat\"",
+                "--config=profile.shipped.codegen-units=1",
+            ]
+            .map(String::from)
+            .to_vec(),
+        }
+    }
 }
 
 /// The two example servers of one dialect and profile:
@@ -163,10 +198,7 @@ impl Binaries {
             return binaries.clone();
         }
         let target = target_dir();
-        let profile_dir = match profile {
-            Profile::Debug => "debug",
-            Profile::Release => "release",
-        };
+        let profile_dir = profile.dir();
         let out = target
             .join("exactly-once")
             .join(format!("{profile_dir}-{}", dialect.feature()));
@@ -181,10 +213,8 @@ impl Binaries {
             .args(["--no-default-features", "--features"])
             .arg(format!(
                 "payment-callback/{feature},naive-callback/{feature}"
-            ));
-        if profile == Profile::Release {
-            command.arg("--release");
-        }
+            ))
+            .args(profile.args());
         let started = Instant::now();
         let output = command.output().expect("cargo runs");
         assert!(
@@ -230,10 +260,7 @@ pub fn one_commit_service_built(dialect: Dialect, profile: Profile) -> PathBuf {
     {
         return binary.clone();
     }
-    let profile_dir = match profile {
-        Profile::Debug => "debug",
-        Profile::Release => "release",
-    };
+    let profile_dir = profile.dir();
     let target = target_dir();
     let out = target
         .join("exactly-once")
@@ -300,9 +327,7 @@ pub fn one_commit_service_built(dialect: Dialect, profile: Profile) -> PathBuf {
         "--features",
         dialect.feature(),
     ]);
-    if profile == Profile::Release {
-        command.arg("--release");
-    }
+    command.args(profile.args());
     let output = command.output().expect("cargo runs");
     assert!(
         output.status.success(),
