@@ -317,8 +317,14 @@ impl Request {
                 &violation.to_string(),
             )
         })?;
-        serde_json::from_value(values).map_err(|error| {
-            Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &error.to_string())
+        // Where a nested value does not fit is named (`items[0]`: missing
+        // field `price`), as in a form body.
+        serde_path_to_error::deserialize(values).map_err(|error| {
+            let detail = match error.path().to_string().as_str() {
+                "." => error.inner().to_string(),
+                path => format!("`{path}`: {}", error.inner()),
+            };
+            Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &detail)
         })
     }
 
@@ -1031,10 +1037,22 @@ mod tests {
             enabled: bool,
             liability: Option<Liability>,
         }
+        // Stripe's `status_transitions[paid]`: a time, or a range.
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum Paid {
+            At(i64),
+            Range { gt: i64 },
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Transitions {
+            paid: Paid,
+        }
         #[derive(Deserialize, Debug, PartialEq)]
         struct P {
             subscription_items: Option<Vec<Item>>,
             automatic_tax: Option<AutomaticTax>,
+            status_transitions: Option<Transitions>,
         }
         const ITEM: Shape = Shape::Members(&[
             ("price", Shape::Scalar(Scalar::String)),
@@ -1054,6 +1072,12 @@ mod tests {
                 .style(Style::DeepObject),
             Param::query("automatic_tax", Scalar::String)
                 .nested(&TAX)
+                .style(Style::DeepObject),
+            Param::query("status_transitions", Scalar::String)
+                .nested(&Shape::Members(&[(
+                    "paid",
+                    Shape::OrScalar(&Shape::Members(&[("gt", Shape::Scalar(Scalar::Integer))]), Scalar::Integer),
+                )]))
                 .style(Style::DeepObject),
         ];
         // Decoded as `Request::read` decodes the query.
@@ -1090,8 +1114,15 @@ mod tests {
                     account: None,
                 }),
             }),
+            status_transitions: None,
         };
         assert_eq!(params, expected);
+        // A union of a range and a time takes either.
+        let transitions = |raw: &str| read(raw).unwrap().status_transitions.unwrap().paid;
+        assert_eq!(transitions("status_transitions[paid]=5"), Paid::At(5));
+        assert_eq!(transitions("status_transitions[paid][gt]=6"), Paid::Range { gt: 6 });
+        let soon = read("status_transitions[paid]=soon").err().unwrap();
+        assert!(detail(soon).contains("`status_transitions[paid]` must be an integer, not `soon`"));
         // Brackets percent-encoded read the same.
         let encoded = read("subscription_items%5B0%5D%5Bprice%5D=p&subscription_items%5B0%5D%5Bquantity%5D=2")
             .unwrap();

@@ -24,6 +24,10 @@ pub enum Shape {
     /// An object of these members (`name[member]`); a member not listed
     /// is text (a map of strings lists none).
     Members(&'static [(&'static str, Shape)]),
+    /// A union of a value of this shape and a scalar (Stripe's
+    /// `status_transitions[paid]`: a time, or a range `[paid][gt]`): text
+    /// is read as the scalar, brackets as the shape.
+    OrScalar(&'static Shape, Scalar),
 }
 
 /// The value sent for `param` under its name and its brackets; `None`
@@ -69,6 +73,9 @@ fn typed(shape: &Shape, value: Value, at: &mut String) -> Result<Value, Reply> {
         (Shape::ScalarOrString(scalar), Value::String(text)) => {
             Ok(scalar_text(*scalar, &text).unwrap_or(Value::String(text)))
         }
+        (Shape::OrScalar(_, scalar), Value::String(text)) => scalar_text(*scalar, &text)
+            .map_err(|what| refusal(&format!("query parameter `{at}` {what}, not `{text}`"))),
+        (Shape::OrScalar(shape, _), value) => typed(shape, value, at),
         // The reader gathers a name sent twice into a list.
         (Shape::Scalar(_) | Shape::ScalarOrString(_), Value::Array(_)) => Err(refusal(&format!(
             "query parameter `{at}` was sent more than once; send it once"
