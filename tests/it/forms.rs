@@ -69,6 +69,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#"Param::query("created",Scalar::Integer).object(&[("gt",Scalar::Integer),("lt",Scalar::Integer)]).or_scalar().style(idemgen_runtime::Style::DeepObject),"#,
         // A deepObject that nests is read from its brackets as its shape.
         r#"Param::query("subscription_items",Scalar::String).nested(&Shape::Items(&Shape::Members(&[("price",Shape::Scalar(Scalar::String)),("quantity",Shape::Scalar(Scalar::Integer)),("tax_rates",Shape::Items(&Shape::Scalar(Scalar::String))),]))).style(idemgen_runtime::Style::DeepObject).explode(true),"#,
+        r#"Param::query("default_tax_rates",Scalar::String).nested(&Shape::Items(&Shape::Scalar(Scalar::String))).style(idemgen_runtime::Style::DeepObject).explode(true),"#,
         r#"Param::query("automatic_tax",Scalar::String).nested(&Shape::Members(&[("enabled",Shape::Scalar(Scalar::Boolean)),("liability",Shape::Members(&[("type",Shape::Scalar(Scalar::String)),("account",Shape::Scalar(Scalar::String)),])),])).style(idemgen_runtime::Style::DeepObject),"#,
         r#"Param::query("trial_end",Scalar::Integer).or_string(),"#,
         r#"Param::query("tags",Scalar::String).many().style(idemgen_runtime::Style::PipeDelimited),"#,

@@ -82,7 +82,8 @@ async fn nested_deep_objects_arrive_typed() {
     let query = "?subscription_items[0][price]=p_1&subscription_items[0][quantity]=2\
                  &subscription_items[0][tax_rates][]=txr_1&subscription_items%5B1%5D%5Bprice%5D=p_2\
                  &subscription_items[1][tax_rates]=&automatic_tax[enabled]=true\
-                 &automatic_tax[liability][type]=self";
+                 &automatic_tax[liability][type]=self&default_tax_rates[0]=txr_2\
+                 &default_tax_rates[1]=txr_3";
     let (status, echoed) = send(&format!("{PATH}{query}"), None, "amount=1").await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
     assert_eq!(
@@ -96,6 +97,11 @@ async fn nested_deep_objects_arrive_typed() {
         echoed["params"]["automatic_tax"],
         json!({"enabled": true, "liability": {"type": "self"}})
     );
+    assert_eq!(echoed["params"]["default_tax_rates"], json!(["txr_2", "txr_3"]));
+    let cleared = format!("{PATH}?default_tax_rates=");
+    let (status, echoed) = send(&cleared, None, "amount=1").await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(echoed["params"]["default_tax_rates"], json!(""));
 }
 
 #[tokio::test]

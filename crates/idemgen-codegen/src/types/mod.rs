@@ -228,7 +228,8 @@ pub enum ParamKind {
         or_scalar: Option<Scalar>,
     },
     /// A `deepObject` query value that nests (an array of objects, an
-    /// object of objects), read from its brackets as this shape.
+    /// object of objects) or that the flat readers would take as text (a
+    /// list or `""`), read from its brackets as this shape.
     Nested(Shape),
     /// Any other JSON value: its text, as a string.
     Other,

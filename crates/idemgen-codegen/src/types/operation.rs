@@ -677,19 +677,6 @@ pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, Type
         return;
     };
     for (param, field) in params.fields.iter_mut().zip(&shape.fields) {
-        let deep =
-            param.location == ParamLocation::Query && param.style.as_deref() == Some("deepObject");
-        if deep {
-            match param_shape::of(&field.ty, defs) {
-                Some(nested) if nested.nests() => {
-                    param.kind = ParamKind::Nested(nested);
-                    continue;
-                }
-                Some(_) => {}
-                // Read as below, which loses what nests: reported.
-                None => param.unread_nesting = true,
-            }
-        }
         param.kind = match (
             scalar(&field.ty, defs, 0),
             scalar_or_string(&field.ty, defs, 0),
@@ -701,6 +688,20 @@ pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, Type
                 other => object_kind(other, defs, 0).unwrap_or(ParamKind::Other),
             },
         };
+        let deep =
+            param.location == ParamLocation::Query && param.style.as_deref() == Some("deepObject");
+        // A `deepObject` the flat readers above would read as text, or
+        // whose members nest, is read from its brackets as its shape;
+        // one no shape describes is reported.
+        if deep {
+            match param_shape::of(&field.ty, defs) {
+                Some(nested) if nested.nests() || param.kind == ParamKind::Other => {
+                    param.kind = ParamKind::Nested(nested);
+                }
+                Some(_) => {}
+                None => param.unread_nesting = true,
+            }
+        }
     }
 }
 
