@@ -43,7 +43,8 @@ pub enum Style {
     SpaceDelimited,
     /// Query arrays `id=1|2` (exploded: as `Form`).
     PipeDelimited,
-    /// Query objects `created[gt]=1&created[lt]=9`.
+    /// Query objects `created[gt]=1&created[lt]=9`; nested values
+    /// `items[0][price]=p` with [`Param::nested`].
     DeepObject,
     /// Path and header: `1,2`; objects `gt,1,lt,9`, exploded `gt=1,lt=9`.
     Simple,
