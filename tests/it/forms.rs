@@ -39,6 +39,16 @@ fn the_generator_types_the_form_and_reads_each_style() {
         "{models}"
     );
     assert!(!models.contains("= Vec<u8>;"), "no raw body: {models}");
+    // Nested deepObject parameters get their types, not text.
+    assert!(
+        models
+            .contains("pub subscription_items: Option<Vec<CheckoutParamsSubscriptionItemsItem>>,"),
+        "{models}"
+    );
+    assert!(
+        models.contains("pub automatic_tax: Option<CheckoutParamsAutomaticTax>,"),
+        "{models}"
+    );
     let routes = std::fs::read_to_string(server.join("src/routes.rs")).unwrap();
     // `gen` formats its output: compare without the layout (nor the
     // trailing comma a broken line gets).
@@ -57,6 +67,10 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#"Param::path("labels",Scalar::String).many().style(idemgen_runtime::Style::Label).explode(true),"#,
         r#"Param::path("point",Scalar::String).object(&[("x",Scalar::Integer),("y",Scalar::String)]).style(idemgen_runtime::Style::Matrix),"#,
         r#"Param::query("created",Scalar::Integer).object(&[("gt",Scalar::Integer),("lt",Scalar::Integer)]).or_scalar().style(idemgen_runtime::Style::DeepObject),"#,
+        // A deepObject that nests is read from its brackets as its shape.
+        r#"Param::query("subscription_items",Scalar::String).nested(&Shape::Items(&Shape::Members(&[("price",Shape::Scalar(Scalar::String)),("quantity",Shape::Scalar(Scalar::Integer)),("tax_rates",Shape::Items(&Shape::Scalar(Scalar::String))),]))).style(idemgen_runtime::Style::DeepObject).explode(true),"#,
+        r#"Param::query("default_tax_rates",Scalar::String).nested(&Shape::Items(&Shape::Scalar(Scalar::String))).style(idemgen_runtime::Style::DeepObject).explode(true),"#,
+        r#"Param::query("automatic_tax",Scalar::String).nested(&Shape::Members(&[("enabled",Shape::Scalar(Scalar::Boolean)),("liability",Shape::Members(&[("type",Shape::Scalar(Scalar::String)),("account",Shape::Scalar(Scalar::String)),])),])).style(idemgen_runtime::Style::DeepObject),"#,
         r#"Param::query("trial_end",Scalar::Integer).or_string(),"#,
         r#"Param::query("tags",Scalar::String).many().style(idemgen_runtime::Style::PipeDelimited),"#,
         r#"Param::query("sizes",Scalar::Integer).many().style(idemgen_runtime::Style::SpaceDelimited),"#,
@@ -70,6 +84,16 @@ fn the_generator_types_the_form_and_reads_each_style() {
     ] {
         assert!(flat.contains(expected), "{expected} in {routes}");
     }
+    // A deepObject whose brackets could be either object is not read
+    // from them, and the summary says so.
+    assert!(
+        run.stderr.contains(
+            "warning: checkout: query parameter `discount` is a `deepObject` whose brackets \
+             cannot be read into its type"
+        ),
+        "{}",
+        run.stderr
+    );
     // `/things/{id}.xml` is the same route and method: skipped, both named.
     assert!(
         run.stderr.contains(

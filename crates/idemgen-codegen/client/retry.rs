@@ -255,7 +255,8 @@ pub enum Style {
     SpaceDelimited,
     /// Query arrays `id=1|2` (exploded: as `Form`).
     PipeDelimited,
-    /// Query objects `created[gt]=1&created[lt]=9`, arrays `expand[]=a`.
+    /// Query objects `created[gt]=1&created[lt]=9`, arrays `expand[]=a`,
+    /// nested values `items[0][price]=p`.
     DeepObject,
     /// Path and header: `1,2`; objects `gt,1,lt,9`, exploded `gt=1,lt=9`.
     Simple,
@@ -324,10 +325,7 @@ impl Param {
         };
         match value {
             serde_json::Value::Array(items) => match (self.style, self.explode) {
-                (Style::DeepObject, _) => items
-                    .iter()
-                    .map(|item| (format!("{name}[]"), wire_text(item)))
-                    .collect(),
+                (Style::DeepObject, _) => deep_pairs(name, value),
                 (_, true) => items
                     .iter()
                     .map(|item| (name.clone(), wire_text(item)))
@@ -335,11 +333,7 @@ impl Param {
                 (_, false) => vec![(name, joined(items.iter(), delimiter))],
             },
             serde_json::Value::Object(members) => match (self.style, self.explode) {
-                (Style::DeepObject, _) => members
-                    .iter()
-                    .filter(|(_, value)| !value.is_null())
-                    .map(|(property, value)| (format!("{name}[{property}]"), wire_text(value)))
-                    .collect(),
+                (Style::DeepObject, _) => deep_pairs(name, value),
                 (Style::Form, true) => members
                     .iter()
                     .filter(|(_, value)| !value.is_null())
@@ -508,6 +502,39 @@ impl Request {
 }
 
 /// A parameter value as text: strings as they are, anything else as JSON.
+/// A `deepObject` value as bracketed pairs, nested as the service's form
+/// reader takes them: `expand[]=a`, `created[gt]=1`,
+/// `items[0][price]=p`, `tax[liability][type]=self`.
+fn deep_pairs(name: String, value: &serde_json::Value) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    push_deep(&mut pairs, name, value);
+    pairs
+}
+
+fn push_deep(pairs: &mut Vec<(String, String)>, name: String, value: &serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                // A list of scalars is sent `[]`; an object in a list needs
+                // its index, for its members to stay together.
+                let item_name = match item {
+                    serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+                        format!("{name}[{index}]")
+                    }
+                    _ => format!("{name}[]"),
+                };
+                push_deep(pairs, item_name, item);
+            }
+        }
+        serde_json::Value::Object(members) => {
+            for (member, value) in members.iter().filter(|(_, value)| !value.is_null()) {
+                push_deep(pairs, format!("{name}[{member}]"), value);
+            }
+        }
+        scalar => pairs.push((name, wire_text(scalar))),
+    }
+}
+
 fn wire_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(text) => text.clone(),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::constraints::{AnswerContext, AnswerTable, ConstraintContext, OperationConstraints};
 use super::routing::{self, PathAffix, split_segment};
 use super::types::{
-    OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar,
+    OperationTypes, ParamField, ParamKind, ParamLocation, PartField, PartReading, Scalar, Shape,
     StatusPattern,
 };
 use super::{Store, dialect};
@@ -52,6 +52,8 @@ pub struct Project {
     /// Whether any operation has parameters (the routes then name
     /// `Param` and `Scalar`).
     pub any_params: bool,
+    /// Whether a parameter nests (the routes then name `Shape`).
+    pub any_nested_params: bool,
     /// Whether an operation's path has a segment with text around its
     /// parameter (`PathAffix` tables).
     pub any_path_affixes: bool,
@@ -283,6 +285,8 @@ pub struct ParamContext {
     pub scalar: &'static str,
     /// An array: every occurrence is read.
     pub many: bool,
+    /// A `deepObject` value that nests, read as its `Shape`.
+    pub nested: bool,
     /// What follows `Param::query(…)`: `.many()`, `.object(…)`, the
     /// declared `style` and `explode` where they are not the defaults.
     pub chain: String,
@@ -377,6 +381,10 @@ fn param_context(field: &ParamField) -> ParamContext {
             }
             or_scalar.unwrap_or(Scalar::String)
         }
+        ParamKind::Nested(shape) => {
+            chain.push_str(&format!(".nested(&{})", shape_expression(shape)));
+            Scalar::String
+        }
         // Any other JSON value: its text, as a string.
         ParamKind::Other => Scalar::String,
     };
@@ -391,7 +399,31 @@ fn param_context(field: &ParamField) -> ParamContext {
             Scalar::Boolean => "boolean",
         },
         many: matches!(field.kind, ParamKind::Array(_)),
+        nested: matches!(field.kind, ParamKind::Nested(_)),
         chain,
+    }
+}
+
+/// `Shape::Items(&Shape::Members(&[("price", Shape::Scalar(Scalar::String))]))`.
+fn shape_expression(shape: &Shape) -> String {
+    match shape {
+        Shape::Scalar(one) => format!("Shape::Scalar(Scalar::{})", scalar_variant(*one)),
+        Shape::ScalarOrString(one) => {
+            format!("Shape::ScalarOrString(Scalar::{})", scalar_variant(*one))
+        }
+        Shape::Items(item) => format!("Shape::Items(&{})", shape_expression(item)),
+        Shape::Members(members) => {
+            let listed: Vec<String> = members
+                .iter()
+                .map(|(name, member)| format!("({name:?}, {})", shape_expression(member)))
+                .collect();
+            format!("Shape::Members(&[{}])", listed.join(", "))
+        }
+        Shape::OrScalar(shape, one) => format!(
+            "Shape::OrScalar(&{}, Scalar::{})",
+            shape_expression(shape),
+            scalar_variant(*one)
+        ),
     }
 }
 

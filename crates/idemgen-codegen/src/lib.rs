@@ -305,6 +305,20 @@ fn serve_operations(
             warnings.push(format!("{display}: no types for this operation; skipped"));
             continue;
         };
+        for param in operation_types
+            .params
+            .iter()
+            .flat_map(|params| &params.fields)
+        {
+            if param.unread_nesting {
+                warnings.push(format!(
+                    "{display}: query parameter `{}` is a `deepObject` whose brackets cannot be \
+                     read into its type (a union of two objects, a map of objects, free-form JSON \
+                     or more than 10 levels deep): only its value sent as one text is read",
+                    param.wire_name
+                ));
+            }
+        }
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);
@@ -657,6 +671,12 @@ fn project_context(
         uses_time,
         any_idempotent: operations.iter().any(|op| op.contract.is_some()),
         any_params: operations.iter().any(|op| op.input.params.is_some()),
+        any_nested_params: operations.iter().any(|op| {
+            op.input
+                .params
+                .as_ref()
+                .is_some_and(|params| params.table.iter().any(|param| param.nested))
+        }),
         any_path_affixes: operations.iter().any(|op| !op.path_affixes.is_empty()),
         any_multipart: operations.iter().any(|op| {
             op.input

@@ -38,18 +38,21 @@ pub(crate) fn fingerprint_without(
         hash_part(&mut hasher, request.path.as_bytes());
     }
     if include.query {
-        // Every pair, a parameter's own pairs in the order sent (`?a=1&a=2`
-        // is not `?a=2&a=1`, nor `?a=2`; nor is `?a[1]=y&a[0]=x` the other
+        // Every pair, a parameter's items in the order sent (`?a=1&a=2` is
+        // not `?a=2&a=1`, nor `?a=2`; nor is `?a[1]=y&a[0]=x` the other
         // order, since `a`, `a[]` and `a[N]` are read as items in the order
-        // sent). Parameters are read by name, so canonically the names are
-        // in order: `?a=1&b=2` is `?b=2&a=1`.
+        // sent). Parameters, and the members of a `deepObject` one
+        // (`created[gt]`, `items[0][price]`), are read by name, so
+        // canonically those names are in order: `?a=1&b=2` is `?b=2&a=1`
+        // and `?c[gt]=1&c[lt]=2` is `?c[lt]=2&c[gt]=1`, while a member's
+        // index is part of its name (`items[0]` is not `items[1]`).
         let mut pairs: Vec<&(String, String)> = request
             .query_pairs
             .iter()
             .filter(|(name, _)| !secrets.contains(&name.as_str()))
             .collect();
         if include.canonical_json {
-            pairs.sort_by(|a, b| parameter_of(&a.0).cmp(parameter_of(&b.0)));
+            pairs.sort_by(|a, b| read_by(&a.0).cmp(&read_by(&b.0)));
         }
         let mut text = Vec::new();
         for (name, value) in pairs {
@@ -90,6 +93,20 @@ pub(crate) fn fingerprint_without(
 /// `expand`).
 fn parameter_of(name: &str) -> &str {
     name.split('[').next().unwrap_or(name)
+}
+
+/// What a query pair is read by: its parameter, and for a member of a
+/// `deepObject` one its whole name. An item (`expand`, `expand[]`,
+/// `expand[0]`) has no name of its own: items are read in the order sent.
+fn read_by(name: &str) -> (&str, &str) {
+    let parameter = parameter_of(name);
+    let brackets = &name[parameter.len()..];
+    let item = brackets.is_empty()
+        || brackets
+            .strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|index| index.bytes().all(|byte| byte.is_ascii_digit()));
+    (parameter, if item { "" } else { name })
 }
 
 /// JSON whose meaning is ambiguous; anything else that fails to
@@ -281,6 +298,26 @@ mod tests {
         assert_eq!(
             with_query(&[("z", "1"), ("e[]", "a"), ("e", "b")]),
             with_query(&[("e[]", "a"), ("z", "1"), ("e", "b")])
+        );
+        // A nested `deepObject` parameter's members are read by name, in
+        // any order, and an item's place by its index.
+        let items = with_query(&[("a[0][x]", "1"), ("a[0][y]", "2"), ("a[1][x]", "3")]);
+        assert_eq!(
+            items,
+            with_query(&[("a[1][x]", "3"), ("a[0][y]", "2"), ("a[0][x]", "1")])
+        );
+        assert_ne!(
+            items,
+            with_query(&[("a[0][x]", "3"), ("a[0][y]", "2"), ("a[1][x]", "1")])
+        );
+        assert_eq!(
+            with_query(&[("c[gt]", "1"), ("c[lt]", "2")]),
+            with_query(&[("c[lt]", "2"), ("c[gt]", "1")])
+        );
+        // A list inside keeps its order.
+        assert_ne!(
+            with_query(&[("a[0][t][]", "x"), ("a[0][t][]", "y")]),
+            with_query(&[("a[0][t][]", "y"), ("a[0][t][]", "x")])
         );
         let as_sent = Fingerprint {
             canonical_json: false,

@@ -11,6 +11,10 @@ use serde_json::{Map, Number, Value};
 use crate::problem::ProblemKind;
 use crate::{Reply, Request};
 
+mod deep;
+
+pub use deep::Shape;
+
 /// Where a parameter is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ParamIn {
@@ -39,7 +43,8 @@ pub enum Style {
     SpaceDelimited,
     /// Query arrays `id=1|2` (exploded: as `Form`).
     PipeDelimited,
-    /// Query objects `created[gt]=1&created[lt]=9`.
+    /// Query objects `created[gt]=1&created[lt]=9`; nested values
+    /// `items[0][price]=p` with [`Param::nested`].
     DeepObject,
     /// Path and header: `1,2`; objects `gt,1,lt,9`, exploded `gt=1,lt=9`.
     Simple,
@@ -73,6 +78,9 @@ pub struct Param {
     /// A scalar parameter that may instead be any string (`oneOf` an
     /// integer and `now`): text that does not read as `value` is a string.
     pub(crate) or_string: bool,
+    /// A `deepObject` value that nests (arrays of objects, objects of
+    /// objects), read from its brackets as this shape.
+    pub(crate) nested: Option<&'static Shape>,
     pub(crate) style: Style,
     pub(crate) explode: bool,
 }
@@ -87,6 +95,7 @@ impl Param {
             object: None,
             or_scalar: false,
             or_string: false,
+            nested: None,
             style,
             explode: matches!(style, Style::Form),
         }
@@ -134,6 +143,16 @@ impl Param {
     pub const fn or_string(self) -> Param {
         Param {
             or_string: true,
+            ..self
+        }
+    }
+
+    /// A `deepObject` parameter whose value nests, read as `shape`
+    /// (`items[0][price]=p&items[0][quantity]=2`, brackets as a form body
+    /// writes them).
+    pub const fn nested(self, shape: &'static Shape) -> Param {
+        Param {
+            nested: Some(shape),
             ..self
         }
     }
@@ -299,8 +318,14 @@ impl Request {
                 &violation.to_string(),
             )
         })?;
-        serde_json::from_value(values).map_err(|error| {
-            Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &error.to_string())
+        // Where a nested value does not fit is named (`items[0]`: missing
+        // field `price`), as in a form body.
+        serde_path_to_error::deserialize(values).map_err(|error| {
+            let detail = match error.path().to_string().as_str() {
+                "." => error.inner().to_string(),
+                path => format!("`{path}`: {}", error.inner()),
+            };
+            Reply::refusal(ProblemKind::InvalidParameters, StatusCode::BAD_REQUEST, &detail)
         })
     }
 
@@ -338,6 +363,9 @@ impl Request {
     }
 
     fn query_value(&self, param: &Param) -> Result<Option<Value>, Reply> {
+        if let Some(shape) = param.nested {
+            return deep::nested_value(param, shape, &self.query_pairs);
+        }
         let sent = |name: &str| -> Vec<&str> {
             self.query_pairs
                 .iter()
@@ -349,7 +377,7 @@ impl Request {
         if let Some(properties) = param.object {
             // A scalar alternative is sent under the parameter's own name.
             if param.or_scalar
-                && let Some(text) = texts.last()
+                && let Some(text) = once(param.name, &texts)?
             {
                 return scalar(param, param.value, text).map(Some);
             }
@@ -362,10 +390,10 @@ impl Request {
                             .strip_prefix(&prefix)
                             .and_then(|rest| rest.strip_suffix(']'))
                         {
-                            members.insert(
-                                property.to_string(),
-                                scalar(param, property_scalar(properties, property), value)?,
-                            );
+                            let value = scalar(param, property_scalar(properties, property), value)?;
+                            if members.insert(property.to_string(), value).is_some() {
+                                return Err(sent_twice(name));
+                            }
                         }
                     }
                 }
@@ -373,13 +401,13 @@ impl Request {
                     // Each property is a query parameter of its own: only
                     // the declared ones can be told apart from the others.
                     for (property, value) in properties {
-                        if let Some(text) = sent(property).last() {
+                        if let Some(text) = once(property, &sent(property))? {
                             members.insert(property.to_string(), scalar(param, *value, text)?);
                         }
                     }
                 }
                 (style, _) => {
-                    let Some(text) = texts.last() else {
+                    let Some(text) = once(param.name, &texts)? else {
                         return Ok(None);
                     };
                     let items = split(text, delimiter(style));
@@ -409,20 +437,37 @@ impl Request {
             let items: Vec<&str> = if param.explode {
                 texts
             } else {
-                texts
-                    .last()
+                once(param.name, &texts)?
                     .map(|text| split(text, delimiter(param.style)))
                     .unwrap_or_default()
             };
             return items_value(param, &items).map(Some);
         }
-        // A repeated single-valued parameter: the last one counts, as in
-        // `Request::query`.
-        match texts.last() {
+        match once(param.name, &texts)? {
             Some(text) => scalar(param, param.value, text).map(Some),
             None => Ok(None),
         }
     }
+}
+
+/// The one text sent as `name`, a single value (a scalar, or an array or
+/// object written in one text); `None` when it was not sent. Sent twice it
+/// is refused, since two readers could take either value (as a form body's
+/// field named twice is).
+fn once<'a>(name: &str, texts: &[&'a str]) -> Result<Option<&'a str>, Reply> {
+    match texts {
+        [] => Ok(None),
+        [text] => Ok(Some(text)),
+        _ => Err(sent_twice(name)),
+    }
+}
+
+fn sent_twice(name: &str) -> Reply {
+    Reply::refusal(
+        ProblemKind::InvalidParameters,
+        StatusCode::BAD_REQUEST,
+        &format!("query parameter `{name}` was sent more than once; send it once"),
+    )
 }
 
 /// How form bodies are read: Stripe's brackets (`metadata[k]=v`,
@@ -728,20 +773,25 @@ fn scalar(param: &Param, value: Scalar, text: &str) -> Result<Value, Reply> {
 
 /// The JSON value `text` stands for as `value`.
 fn scalar_only(param: &Param, value: Scalar, text: &str) -> Result<Value, Reply> {
+    scalar_text(value, text).map_err(|what| invalid(param, what, text))
+}
+
+/// The JSON value `text` stands for as `value`; `Err` what it must be.
+fn scalar_text(value: Scalar, text: &str) -> Result<Value, &'static str> {
     match value {
         Scalar::String => Ok(Value::String(text.to_string())),
         Scalar::Boolean => match text {
             "true" => Ok(Value::Bool(true)),
             "false" => Ok(Value::Bool(false)),
-            _ => Err(invalid(param, "must be `true` or `false`", text)),
+            _ => Err("must be `true` or `false`"),
         },
         Scalar::Integer => match serde_json::from_str::<Number>(text) {
             Ok(number) if number.is_i64() || number.is_u64() => Ok(Value::Number(number)),
-            _ => Err(invalid(param, "must be an integer", text)),
+            _ => Err("must be an integer"),
         },
         Scalar::Number => match serde_json::from_str::<Number>(text) {
             Ok(number) => Ok(Value::Number(number)),
-            Err(_) => Err(invalid(param, "must be a number", text)),
+            Err(_) => Err("must be a number"),
         },
     }
 }
@@ -959,6 +1009,190 @@ mod tests {
         assert_eq!(sent.params_as::<E>(&deep_array).unwrap().expand, ["a", "b", "c"]);
         let odd = query(&[("created", "gt,1,lt")]).params_as::<P>(&listed);
         assert!(detail(odd.err().unwrap()).contains("must alternate property names and values"));
+    }
+
+    /// Stripe's nested `deepObject` parameters: arrays of objects and
+    /// objects of objects, read from their brackets into the types their
+    /// schemas give, as a form body is.
+    #[test]
+    fn nested_deep_objects_read_as_their_shape() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Item {
+            price: String,
+            quantity: Option<u32>,
+            tax_rates: Option<TaxRates>,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum TaxRates {
+            Ids(Vec<String>),
+            Cleared(String),
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Liability {
+            r#type: String,
+            account: Option<String>,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct AutomaticTax {
+            enabled: bool,
+            liability: Option<Liability>,
+        }
+        // Stripe's `status_transitions[paid]`: a time, or a range.
+        #[derive(Deserialize, Debug, PartialEq)]
+        #[serde(untagged)]
+        enum Paid {
+            At(i64),
+            Range { gt: i64 },
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Transitions {
+            paid: Paid,
+        }
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct P {
+            subscription_items: Option<Vec<Item>>,
+            automatic_tax: Option<AutomaticTax>,
+            status_transitions: Option<Transitions>,
+        }
+        const ITEM: Shape = Shape::Members(&[
+            ("price", Shape::Scalar(Scalar::String)),
+            ("quantity", Shape::Scalar(Scalar::Integer)),
+            ("tax_rates", Shape::Items(&Shape::Scalar(Scalar::String))),
+        ]);
+        const TAX: Shape = Shape::Members(&[
+            ("enabled", Shape::Scalar(Scalar::Boolean)),
+            (
+                "liability",
+                Shape::Members(&[("type", Shape::Scalar(Scalar::String))]),
+            ),
+        ]);
+        const PARAMS: &[Param] = &[
+            Param::query("subscription_items", Scalar::String)
+                .nested(&Shape::Items(&ITEM))
+                .style(Style::DeepObject),
+            Param::query("automatic_tax", Scalar::String)
+                .nested(&TAX)
+                .style(Style::DeepObject),
+            Param::query("status_transitions", Scalar::String)
+                .nested(&Shape::Members(&[(
+                    "paid",
+                    Shape::OrScalar(&Shape::Members(&[("gt", Shape::Scalar(Scalar::Integer))]), Scalar::Integer),
+                )]))
+                .style(Style::DeepObject),
+        ];
+        // Decoded as `Request::read` decodes the query.
+        let read = |raw: &str| {
+            let mut sent = request();
+            sent.query_pairs = form_urlencoded::parse(raw.as_bytes()).into_owned().collect();
+            sent.params_as::<P>(PARAMS)
+        };
+        let params = read(
+            "subscription_items[1][price]=q&subscription_items[0][price]=p\
+             &subscription_items[0][quantity]=2&subscription_items[0][tax_rates][]=t1\
+             &subscription_items[1][tax_rates]=\
+             &automatic_tax[enabled]=true&automatic_tax[liability][type]=self",
+        )
+        .unwrap();
+        let expected = P {
+            subscription_items: Some(vec![
+                Item {
+                    price: "p".into(),
+                    quantity: Some(2),
+                    tax_rates: Some(TaxRates::Ids(vec!["t1".into()])),
+                },
+                Item {
+                    price: "q".into(),
+                    quantity: None,
+                    // Stripe's empty text that clears a list.
+                    tax_rates: Some(TaxRates::Cleared(String::new())),
+                },
+            ]),
+            automatic_tax: Some(AutomaticTax {
+                enabled: true,
+                liability: Some(Liability {
+                    r#type: "self".into(),
+                    account: None,
+                }),
+            }),
+            status_transitions: None,
+        };
+        assert_eq!(params, expected);
+        // A union of a range and a time takes either.
+        let transitions = |raw: &str| read(raw).unwrap().status_transitions.unwrap().paid;
+        assert_eq!(transitions("status_transitions[paid]=5"), Paid::At(5));
+        assert_eq!(transitions("status_transitions[paid][gt]=6"), Paid::Range { gt: 6 });
+        let soon = read("status_transitions[paid]=soon").err().unwrap();
+        assert!(detail(soon).contains("`status_transitions[paid]` must be an integer, not `soon`"));
+        // Brackets percent-encoded read the same.
+        let encoded = read("subscription_items%5B0%5D%5Bprice%5D=p&subscription_items%5B0%5D%5Bquantity%5D=2")
+            .unwrap();
+        let items = encoded.subscription_items.unwrap();
+        assert_eq!((items[0].price.as_str(), items[0].quantity), ("p", Some(2)));
+        assert_eq!(read("").unwrap().subscription_items, None);
+        // A value not of its type is refused, naming where it was sent.
+        let refused = read("subscription_items[0][price]=p&subscription_items[0][quantity]=two");
+        let refused = refused.err().unwrap();
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+        assert!(
+            detail(refused).contains(
+                "query parameter `subscription_items[0][quantity]` must be an integer, not `two`"
+            )
+        );
+        let refused = read("automatic_tax[enabled]=yes").err().unwrap();
+        assert!(detail(refused).contains("`automatic_tax[enabled]` must be `true` or `false`"));
+        // A member sent twice, or brackets that do not nest, are refused.
+        let twice = read("subscription_items[0][price]=p&subscription_items[0][price]=q");
+        assert!(detail(twice.err().unwrap()).contains("`subscription_items[0][price]` was sent more than once"));
+        let mixed = read("automatic_tax=x&automatic_tax[enabled]=true").err().unwrap();
+        assert_eq!(mixed.status, StatusCode::BAD_REQUEST);
+        assert!(detail(mixed).contains("query parameter `automatic_tax` cannot be read"));
+        // A required member missing is refused by the type, naming it.
+        let missing = read("subscription_items[0][quantity]=1").err().unwrap();
+        assert_eq!(missing.status, StatusCode::BAD_REQUEST);
+        assert!(detail(missing).contains("price"));
+    }
+
+    /// A single-valued parameter sent twice has no one value: it is
+    /// refused, as a form body's field named twice is.
+    #[test]
+    fn a_single_value_sent_twice_is_refused() {
+        #[derive(Deserialize, Debug)]
+        struct P {
+            #[allow(dead_code)]
+            limit: Option<i64>,
+        }
+        let limit = [Param::query("limit", Scalar::Integer)];
+        assert_eq!(query(&[("limit", "1")]).params_as::<P>(&limit).unwrap().limit, Some(1));
+        let twice = query(&[("limit", "1"), ("limit", "2")]).params_as::<P>(&limit);
+        let twice = twice.err().unwrap();
+        assert_eq!(twice.status, StatusCode::BAD_REQUEST);
+        assert!(detail(twice).contains("query parameter `limit` was sent more than once"));
+        // The same value twice too: one reader could still count it twice.
+        assert!(query(&[("limit", "1"), ("limit", "1")]).params_as::<P>(&limit).is_err());
+        #[derive(Deserialize, Debug)]
+        struct Range {
+            #[allow(dead_code)]
+            gt: Option<i64>,
+        }
+        #[derive(Deserialize, Debug)]
+        struct C {
+            #[allow(dead_code)]
+            created: Option<Range>,
+        }
+        let deep = [Param::query("created", Scalar::String)
+            .object(&[("gt", Scalar::Integer)])
+            .style(Style::DeepObject)];
+        let twice = query(&[("created[gt]", "1"), ("created[gt]", "2")]).params_as::<C>(&deep);
+        assert!(detail(twice.err().unwrap()).contains("`created[gt]` was sent more than once"));
+        let listed = [Param::query("id", Scalar::Integer).many().explode(false)];
+        #[derive(Deserialize, Debug)]
+        struct Ids {
+            #[allow(dead_code)]
+            id: Vec<i64>,
+        }
+        let twice = query(&[("id", "1,2"), ("id", "3")]).params_as::<Ids>(&listed);
+        assert!(detail(twice.err().unwrap()).contains("`id` was sent more than once"));
     }
 
     #[test]

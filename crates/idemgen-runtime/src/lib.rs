@@ -136,7 +136,7 @@ engine! {
         Call, DEFAULT_COMMIT_TIMEOUT, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER,
         within_lease,
     };
-    pub use input::{Param, PathAffix, Properties, Scalar, Style, with_path_affixes};
+    pub use input::{Param, PathAffix, Properties, Scalar, Shape, Style, with_path_affixes};
     pub use multipart::Part;
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;

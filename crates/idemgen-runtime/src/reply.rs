@@ -34,7 +34,9 @@ pub struct Request {
     pub path: String,
     /// Path parameters by name, e.g. `order_no` for `/orders/{order_no}`.
     pub path_params: HashMap<String, String>,
-    /// Query parameters by name (the last of repeated ones).
+    /// Query parameters by name, the last of repeated ones (the typed
+    /// parameters of [`Request::params_as`] refuse a single-valued one
+    /// sent twice).
     pub query: HashMap<String, String>,
     /// Every query parameter in the order sent, repeats included.
     pub query_pairs: Vec<(String, String)>,

@@ -74,6 +74,36 @@ async fn every_style_and_the_form_arrive_typed() {
     );
 }
 
+/// Stripe's nested `deepObject` parameters: arrays of objects and
+/// objects of objects arrive as their types, brackets percent-encoded or
+/// not, and `tax_rates=` (empty) as the union's empty text.
+#[tokio::test]
+async fn nested_deep_objects_arrive_typed() {
+    let query = "?subscription_items[0][price]=p_1&subscription_items[0][quantity]=2\
+                 &subscription_items[0][tax_rates][]=txr_1&subscription_items%5B1%5D%5Bprice%5D=p_2\
+                 &subscription_items[1][tax_rates]=&automatic_tax[enabled]=true\
+                 &automatic_tax[liability][type]=self&default_tax_rates[0]=txr_2\
+                 &default_tax_rates[1]=txr_3";
+    let (status, echoed) = send(&format!("{PATH}{query}"), None, "amount=1").await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(
+        echoed["params"]["subscription_items"],
+        json!([
+            {"price": "p_1", "quantity": 2, "tax_rates": ["txr_1"]},
+            {"price": "p_2", "tax_rates": ""},
+        ])
+    );
+    assert_eq!(
+        echoed["params"]["automatic_tax"],
+        json!({"enabled": true, "liability": {"type": "self"}})
+    );
+    assert_eq!(echoed["params"]["default_tax_rates"], json!(["txr_2", "txr_3"]));
+    let cleared = format!("{PATH}?default_tax_rates=");
+    let (status, echoed) = send(&cleared, None, "amount=1").await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(echoed["params"]["default_tax_rates"], json!(""));
+}
+
 #[tokio::test]
 async fn a_deep_object_parameter_also_takes_its_scalar() {
     let (status, echoed) = send(&format!("{PATH}?created=1650000000"), None, "amount=1").await;
@@ -105,6 +135,26 @@ async fn values_that_do_not_parse_are_400_problems_naming_them() {
         ),
         (PATH.to_string(), "amount=1&amount=2", "amount"),
         (format!("{PATH}?created[gt]=soon"), "amount=1", "created"),
+        (
+            format!("{PATH}?trial_end=1&trial_end=2"),
+            "amount=1",
+            "`trial_end` was sent more than once",
+        ),
+        (
+            format!("{PATH}?subscription_items[0][price]=p&subscription_items[0][quantity]=two"),
+            "amount=1",
+            "`subscription_items[0][quantity]` must be an integer, not `two`",
+        ),
+        (
+            format!("{PATH}?subscription_items[0][quantity]=2"),
+            "amount=1",
+            "`subscription_items[0]`: missing field `price`",
+        ),
+        (
+            format!("{PATH}?automatic_tax[enabled]=true&automatic_tax[liability][type]=nobody"),
+            "amount=1",
+            "`automatic_tax.liability.type`: unknown variant `nobody`",
+        ),
         (format!("{PATH}?sizes=10%20big"), "amount=1", "sizes"),
         (
             "/checkout/1,x/.a.b/;point=x,5".to_string(),
@@ -154,6 +204,22 @@ async fn the_generated_client_writes_every_style_the_service_reads() {
             lt: Some(1700000000),
         },
     ));
+    params.subscription_items = Some(vec![
+        models::CheckoutParamsSubscriptionItemsItem {
+            price: "p 1".into(),
+            quantity: Some(2),
+            tax_rates: Some(models::CheckoutParamsSubscriptionItemsItemTaxRates::StringList(
+                vec!["txr_1".into(), "txr_2".into()],
+            )),
+        },
+        models::CheckoutParamsSubscriptionItemsItem::new("p_2".into()),
+    ]);
+    let mut automatic_tax = models::CheckoutParamsAutomaticTax::new(true);
+    automatic_tax.liability = Some(models::CheckoutParamsAutomaticTaxLiability {
+        r#type: models::CheckoutParamsAutomaticTaxLiabilityType::Account,
+        account: Some("acct_1".into()),
+    });
+    params.automatic_tax = Some(automatic_tax);
     params.tags = Some(vec!["x".into(), "y z".into()]);
     params.sizes = Some(vec![10, 20]);
     params.colors = Some(vec!["red".into(), "blue".into()]);
@@ -194,6 +260,14 @@ async fn the_generated_client_writes_every_style_the_service_reads() {
                 "labels": ["a b", "c"],
                 "point": {"x": 5, "y": "north"},
                 "created": {"gt": 1650000000, "lt": 1700000000},
+                "subscription_items": [
+                    {"price": "p 1", "quantity": 2, "tax_rates": ["txr_1", "txr_2"]},
+                    {"price": "p_2"},
+                ],
+                "automatic_tax": {
+                    "enabled": true,
+                    "liability": {"type": "account", "account": "acct_1"},
+                },
                 "tags": ["x", "y z"],
                 "sizes": [10, 20],
                 "colors": ["red", "blue"],

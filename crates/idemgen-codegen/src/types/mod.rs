@@ -75,6 +75,7 @@ mod model;
 mod multipart;
 mod naming;
 mod operation;
+mod param_shape;
 mod reads;
 mod sample;
 mod status;
@@ -206,6 +207,9 @@ pub struct ParamField {
     pub style: Option<String>,
     /// OpenAPI's `explode`, when the parameter declares it.
     pub explode: Option<bool>,
+    /// A `deepObject` value that nests in a way no [`Shape`] describes:
+    /// it is read as text, which the generator reports.
+    pub unread_nesting: bool,
 }
 
 /// The JSON shape of a parameter's value (string enums are strings).
@@ -223,8 +227,28 @@ pub enum ParamKind {
         properties: Vec<(String, Scalar)>,
         or_scalar: Option<Scalar>,
     },
+    /// A `deepObject` query value that nests (an array of objects, an
+    /// object of objects) or that the flat readers would take as text (a
+    /// list or `""`), read from its brackets as this shape.
+    Nested(Shape),
     /// Any other JSON value: its text, as a string.
     Other,
+}
+
+/// What a nested parameter's value holds, down to the scalar each leaf's
+/// text stands for (the runtime's `Shape`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    Scalar(Scalar),
+    /// A union of this scalar and a string: text that does not read as
+    /// the scalar is the string.
+    ScalarOrString(Scalar),
+    /// An array of items of this shape.
+    Items(Box<Shape>),
+    /// An object of these members (the others are text).
+    Members(Vec<(String, Shape)>),
+    /// A union of a value of this shape and a scalar: text is the scalar.
+    OrScalar(Box<Shape>, Scalar),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

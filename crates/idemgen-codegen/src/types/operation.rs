@@ -4,6 +4,7 @@
 use super::convert::{Converter, Hint, docs_of, operation_words};
 use super::model::{Field, Kind, MediaCase, ResponseCase, Struct, Ty, TypeDef};
 use super::naming::{FieldNames, VariantNames};
+use super::param_shape;
 use super::{
     EngineAnswers, OperationTypes, ParamField, ParamKind, ParamLocation, Params, RequestBody,
     Response, ResponseHeader, ResponseVariant, Scalar, StatusPattern,
@@ -302,6 +303,7 @@ fn params<'w>(
                 .and_then(Node::as_str)
                 .map(str::to_string),
             explode: parameter.get("explode").and_then(Node::as_bool),
+            unread_nesting: false,
         });
         fields.push(field);
     }
@@ -686,6 +688,20 @@ pub fn fill_param_kinds(types: &mut OperationTypes, defs: &BTreeMap<String, Type
                 other => object_kind(other, defs, 0).unwrap_or(ParamKind::Other),
             },
         };
+        let deep =
+            param.location == ParamLocation::Query && param.style.as_deref() == Some("deepObject");
+        // A `deepObject` the flat readers above would read as text, or
+        // whose members nest, is read from its brackets as its shape;
+        // one no shape describes is reported.
+        if deep {
+            match param_shape::of(&field.ty, defs) {
+                Some(nested) if nested.nests() || param.kind == ParamKind::Other => {
+                    param.kind = ParamKind::Nested(nested);
+                }
+                Some(_) => {}
+                None => param.unread_nesting = true,
+            }
+        }
     }
 }
 
@@ -741,7 +757,11 @@ fn object_kind(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Optio
 /// The scalar of a union of two alternatives, one of them a string (or a
 /// string enum) and the other that scalar: the text of such a parameter
 /// is read as the scalar where it reads as one, else as the string.
-fn scalar_or_string(ty: &Ty, defs: &BTreeMap<String, TypeDef>, depth: usize) -> Option<Scalar> {
+pub(super) fn scalar_or_string(
+    ty: &Ty,
+    defs: &BTreeMap<String, TypeDef>,
+    depth: usize,
+) -> Option<Scalar> {
     let Ty::Named(name) = strip_option(ty) else {
         return None;
     };
