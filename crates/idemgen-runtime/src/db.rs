@@ -7,11 +7,13 @@ use std::time::Duration;
 use sqlx::migrate::Migrator;
 use sqlx::pool::PoolOptions;
 
+mod kept;
 // Parsed (and unit-tested) in every build; followed in PostgreSQL builds.
 #[cfg(any(feature = "postgres", test))]
 mod primary;
 mod unanswered;
 
+pub(crate) use kept::Kept;
 pub(crate) use unanswered::within;
 
 #[cfg(not(any(feature = "sqlite", feature = "mysql", feature = "postgres")))]

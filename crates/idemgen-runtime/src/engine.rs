@@ -43,7 +43,7 @@ use tokio::time::Instant;
 
 use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
-use crate::db::{self, Db, Dialect, Failure, Pool, PoolConnection, Tx, classify};
+use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
 use crate::fingerprint::fingerprint_without;
 use crate::key;
@@ -176,6 +176,9 @@ pub struct Idempotency {
     census: Arc<Census>,
     /// The first attempts this process runs, which duplicates wait on.
     flights: Arc<SingleFlight>,
+    /// Connections whose read answered a replay, for the next keyed
+    /// request: no release ping in between.
+    kept: Arc<Kept>,
 }
 
 /// A request that owns its key (or needs none) and may run its business
@@ -280,6 +283,8 @@ impl Idempotency {
         } else {
             0
         };
+        let kept = Arc::new(Kept::default());
+        Kept::give_back_in_time(&kept, &pool);
         Ok(Idempotency {
             pool,
             records,
@@ -289,6 +294,7 @@ impl Idempotency {
             reachability: Arc::default(),
             census: Arc::default(),
             flights: Arc::default(),
+            kept,
         })
     }
 
@@ -504,9 +510,21 @@ impl Idempotency {
             Some(admitted) => self.follow(operation, contract, admitted, deadline).await?,
             None => None,
         };
-        // One connection for the claim and the business transaction.
-        let mut connection = match tokio::time::timeout_at(deadline, db::acquire(&self.pool)).await {
-            Ok(Ok(connection)) => connection,
+        // One connection for the read, the claim and the business
+        // transaction: one kept from a replay's read if there is one.
+        let kept = if admitted.is_some() {
+            self.kept.take()
+        } else {
+            None
+        };
+        let acquired = match kept {
+            Some(lent) => Ok(Ok(lent)),
+            None => tokio::time::timeout_at(deadline, db::acquire(&self.pool))
+                .await
+                .map(|acquired| acquired.map(|connection| self.kept.lend(connection))),
+        };
+        let mut lent = match acquired {
+            Ok(Ok(lent)) => lent,
             // No connection in time: busy, or no host that takes writes
             // (a demoted primary refuses new connections): the probe tells.
             Ok(Err(sqlx::Error::PoolTimedOut)) => {
@@ -527,12 +545,21 @@ impl Idempotency {
         // and before any transaction begins (on MySQL a transaction's first
         // read would fix the snapshot the claim's read-back sees).
         if let Some(admitted) = &admitted {
-            let read = self.answer_from_one_read(operation, contract, admitted, &mut connection);
+            let read =
+                self.answer_from_one_read(operation, contract, admitted, &mut lent.connection);
             match tokio::time::timeout_at(deadline, read).await {
-                Ok(read) => read?,
+                Ok(Ok(Some(answer))) => {
+                    // The read finished and nothing is open on the
+                    // connection: the next keyed request may take it.
+                    self.kept.keep(&self.pool, lent);
+                    return Err(answer);
+                }
+                Ok(Ok(None)) => {}
+                Ok(Err(stopped)) => return Err(stopped),
                 Err(_) => return Err(self.timed_out(operation, contract).await),
             }
         }
+        let mut connection = lent.connection;
         let input = input.decode(operation, &request)?;
         let admitted = match (contract.claim, admitted) {
             (ClaimMode::InTransaction, Some(admitted)) => {
@@ -886,33 +913,32 @@ impl Idempotency {
         }
     }
 
-    /// `Err` with the answer when one read settles the request: a replay
-    /// (or a key reused with another request) is answered with no write
-    /// and no commit. Reading first is not "check, then write": nothing is
+    /// The answer when one read settles the request: a replay (or a key
+    /// reused with another request) is answered with no write and no
+    /// commit. Reading first is not "check, then write": nothing is
     /// written on what this read saw, and every other record, or none,
-    /// goes on to the atomic claim.
+    /// goes on to the atomic claim. `Err`: the read failed, with the
+    /// answer for that.
     async fn answer_from_one_read(
         &self,
         operation: &'static Operation,
         contract: &Contract,
         admitted: &Admitted,
-        connection: &mut PoolConnection,
-    ) -> Result<(), Response> {
+        connection: &mut <Db as sqlx::Database>::Connection,
+    ) -> Result<Option<Response>, Response> {
         let Admitted {
             key,
             scope,
             fingerprint,
         } = admitted;
-        if let Some(record) = self
-            .read(&mut **connection, operation, scope, key)
-            .await?
+        if let Some(record) = self.read(&mut *connection, operation, scope, key).await?
             && settled(&record, fingerprint, self.clock_margin_ms)
             && let Decision::Answer(answer) =
                 decide(operation, contract, &record, fingerprint, self.clock_margin_ms)
         {
-            return Err(answer);
+            return Ok(Some(answer));
         }
-        Ok(())
+        Ok(None)
     }
 
     /// The atomic claim on `connection`: committed on its own (`wait` is

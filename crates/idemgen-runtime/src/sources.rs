@@ -16,6 +16,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/constraints.rs", include_str!("../src/constraints.rs")),
     ("src/contract.rs", include_str!("../src/contract.rs")),
     ("src/db.rs", include_str!("../src/db.rs")),
+    ("src/db/kept.rs", include_str!("../src/db/kept.rs")),
     ("src/db/primary.rs", include_str!("../src/db/primary.rs")),
     (
         "src/db/unanswered.rs",

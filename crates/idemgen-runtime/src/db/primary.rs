@@ -292,6 +292,7 @@ mod follow {
                             );
                             watched.set_connect_options(follower.hosts[found].clone());
                             *follower.switched_at.lock().unwrap() = Some(Instant::now());
+                            crate::db::kept::moved_host();
                             current = found;
                         }
                     }

@@ -164,6 +164,46 @@ async fn a_replay_is_one_read_on_mariadb() {
     pool.close().await;
 }
 
+/// A replay's connection is kept for the next keyed request rather than
+/// given back to the pool, where sqlx pings every connection that comes
+/// back: a round trip as long as the replay's one read.
+#[tokio::test]
+async fn a_replays_connection_is_kept_out_of_the_pool_for_the_next_request() {
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(4))
+        .await
+        .unwrap();
+    let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let key = key();
+    support::complete(&PAY, &engine, &key).await;
+    // The completed request's connection goes back to the pool in a task
+    // of its own.
+    let settled = || async {
+        for _ in 0..100 {
+            if pool.num_idle() as u32 == pool.size() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the pool's connections did not come back");
+    };
+    settled().await;
+    let open = pool.size();
+    for _ in 0..20 {
+        repeat(&engine, &key, Repeat::Same).await;
+        // Time enough for a connection given back to reach the pool.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        assert_eq!(pool.size(), open, "no connection opened for a replay");
+        assert_eq!(
+            pool.num_idle() as u32,
+            open - 1,
+            "one connection kept, the same one each time"
+        );
+    }
+}
+
 /// `url` with its database replaced by `database`.
 fn with_database(url: &str, database: &str) -> String {
     let (address, query) = url
