@@ -511,17 +511,15 @@ impl Idempotency {
             None => None,
         };
         // One connection for the read, the claim and the business
-        // transaction: one kept from a replay's read if there is one.
-        let kept = if admitted.is_some() {
-            self.kept.take()
-        } else {
-            None
-        };
-        let acquired = match kept {
+        // transaction: one kept after a replay's read if there is one.
+        let acquired = match self.kept.take(&self.pool) {
             Some(lent) => Ok(Ok(lent)),
-            None => tokio::time::timeout_at(deadline, db::acquire(&self.pool))
-                .await
-                .map(|acquired| acquired.map(|connection| self.kept.lend(connection))),
+            None => {
+                let moves = self.kept.moves();
+                tokio::time::timeout_at(deadline, db::acquire(&self.pool))
+                    .await
+                    .map(|acquired| acquired.map(|connection| self.kept.lend(connection, moves)))
+            }
         };
         let mut lent = match acquired {
             Ok(Ok(lent)) => lent,

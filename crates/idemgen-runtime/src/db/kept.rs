@@ -2,28 +2,31 @@
 //!
 //! sqlx pings every connection that goes back to its pool: one more round
 //! trip for a replay, which is otherwise one read. A connection whose read
-//! just answered a request is in a known state (its statement finished, no
-//! transaction open), so the engine keeps it here instead and hands it to
-//! the next keyed request with neither the release ping nor the pool's
-//! bookkeeping.
+//! just answered a request has no transaction open and nothing else sent
+//! on it, so the engine keeps it here instead and hands it to the next
+//! request with neither the release ping nor the pool's bookkeeping.
 //!
 //! A kept connection still counts against the pool's size, so what is kept
-//! is bounded: at most half the pool, and nothing while the pool has no
-//! idle connection and no room to open one (a request may be waiting for
-//! it). One kept for [`PING_AFTER_IDLE`] or more, or kept before the pool
-//! moved to another host ([`HOST_MOVES`]), goes back to the pool, where
-//! sqlx pings it and closes it if it is broken: when the next request
-//! meets it, or when [`Kept::give_back_in_time`]'s task does. Everything
-//! kept goes back when the pool is closed, whose `close` waits for every
-//! connection.
+//! is bounded: at most half the pool (per engine), and nothing while the
+//! pool has no idle connection and no room to open one (a request may be
+//! waiting for it); [`Kept::give_back_in_time`]'s task gives everything
+//! back as soon as that happens. A connection goes back to the pool, where
+//! sqlx pings it and closes it if it is broken, once it was kept unused for
+//! [`PING_AFTER_IDLE`] (the pool's own rule for a ping), after the pool
+//! moved to another host ([`HOST_MOVES`]), once it has been out of the pool
+//! for the pool's `max_lifetime` (where sqlx retires old connections), and
+//! when the pool closes (its `close` waits for every connection).
 
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::{PING_AFTER_IDLE, Pool, PoolConnection};
+
+/// How often the task looks at what is kept.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// How often this process's pools moved to another database host.
 static HOST_MOVES: AtomicU64 = AtomicU64::new(0);
@@ -32,7 +35,7 @@ static HOST_MOVES: AtomicU64 = AtomicU64::new(0);
 /// to the previous one.
 #[cfg(feature = "postgres")]
 pub(crate) fn moved_host() {
-    HOST_MOVES.fetch_add(1, Ordering::Relaxed);
+    HOST_MOVES.fetch_add(1, Ordering::Release);
 }
 
 /// The connections kept ([`crate::Idempotency`] has one, shared by its
@@ -41,9 +44,11 @@ pub(crate) struct Kept {
     connections: Mutex<Vec<KeptConnection>>,
     /// The count of host moves it follows: [`HOST_MOVES`].
     moves: &'static AtomicU64,
-    /// How long a connection stays fresh: [`PING_AFTER_IDLE`], after which
-    /// the pool's check pings it.
+    /// How long a connection stays fresh unused: [`PING_AFTER_IDLE`].
     fresh_for: Duration,
+    /// Where connections dropped with the engine go back to the pool (sqlx
+    /// spawns that on the runtime, and panics outside one).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Default for Kept {
@@ -52,51 +57,64 @@ impl Default for Kept {
             connections: Mutex::default(),
             moves: &HOST_MOVES,
             fresh_for: PING_AFTER_IDLE,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 }
 
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let connections =
+            std::mem::take(self.connections.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let _entered = self.runtime.as_ref().map(|runtime| runtime.enter());
+        drop(connections);
+    }
+}
+
 struct KeptConnection {
-    connection: PoolConnection,
+    lent: Lent,
     kept_at: Instant,
-    /// The host moves counted when it was taken from the pool.
-    moves: u64,
 }
 
 /// A connection in use, from the pool or from [`Kept`]; given back with
 /// [`Kept::keep`] (or dropped: back to the pool).
 pub(crate) struct Lent {
     pub connection: PoolConnection,
-    /// The host moves counted when it was taken from the pool.
+    /// The host moves counted before it was taken from the pool.
     moves: u64,
+    /// When it was taken from the pool.
+    from_pool: Instant,
 }
 
 impl Kept {
-    /// `connection`, just taken from the pool, as lent.
-    pub(crate) fn lend(&self, connection: PoolConnection) -> Lent {
+    /// The host moves counted so far: read before taking a connection from
+    /// the pool, whose check for a move it then passed.
+    pub(crate) fn moves(&self) -> u64 {
+        self.moves.load(Ordering::Acquire)
+    }
+
+    /// `connection`, taken from the pool after [`Kept::moves`] counted
+    /// `moves`, as lent.
+    pub(crate) fn lend(&self, connection: PoolConnection, moves: u64) -> Lent {
         Lent {
             connection,
-            moves: self.moves.load(Ordering::Relaxed),
+            moves,
+            from_pool: Instant::now(),
         }
     }
 
     /// The connection kept last, if it is still fresh; the stale ones go
     /// back to the pool.
-    pub(crate) fn take(&self) -> Option<Lent> {
+    pub(crate) fn take(&self, pool: &Pool) -> Option<Lent> {
         let mut stale = Vec::new();
         let taken = {
             let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
             loop {
                 match connections.pop() {
                     None => break None,
-                    Some(kept) if self.fresh(&kept) => {
-                        break Some(Lent {
-                            connection: kept.connection,
-                            moves: kept.moves,
-                        });
-                    }
-                    // Kept longer (the ones under it too, kept earlier) or
-                    // before a move: the pool checks them.
+                    Some(kept) if self.fresh(&kept, pool) => break Some(kept.lent),
+                    // The ones under it were kept earlier: the pool checks
+                    // them all.
                     Some(kept) => {
                         stale.push(kept);
                         stale.append(&mut connections);
@@ -109,38 +127,32 @@ impl Kept {
         taken
     }
 
-    /// Keeps `lent`, whose last statement finished and which has no
-    /// transaction open, for the next request; or gives it back to the
-    /// pool when enough are kept or the pool may have a request waiting.
+    /// Keeps `lent`, whose read answered its request, for the next one; or
+    /// gives it back to the pool when enough are kept or the pool may have
+    /// a request waiting.
     pub(crate) fn keep(&self, pool: &Pool, lent: Lent) {
         let most = (pool.options().get_max_connections() / 2).max(1) as usize;
-        let pool_has_room =
-            pool.num_idle() > 0 || pool.size() < pool.options().get_max_connections();
         let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
-        if pool_has_room && !pool.is_closed() && connections.len() < most {
+        if !pool_may_have_waiters(pool) && !pool.is_closed() && connections.len() < most {
             connections.push(KeptConnection {
-                connection: lent.connection,
+                lent,
                 kept_at: Instant::now(),
-                moves: lent.moves,
             });
         }
         // Otherwise `lent` is dropped here: back to the pool.
     }
-}
 
-impl Kept {
-    /// Starts the task that gives back to `pool` what `kept` holds: each
-    /// connection once it is stale, all of them once the pool is closed.
-    /// It ends with the pool or when `kept` is dropped.
+    /// Starts the task that gives back to `pool` what `kept` holds: the
+    /// stale connections, all of them while the pool may have a request
+    /// waiting, and all of them once the pool is closed. It ends with the
+    /// pool or when `kept` is dropped.
     pub(crate) fn give_back_in_time(kept: &Arc<Kept>, pool: &Pool) {
         let kept = Arc::downgrade(kept);
+        let pool = pool.clone();
         let closed = pool.close_event();
         tokio::spawn(async move {
             let mut closed = std::pin::pin!(closed);
             loop {
-                let Some(fresh_for) = kept.upgrade().map(|kept| kept.fresh_for) else {
-                    return;
-                };
                 tokio::select! {
                     () = &mut closed => {
                         if let Some(kept) = kept.upgrade() {
@@ -148,30 +160,52 @@ impl Kept {
                         }
                         return;
                     }
-                    () = tokio::time::sleep(fresh_for) => match kept.upgrade() {
-                        Some(kept) => kept.give_back(|connection| !kept.fresh(connection)),
-                        None => return,
-                    },
+                    () = tokio::time::sleep(LOOK_EVERY) => {
+                        let Some(kept) = kept.upgrade() else {
+                            return;
+                        };
+                        if pool_may_have_waiters(&pool) {
+                            kept.give_back(|_| true);
+                        } else {
+                            kept.give_back(|connection| !kept.fresh(connection, &pool));
+                        }
+                    }
                 }
             }
         });
     }
 
-    fn fresh(&self, kept: &KeptConnection) -> bool {
-        kept.moves == self.moves.load(Ordering::Relaxed) && kept.kept_at.elapsed() < self.fresh_for
+    fn fresh(&self, kept: &KeptConnection, pool: &Pool) -> bool {
+        kept.lent.moves == self.moves()
+            && kept.kept_at.elapsed() < self.fresh_for
+            && pool
+                .options()
+                .get_max_lifetime()
+                .is_none_or(|lifetime| kept.lent.from_pool.elapsed() < lifetime)
     }
 
     /// Gives back to the pool the connections `which` picks.
     fn give_back(&self, which: impl Fn(&KeptConnection) -> bool) {
         let given: Vec<KeptConnection> = {
             let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
-            let (given, kept) = std::mem::take(&mut *connections).into_iter().partition(which);
+            if connections.is_empty() {
+                return;
+            }
+            let (given, kept) = std::mem::take(&mut *connections)
+                .into_iter()
+                .partition(which);
             *connections = kept;
             given
         };
         // Dropped outside the lock: each goes back to the pool.
         drop(given);
     }
+}
+
+/// Whether every connection of `pool` is out and none can be opened: a
+/// request may be waiting for one.
+fn pool_may_have_waiters(pool: &Pool) -> bool {
+    pool.num_idle() == 0 && pool.size() >= pool.options().get_max_connections()
 }
 
 #[cfg(all(test, feature = "sqlite"))]
@@ -187,23 +221,42 @@ mod tests {
     }
 
     async fn lent(kept: &Kept, pool: &Pool) -> Lent {
-        kept.lend(pool.acquire().await.unwrap())
+        let moves = kept.moves();
+        kept.lend(pool.acquire().await.unwrap(), moves)
+    }
+
+    fn kept_with(moves: &'static AtomicU64, fresh_for: Duration) -> Kept {
+        Kept {
+            connections: Mutex::default(),
+            moves,
+            fresh_for,
+            runtime: None,
+        }
+    }
+
+    /// Waits up to 5 s for `done`.
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(5), "{what}");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     }
 
     #[tokio::test]
     async fn a_kept_connection_is_the_next_one_taken_and_stays_out_of_the_pool() {
         let pool = pool(4).await;
         let kept = Kept::default();
-        assert!(kept.take().is_none(), "nothing kept yet");
+        assert!(kept.take(&pool).is_none(), "nothing kept yet");
         kept.keep(&pool, lent(&kept, &pool).await);
         tokio::task::yield_now().await;
         assert_eq!((pool.size(), pool.num_idle()), (1, 0), "kept, not back in the pool");
-        let mut taken = kept.take().expect("the kept connection");
+        let mut taken = kept.take(&pool).expect("the kept connection");
         sqlx::query("SELECT 1")
             .execute(&mut *taken.connection)
             .await
             .unwrap();
-        assert!(kept.take().is_none(), "taken once");
+        assert!(kept.take(&pool).is_none(), "taken once");
     }
 
     #[tokio::test]
@@ -214,9 +267,9 @@ mod tests {
         for connection in [a, b, c] {
             kept.keep(&pool, connection);
         }
-        assert!(kept.take().is_some());
-        assert!(kept.take().is_some());
-        assert!(kept.take().is_none(), "the third went back to the pool");
+        assert!(kept.take(&pool).is_some());
+        assert!(kept.take(&pool).is_some());
+        assert!(kept.take(&pool).is_none(), "the third went back to the pool");
     }
 
     #[tokio::test]
@@ -227,36 +280,49 @@ mod tests {
         // Both connections out and none can be opened: a request may be
         // waiting for this one.
         kept.keep(&pool, returned);
-        assert!(kept.take().is_none());
+        assert!(kept.take(&pool).is_none());
         drop(held);
     }
 
     #[tokio::test]
-    async fn a_connection_kept_too_long_goes_back_to_the_pool() {
+    async fn a_request_that_finds_the_pool_empty_gets_a_kept_connection_back() {
         let pool = pool(4).await;
-        let kept = Kept {
-            fresh_for: Duration::from_millis(20),
-            ..Kept::default()
-        };
+        let kept = Arc::new(Kept::default());
+        Kept::give_back_in_time(&kept, &pool);
+        let (a, b) = (lent(&kept, &pool).await, lent(&kept, &pool).await);
+        kept.keep(&pool, a);
+        kept.keep(&pool, b);
+        // The rest of the pool taken: the next acquire waits, for a kept
+        // connection given back.
+        let _held = (pool.acquire().await.unwrap(), pool.acquire().await.unwrap());
+        // Sooner than the kept ones go stale (a second).
+        let waited = tokio::time::timeout(Duration::from_millis(500), pool.acquire()).await;
+        assert!(waited.is_ok_and(|connection| connection.is_ok()));
+    }
+
+    #[tokio::test]
+    async fn a_connection_kept_too_long_goes_back_to_the_pool() {
+        static MOVES: AtomicU64 = AtomicU64::new(0);
+        let pool = pool(4).await;
+        let kept = kept_with(&MOVES, Duration::from_millis(20));
         kept.keep(&pool, lent(&kept, &pool).await);
         kept.keep(&pool, lent(&kept, &pool).await);
         tokio::time::sleep(Duration::from_millis(30)).await;
-        assert!(kept.take().is_none(), "sqlx pings them in the pool first");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(pool.num_idle(), 2, "both back in the pool");
+        assert!(kept.take(&pool).is_none(), "sqlx pings them in the pool first");
+        until("both back in the pool", || pool.num_idle() == 2).await;
     }
 
     #[tokio::test]
     async fn closing_the_pool_and_time_give_the_kept_ones_back() {
+        static MOVES: AtomicU64 = AtomicU64::new(0);
         let pool = pool(4).await;
-        let kept = Arc::new(Kept {
-            fresh_for: Duration::from_millis(50),
-            ..Kept::default()
-        });
+        let kept = Arc::new(kept_with(&MOVES, Duration::from_millis(50)));
         Kept::give_back_in_time(&kept, &pool);
         kept.keep(&pool, lent(&kept, &pool).await);
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(pool.num_idle(), 1, "given back once stale, with no request to meet it");
+        until("given back once stale, with no request to meet it", || {
+            pool.num_idle() == 1
+        })
+        .await;
 
         let kept = Arc::new(Kept::default());
         Kept::give_back_in_time(&kept, &pool);
@@ -270,14 +336,31 @@ mod tests {
     async fn a_move_to_another_host_sends_the_kept_ones_back() {
         static MOVES: AtomicU64 = AtomicU64::new(0);
         let pool = pool(4).await;
-        let kept = Kept {
-            moves: &MOVES,
-            ..Kept::default()
-        };
+        let kept = kept_with(&MOVES, PING_AFTER_IDLE);
         kept.keep(&pool, lent(&kept, &pool).await);
-        MOVES.fetch_add(1, Ordering::Relaxed);
-        assert!(kept.take().is_none(), "opened to the host the pool left");
+        MOVES.fetch_add(1, Ordering::Release);
+        assert!(kept.take(&pool).is_none(), "opened to the host the pool left");
+        // Counted before the move, taken from the pool after it: the pool's
+        // check may have let it through before the move.
+        let moves = kept.moves();
+        let connection = pool.acquire().await.unwrap();
+        MOVES.fetch_add(1, Ordering::Release);
+        kept.keep(&pool, kept.lend(connection, moves));
+        assert!(kept.take(&pool).is_none());
         kept.keep(&pool, lent(&kept, &pool).await);
-        assert!(kept.take().is_some(), "taken after the move: kept");
+        assert!(kept.take(&pool).is_some(), "taken after the move: kept");
+    }
+
+    #[test]
+    fn an_engine_dropped_outside_its_runtime_gives_its_connections_back() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (kept, pool) = runtime.block_on(async {
+            let pool = pool(4).await;
+            let kept = Kept::default();
+            kept.keep(&pool, lent(&kept, &pool).await);
+            (kept, pool)
+        });
+        drop(kept);
+        runtime.block_on(until("back in the pool", || pool.num_idle() == 1));
     }
 }
