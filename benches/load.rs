@@ -16,8 +16,8 @@
 //! Each runs for a fixed time with N client threads (keep-alive
 //! connections) against release builds as a generated project makes them
 //! (its `[profile.release]`: fat LTO, one codegen unit; the baseline built
-//! alike), one server process each, in the same run; the table gives each as a ratio to (a). No assertion depends on
-//! time. SQLite (a file of the run's own, shared by the server processes)
+//! alike), one server process each, in the same run; the table gives each
+//! as a ratio to (a). No assertion depends on time. SQLite (a file of the run's own, shared by the server processes)
 //! always runs; run with
 //!
 //! ```sh
@@ -150,7 +150,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             version.split(' ').take(2).collect::<Vec<_>>().join(" ")
         }
     };
-    let one_commit_binary = in_transaction_build(db.dialect);
+    let one_commit_binary = support::build::one_commit_service_built(db.dialect, Profile::Shipped);
     let one_commit = Server::start(&one_commit_binary, db, 0);
     for prefix in ["W", "A", "B", "C", "R", "D", "E"] {
         seed_orders(db, prefix, ORDERS_PER_SCENARIO);
@@ -803,79 +803,4 @@ fn machine() -> String {
         "Machine: {cpu}, {cores} cores available (load average before the run: {load}); \
          clients, servers and the database share them."
     )
-}
-
-/// The generated example as `store.claim: in-transaction` makes it: a copy
-/// of `examples/payment-callback` whose callback contract has
-/// `claim: ClaimMode::InTransaction` (the one line `idemgen gen` writes
-/// differently for it), built like the example, in the shared target
-/// directory, and copied aside.
-fn in_transaction_build(dialect: Dialect) -> std::path::PathBuf {
-    use support::build::{DirLock, cargo, copy_aside, target_dir};
-
-    let target = target_dir();
-    let _lock = DirLock::acquire(&target.join("exactly-once/.build.lock"));
-    let dir = target.join("claim-in-transaction/payment-callback");
-    let _ = std::fs::remove_dir_all(&dir);
-    copy_tree(&root().join("examples/payment-callback"), &dir);
-    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
-    let runtime = root().join("crates/idemgen-runtime");
-    let manifest = manifest.replace(
-        "path = \"../../crates/idemgen-runtime\"",
-        &format!("path = {:?}", runtime.display().to_string()),
-    );
-    // A workspace of its own, with the repository's lock file: the same
-    // dependency versions, already compiled in the shared target directory.
-    std::fs::write(dir.join("Cargo.toml"), format!("{manifest}\n[workspace]\n")).unwrap();
-    std::fs::copy(root().join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    let operations = std::fs::read_to_string(dir.join("src/operations.rs")).unwrap();
-    assert_eq!(
-        operations.matches("claim: ClaimMode::Committed").count(),
-        1,
-        "the example has one idempotent operation"
-    );
-    let operations = operations.replace(
-        "claim: ClaimMode::Committed",
-        "claim: ClaimMode::InTransaction",
-    );
-    std::fs::write(dir.join("src/operations.rs"), operations).unwrap();
-    let output = cargo(&dir)
-        .args(["build", "--no-default-features", "--features"])
-        .arg(dialect.feature())
-        .args(Profile::Shipped.args())
-        .output()
-        .expect("cargo runs");
-    assert!(
-        output.status.success(),
-        "building the in-transaction example failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let out = target.join("exactly-once").join(format!(
-        "{}-{}",
-        Profile::Shipped.dir(),
-        dialect.feature()
-    ));
-    std::fs::create_dir_all(&out).unwrap();
-    copy_aside(
-        &target.join(Profile::Shipped.dir()).join("payment-callback"),
-        &out,
-        "payment-callback-in-transaction",
-    )
-}
-
-/// Copies the directory `from` to `to`, without build output.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let name = entry.file_name();
-        if name == "target" {
-            continue;
-        }
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &to.join(&name));
-        } else {
-            std::fs::copy(entry.path(), to.join(&name)).unwrap();
-        }
-    }
 }

@@ -176,7 +176,7 @@ pub struct Idempotency {
     census: Arc<Census>,
     /// The first attempts this process runs, which duplicates wait on.
     flights: Arc<SingleFlight>,
-    /// Connections whose read answered a replay, for the next keyed
+    /// Connections whose read answered a request (a replay), for the next
     /// request: no release ping in between.
     kept: Arc<Kept>,
 }

@@ -113,7 +113,8 @@ impl Kept {
                 match connections.pop() {
                     None => break None,
                     Some(kept) if self.fresh(&kept, pool) => break Some(kept.lent),
-                    // The ones under it were kept earlier: the pool checks
+                    // The ones under it were kept earlier, so they are as
+                    // idle and as old as to host moves: the pool checks
                     // them all.
                     Some(kept) => {
                         stale.push(kept);
