@@ -68,18 +68,16 @@ fn belongs_to(name: &str, parameter: &str) -> bool {
 /// (`items[0][quantity]`), for the refusal to name.
 fn typed(shape: &Shape, value: Value, at: &mut String) -> Result<Value, Reply> {
     match (shape, value) {
-        (Shape::Scalar(scalar), Value::String(text)) => scalar_text(*scalar, &text)
-            .map_err(|what| refusal(&format!("query parameter `{at}` {what}, not `{text}`"))),
+        (Shape::Scalar(scalar) | Shape::OrScalar(_, scalar), Value::String(text)) => {
+            scalar_text(*scalar, &text)
+                .map_err(|what| refusal(&format!("query parameter `{at}` {what}, not `{text}`")))
+        }
         (Shape::ScalarOrString(scalar), Value::String(text)) => {
             Ok(scalar_text(*scalar, &text).unwrap_or(Value::String(text)))
         }
-        (Shape::OrScalar(_, scalar), Value::String(text)) => scalar_text(*scalar, &text)
-            .map_err(|what| refusal(&format!("query parameter `{at}` {what}, not `{text}`"))),
         (Shape::OrScalar(shape, _), value) => typed(shape, value, at),
         // The reader gathers a name sent twice into a list.
-        (Shape::Scalar(_) | Shape::ScalarOrString(_), Value::Array(_)) => Err(refusal(&format!(
-            "query parameter `{at}` was sent more than once; send it once"
-        ))),
+        (Shape::Scalar(_) | Shape::ScalarOrString(_), Value::Array(_)) => Err(super::sent_twice(at)),
         (Shape::Items(item), Value::Array(items)) => {
             let mut read = Vec::with_capacity(items.len());
             for (index, value) in items.into_iter().enumerate() {
