@@ -14,6 +14,13 @@
 #              (comments and string literals left out)
 #   raw_bodies request bodies typed as raw bytes (`pub type … = Vec<u8>;`)
 #   warnings   lines of `warning:` gen printed
+#   clippy     with CLIPPY=1 only: `ok` when the generated project passes
+#              `cargo fmt --check` and `cargo clippy --all-targets -- -D
+#              warnings` (built on this checkout's runtime, in one shared
+#              CARGO_TARGET_DIR, default target/generated), else `fmt` or
+#              `fails`, with the output kept in $CLIPPY_LOGS (default
+#              /tmp/measure-payment-apis). Stripe's project takes the
+#              longest: about 10 minutes on two cores.
 # A spec that cannot be generated as published gets the overlay that fixes
 # it, scripts/spec-fixes/<spec name>.overlay.yaml, where there is one.
 set -euo pipefail
@@ -31,8 +38,18 @@ specs=(
 )
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+clippy=${CLIPPY:-0}
+logs=${CLIPPY_LOGS:-/tmp/measure-payment-apis}
+runtime=()
+if [ "$clippy" = 1 ]; then
+    mkdir -p "$logs"
+    runtime=(--runtime-path "$PWD/crates/idemgen-runtime")
+    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/generated}
+fi
 
-printf '%-34s %4s %10s %6s %8s %10s %8s\n' spec gen operations types long_ids raw_bodies warnings
+printf '%-34s %4s %10s %6s %8s %10s %8s' spec gen operations types long_ids raw_bodies warnings
+[ "$clippy" = 1 ] && printf ' %6s' clippy
+printf '\n'
 for spec in "${specs[@]}"; do
     path="$corpus/specs/$spec"
     if [ ! -f "$path" ]; then
@@ -44,7 +61,8 @@ for spec in "${specs[@]}"; do
     overlay=()
     fixes="scripts/spec-fixes/${spec%.*}.overlay.yaml"
     [ -f "$fixes" ] && overlay=(--overlay "$fixes")
-    "$idemgen" gen "$path" ${overlay[@]+"${overlay[@]}"} -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
+    "$idemgen" gen "$path" ${overlay[@]+"${overlay[@]}"} ${runtime[@]+"${runtime[@]}"} \
+        -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
     operations=0 types=0 long_ids=0 raw_bodies=0
     if [ -f "$out/src/models.rs" ]; then
         operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)
@@ -57,6 +75,17 @@ for spec in "${specs[@]}"; do
             | { grep -oE '\b[A-Za-z_][A-Za-z0-9_]{60,}\b' || true; } | sort -u | wc -l)
     fi
     warnings=$(grep -c '^warning:' "$work/stderr" || true)
-    printf '%-34s %4s %10s %6s %8s %10s %8s\n' \
+    printf '%-34s %4s %10s %6s %8s %10s %8s' \
         "$spec" "$status" "$operations" "$types" "$long_ids" "$raw_bodies" "$warnings"
+    if [ "$clippy" = 1 ]; then
+        verdict=ok
+        log="$logs/${spec%.*}.log"
+        if ! (cd "$out" && cargo fmt --check) >"$log" 2>&1; then
+            verdict=fmt
+        elif ! (cd "$out" && nice cargo clippy --quiet --all-targets -- -D warnings) >>"$log" 2>&1; then
+            verdict=fails
+        fi
+        printf ' %6s' "$verdict"
+    fi
+    printf '\n'
 done

@@ -201,6 +201,17 @@ fn unions_never_guess() {
         models.contains("pub type Critter = serde_json::Value;"),
         "{models}"
     );
+    // Two all-optional objects, each with `type` values of its own.
+    assert!(
+        models.contains("impl<'de> Deserialize<'de> for PaymentMethod {"),
+        "{models}"
+    );
+    assert!(
+        models.contains(
+            "Some(\"ach\" | \"ach_plaid\") => {\n                serde_json::from_value(value).map(Self::AchDetails)"
+        ),
+        "{models}"
+    );
     let ambiguous: Vec<(&str, &str)> = types
         .ambiguous_unions()
         .iter()

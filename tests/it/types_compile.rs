@@ -281,6 +281,20 @@ fn unions() {
     assert!(matches!(round_trip::<Strictness>(json!({"a": "x"})).0, Strictness::Strict(_)));
     assert_eq!(round_trip::<Amount>(json!(5)).0, Amount::Integer(5));
     assert_eq!(round_trip::<Amount>(json!(5.5)).0, Amount::Number(5.5));
+    // Two all-optional objects told apart by their own values of `type`,
+    // which a round trip keeps (`ach_plaid` stays `ach_plaid`).
+    let plaid = json!({"type": "ach_plaid", "account": "NL00"});
+    let (method, back) = round_trip::<PaymentMethod>(plaid.clone());
+    assert!(matches!(method, PaymentMethod::AchDetails(_)), "{method:?}");
+    assert_eq!(back, plaid);
+    let card = json!({"type": "card", "number": "4111"});
+    assert!(matches!(round_trip::<PaymentMethod>(card).0, PaymentMethod::CardDetails(_)));
+    assert!(rejects::<PaymentMethod>(json!({"type": "bitcoin"})), "no variant allows it");
+    assert!(rejects::<PaymentMethod>(json!({"account": "NL00"})), "no `type`, no guess");
+    assert!(rejects::<PaymentMethod>(json!({"type": 1})));
+    assert!(rejects::<PaymentMethod>(json!("ach")));
+    // The variant `type` names is the only one tried.
+    assert!(rejects::<PaymentMethod>(json!({"type": "ach", "account": 5})));
     // Which of two all-optional objects a value is cannot be told: a value.
     let critter: Critter = round_trip::<Critter>(json!({"wheel": true})).0;
     assert_eq!(critter, json!({"wheel": true}));

@@ -251,3 +251,54 @@ fn corpus_union_variants_read_as_themselves() {
     eprintln!("{variants} union variants read as themselves");
     assert!(variants > 0, "no union matched {filter}");
 }
+
+/// Adyen's `paymentMethod` is a `oneOf` of 58 objects with no
+/// discriminator, most of whose members are optional: each allows its own
+/// values of `type`. Values as Adyen's documentation writes them are read
+/// as the variant a person would pick, by `type`; anything else is
+/// refused rather than read as the nearest variant.
+#[test]
+fn adyen_payment_methods_are_read_by_their_type() {
+    let dir = corpus();
+    let spec = dir.join("specs/adyen-CheckoutService-v71.yaml");
+    if !spec.is_file() {
+        skip::skipped("adyen-CheckoutService-v71.yaml is not in the corpus (set IDEMGEN_CORPUS)");
+        return;
+    }
+    let types = spec_types(&Workspace::load(&spec).unwrap()).unwrap();
+    assert!(
+        !types
+            .models()
+            .contains("pub type PaymentRequestPaymentMethod = serde_json::Value;"),
+        "paymentMethod is typed"
+    );
+    let read =
+        |value: serde_json::Value| types.union_variant_of("PaymentRequestPaymentMethod", &value);
+    let card = serde_json::json!({
+        "type": "scheme",
+        "encryptedCardNumber": "test_4111111111111111",
+        "encryptedExpiryMonth": "test_03",
+        "encryptedExpiryYear": "test_2030",
+        "encryptedSecurityCode": "test_737"
+    });
+    assert_eq!(read(card).as_deref(), Some("CardDetails"));
+    let ideal = serde_json::json!({"type": "ideal", "issuer": "1121"});
+    assert_eq!(read(ideal).as_deref(), Some("IdealDetails"));
+    let sepa = serde_json::json!({
+        "type": "sepadirectdebit",
+        "ownerName": "A. Schneider",
+        "iban": "DE87123456781234567890"
+    });
+    assert_eq!(read(sepa).as_deref(), Some("SepaDirectDebitDetails"));
+    let klarna = serde_json::json!({"type": "klarna_account"});
+    assert_eq!(read(klarna).as_deref(), Some("KlarnaDetails"));
+    let apple = serde_json::json!({"type": "applepay", "applePayToken": "VNRWtuNlNEWkRCSm1xWndjMDFFbktkQU"});
+    assert_eq!(read(apple).as_deref(), Some("ApplePayDetails"));
+    // Apple Pay without its token is no Apple Pay, and no other method.
+    assert_eq!(read(serde_json::json!({"type": "applepay"})), None);
+    assert_eq!(read(serde_json::json!({"type": "bitcoin"})), None);
+    assert_eq!(
+        read(serde_json::json!({"encryptedCardNumber": "test_4111"})),
+        None
+    );
+}

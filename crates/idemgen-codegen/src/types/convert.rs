@@ -8,11 +8,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-use super::Fallback;
 use super::model::{
     Alternative, EnumValue, Field, Kind, Struct, Tagged, TaggedVariant, Ty, TypeDef,
 };
 use super::naming::{FieldNames, TypeNames, VariantNames, pascal_case};
+use super::{Fallback, OperationTypes};
 use crate::names::comment_lines;
 use idemgen_spec::node::{Node, Value};
 use idemgen_spec::{Entry, Workspace};
@@ -134,11 +134,15 @@ impl<'w> Converter<'w> {
     /// The definitions, with every union checked: a tagged one holds its
     /// variants' fields, an untagged one whose variants could take each
     /// other's values becomes `serde_json::Value` (see [`super::union`]).
-    pub fn finish(mut self) -> Finished {
+    /// The types, with every union settled ([`super::union::settle`]);
+    /// `operations` are the operations' types built on this converter.
+    pub fn finish(mut self, operations: &BTreeMap<String, OperationTypes>) -> Finished {
         let mut ambiguous = Vec::new();
+        let read_from_forms = super::form_text::unions_read_from_forms(&self.defs, operations);
         super::union::settle(
             &mut self.defs,
             &self.unions,
+            &read_from_forms,
             &mut self.fallbacks,
             &mut ambiguous,
         );
@@ -667,6 +671,7 @@ impl<'w> Converter<'w> {
             variants.push(Alternative {
                 variant: variant_names.assign(&variant_word(&ty)),
                 ty,
+                chosen_by: None,
             });
         }
         self.insert(TypeDef {
@@ -921,6 +926,7 @@ impl<'w> Converter<'w> {
             variants.push(Alternative {
                 variant: variant_names.assign(&variant_word(&ty)),
                 ty,
+                chosen_by: None,
             });
         }
         self.insert(TypeDef {

@@ -7,7 +7,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
-use super::model::{EnumValue, Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty, TypeDef};
+use super::model::{
+    Alternative, ChosenBy, EnumValue, Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty,
+    TypeDef,
+};
 use super::naming::unraw;
 use super::{StatusPattern, TypesError};
 use crate::names::{comment_lines, rust_string};
@@ -161,6 +164,9 @@ fn definition(out: &mut String, def: &TypeDef, defs: &BTreeMap<String, TypeDef>,
             }
             out.push_str("}\n");
             string_enum_text(out, name, values);
+        }
+        Kind::Untagged(alternatives) if alternatives.iter().all(|a| a.chosen_by.is_some()) => {
+            chosen_union(out, name, alternatives);
         }
         Kind::Untagged(alternatives) => {
             out.push_str(DERIVES);
@@ -446,6 +452,95 @@ fn constructor(out: &mut String, name: &str, shape: &Struct, defaults: &[Option<
     let _ = writeln!(out, "{name} {{");
     absent_fields(out, shape, defaults);
     out.push_str("}\n}\n}\n");
+}
+
+/// A union chosen by a property's value ([`super::union`]): written as
+/// untagged (each variant writes its own property), read by a
+/// `Deserialize` of its own that tries only the variant the value names.
+fn chosen_union(out: &mut String, name: &str, alternatives: &[Alternative]) {
+    fn chosen(alternative: &Alternative) -> &ChosenBy {
+        alternative
+            .chosen_by
+            .as_ref()
+            .expect("every variant of a chosen union is chosen")
+    }
+    let Some(property) = alternatives
+        .first()
+        .map(|first| chosen(first).property.clone())
+    else {
+        return;
+    };
+    let quoted = rust_string(&property);
+    out.push_str("#[derive(Debug, Clone, PartialEq, Serialize)]\n#[serde(untagged)]\n");
+    let _ = writeln!(out, "pub enum {name} {{");
+    for alternative in alternatives {
+        let values: Vec<String> = chosen(alternative)
+            .values
+            .iter()
+            .map(|value| format!("`{value}`"))
+            .collect();
+        let docs = vec![format!(
+            "`{property}` {} {}.",
+            if values.len() == 1 { "is" } else { "is one of" },
+            values.join(", ")
+        )];
+        doc(out, "///", &docs);
+        let _ = writeln!(out, "{}({}),", alternative.variant, alternative.ty.rust());
+    }
+    out.push_str("}\n\n");
+    let _ = writeln!(
+        out,
+        "/// Reads the variant that `{property}` names, and no other: an object whose \
+         `{property}` no variant allows is refused, not read as the nearest one, and so is \
+         one without `{property}`, which several variants would take."
+    );
+    let _ = writeln!(out, "impl<'de> Deserialize<'de> for {name} {{");
+    out.push_str(
+        "fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {\n\
+         use serde::de::Error;\n\
+         let value = serde_json::Value::deserialize(deserializer)?;\n",
+    );
+    let _ = writeln!(
+        out,
+        "let Some(object) = value.as_object() else {{\n\
+         return Err(D::Error::custom(\"expected an object, as every `{name}` is\"));\n\
+         }};"
+    );
+    let _ = writeln!(
+        out,
+        "let chosen_by = match object.get({quoted}) {{\n\
+         Some(serde_json::Value::String(chosen_by)) => Some(chosen_by.clone()),\n\
+         Some(_) => return Err(D::Error::custom(\"`{property}` must be a string\")),\n\
+         None => None,\n\
+         }};"
+    );
+    out.push_str("let chosen = match chosen_by.as_deref() {\n");
+    for alternative in alternatives {
+        let pattern: Vec<String> = chosen(alternative)
+            .values
+            .iter()
+            .map(|value| rust_string(value))
+            .collect();
+        let _ = writeln!(
+            out,
+            "Some({}) => serde_json::from_value(value).map(Self::{}),",
+            pattern.join(" | "),
+            alternative.variant
+        );
+    }
+    let _ = writeln!(
+        out,
+        "Some(other) => {{\n\
+         return Err(D::Error::custom(format_args!(\n\
+         \"`{property}` is `{{other}}`, which no variant of `{name}` allows\"\n\
+         )));\n\
+         }}"
+    );
+    let _ = writeln!(
+        out,
+        "None => return Err(D::Error::missing_field({quoted})),"
+    );
+    out.push_str("};\nchosen.map_err(D::Error::custom)\n}\n}\n");
 }
 
 /// `#[serde(tag = "…")]`: the tag's value chooses the variant.

@@ -87,6 +87,7 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use convert::{is_null_schema, is_nullable, reference_name};
+use model::TypeDef;
 pub(crate) use operation::{is_json, media_choices, media_essence};
 
 /// The `PascalCase` words an operation's types start with (`GetOrder` in
@@ -108,6 +109,8 @@ pub struct SpecTypes {
     ambiguous: Vec<Fallback>,
     samples: Vec<UnionSample>,
     uses_time: bool,
+    /// The type model the models were written from.
+    defs: BTreeMap<String, TypeDef>,
 }
 
 impl SpecTypes {
@@ -145,6 +148,13 @@ impl SpecTypes {
     /// test that the compiled module reads it as that variant.
     pub fn union_samples(&self) -> &[UnionSample] {
         &self.samples
+    }
+
+    /// The variant of the union named `union` in the models that serde
+    /// reads `value` as, worked out from the type model (`None`: no
+    /// variant takes it, or no such union).
+    pub fn union_variant_of(&self, union: &str, value: &serde_json::Value) -> Option<String> {
+        reads::variant_of(&self.defs, union, value)
     }
 }
 
@@ -390,7 +400,7 @@ pub fn spec_types_with(
         defs,
         fallbacks,
         ambiguous,
-    } = converter.finish();
+    } = converter.finish(&by_pointer);
     let mut defs = defs;
     let held = multipart::held_elsewhere(&defs, &by_pointer);
     for types in by_pointer.values_mut() {
@@ -414,6 +424,7 @@ pub fn spec_types_with(
         ambiguous,
         samples,
         uses_time,
+        defs,
     })
 }
 

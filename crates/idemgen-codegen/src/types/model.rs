@@ -209,6 +209,20 @@ impl ResponseCase {
 pub struct Alternative {
     pub variant: String,
     pub ty: Ty,
+    /// Set on every variant of a union whose variants one property's value
+    /// tells apart ([`super::union`]); `None` in a union read in order.
+    pub chosen_by: Option<ChosenBy>,
+}
+
+/// The values of a property that choose one variant of a union: an
+/// object whose `property` is one of `values` is that variant. An object
+/// without it is none: a union is chosen so only when its variants that
+/// may lack it accept each other's values (else they would have an
+/// order), so under `oneOf` such an object would match several.
+#[derive(Debug, Clone)]
+pub struct ChosenBy {
+    pub property: String,
+    pub values: Vec<String>,
 }
 
 /// A union whose variant a property's value names.

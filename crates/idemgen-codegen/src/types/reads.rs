@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::model::{Field, Kind, Tagged, Ty, TypeDef};
+use super::model::{Alternative, Field, Kind, Tagged, Ty, TypeDef};
 
 /// Deepest nesting followed; past it a value is taken (as a deeper check
 /// would most likely find).
@@ -25,13 +25,43 @@ const MAX_DEPTH: usize = 48;
 /// no variant takes it.
 pub fn variant_of(defs: &BTreeMap<String, TypeDef>, union: &str, value: &Value) -> Option<String> {
     match &defs.get(union)?.kind {
-        Kind::Untagged(variants) => variants
-            .iter()
-            .find(|variant| takes(defs, &variant.ty, value, 0))
-            .map(|variant| variant.variant.clone()),
+        Kind::Untagged(variants) => {
+            untagged_variant(defs, variants, value, 0).map(|variant| variant.variant.clone())
+        }
         Kind::Tagged(tagged) => tagged_variant(defs, tagged, value, 0),
         _ => None,
     }
+}
+
+/// The variant of an untagged union that takes `value`: the first that
+/// does, or in a union chosen by a property, the one its value names.
+fn untagged_variant<'v>(
+    defs: &BTreeMap<String, TypeDef>,
+    variants: &'v [Alternative],
+    value: &Value,
+    depth: usize,
+) -> Option<&'v Alternative> {
+    let Some(property) = variants
+        .first()
+        .and_then(|first| first.chosen_by.as_ref())
+        .map(|chosen| chosen.property.as_str())
+    else {
+        return variants
+            .iter()
+            .find(|variant| takes(defs, &variant.ty, value, depth));
+    };
+    // An object without the property, or with a value that is not a
+    // string, is none of them.
+    let sent = value.as_object()?.get(property)?.as_str()?;
+    variants
+        .iter()
+        .find(|variant| {
+            variant
+                .chosen_by
+                .as_ref()
+                .is_some_and(|chosen| chosen.values.iter().any(|value| value == sent))
+        })
+        .filter(|variant| takes(defs, &variant.ty, value, depth))
 }
 
 fn tagged_variant(
@@ -93,9 +123,9 @@ pub fn takes(defs: &BTreeMap<String, TypeDef>, ty: &Ty, value: &Value, depth: us
             Some(Kind::StringEnum(values)) => value
                 .as_str()
                 .is_some_and(|text| values.iter().any(|each| each.wire == text)),
-            Some(Kind::Untagged(variants)) => variants
-                .iter()
-                .any(|variant| takes(defs, &variant.ty, value, depth + 1)),
+            Some(Kind::Untagged(variants)) => {
+                untagged_variant(defs, variants, value, depth + 1).is_some()
+            }
             Some(Kind::Tagged(tagged)) => tagged_variant(defs, tagged, value, depth + 1).is_some(),
             Some(Kind::Alias(inner) | Kind::Newtype(inner)) => takes(defs, inner, value, depth + 1),
             // Response and media enums are never read from JSON.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::model::{Field, Kind, Ty, TypeDef};
+use super::model::{Alternative, Field, Kind, Ty, TypeDef};
 
 /// Deepest nesting a sample is built to (a required member that holds
 /// its own type would never end).
@@ -38,7 +38,7 @@ pub fn union_samples(defs: &BTreeMap<String, TypeDef>) -> Vec<UnionSample> {
                         union: def.name.clone(),
                         variant: variant.variant.clone(),
                         pattern: format!("{}::{}(_)", def.name, variant.variant),
-                        value: sample(defs, &variant.ty, 0),
+                        value: alternative(defs, variant, 0),
                         reads_as: None,
                     });
                 }
@@ -91,7 +91,7 @@ fn sample(defs: &BTreeMap<String, TypeDef>, ty: &Ty, depth: usize) -> Value {
                 .map_or(Value::Null, |value| Value::String(value.wire.clone())),
             Some(Kind::Untagged(variants)) => variants
                 .first()
-                .map_or(Value::Null, |variant| sample(defs, &variant.ty, depth + 1)),
+                .map_or(Value::Null, |variant| alternative(defs, variant, depth + 1)),
             Some(Kind::Tagged(tagged)) => {
                 let Some(variant) = tagged.variants.first() else {
                     return Value::Null;
@@ -121,6 +121,18 @@ fn sample(defs: &BTreeMap<String, TypeDef>, ty: &Ty, depth: usize) -> Value {
         Ty::Option(inner) | Ty::Boxed(inner) => sample(defs, inner, depth + 1),
         Ty::Bytes | Ty::Json => json!({}),
     }
+}
+
+/// A value of one variant of an untagged union: in a union chosen by a
+/// property, with the property set to the variant's first value.
+fn alternative(defs: &BTreeMap<String, TypeDef>, variant: &Alternative, depth: usize) -> Value {
+    let mut value = sample(defs, &variant.ty, depth);
+    if let (Some(chosen), Value::Object(members)) = (&variant.chosen_by, &mut value)
+        && let Some(first) = chosen.values.first()
+    {
+        members.insert(chosen.property.clone(), Value::String(first.clone()));
+    }
+    value
 }
 
 fn object(defs: &BTreeMap<String, TypeDef>, fields: &[Field], depth: usize) -> Value {

@@ -8,15 +8,19 @@
 //! for the variants after it: different JSON types, a required member the
 //! other does not declare, `additionalProperties: false` facing a member
 //! it does not know, or a member both have whose values differ (a
-//! `const`). Otherwise the union is `serde_json::Value`, and
-//! [`super::SpecTypes::ambiguous_unions`] names it and says why: a value
-//! the business code can still read, never one silently read as the
-//! wrong variant.
+//! `const`). Failing that, a union whose variants are objects that each
+//! declare one property as a string enum, no value in two of them
+//! (Adyen's `paymentMethod`: 58 objects, `type: ach`, `type: scheme`, …),
+//! is chosen by that property's value: the variant whose values hold it
+//! is the one tried, and no other. Otherwise the union is
+//! `serde_json::Value`, and [`super::SpecTypes::ambiguous_unions`] names
+//! it and says why: a value the business code can still read, never one
+//! silently read as the wrong variant.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::Fallback;
-use super::model::{Alternative, EnumValue, Field, Kind, Struct, Tagged, Ty, TypeDef};
+use super::model::{Alternative, ChosenBy, EnumValue, Field, Kind, Struct, Tagged, Ty, TypeDef};
 
 /// How deep the comparison follows named types before it gives up (and
 /// then assumes the worst: the values may overlap).
@@ -29,13 +33,21 @@ const MAX_DEPTH: usize = 12;
 pub fn settle(
     defs: &mut BTreeMap<String, TypeDef>,
     pointers: &HashMap<String, String>,
+    read_from_forms: &BTreeSet<String>,
     fallbacks: &mut Vec<Fallback>,
     ambiguous: &mut Vec<Fallback>,
 ) {
     let names: Vec<String> = defs.keys().cloned().collect();
     for name in names {
         let settled = match &defs[&name].kind {
-            Kind::Untagged(variants) => order(defs, variants).map(Kind::Untagged),
+            // A form's values are all text, which the chosen variant
+            // would be read from as JSON: forms keep to unions in order.
+            Kind::Untagged(variants) => order(defs, variants)
+                .or_else(|why| match read_from_forms.contains(&name) {
+                    true => Err(why),
+                    false => chosen_by_property(defs, variants).ok_or(why),
+                })
+                .map(Kind::Untagged),
             Kind::Tagged(tagged) => tag_fields(defs, tagged).map(Kind::Tagged),
             _ => continue,
         };
@@ -78,6 +90,54 @@ fn order(
         }
     }
     Ok(ordered)
+}
+
+/// The variants, each chosen by the values it allows for one property,
+/// when there is such a property: every variant an object declaring it as
+/// a string enum (or `const`), and no value allowed by two variants. The
+/// first such property of the first variant, in its order.
+fn chosen_by_property(
+    defs: &BTreeMap<String, TypeDef>,
+    variants: &[Alternative],
+) -> Option<Vec<Alternative>> {
+    let objects: Vec<&Struct> = variants
+        .iter()
+        .map(|variant| match shape(defs, &variant.ty, 0) {
+            Shape::Struct(fields) => Some(fields),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    'property: for candidate in &objects.first()?.fields {
+        let mut taken: HashSet<&str> = HashSet::new();
+        let mut choices: Vec<Vec<String>> = Vec::new();
+        for object in &objects {
+            let Some(field) = find(&object.fields, &candidate.wire) else {
+                continue 'property;
+            };
+            let Shape::Enum(values) = shape(defs, &field.ty, 0) else {
+                continue 'property;
+            };
+            if values.is_empty() || !values.iter().all(|value| taken.insert(&value.wire)) {
+                continue 'property;
+            }
+            let wires = values.iter().map(|value| value.wire.clone()).collect();
+            choices.push(wires);
+        }
+        return Some(
+            variants
+                .iter()
+                .zip(choices)
+                .map(|(variant, values)| Alternative {
+                    chosen_by: Some(ChosenBy {
+                        property: candidate.wire.clone(),
+                        values,
+                    }),
+                    ..variant.clone()
+                })
+                .collect(),
+        );
+    }
+    None
 }
 
 fn why_ambiguous(defs: &BTreeMap<String, TypeDef>, left: &[Alternative]) -> String {
