@@ -154,7 +154,8 @@ fn largest_specs_models_compile() {
         project.join("Cargo.toml"),
         "[package]\nname = \"corpus-models\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
          publish = false\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
-         serde_json = \"1\"\n\n[workspace]\n",
+         serde_json = \"1\"\nchrono = { version = \"0.4\", default-features = false, \
+         features = [\"clock\", \"serde\", \"std\"] }\n\n[workspace]\n",
     )
     .unwrap();
     std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
@@ -200,7 +201,8 @@ fn corpus_union_variants_read_as_themselves() {
         project.join("Cargo.toml"),
         "[package]\nname = \"corpus-unions\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
          publish = false\n\n[dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\n\
-         serde_json = \"1\"\n\n[workspace]\n",
+         serde_json = \"1\"\nchrono = { version = \"0.4\", default-features = false, \
+         features = [\"clock\", \"serde\", \"std\"] }\n\n[workspace]\n",
     )
     .unwrap();
     std::fs::copy(root().join("Cargo.lock"), project.join("Cargo.lock")).unwrap();
