@@ -561,7 +561,7 @@ fn the_users_module_and_dependencies_survive_regeneration() {
     let cargo_toml = out.join("Cargo.toml");
     let mut manifest = std::fs::read_to_string(&cargo_toml).unwrap();
     assert!(manifest.ends_with(
-        "# sqlx = { version = \"0.9\", default-features = false, features = [\"chrono\"] }\n"
+        "# sqlx = { version = \"0.9\", default-features = false, features = [\"uuid\"] }\n"
     ));
     manifest.push_str("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n");
     std::fs::write(&cargo_toml, &manifest).unwrap();
