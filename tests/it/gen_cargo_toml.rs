@@ -131,7 +131,7 @@ fn sqlx_features(dir: &Path) -> Vec<String> {
     let sqlx = &manifest["dependencies"]["sqlx"];
     sqlx["features"]
         .as_array()
-        .unwrap_or_else(|| panic!("sqlx names its features: {sqlx}"))
+        .unwrap_or_else(|| panic!("sqlx names its features: {sqlx:?}"))
         .iter()
         .map(|feature| feature.as_str().unwrap().to_string())
         .collect()
