@@ -47,14 +47,12 @@ impl<'a> OperationContext<'a> {
                     "header" => InputLocation::Header,
                     _ => return None,
                 };
-                let is_key = key.is_some_and(|key| {
-                    match (key.location.value, location) {
-                        (KeyLocation::Header, InputLocation::Header) => {
-                            key.name.value.eq_ignore_ascii_case(name)
-                        }
-                        (KeyLocation::Query, InputLocation::Query) => key.name.value == name,
-                        _ => false,
+                let is_key = key.is_some_and(|key| match (key.location.value, location) {
+                    (KeyLocation::Header, InputLocation::Header) => {
+                        key.name.value.eq_ignore_ascii_case(name)
                     }
+                    (KeyLocation::Query, InputLocation::Query) => key.name.value == name,
+                    _ => false,
                 });
                 let is_credential = credentials.iter().any(|(at, credential)| {
                     *at == location

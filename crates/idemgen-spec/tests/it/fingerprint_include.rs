@@ -82,9 +82,12 @@ components:
 
 #[test]
 fn the_declared_headers_but_the_key_and_credentials_are_fingerprinted() {
-    let workspace =
-        Workspace::from_text(Path::new("openapi.yaml"), "openapi.yaml".into(), SPEC.into())
-            .unwrap();
+    let workspace = Workspace::from_text(
+        Path::new("openapi.yaml"),
+        "openapi.yaml".into(),
+        SPEC.into(),
+    )
+    .unwrap();
     let analysis = analyse(&workspace, Defaults::default());
     let operation = &analysis.operations[0];
     let contract = operation.contract().expect("the operation has a contract");
