@@ -35,39 +35,62 @@ pub struct RequestInput<'a> {
 impl<'a> OperationContext<'a> {
     /// The operation's declared query and header parameters (the path
     /// item's included), but the key and credentials, in declaration order.
+    /// An OpenAPI 3.2 `in: querystring` parameter counts as the fields of
+    /// its schema (as itself when its schema names none).
     pub fn request_inputs(&self) -> Vec<RequestInput<'a>> {
         let credentials = self.credentials();
         let key = self.key();
-        self.parameters()
-            .into_iter()
-            .filter_map(|node| {
-                let name = node.get("name").and_then(Node::as_str)?;
-                let location = match node.get("in").and_then(Node::as_str)? {
-                    "query" | "querystring" => InputLocation::Query,
-                    "header" => InputLocation::Header,
-                    _ => return None,
-                };
-                let is_key = key.is_some_and(|key| match (key.location.value, location) {
-                    (KeyLocation::Header, InputLocation::Header) => {
-                        key.name.value.eq_ignore_ascii_case(name)
+        let mut declared: Vec<RequestInput<'a>> = Vec::new();
+        for node in self.parameters() {
+            let Some(name) = node.get("name").and_then(Node::as_str) else {
+                continue;
+            };
+            let input = |location, name: &str| RequestInput {
+                location,
+                name: name.to_string(),
+                node,
+            };
+            match node.get("in").and_then(Node::as_str) {
+                Some("query") => declared.push(input(InputLocation::Query, name)),
+                Some("header") => declared.push(input(InputLocation::Header, name)),
+                Some("querystring") => {
+                    let fields = self
+                        .querystring_schema(node)
+                        .and_then(|schema| schema.get("properties"))
+                        .and_then(|properties| self.workspace.deref(properties))
+                        .and_then(Node::as_map)
+                        .filter(|fields| !fields.is_empty());
+                    match fields {
+                        Some(fields) => declared.extend(
+                            fields
+                                .iter()
+                                .map(|field| input(InputLocation::Query, &field.key)),
+                        ),
+                        None => declared.push(input(InputLocation::Query, name)),
                     }
-                    (KeyLocation::Query, InputLocation::Query) => key.name.value == name,
-                    _ => false,
-                });
-                let is_credential = credentials.iter().any(|(at, credential)| {
-                    *at == location
-                        && match location {
-                            InputLocation::Header => credential.eq_ignore_ascii_case(name),
-                            InputLocation::Query => credential == name,
-                        }
-                });
-                (!is_key && !is_credential).then(|| RequestInput {
-                    location,
-                    name: name.to_string(),
-                    node,
-                })
-            })
-            .collect()
+                }
+                _ => {}
+            }
+        }
+        declared.retain(|input| {
+            let same = |location: InputLocation, name: &str| {
+                location == input.location
+                    && match location {
+                        InputLocation::Header => name.eq_ignore_ascii_case(&input.name),
+                        InputLocation::Query => name == input.name,
+                    }
+            };
+            let is_key = key.is_some_and(|key| match key.location.value {
+                KeyLocation::Header => same(InputLocation::Header, &key.name.value),
+                KeyLocation::Query => same(InputLocation::Query, &key.name.value),
+                KeyLocation::Body => false,
+            });
+            let is_credential = credentials
+                .iter()
+                .any(|(location, name)| same(*location, name));
+            !is_key && !is_credential
+        });
+        declared
     }
 
     /// The names of the declared header parameters the fingerprint's

@@ -119,3 +119,41 @@ fn the_declared_headers_but_the_key_and_credentials_are_fingerprinted() {
     );
     assert_eq!(context.fingerprinted_headers(), ["x-currency", "x-region"]);
 }
+
+#[test]
+fn a_querystring_parameter_counts_as_its_fields_but_the_key() {
+    let spec = r#"openapi: 3.2.0
+info: {title: t, version: "1"}
+paths:
+  /refunds:
+    post:
+      parameters:
+        - in: querystring
+          name: query
+          content:
+            application/x-www-form-urlencoded:
+              schema:
+                type: object
+                properties:
+                  refund_key: {type: string}
+                  reason: {type: string}
+      x-idempotency:
+        key: {in: query, name: refund_key, format: "refund:{uuid}"}
+      responses:
+        "200": {description: ok}
+"#;
+    let workspace = Workspace::from_text(
+        Path::new("openapi.yaml"),
+        "openapi.yaml".into(),
+        spec.into(),
+    )
+    .unwrap();
+    let analysis = analyse(&workspace, Defaults::default());
+    let context = analysis.operations[0].context(&workspace);
+    let inputs: Vec<(InputLocation, String)> = context
+        .request_inputs()
+        .into_iter()
+        .map(|input| (input.location, input.name))
+        .collect();
+    assert_eq!(inputs, [(InputLocation::Query, "reason".to_string())]);
+}
