@@ -9,7 +9,9 @@ use arbitrary::{Arbitrary, Unstructured};
 use idemgen_runtime::axum::body::Body;
 use idemgen_runtime::axum::http;
 use idemgen_runtime::fuzzing::{credential, fingerprint, read, read_key, scope, validate_key};
-use idemgen_runtime::{ApiKeyIn, Contract, Credential, Fingerprint, Scheme, SchemeKind, Source};
+use idemgen_runtime::{
+    ApiKeyIn, Contract, Credential, Fingerprint, Scheme, SchemeKind, Security, Source,
+};
 use libfuzzer_sys::fuzz_target;
 
 const SOURCES: &[Source] = &[
@@ -51,6 +53,7 @@ static CONTRACTS: [Contract; 3] = [
             method: true,
             path: true,
             query: true,
+            headers: &["X-Tenant", "Content-Type", "Authorization", "X-Api-Key"],
             body: true,
             canonical_json: true,
         },
@@ -68,6 +71,7 @@ static CONTRACTS: [Contract; 3] = [
             method: false,
             path: false,
             query: true,
+            headers: &["idempotency-key", "cookie"],
             body: true,
             canonical_json: false,
         },
@@ -116,6 +120,11 @@ static SCHEMES: [Scheme; 5] = [
         realm: "",
     },
 ];
+
+/// Every scheme at once: the fingerprint leaves each one's credential out.
+static SECURITY: Security = Security {
+    alternatives: &[&SCHEMES],
+};
 
 fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -186,10 +195,10 @@ fuzz_target!(|bytes: &[u8]| {
                 "scope {hash:?}"
             );
         }
-        let first = fingerprint(contract, &request);
+        let first = fingerprint(contract, &SECURITY, &request);
         assert_eq!(
             first,
-            fingerprint(contract, &request),
+            fingerprint(contract, &SECURITY, &request),
             "the fingerprint is not a function of the request"
         );
     }

@@ -561,7 +561,7 @@ fn the_users_module_and_dependencies_survive_regeneration() {
     let cargo_toml = out.join("Cargo.toml");
     let mut manifest = std::fs::read_to_string(&cargo_toml).unwrap();
     assert!(manifest.ends_with(
-        "# sqlx = { version = \"0.9\", default-features = false, features = [\"chrono\"] }\n"
+        "# sqlx = { version = \"0.9\", default-features = false, features = [\"uuid\"] }\n"
     ));
     manifest.push_str("reqwest = \"0.12\"\n\n[profile.release]\nlto = true\n");
     std::fs::write(&cargo_toml, &manifest).unwrap();
@@ -1038,4 +1038,45 @@ fn the_generated_readme_shows_sqlx_cli_offline_data_and_dynamic_sql() {
             "docs/src/service.md lacks {expected:?}"
         );
     }
+}
+
+/// With `headers` in `fingerprint.include`, the generated contract lists
+/// the operation's declared header parameters for the fingerprint (lower
+/// case, the key's header and a credential's left out); without it, none.
+#[test]
+fn the_declared_headers_the_fingerprint_hashes_are_generated() {
+    let broken = "examples/broken/fingerprint-misses-input.yaml";
+    let text = std::fs::read_to_string(root().join(broken)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+
+    let left_out = dir.path().join("left-out");
+    let run = gen_into(root().join(broken).to_str().unwrap(), &left_out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(left_out.join("src/operations.rs")).unwrap();
+    assert!(operations.contains("headers: &[],"), "{operations}");
+
+    let currency = "        - name: X-Currency";
+    let block = "        window: 18s\n";
+    assert!(text.contains(currency) && text.contains(block));
+    let included = text
+        .replacen(
+            currency,
+            &format!("        - {{name: X-Provider-Key, in: header, schema: {{type: string}}}}\n{currency}"),
+            1,
+        )
+        .replacen(
+            block,
+            &format!("{block}        fingerprint: {{include: [method, path, body, headers]}}\n"),
+            1,
+        );
+    let spec = dir.path().join("included.yaml");
+    std::fs::write(&spec, included).unwrap();
+    let out = dir.path().join("included");
+    let run = gen_into(spec.to_str().unwrap(), &out, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+    assert!(
+        operations.contains("headers: &[\"x-currency\"],"),
+        "{operations}"
+    );
 }

@@ -10,11 +10,11 @@ use crate::support::run::{Run, idemgen};
 
 const SPEC: &str = "examples/payment-callback/openapi.yaml";
 
-/// What a user adds: sqlx's `chrono` (for a `TIMESTAMPTZ` column) and a
-/// crate of their own.
+/// What a user adds: sqlx's `uuid` (for a `UUID` column) and a crate of
+/// their own.
 const USERS_SECTION: &str = "\
 [target.'cfg(all())'.dependencies]
-sqlx = { version = \"0.9\", default-features = false, features = [\"chrono\"] }
+sqlx = { version = \"0.9\", default-features = false, features = [\"uuid\"] }
 hex = \"0.4\"
 ";
 
@@ -111,7 +111,7 @@ fn a_feature_and_a_dependency_of_the_users_survive_regeneration() {
     // the user's own dependency is the project's.
     let metadata = metadata(&out);
     let features = names(&node(&metadata, "sqlx")["features"], "");
-    for feature in ["chrono", "postgres", "migrate"] {
+    for feature in ["uuid", "postgres", "migrate"] {
         assert!(
             features.iter().any(|f| f == feature),
             "sqlx features: {features:?}"
@@ -122,4 +122,47 @@ fn a_feature_and_a_dependency_of_the_users_survive_regeneration() {
         dependencies.iter().any(|name| name == "hex"),
         "{dependencies:?}"
     );
+}
+
+/// The features the generated `Cargo.toml` at `dir` gives sqlx.
+fn sqlx_features(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
+    let manifest: toml::Table = text.parse().expect("the generated Cargo.toml parses");
+    let sqlx = &manifest["dependencies"]["sqlx"];
+    sqlx["features"]
+        .as_array()
+        .unwrap_or_else(|| panic!("sqlx names its features: {sqlx:?}"))
+        .iter()
+        .map(|feature| feature.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn models_with_dates_give_sqlx_its_chrono_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    // The example's models hold `date-time` values: they bind to a query
+    // only with sqlx's `chrono`.
+    let with_dates = dir.path().join("with-dates");
+    let run = gen_into(&with_dates, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let features = sqlx_features(&with_dates);
+    assert!(features.iter().any(|f| f == "chrono"), "{features:?}");
+    let manifest = std::fs::read_to_string(with_dates.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("\nchrono = "), "{manifest}");
+
+    // A spec without dates names neither chrono nor the feature.
+    let without = dir.path().join("without-dates");
+    let run = idemgen(&[
+        "gen",
+        "tests/codegen_fixtures/opaque-key.yaml",
+        "-o",
+        without.to_str().unwrap(),
+        "--db",
+        "postgres",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let features = sqlx_features(&without);
+    assert!(!features.iter().any(|f| f == "chrono"), "{features:?}");
+    let manifest = std::fs::read_to_string(without.join("Cargo.toml")).unwrap();
+    assert!(!manifest.contains("\nchrono = "), "{manifest}");
 }

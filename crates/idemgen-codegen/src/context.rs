@@ -535,6 +535,10 @@ pub struct ContractContext {
     pub fp_method: bool,
     pub fp_path: bool,
     pub fp_query: bool,
+    /// The declared header parameters the fingerprint hashes (lowercase,
+    /// sorted; the key's header and credentials left out): empty unless
+    /// `fingerprint.include` lists `headers`.
+    pub fp_headers: Vec<String>,
     pub fp_body: bool,
     pub canonical_json: bool,
     /// `monitoring.replay-rate-alert`, in percent.
@@ -682,7 +686,12 @@ pub struct DialectContext {
 }
 
 impl ContractContext {
-    pub fn new(contract: &Contract) -> ContractContext {
+    /// `declared_headers`: the operation's header parameters the
+    /// fingerprint may hash ([`OperationContext::fingerprinted_headers`]),
+    /// hashed when the contract includes `headers`.
+    ///
+    /// [`OperationContext::fingerprinted_headers`]: idemgen_spec::analysis::OperationContext::fingerprinted_headers
+    pub fn new(contract: &Contract, declared_headers: Vec<String>) -> ContractContext {
         let key = contract.key.as_ref();
         let (format, pattern, fields, max_len) = match key {
             Some(key) => {
@@ -773,6 +782,11 @@ impl ContractContext {
             fp_method: parts.contains(&FingerprintPart::Method),
             fp_path: parts.contains(&FingerprintPart::Path),
             fp_query: parts.contains(&FingerprintPart::Query),
+            fp_headers: if parts.contains(&FingerprintPart::Headers) {
+                declared_headers
+            } else {
+                Vec::new()
+            },
             fp_body: parts.contains(&FingerprintPart::Body),
             canonical_json: contract.canonical.value == Canonical::Json,
             replay_rate_alert: contract.replay_rate_alert.value,

@@ -342,8 +342,10 @@ fn serve_operations(
                 unchecked.push(format!("{display}: {place}"));
             }
         }
+        let declared_headers = analysed.context(workspace).fingerprinted_headers();
         served.operations.push(operation_context(
             analysed,
+            declared_headers,
             display,
             ident,
             routed,
@@ -581,6 +583,7 @@ fn add_route(
 /// One served operation as the templates see it.
 fn operation_context(
     analysed: &idemgen_spec::analysis::AnalysedOperation<'_>,
+    declared_headers: Vec<String>,
     display: String,
     ident: String,
     routed: RoutedPath,
@@ -589,7 +592,9 @@ fn operation_context(
 ) -> context::Operation {
     let operation = &analysed.operation;
     let (comment, heading) = operation_comments(operation, &display);
-    let contract = analysed.contract().map(context::ContractContext::new);
+    let contract = analysed
+        .contract()
+        .map(|contract| context::ContractContext::new(contract, declared_headers));
     context::Operation {
         name: display,
         const_name: ident.to_ascii_uppercase(),

@@ -209,7 +209,7 @@ mod tests {
             labels(&format!(
                 "{HEAD}        fingerprint:\n          include:\n            - |"
             )),
-            ["method", "path", "query", "body"]
+            ["method", "path", "query", "headers", "body"]
         );
     }
 

@@ -26,6 +26,12 @@ pub struct Fingerprint {
     pub method: bool,
     pub path: bool,
     pub query: bool,
+    /// The header parameters hashed (the contract's `headers`: the
+    /// operation's declared ones), by name, case-insensitively. The key's
+    /// own header and credentials (`Authorization`, a scheme's API-key
+    /// header, `Cookie` when a scheme's key travels in one) are never
+    /// hashed, even when listed. Empty: no header is.
+    pub headers: &'static [&'static str],
     pub body: bool,
     /// Hash the body as canonical JSON (sorted keys, no whitespace), so that
     /// a retry that re-serialises the same document is still the same request.
@@ -38,6 +44,7 @@ impl Fingerprint {
         method: true,
         path: true,
         query: false,
+        headers: &[],
         body: true,
         canonical_json: true,
     };

@@ -45,7 +45,7 @@ use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
 use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
-use crate::fingerprint::fingerprint_without;
+use crate::fingerprint::fingerprint_of;
 use crate::key;
 use crate::metrics::{
     Census, Collector, Counters, LostRace, Measured, OperationMetrics, RefusalReason, Rejection,
@@ -1811,15 +1811,13 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             problem(ProblemKind::InvalidScope, 400, &why),
         )
     })?;
-    let secrets: Vec<&str> = operation.security.query_credentials().collect();
-    let fingerprint =
-        fingerprint_without(&contract.fingerprint, request, &secrets).map_err(|error| {
-            refuse(
-                operation,
-                RefusalReason::SchemaInvalid,
-                problem(ProblemKind::AmbiguousBody, 400, &error.to_string()),
-            )
-        })?;
+    let fingerprint = fingerprint_of(contract, &operation.security, request).map_err(|error| {
+        refuse(
+            operation,
+            RefusalReason::SchemaInvalid,
+            problem(ProblemKind::AmbiguousBody, 400, &error.to_string()),
+        )
+    })?;
     Ok(Some(Admitted {
         key,
         scope,

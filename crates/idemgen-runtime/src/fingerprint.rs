@@ -4,8 +4,51 @@
 use sha2::{Digest, Sha256};
 
 use crate::canonical_json::{self, CanonicalJsonError, Reason};
-use crate::contract::Fingerprint;
+use crate::contract::{Contract, Fingerprint, Source};
 use crate::reply::Request;
+use crate::security::Security;
+
+/// What a fingerprint never hashes, even where its part is included.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LeftOut<'a> {
+    /// Query parameters that carry credentials (API keys).
+    pub(crate) query: &'a [&'a str],
+    /// Headers that carry credentials, and the key's own header (any
+    /// case); `Authorization` is always left out.
+    pub(crate) headers: &'a [&'a str],
+}
+
+impl LeftOut<'_> {
+    fn header(&self, name: &str) -> bool {
+        name.eq_ignore_ascii_case("authorization")
+            || self
+                .headers
+                .iter()
+                .any(|left_out| left_out.eq_ignore_ascii_case(name))
+    }
+}
+
+/// The fingerprint the engine records for `request` to an operation with
+/// `contract` and `security`: credentials and the key's header left out.
+pub(crate) fn fingerprint_of(
+    contract: &Contract,
+    security: &Security,
+    request: &Request,
+) -> Result<String, CanonicalJsonError> {
+    let query: Vec<&str> = security.query_credentials().collect();
+    let mut headers: Vec<&str> = security.header_credentials().collect();
+    if let Source::Header(key) = contract.key {
+        headers.push(key);
+    }
+    fingerprint_without(
+        &contract.fingerprint,
+        request,
+        &LeftOut {
+            query: &query,
+            headers: &headers,
+        },
+    )
+}
 
 /// The fingerprint of `request`: 64 lowercase hex digits. Each part is
 /// length-prefixed, so parts cannot run into each other.
@@ -22,13 +65,18 @@ use crate::reply::Request;
 /// surrogate pair, has no single meaning: it is refused (`Err`), since two
 /// parsers could read two different requests from it.
 ///
-/// The query parameters named in `secrets` (API keys sent in the query)
-/// are left out: a credential is never hashed into a record, and a
-/// rotated key does not turn a retry into a conflict.
+/// The header parameters `include` names are hashed by name (lowercase,
+/// in order), each with every value in the order sent, so an absent
+/// header is not an empty one and `X-Currency: EUR` is not `USD`.
+///
+/// What `left_out` names (API keys sent in the query or a header,
+/// `Authorization`, the key's own header) is left out: a credential is
+/// never hashed into a record, and a rotated key does not turn a retry
+/// into a conflict.
 pub(crate) fn fingerprint_without(
     include: &Fingerprint,
     request: &Request,
-    secrets: &[&str],
+    left_out: &LeftOut<'_>,
 ) -> Result<String, CanonicalJsonError> {
     let mut hasher = Sha256::new();
     if include.method {
@@ -49,7 +97,7 @@ pub(crate) fn fingerprint_without(
         let mut pairs: Vec<&(String, String)> = request
             .query_pairs
             .iter()
-            .filter(|(name, _)| !secrets.contains(&name.as_str()))
+            .filter(|(name, _)| !left_out.query.contains(&name.as_str()))
             .collect();
         if include.canonical_json {
             pairs.sort_by(|a, b| read_by(&a.0).cmp(&read_by(&b.0)));
@@ -58,6 +106,23 @@ pub(crate) fn fingerprint_without(
         for (name, value) in pairs {
             hash_part_into(&mut text, name.as_bytes());
             hash_part_into(&mut text, value.as_bytes());
+        }
+        hash_part(&mut hasher, &text);
+    }
+    let headers = hashed_headers(include, left_out);
+    if !headers.is_empty() {
+        // Hashed only when there is a header to hash: listing `headers`
+        // for an operation that declares none keeps its records'
+        // fingerprints.
+        let mut text = Vec::new();
+        for name in &headers {
+            hash_part_into(&mut text, name.as_bytes());
+            let values = request.headers.get_all(name.as_str());
+            let count = values.iter().count() as u64;
+            text.extend_from_slice(&count.to_be_bytes());
+            for value in values {
+                hash_part_into(&mut text, value.as_bytes());
+            }
         }
         hash_part(&mut hasher, &text);
     }
@@ -86,6 +151,20 @@ pub(crate) fn fingerprint_without(
         }
     }
     Ok(hex(&hasher.finalize()))
+}
+
+/// The header names `include` lists, lowercase, sorted and each once, but
+/// for those `left_out` names.
+fn hashed_headers(include: &Fingerprint, left_out: &LeftOut<'_>) -> Vec<String> {
+    let mut names: Vec<String> = include
+        .headers
+        .iter()
+        .filter(|name| !left_out.header(name))
+        .map(|name| name.to_ascii_lowercase())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// The parameter a query pair belongs to: its name up to the first `[`
@@ -142,9 +221,9 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// Fingerprints with no secrets to leave out.
+    /// Fingerprints with nothing to leave out.
     fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
-        fingerprint_without(include, request, &[])
+        fingerprint_without(include, request, &LeftOut::default())
     }
 
     use super::*;
@@ -245,20 +324,187 @@ mod tests {
             query: true,
             ..Fingerprint::DEFAULT
         };
+        let api_key = LeftOut {
+            query: &["api_key"],
+            ..LeftOut::default()
+        };
         let with_key = |key: &str| {
             let mut request = request("POST", "/pay", "{}");
             request.query_pairs = vec![
                 ("page".to_string(), "1".to_string()),
                 ("api_key".to_string(), key.to_string()),
             ];
-            fingerprint_without(&include, &request, &["api_key"]).unwrap()
+            fingerprint_without(&include, &request, &api_key).unwrap()
         };
         assert_eq!(with_key("old-secret"), with_key("new-secret"));
         let mut other_page = request("POST", "/pay", "{}");
         other_page.query_pairs = vec![("page".to_string(), "2".to_string())];
         assert_ne!(
             with_key("old-secret"),
-            fingerprint_without(&include, &other_page, &["api_key"]).unwrap()
+            fingerprint_without(&include, &other_page, &api_key).unwrap()
+        );
+    }
+
+    /// A request to `POST /pay` with `headers`, as sent, in order.
+    fn with_headers(headers: &[(&str, &str)]) -> Request {
+        let mut sent = request("POST", "/pay", "{}");
+        for (name, value) in headers {
+            sent.headers.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        sent
+    }
+
+    #[test]
+    fn declared_headers_count_and_undeclared_ones_do_not() {
+        let include = Fingerprint {
+            headers: &["X-Currency", "x-region"],
+            ..Fingerprint::DEFAULT
+        };
+        let print_headers = |headers: &[(&str, &str)]| print(&include, &with_headers(headers));
+        let eur = print_headers(&[("x-currency", "EUR")]);
+        assert_ne!(eur, print_headers(&[("x-currency", "USD")]));
+        // Absent is not empty, and neither is the default fingerprint.
+        assert_ne!(print_headers(&[]), print_headers(&[("x-currency", "")]));
+        assert_ne!(eur, print(&Fingerprint::DEFAULT, &with_headers(&[("x-currency", "EUR")])));
+        // A header the contract does not list is not hashed.
+        assert_eq!(eur, print_headers(&[("x-currency", "EUR"), ("x-trace", "1")]));
+        // Every value counts, in the order sent.
+        let both = print_headers(&[("x-region", "eu"), ("x-region", "us")]);
+        assert_ne!(both, print_headers(&[("x-region", "us"), ("x-region", "eu")]));
+        assert_ne!(both, print_headers(&[("x-region", "eu")]));
+        // A value cannot run into the next header's name.
+        assert_ne!(
+            print_headers(&[("x-currency", "EURx-region"), ("x-region", "")]),
+            print_headers(&[("x-currency", "EUR"), ("x-region", "x-region")])
+        );
+    }
+
+    #[test]
+    fn header_case_and_the_order_of_different_headers_do_not_count() {
+        let mixed = Fingerprint {
+            headers: &["x-region", "X-Currency"],
+            ..Fingerprint::DEFAULT
+        };
+        let lower = Fingerprint {
+            headers: &["x-currency", "X-REGION", "x-currency"],
+            ..Fingerprint::DEFAULT
+        };
+        let first = print(
+            &mixed,
+            &with_headers(&[("X-Currency", "EUR"), ("x-region", "eu")]),
+        );
+        assert_eq!(
+            first,
+            print(&lower, &with_headers(&[("X-REGION", "eu"), ("x-currency", "EUR")]))
+        );
+        // A value's case is the value's.
+        assert_ne!(
+            first,
+            print(&lower, &with_headers(&[("x-region", "EU"), ("x-currency", "EUR")]))
+        );
+    }
+
+    #[test]
+    fn the_key_header_and_credentials_are_left_out() {
+        let include = Fingerprint {
+            headers: &["Authorization", "Idempotency-Key", "X-Api-Key", "X-Currency"],
+            ..Fingerprint::DEFAULT
+        };
+        let left_out = LeftOut {
+            headers: &["idempotency-key", "X-API-KEY"],
+            ..LeftOut::default()
+        };
+        let print_sent = |key: &str, token: &str, api_key: &str| {
+            let sent = with_headers(&[
+                ("idempotency-key", key),
+                ("authorization", token),
+                ("x-api-key", api_key),
+                ("x-currency", "EUR"),
+            ]);
+            fingerprint_without(&include, &sent, &left_out).unwrap()
+        };
+        let first = print_sent("pay:1", "Bearer old", "old");
+        assert_eq!(first, print_sent("pay:2", "Bearer new", "new"));
+        let only_currency = Fingerprint {
+            headers: &["x-currency"],
+            ..Fingerprint::DEFAULT
+        };
+        assert_eq!(
+            first,
+            print(&only_currency, &with_headers(&[("x-currency", "EUR")]))
+        );
+        // Listing nothing but left-out headers hashes no header part.
+        let nothing = Fingerprint {
+            headers: &["Idempotency-Key", "authorization"],
+            ..Fingerprint::DEFAULT
+        };
+        assert_eq!(
+            fingerprint_without(&nothing, &with_headers(&[("authorization", "t")]), &left_out)
+                .unwrap(),
+            print(&Fingerprint::DEFAULT, &with_headers(&[]))
+        );
+    }
+
+    #[test]
+    fn an_operations_security_and_key_decide_what_is_left_out() {
+        use crate::security::{ApiKeyIn, Scheme, SchemeKind};
+        static SCHEMES: [Scheme; 2] = [
+            Scheme {
+                name: "signature",
+                kind: SchemeKind::ApiKey {
+                    location: ApiKeyIn::Header,
+                    name: "X-Signature",
+                },
+                realm: "",
+            },
+            Scheme {
+                name: "session",
+                kind: SchemeKind::ApiKey {
+                    location: ApiKeyIn::Cookie,
+                    name: "sid",
+                },
+                realm: "",
+            },
+        ];
+        static SECURITY: Security = Security {
+            alternatives: &[&SCHEMES],
+        };
+        let contract = Contract {
+            fingerprint: Fingerprint {
+                headers: &["x-signature", "cookie", "idempotency-key", "x-currency"],
+                ..Fingerprint::DEFAULT
+            },
+            ..Contract::header("pay:{opaque}", "^pay:.+$", 60_000, 3_000)
+        };
+        let print_sent = |signature: &str, cookie: &str, key: &str, currency: &str| {
+            let sent = with_headers(&[
+                ("x-signature", signature),
+                ("cookie", cookie),
+                ("idempotency-key", key),
+                ("x-currency", currency),
+            ]);
+            fingerprint_of(&contract, &SECURITY, &sent).unwrap()
+        };
+        let first = print_sent("s1", "sid=a", "pay:1", "EUR");
+        assert_eq!(first, print_sent("s2", "sid=b", "pay:2", "EUR"));
+        assert_ne!(first, print_sent("s1", "sid=a", "pay:1", "USD"));
+        // Without the schemes, the signature and the cookie are inputs.
+        assert_ne!(
+            fingerprint_of(
+                &contract,
+                &Security::OPEN,
+                &with_headers(&[("x-signature", "s1"), ("x-currency", "EUR")])
+            )
+            .unwrap(),
+            fingerprint_of(
+                &contract,
+                &Security::OPEN,
+                &with_headers(&[("x-signature", "s2"), ("x-currency", "EUR")])
+            )
+            .unwrap()
         );
     }
 

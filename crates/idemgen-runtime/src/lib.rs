@@ -182,16 +182,21 @@ engine! {
     #[doc(hidden)]
     pub mod fuzzing {
         use crate::key::{self, KeyValue};
-        use crate::{Contract, Credential, Request, Scheme, Source};
+        use crate::{Contract, Credential, Request, Scheme, Security, Source};
 
         /// The canonical form of `body`, or why it has none.
         pub fn canonicalize(body: &[u8]) -> Result<Vec<u8>, String> {
             crate::canonical_json::canonicalize(body).map_err(|error| error.to_string())
         }
 
-        /// The request's fingerprint under `contract`, or why it is refused.
-        pub fn fingerprint(contract: &Contract, request: &Request) -> Result<String, String> {
-            crate::fingerprint::fingerprint_without(&contract.fingerprint, request, &[])
+        /// The request's fingerprint under `contract` for an operation
+        /// with `security`, or why it is refused.
+        pub fn fingerprint(
+            contract: &Contract,
+            security: &Security,
+            request: &Request,
+        ) -> Result<String, String> {
+            crate::fingerprint::fingerprint_of(contract, security, request)
                 .map_err(|error| error.to_string())
         }
 

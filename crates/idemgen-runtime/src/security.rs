@@ -90,6 +90,26 @@ impl Security {
                 _ => None,
             })
     }
+
+    /// The headers that carry API keys, and `Cookie` when a key travels in
+    /// a cookie: left out of the request fingerprint like the query's
+    /// (`Authorization` always is).
+    pub fn header_credentials(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.alternatives
+            .iter()
+            .flat_map(|schemes| schemes.iter())
+            .filter_map(|scheme| match scheme.kind {
+                SchemeKind::ApiKey {
+                    location: ApiKeyIn::Header,
+                    name,
+                } => Some(name),
+                SchemeKind::ApiKey {
+                    location: ApiKeyIn::Cookie,
+                    ..
+                } => Some("Cookie"),
+                _ => None,
+            })
+    }
 }
 
 /// A credential as the request carried it. Its `Debug` output hides the

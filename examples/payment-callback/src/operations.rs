@@ -70,6 +70,7 @@ pub static ON_PAY_CALLBACK: Operation = Operation::idempotent(
                 method: true,
                 path: true,
                 query: false,
+                headers: &[],
                 body: true,
                 canonical_json: true,
             },

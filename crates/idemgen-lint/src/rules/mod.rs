@@ -16,6 +16,7 @@ pub mod conflict_undeclared;
 pub mod contract_invalid;
 pub mod duplicate_key;
 pub mod failed_policy_undeclared;
+pub mod fingerprint_misses_input;
 pub mod idempotency_on_safe_method;
 pub mod in_progress_not_retryable;
 pub mod in_transaction_calls_out;
@@ -67,6 +68,7 @@ pub const RULES: &[Rule] = &[
     retry_after_missing::RULE,
     retry_after_out_of_range::RULE,
     retry_after_not_whole_seconds::RULE,
+    fingerprint_misses_input::RULE,
     conflict_undeclared::RULE,
     failed_policy_undeclared::RULE,
     replay_schema_missing::RULE,

@@ -3,6 +3,7 @@
 //! window review, `ddl`, `gen` and `probe` all start from [`analyse`].
 
 pub mod context;
+pub mod request_inputs;
 pub mod state;
 
 use crate::Workspace;
@@ -12,6 +13,7 @@ use crate::contract::{Contract, Origin, RawContract};
 use crate::operations::{Operation, operations};
 
 pub use context::OperationContext;
+pub use request_inputs::{InputLocation, RequestInput};
 pub use state::ContractState;
 
 /// A document's operations with their merged contracts.

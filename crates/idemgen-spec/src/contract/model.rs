@@ -93,6 +93,9 @@ pub enum FingerprintPart {
     Method,
     Path,
     Query,
+    /// The operation's declared header parameters, but for the key's
+    /// header and credentials.
+    Headers,
     Body,
 }
 
@@ -102,6 +105,7 @@ impl FingerprintPart {
             FingerprintPart::Method => "method",
             FingerprintPart::Path => "path",
             FingerprintPart::Query => "query",
+            FingerprintPart::Headers => "headers",
             FingerprintPart::Body => "body",
         }
     }

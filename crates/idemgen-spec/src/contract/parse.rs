@@ -75,7 +75,10 @@ pub const SECTIONS: [(&str, &[&str]); 9] = [
 pub const CHOICES: [(&str, &[&str]); 4] = [
     ("key.in", &["header", "query", "body"]),
     ("fingerprint.canonical", &["json", "raw"]),
-    ("fingerprint.include", &["method", "path", "query", "body"]),
+    (
+        "fingerprint.include",
+        &["method", "path", "query", "headers", "body"],
+    ),
     ("responses.failed", &["retry", "reject"]),
 ];
 
@@ -624,7 +627,7 @@ impl Parser<'_> {
                         );
                         continue;
                     };
-                    let names = ["method", "path", "query", "body"];
+                    let names = ["method", "path", "query", "headers", "body"];
                     let parts: Vec<_> = items
                         .iter()
                         .enumerate()
@@ -638,6 +641,7 @@ impl Parser<'_> {
                                     "method" => Some(FingerprintPart::Method),
                                     "path" => Some(FingerprintPart::Path),
                                     "query" => Some(FingerprintPart::Query),
+                                    "headers" => Some(FingerprintPart::Headers),
                                     "body" => Some(FingerprintPart::Body),
                                     _ => None,
                                 },

@@ -96,3 +96,14 @@ impl jsonschema::Retrieve for Sibling {
         }
     }
 }
+
+#[test]
+fn the_schema_takes_every_part_the_fingerprint_can_include() {
+    let schema = load_schema("x-idempotency.schema.json");
+    let validator = jsonschema::validator_for(&schema).expect("the schema compiles");
+    let block = |include: Json| serde_json::json!({"fingerprint": {"include": include}});
+    assert!(validator.is_valid(&block(serde_json::json!([
+        "method", "path", "query", "headers", "body"
+    ]))));
+    assert!(!validator.is_valid(&block(serde_json::json!(["header"]))));
+}
