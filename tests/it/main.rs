@@ -43,3 +43,4 @@ mod tidy;
 mod types;
 mod types_compile;
 mod types_corpus;
+mod types_names;

@@ -16,13 +16,14 @@ use crate::support::build;
 
 use build::root;
 
-const MODELS: [(&str, &str); 6] = [
+const MODELS: [(&str, &str); 7] = [
     ("payment", "examples/payment-callback/openapi.yaml"),
     ("constructs30", "tests/types/constructs-3.0.yaml"),
     ("constructs31", "tests/types/constructs-3.1.yaml"),
     ("unions", "tests/types/unions.yaml"),
     ("defaults", "tests/types/defaults-dates.yaml"),
     ("optional_headers", "tests/types/optional-headers.yaml"),
+    ("builders", "tests/types/builders.yaml"),
 ];
 
 const MANIFEST: &str = r#"[package]
@@ -353,6 +354,50 @@ fn an_optional_header_is_sent_when_set() {
     assert_eq!(alone.headers().unwrap(), [("Idempotency-Key", "k-2".to_string())]);
     assert!(GetSessionResponse::NotFound.headers().unwrap().is_empty());
 }
+
+#[test]
+fn a_builder_builds_only_with_every_required_field() {
+    use crate::builders::*;
+    use std::collections::BTreeMap;
+    let built = PaymentRequest::builder()
+        .amount(Amount { currency: "EUR".into(), value: 1999 })
+        .merchant_account("Shop".into())
+        .reference("ORD-1".into())
+        .return_url("https://shop.example/back".into())
+        .r#type(PaymentRequestType::Card)
+        .build_(3)
+        .to_account("NL00".into())
+        .shopper_ip(None)
+        .country_code("NL".into())
+        .shopper_email("ann@example.com".into())
+        .additional_properties(BTreeMap::from([("channel".to_string(), "web".to_string())]))
+        .build()
+        .expect("every required field is set");
+    assert_eq!(built.capture_delay_hours, 0, "an unset field with a default is its default");
+    assert_eq!(built.metadata, None, "an unset optional field is absent");
+    assert_eq!(built.extra, Value::Null);
+    let (read, back) = round_trip::<PaymentRequest>(serde_json::to_value(&built).unwrap());
+    assert_eq!(read, built);
+    assert_eq!(back["shopperIP"], Value::Null, "a nullable required field is sent as null");
+    assert_eq!(back["channel"], "web");
+    assert_eq!(back["build"], 3);
+
+    let missing = PaymentRequest::builder()
+        .reference("ORD-1".into())
+        .shopper_ip(Some("192.0.2.1".into()))
+        .country_code("NL".into())
+        .build()
+        .unwrap_err();
+    assert_eq!(missing.type_name, "PaymentRequest");
+    assert_eq!(
+        missing.fields,
+        ["amount", "merchant_account", "return_url", "type", "build_", "to_account"]
+    );
+    assert_eq!(
+        missing.to_string(),
+        "`PaymentRequest` lacks required fields: amount, merchant_account, return_url, type, build_, to_account"
+    );
+}
 "##;
 
 fn write_crate(dir: &Path) {
@@ -397,5 +442,5 @@ fn models_compile_pass_clippy_and_round_trip_json() {
         &["clippy", "--all-targets", "--quiet", "--", "-D", "warnings"],
     );
     let tests = cargo(&project, &["test", "--quiet"]);
-    assert!(tests.contains("6 passed"), "the round trips ran:\n{tests}");
+    assert!(tests.contains("7 passed"), "the round trips ran:\n{tests}");
 }

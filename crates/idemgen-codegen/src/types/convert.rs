@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use super::model::{
     Alternative, EnumValue, Field, Kind, Struct, Tagged, TaggedVariant, Ty, TypeDef,
 };
-use super::naming::{FieldNames, TypeNames, VariantNames, pascal_case};
+use super::naming::{FieldNames, VariantNames, pascal_case};
+use super::type_names::TypeNames;
 use super::{Fallback, OperationTypes};
 use crate::names::comment_lines;
 use idemgen_spec::node::{Node, Value};
@@ -59,6 +60,8 @@ pub struct Finished {
     /// The unions generated as `serde_json::Value` because their variants
     /// cannot be told apart.
     pub ambiguous: Vec<Fallback>,
+    /// The names asked for, to settle after a first pass.
+    pub names: TypeNames,
 }
 
 pub struct Converter<'w> {
@@ -80,10 +83,11 @@ pub struct Converter<'w> {
 }
 
 impl<'w> Converter<'w> {
-    pub fn new(workspace: &'w Workspace) -> Converter<'w> {
+    /// A converter that names types with `names` (see [`TypeNames`]).
+    pub fn new(workspace: &'w Workspace, names: TypeNames) -> Converter<'w> {
         Converter {
             workspace,
-            names: TypeNames::default(),
+            names,
             by_node: HashMap::new(),
             defs: BTreeMap::new(),
             queue: VecDeque::new(),
@@ -101,7 +105,7 @@ impl<'w> Converter<'w> {
         if let Some(name) = &self.file_part {
             return name.clone();
         }
-        let name = self.names.assign("file part");
+        let name = self.names.assign("(the file part)", "file part");
         self.insert(super::multipart::file_part_def(&name));
         self.file_part = Some(name.clone());
         name
@@ -112,7 +116,8 @@ impl<'w> Converter<'w> {
     pub fn reserve_components(&mut self) -> BTreeSet<String> {
         let mut names = BTreeSet::new();
         for (key, schema) in self.component_schemas() {
-            let name = self.names.assign(key);
+            let place = self.workspace.pointer_at(schema.span);
+            let name = self.names.assign_component(&place, key);
             names.insert(name.clone());
             if schema.get("$ref").is_none() {
                 self.by_node
@@ -150,6 +155,7 @@ impl<'w> Converter<'w> {
             defs: self.defs,
             fallbacks: self.fallbacks,
             ambiguous,
+            names: self.names,
         }
     }
 
@@ -206,7 +212,8 @@ impl<'w> Converter<'w> {
         if let Some(name) = self.by_node.get(&node_id(target)) {
             return name.clone();
         }
-        let name = self.names.assign(&reference_name(reference));
+        let place = self.workspace.pointer_at(target.span);
+        let name = self.names.assign(&place, &reference_name(reference));
         self.by_node.insert(node_id(target), name.clone());
         self.queue.push_back((name.clone(), target));
         name
@@ -865,7 +872,11 @@ impl<'w> Converter<'w> {
             }
             None => parts.push(schema),
         }
-        let name = self.names.assign(&format!("{name} base"));
+        let place = format!(
+            "{} (its own members)",
+            self.workspace.pointer_at(schema.span)
+        );
+        let name = self.names.assign(&place, &format!("{name} base"));
         self.own_structs.insert(node_id(schema), name.clone());
         let def = self.merged_struct(&name, schema, &parts);
         self.insert(def);
@@ -945,7 +956,8 @@ impl<'w> Converter<'w> {
                 if let Some(existing) = self.by_node.get(&node_id(schema)) {
                     return Err(Ty::Named(existing.clone()));
                 }
-                let name = self.names.assign(words);
+                let place = self.workspace.pointer_at(schema.span);
+                let name = self.names.assign(&place, words);
                 self.by_node.insert(node_id(schema), name.clone());
                 Ok(name)
             }
@@ -1176,9 +1188,10 @@ pub fn docs_of(schema: &Node) -> Vec<String> {
 
 /// `PascalCase` words of an operation's name, for its types.
 pub fn operation_words(operation_id: Option<&str>, method: &str, path: &str) -> String {
-    // Short enough that `…RequestBody` and a number still fit the limit.
+    // Not cut here: a type name too long is shortened as a whole (see
+    // `type_names`), keeping its last words (`…Params`).
     let words = match operation_id {
-        Some(id) => crate::names::bounded(pascal_case(id), crate::names::MAX_IDENTIFIER - 20),
+        Some(id) => pascal_case(id),
         None => String::new(),
     };
     if words.is_empty() {

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
+use super::builder;
 use super::model::{
     Alternative, ChosenBy, EnumValue, Field, Kind, MediaCase, ResponseCase, Struct, Tagged, Ty,
     TypeDef,
@@ -92,6 +93,9 @@ pub fn module(
     }
     if defs.values().any(sets_headers) {
         out.push_str(HEADER_TEXT);
+    }
+    if let Some(builders) = builder::module(&built(defs)) {
+        out.push_str(&builders);
     }
     crate::format::rust("src/models.rs", &out)
         .map_err(|error| TypesError(format!("{error}\nin the generated source:\n{out}")))
@@ -298,9 +302,41 @@ fn default_fn(field: &Field) -> String {
     format!("default_{}", unraw(&field.name))
 }
 
-/// The most required fields a constructor takes: past clippy's
-/// `too_many_arguments`, a struct literal reads better than a call.
+/// The most required fields a constructor takes (clippy's
+/// `too_many_arguments`): past it, a struct gets a builder.
 const MAX_CONSTRUCTOR_ARGUMENTS: usize = 7;
+
+/// The structs that get a builder, in module order.
+fn built(defs: &BTreeMap<String, TypeDef>) -> Vec<builder::Built<'_>> {
+    defs.values()
+        .filter_map(|def| match &def.kind {
+            Kind::Struct(shape) if builder::wanted(shape, MAX_CONSTRUCTOR_ARGUMENTS) => {
+                Some(built_of(&def.name, shape, defs))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn built_of<'a>(
+    name: &'a str,
+    shape: &'a Struct,
+    defs: &BTreeMap<String, TypeDef>,
+) -> builder::Built<'a> {
+    builder::Built {
+        name,
+        shape,
+        default_fns: shape
+            .fields
+            .iter()
+            .map(|field| default_expr(field, defs).map(|_| default_fn(field)))
+            .collect(),
+        additional: shape.additional.as_ref().map(|value| builder::Additional {
+            field: additional_field(shape),
+            value,
+        }),
+    }
+}
 
 fn structure(out: &mut String, name: &str, shape: &Struct, defs: &BTreeMap<String, TypeDef>) {
     let defaults: Vec<Option<String>> = shape
@@ -354,7 +390,11 @@ fn structure(out: &mut String, name: &str, shape: &Struct, defs: &BTreeMap<Strin
     if has_defaults {
         default_functions(out, name, shape, &defaults);
     }
-    constructor(out, name, shape, &defaults);
+    if builder::wanted(shape, MAX_CONSTRUCTOR_ARGUMENTS) {
+        builder::entry(out, &built_of(name, shape, defs));
+    } else {
+        constructor(out, name, shape, &defaults);
+    }
 }
 
 /// The functions serde calls for an absent field with a schema default,
@@ -967,7 +1007,7 @@ fn pattern(case: &ResponseCase, status: bool, body: bool) -> String {
 }
 
 /// `///` or `//!` lines as `doc` attributes (printed back as comments).
-fn doc(out: &mut String, style: &str, lines: &[String]) {
+pub(super) fn doc(out: &mut String, style: &str, lines: &[String]) {
     let inner = if style == "//!" { "!" } else { "" };
     for line in lines {
         let text = if line.is_empty() {

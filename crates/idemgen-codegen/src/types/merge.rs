@@ -2,7 +2,9 @@
 //! out again in many places (Stripe's `created` range filter, on 30 list
 //! operations) would otherwise be as many identical structs. Two
 //! definitions are merged when everything but their names is the same,
-//! docs included; the survivor is the first by name. A schema of
+//! docs included; the survivor is the first by name, and the others'
+//! names stay, as aliases of it (so a name does not vanish when an alike
+//! type is added to the spec). A schema of
 //! `components` is named by the spec and never merged away, and neither
 //! is a type an operation names (its body, parameters, responses).
 
@@ -39,9 +41,21 @@ pub fn identical(
         if renamed.is_empty() {
             return defs;
         }
-        defs.retain(|name, _| !renamed.contains_key(name));
         for def in defs.values_mut() {
-            rename_in_kind(&mut def.kind, &renamed);
+            match renamed.get(&def.name) {
+                // Its name stays, as an alias: code that names it keeps
+                // compiling whichever of the alike types is the survivor.
+                Some(survivor) => {
+                    if !def.docs.is_empty() {
+                        def.docs.push(String::new());
+                    }
+                    def.docs.push(format!(
+                        "The same type as [`{survivor}`], which the spec declares alike."
+                    ));
+                    def.kind = Kind::Alias(Ty::Named(survivor.clone()));
+                }
+                None => rename_in_kind(&mut def.kind, &renamed),
+            }
         }
     }
 }

@@ -66,6 +66,7 @@
 //! (anything it cannot express becomes `serde_json::Value` with a doc
 //! comment saying why), and emits code that needs nothing but serde.
 
+mod builder;
 mod convert;
 mod emit;
 mod form_text;
@@ -79,6 +80,7 @@ mod param_shape;
 mod reads;
 mod sample;
 mod status;
+mod type_names;
 mod union;
 
 use std::collections::BTreeMap;
@@ -378,29 +380,29 @@ pub fn spec_types_with(
     workspace: &Workspace,
     engine: &EngineStatuses,
 ) -> Result<SpecTypes, TypesError> {
-    let mut converter = convert::Converter::new(workspace);
-    let components = converter.reserve_components();
-    let path_operations: Vec<Operation<'_>> = operations(workspace)
-        .into_iter()
-        .filter(|operation| operation.kind == OperationKind::Path)
-        .collect();
-    let reserved: Vec<operation::Reserved> = path_operations
-        .iter()
-        .map(|op| operation::reserve(&mut converter, op))
-        .collect();
-    converter.drain();
-    let mut by_pointer = BTreeMap::new();
-    for (op, names) in path_operations.iter().zip(reserved) {
-        let answers = engine.get(&op.pointer).copied();
-        let types = operation::build(&mut converter, op, names, answers);
-        converter.drain();
-        by_pointer.insert(op.pointer.clone(), types);
+    // The first pass only asks for names (see `type_names`).
+    let mut first = convert(workspace, engine, type_names::TypeNames::default());
+    // A multipart body shared with another operation gets its own
+    // reserved name here: a name in use too.
+    let held = multipart::held_elsewhere(&first.finished.defs, &first.operations);
+    for types in first.operations.values_mut() {
+        multipart::fill(types, &mut first.finished.defs, &held);
     }
+    let names = first
+        .finished
+        .names
+        .settle(|name| first.finished.defs.contains_key(name));
+    let Converted {
+        components,
+        finished,
+        operations: mut by_pointer,
+    } = convert(workspace, engine, names);
     let convert::Finished {
         defs,
         fallbacks,
         ambiguous,
-    } = converter.finish(&by_pointer);
+        names: _,
+    } = finished;
     let mut defs = defs;
     let held = multipart::held_elsewhere(&defs, &by_pointer);
     for types in by_pointer.values_mut() {
@@ -426,6 +428,45 @@ pub fn spec_types_with(
         uses_time,
         defs,
     })
+}
+
+/// One pass over the schemas and path operations.
+struct Converted {
+    /// The names of `components.schemas`.
+    components: std::collections::BTreeSet<String>,
+    finished: convert::Finished,
+    /// Keyed by the operation's JSON pointer.
+    operations: BTreeMap<String, OperationTypes>,
+}
+
+fn convert(
+    workspace: &Workspace,
+    engine: &EngineStatuses,
+    names: type_names::TypeNames,
+) -> Converted {
+    let mut converter = convert::Converter::new(workspace, names);
+    let components = converter.reserve_components();
+    let path_operations: Vec<Operation<'_>> = operations(workspace)
+        .into_iter()
+        .filter(|operation| operation.kind == OperationKind::Path)
+        .collect();
+    let reserved: Vec<operation::Reserved> = path_operations
+        .iter()
+        .map(|op| operation::reserve(&mut converter, op))
+        .collect();
+    converter.drain();
+    let mut by_pointer = BTreeMap::new();
+    for (op, names) in path_operations.iter().zip(reserved) {
+        let answers = engine.get(&op.pointer).copied();
+        let types = operation::build(&mut converter, op, names, answers);
+        converter.drain();
+        by_pointer.insert(op.pointer.clone(), types);
+    }
+    Converted {
+        components,
+        finished: converter.finish(&by_pointer),
+        operations: by_pointer,
+    }
 }
 
 /// The types of one operation (computing the whole spec's; call

@@ -17,29 +17,6 @@ const RAW_KEYWORDS: &[&str] = &[
 /// Keywords that cannot be raw identifiers: they get a trailing `_`.
 const NOT_RAW: &[&str] = &["self", "super", "crate", "_"];
 
-/// Names the generated module uses itself (std prelude, serde, the
-/// types it refers to): a schema with one of these names gets `Model`
-/// appended so that it does not shadow them.
-const TAKEN_TYPE_NAMES: &[&str] = &[
-    "Self",
-    "String",
-    "Option",
-    "Some",
-    "None",
-    "Vec",
-    "Box",
-    "Result",
-    "Ok",
-    "Err",
-    "BTreeMap",
-    "Serialize",
-    "Deserialize",
-    "Default",
-    "Clone",
-    "Debug",
-    "PartialEq",
-];
-
 /// `PascalCase` of `text`; words split as [`snake_case`] splits them.
 /// Two digit words stay apart (`1.0` → `1_0`), so they do not merge.
 pub fn pascal_case(text: &str) -> String {
@@ -58,31 +35,6 @@ pub fn pascal_case(text: &str) -> String {
         previous_digit = word.ends_with(|c: char| c.is_ascii_digit());
     }
     out
-}
-
-/// Type names of one module: every name unique, none shadowing what the
-/// generated code uses.
-#[derive(Default)]
-pub struct TypeNames {
-    taken: HashSet<String>,
-}
-
-impl TypeNames {
-    /// A fresh type name for `text` (`Pet`, `Pet2` when `Pet` is taken).
-    pub fn assign(&mut self, text: &str) -> String {
-        // Room for a number that keeps it unique and a `Params`-like suffix.
-        let mut base = bounded(pascal_case(text), MAX_IDENTIFIER - 12);
-        if base.is_empty() {
-            base = "Schema".into();
-        }
-        if base.starts_with(|c: char| c.is_ascii_digit()) {
-            base.insert_str(0, "Schema");
-        }
-        if TAKEN_TYPE_NAMES.contains(&base.as_str()) {
-            base.push_str("Model");
-        }
-        unique(&mut self.taken, base, "")
-    }
 }
 
 /// Field names of one struct: `snake_case`, keywords as raw identifiers.
@@ -167,29 +119,6 @@ pub fn unraw(name: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn type_names() {
-        let mut names = TypeNames::default();
-        assert_eq!(names.assign("pet"), "Pet");
-        assert_eq!(names.assign("Pet"), "Pet2");
-        assert_eq!(names.assign("order-item"), "OrderItem");
-        assert_eq!(names.assign("Result"), "ResultModel");
-        assert_eq!(names.assign("3ds"), "Schema3ds");
-        assert_eq!(names.assign("v1.0"), "V1_0");
-        assert_eq!(names.assign("v1.0"), "V1_0_2");
-        assert_eq!(names.assign(""), "Schema");
-        assert_eq!(names.assign("HTTPServer"), "HttpServer");
-        assert_eq!(
-            names.assign("ThreeDSRequestorAuthenticationInfo"),
-            "ThreeDsRequestorAuthenticationInfo"
-        );
-        let long = names.assign(&"very long words ".repeat(10));
-        assert!(
-            long.len() <= 48 && long.starts_with("VeryLongWords"),
-            "{long}"
-        );
-    }
 
     #[test]
     fn field_names() {

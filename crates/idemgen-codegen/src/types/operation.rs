@@ -29,10 +29,14 @@ pub fn reserve(converter: &mut Converter<'_>, operation: &Operation<'_>) -> Rese
         &operation.method,
         &operation.path,
     );
+    let mut name = |role: &str| {
+        let place = format!("{} ({role})", operation.pointer);
+        converter.names.assign(&place, &format!("{words} {role}"))
+    };
     Reserved {
-        params: converter.names.assign(&format!("{words} params")),
-        request: converter.names.assign(&format!("{words} request")),
-        response: converter.names.assign(&format!("{words} response")),
+        params: name("params"),
+        request: name("request"),
+        response: name("response"),
         words,
     }
 }
@@ -611,9 +615,10 @@ fn media_enum<'w>(
     status: super::StatusPattern,
     choices: &[(String, &'w Node)],
 ) -> String {
+    let place = format!("{} ({variant} body)", operation.pointer);
     let name = converter
         .names
-        .assign(&format!("{} {variant} body", names.words));
+        .assign(&place, &format!("{} {variant} body", names.words));
     let mut variant_names = VariantNames::default();
     let mut cases = Vec::new();
     for (media_type, media) in choices {
