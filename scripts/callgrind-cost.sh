@@ -76,7 +76,8 @@
 # readings (seven numbers each, in the order above; PostgreSQL's second
 # commit and rollback figures are 0) are in $OUT/counts.tsv. PG_BIN
 # (default the newest /usr/lib/postgresql/*/bin) names PostgreSQL's
-# programs.
+# programs. $OUT/N/statements.txt lists the statements PostgreSQL counted
+# for the Nth binary, with their calls, over its whole run.
 set -euo pipefail
 
 REQUESTS=${REQUESTS:-300}
@@ -310,6 +311,12 @@ run_one() {
     kill -TERM "$pid"
     wait "$pid" || true
     service_pid=
+    if [ "$COUNT_DB" = 1 ] && [ "$dialect" = postgres ]; then
+        # Which statements, over the whole run (warm-up and set-up included).
+        psql -X -At -F ' | ' "$server_url" -c "SELECT calls, regexp_replace(query, '\s+', ' ', 'g')
+            FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
+            ORDER BY calls DESC" > "$out/statements.txt"
+    fi
     drop
     local first replay
     first=$(total_ir "$(grep -l '^desc: Trigger: .*first' "$out"/callgrind.out* | head -1)")
