@@ -40,9 +40,10 @@
 # fsync on), so that nobody else's statements are counted; PostgreSQL
 # loads pg_stat_statements. The IDEMGEN_TEST_*_URL servers are not used,
 # and both servers are stopped at the end. Each phase's counters are read
-# before and after it, after SETTLE seconds (default 11) without requests,
-# since a PostgreSQL backend reports its counts up to 10 s after going
-# idle; a phase's window is its requests and that wait. Counted:
+# before and after it, after SETTLE seconds (default 15) without requests,
+# since a PostgreSQL backend reports its counts only 10 s after going
+# idle (later on a busy machine); a phase's window is its requests and
+# that wait. Counted:
 #
 #   statements   MariaDB: Questions, one counter of the statements
 #                clients send, of any kind (a prepared statement's
@@ -52,8 +53,11 @@
 #                PostgreSQL: the sum of pg_stat_statements' calls in the
 #                service's database (utility statements included).
 #   commits      MariaDB: Com_commit (COMMIT statements) and
-#                Handler_commit (every transaction the server commits,
-#                an autocommit statement's included, reads too).
+#                Handler_commit (the server's commits to the engine: one
+#                for each statement on a table that succeeds, a read's
+#                too, and one for each COMMIT; so it counts statements
+#                more than transactions: the fsyncs tell durable
+#                commits).
 #                PostgreSQL: pg_stat_database's xact_commit of the
 #                service's database (each autocommit statement is one).
 #   rollbacks    MariaDB: Com_rollback and Handler_rollback (a failed
@@ -70,14 +74,14 @@
 #                writer flushing asynchronous commits, autovacuum,
 #                checkpoints) is in the figures.
 #
-# Each read's own statements, commits and rollbacks (MariaDB counts the
-# read's) are those of two reads in a row, and are subtracted. PostgreSQL's counts are read from
-# another database, whose statements are not counted. The raw counter
-# readings (seven numbers each, in the order above; PostgreSQL's second
-# commit and rollback figures are 0) are in $OUT/counts.tsv. PG_BIN
-# (default the newest /usr/lib/postgresql/*/bin) names PostgreSQL's
-# programs. $OUT/N/statements.txt lists the statements PostgreSQL counted
-# for the Nth binary, with their calls, over its whole run.
+# MariaDB counts the reads' own statements and commits: those of two
+# reads in a row are subtracted from each phase. PostgreSQL's counts are
+# read from another database, whose statements are not counted. The raw
+# counter readings (seven numbers each, in the order above; PostgreSQL's
+# second commit and rollback figures are 0) are in $OUT/counts.tsv.
+# $OUT/N/statements.txt lists the statements PostgreSQL counted for the
+# Nth binary, with their calls, over its whole run. PG_BIN (default the
+# newest /usr/lib/postgresql/*/bin) names PostgreSQL's programs.
 set -euo pipefail
 
 REQUESTS=${REQUESTS:-300}
@@ -86,7 +90,7 @@ WORKERS=${WORKERS:-1}
 SERVICE_LOG=${SERVICE_LOG:-warn,payment_callback::auth=error,payment_callback_one_commit::auth=error}
 OUT=${OUT:-$(mktemp -d /tmp/callgrind-cost.XXXXXX)}
 COUNT_DB=${COUNT_DB:-0}
-SETTLE=${SETTLE:-11}
+SETTLE=${SETTLE:-15}
 PG_BIN=${PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2> /dev/null | sort -V | tail -1)}
 mkdir -p "$OUT"
 
@@ -225,9 +229,11 @@ per_request() { # before after overhead
         for (i = 1; i <= 7; i++) printf "%s%.2f", (i > 1 ? "|" : ""), (A[i] - B[i] - O[i]) / n
     }'
 }
-# A read's own counts: statements, commits and rollbacks of the second of
-# two reads in a row (a read writes no log: none of its log counts).
+# A read's own counts on MariaDB: statements, commits and rollbacks of
+# the second of two reads in a row (a read writes no log: none of its log
+# counts). On PostgreSQL none: the reads are made in another database.
 read_cost() { # first second
+    [ "$dialect" = mysql ] || { echo 0 0 0 0 0 0 0; return; }
     awk -v a="$2" -v b="$1" 'BEGIN {
         split(a, A, " "); split(b, B, " ")
         for (i = 1; i <= 7; i++) printf "%s%d", (i > 1 ? " " : ""), (i <= 5 ? A[i] - B[i] : 0)
