@@ -47,9 +47,10 @@
 #
 #   statements   MariaDB: Questions, one counter of the statements
 #                clients send, of any kind (a prepared statement's
-#                execution one, BEGIN and COMMIT one each), rather than
-#                a sum of Com_ counters, one a kind of command, of which
-#                the right ones would have to be picked.
+#                execution one, BEGIN and COMMIT one each). Not a sum of
+#                Com_ counters: executing a prepared statement adds to
+#                Com_stmt_execute and to its kind's (Com_select,
+#                Com_insert, ...), so that sum counts it twice.
 #                PostgreSQL: the sum of pg_stat_statements' calls in the
 #                service's database (utility statements included).
 #   commits      MariaDB: Com_commit (COMMIT statements) and
