@@ -67,8 +67,8 @@
 #                PostgreSQL: pg_stat_wal's wal_write.
 #   fsyncs       MariaDB: Innodb_data_fsyncs, every fsync InnoDB makes:
 #                the redo log's at each durable commit and the data
-#                files' when pages are written back (MariaDB 10.8 and
-#                later have no Innodb_os_log_fsyncs). PostgreSQL:
+#                files' when pages are written back (MariaDB 10.11 has
+#                no Innodb_os_log_fsyncs). PostgreSQL:
 #                pg_stat_wal's wal_sync, the WAL's fsyncs.
 #                Log writes and fsyncs are server-wide: the servers' own
 #                background work (InnoDB purge and page flushing, the WAL
