@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What `idemgen gen` makes of the corpus's payment APIs, one line per spec:
 #
-#   scripts/measure-payment-apis.sh [IDEMGEN] [CORPUS]
+#   scripts/measure-payment-apis.sh [IDEMGEN] [CORPUS] [SPEC...]
 #
 # IDEMGEN is the binary to measure (default target/debug/idemgen; pass an
 # older build to compare), CORPUS the corpus directory (default
@@ -36,6 +36,8 @@ specs=(
     square-api.json
     twilio-twilio_api_v2010.yaml
 )
+# SPEC...: some of them (file names in the corpus's specs/), in that order.
+[ $# -gt 2 ] && specs=("${@:3}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 clippy=${CLIPPY:-0}
