@@ -14,13 +14,16 @@ pub(crate) struct LeftOut<'a> {
     /// Query parameters that carry credentials (API keys).
     pub(crate) query: &'a [&'a str],
     /// Headers that carry credentials, and the key's own header (any
-    /// case); `Authorization` is always left out.
+    /// case); `Authorization`, `Accept` and `Content-Type` are always left
+    /// out (OpenAPI ignores header parameters of those names).
     pub(crate) headers: &'a [&'a str],
 }
 
 impl LeftOut<'_> {
     fn header(&self, name: &str) -> bool {
-        name.eq_ignore_ascii_case("authorization")
+        ["authorization", "accept", "content-type"]
+            .iter()
+            .any(|ignored| name.eq_ignore_ascii_case(ignored))
             || self
                 .headers
                 .iter()
@@ -410,24 +413,35 @@ mod tests {
     #[test]
     fn the_key_header_and_credentials_are_left_out() {
         let include = Fingerprint {
-            headers: &["Authorization", "Idempotency-Key", "X-Api-Key", "X-Currency"],
+            headers: &[
+                "Accept",
+                "Authorization",
+                "Content-Type",
+                "Idempotency-Key",
+                "X-Api-Key",
+                "X-Currency",
+            ],
             ..Fingerprint::DEFAULT
         };
         let left_out = LeftOut {
             headers: &["idempotency-key", "X-API-KEY"],
             ..LeftOut::default()
         };
-        let print_sent = |key: &str, token: &str, api_key: &str| {
+        // OpenAPI ignores `Accept` and `Content-Type` header parameters:
+        // a retry that asks for another media type is the same request.
+        let print_sent = |key: &str, token: &str, api_key: &str, accept: &str| {
             let sent = with_headers(&[
                 ("idempotency-key", key),
                 ("authorization", token),
                 ("x-api-key", api_key),
+                ("accept", accept),
+                ("content-type", accept),
                 ("x-currency", "EUR"),
             ]);
             fingerprint_without(&include, &sent, &left_out).unwrap()
         };
-        let first = print_sent("pay:1", "Bearer old", "old");
-        assert_eq!(first, print_sent("pay:2", "Bearer new", "new"));
+        let first = print_sent("pay:1", "Bearer old", "old", "application/json");
+        assert_eq!(first, print_sent("pay:2", "Bearer new", "new", "*/*"));
         let only_currency = Fingerprint {
             headers: &["x-currency"],
             ..Fingerprint::DEFAULT

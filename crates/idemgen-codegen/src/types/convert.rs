@@ -143,7 +143,7 @@ impl<'w> Converter<'w> {
     /// `operations` are the operations' types built on this converter.
     pub fn finish(mut self, operations: &BTreeMap<String, OperationTypes>) -> Finished {
         let mut ambiguous = Vec::new();
-        let read_from_forms = super::form_text::unions_read_from_forms(&self.defs, operations);
+        let read_from_forms = super::form_text::unions_forms_reach(&self.defs, operations);
         super::union::settle(
             &mut self.defs,
             &self.unions,

@@ -497,6 +497,8 @@ fn constructor(out: &mut String, name: &str, shape: &Struct, defaults: &[Option<
 /// A union chosen by a property's value ([`super::union`]): written as
 /// untagged (each variant writes its own property), read by a
 /// `Deserialize` of its own that tries only the variant the value names.
+/// An object without the property is kept whole in a last variant of its
+/// own: the spec lets more than one variant be it.
 fn chosen_union(out: &mut String, name: &str, alternatives: &[Alternative]) {
     fn chosen(alternative: &Alternative) -> &ChosenBy {
         alternative
@@ -504,35 +506,48 @@ fn chosen_union(out: &mut String, name: &str, alternatives: &[Alternative]) {
             .as_ref()
             .expect("every variant of a chosen union is chosen")
     }
-    let Some(property) = alternatives
-        .first()
-        .map(|first| chosen(first).property.clone())
-    else {
+    let Some(first) = alternatives.first().map(chosen) else {
         return;
     };
-    let quoted = rust_string(&property);
+    let property = &first.property;
+    let without = &first.without;
+    // The property as code (a string literal) and as text in a comment.
+    let quoted = rust_string(property);
+    let shown = property.escape_debug().to_string();
     out.push_str("#[derive(Debug, Clone, PartialEq, Serialize)]\n#[serde(untagged)]\n");
     let _ = writeln!(out, "pub enum {name} {{");
     for alternative in alternatives {
         let values: Vec<String> = chosen(alternative)
             .values
             .iter()
-            .map(|value| format!("`{value}`"))
+            .map(|value| format!("`{}`", value.escape_debug()))
             .collect();
         let docs = vec![format!(
-            "`{property}` {} {}.",
+            "`{shown}` {} {}.",
             if values.len() == 1 { "is" } else { "is one of" },
             values.join(", ")
         )];
         doc(out, "///", &docs);
         let _ = writeln!(out, "{}({}),", alternative.variant, alternative.ty.rust());
     }
-    out.push_str("}\n\n");
-    let _ = writeln!(
+    doc(
         out,
-        "/// Reads the variant that `{property}` names, and no other: an object whose \
-         `{property}` no variant allows is refused, not read as the nearest one, and so is \
-         one without `{property}`, which several variants would take."
+        "///",
+        &[format!(
+            "An object without `{shown}`, kept as it came: the spec lets more than one \
+                 variant be it. A variant built with `{shown}` absent is written without it, \
+                 and so reads back as this."
+        )],
+    );
+    let _ = writeln!(out, "{without}(serde_json::Value),");
+    out.push_str("}\n\n");
+    doc(
+        out,
+        "///",
+        &[format!(
+            "Reads the variant that `{shown}` names, and no other: an object whose `{shown}` \
+             no variant allows is refused, not read as the nearest one."
+        )],
     );
     let _ = writeln!(out, "impl<'de> Deserialize<'de> for {name} {{");
     out.push_str(
@@ -549,12 +564,12 @@ fn chosen_union(out: &mut String, name: &str, alternatives: &[Alternative]) {
     let _ = writeln!(
         out,
         "let chosen_by = match object.get({quoted}) {{\n\
-         Some(serde_json::Value::String(chosen_by)) => Some(chosen_by.clone()),\n\
-         Some(_) => return Err(D::Error::custom(\"`{property}` must be a string\")),\n\
-         None => None,\n\
+         Some(serde_json::Value::String(chosen_by)) => chosen_by.clone(),\n\
+         Some(_) => return Err(D::Error::custom(format_args!(\"`{{}}` must be a string\", {quoted}))),\n\
+         None => return Ok(Self::{without}(value)),\n\
          }};"
     );
-    out.push_str("let chosen = match chosen_by.as_deref() {\n");
+    out.push_str("let chosen = match chosen_by.as_str() {\n");
     for alternative in alternatives {
         let pattern: Vec<String> = chosen(alternative)
             .values
@@ -563,22 +578,19 @@ fn chosen_union(out: &mut String, name: &str, alternatives: &[Alternative]) {
             .collect();
         let _ = writeln!(
             out,
-            "Some({}) => serde_json::from_value(value).map(Self::{}),",
+            "{} => serde_json::from_value(value).map(Self::{}),",
             pattern.join(" | "),
             alternative.variant
         );
     }
     let _ = writeln!(
         out,
-        "Some(other) => {{\n\
+        "other => {{\n\
          return Err(D::Error::custom(format_args!(\n\
-         \"`{property}` is `{{other}}`, which no variant of `{name}` allows\"\n\
+         \"`{{}}` is `{{other}}`, which no variant of `{name}` allows\",\n\
+         {quoted}\n\
          )));\n\
          }}"
-    );
-    let _ = writeln!(
-        out,
-        "None => return Err(D::Error::missing_field({quoted})),"
     );
     out.push_str("};\nchosen.map_err(D::Error::custom)\n}\n}\n");
 }

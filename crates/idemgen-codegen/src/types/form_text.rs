@@ -96,6 +96,22 @@ pub fn unions_read_from_forms(
     defs: &BTreeMap<String, TypeDef>,
     operations: &BTreeMap<String, OperationTypes>,
 ) -> BTreeSet<String> {
+    unions_forms_reach(defs, operations)
+        .into_iter()
+        .filter(|name| match defs.get(name).map(|def| &def.kind) {
+            Some(Kind::Untagged(alternatives)) => alternatives
+                .iter()
+                .any(|one| parses_text(&one.ty) || takes_empty(&one.ty, defs)),
+            _ => false,
+        })
+        .collect()
+}
+
+/// Every untagged union a form body reaches, whatever its variants.
+pub fn unions_forms_reach(
+    defs: &BTreeMap<String, TypeDef>,
+    operations: &BTreeMap<String, OperationTypes>,
+) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
     let mut unions = BTreeSet::new();
     let mut pending: Vec<&Ty> = Vec::new();
@@ -121,12 +137,7 @@ pub fn unions_read_from_forms(
                         pending.extend(shape.additional.iter());
                     }
                     Kind::Untagged(alternatives) => {
-                        if alternatives
-                            .iter()
-                            .any(|one| parses_text(&one.ty) || takes_empty(&one.ty, defs))
-                        {
-                            unions.insert(name.clone());
-                        }
+                        unions.insert(name.clone());
                         pending.extend(alternatives.iter().map(|one| &one.ty));
                     }
                     Kind::Alias(inner) | Kind::Newtype(inner) => pending.push(inner),

@@ -216,13 +216,16 @@ pub struct Alternative {
 
 /// The values of a property that choose one variant of a union: an
 /// object whose `property` is one of `values` is that variant. An object
-/// without it is none: a union is chosen so only when its variants that
-/// may lack it accept each other's values (else they would have an
-/// order), so under `oneOf` such an object would match several.
+/// without it could be more than one of them (a union is chosen so only
+/// when its variants that may lack it take each other's values, else they
+/// would have an order), so it is kept whole, as the `without` variant.
 #[derive(Debug, Clone)]
 pub struct ChosenBy {
     pub property: String,
     pub values: Vec<String>,
+    /// The union's variant for an object without the property (the same
+    /// on every variant), which holds it as it came.
+    pub without: String,
 }
 
 /// A union whose variant a property's value names.

@@ -25,34 +25,32 @@ const MAX_DEPTH: usize = 48;
 /// no variant takes it.
 pub fn variant_of(defs: &BTreeMap<String, TypeDef>, union: &str, value: &Value) -> Option<String> {
     match &defs.get(union)?.kind {
-        Kind::Untagged(variants) => {
-            untagged_variant(defs, variants, value, 0).map(|variant| variant.variant.clone())
-        }
+        Kind::Untagged(variants) => untagged_variant(defs, variants, value, 0),
         Kind::Tagged(tagged) => tagged_variant(defs, tagged, value, 0),
         _ => None,
     }
 }
 
 /// The variant of an untagged union that takes `value`: the first that
-/// does, or in a union chosen by a property, the one its value names.
-fn untagged_variant<'v>(
+/// does, or in a union chosen by a property, the one its value names (an
+/// object without it: the variant that keeps it whole).
+fn untagged_variant(
     defs: &BTreeMap<String, TypeDef>,
-    variants: &'v [Alternative],
+    variants: &[Alternative],
     value: &Value,
     depth: usize,
-) -> Option<&'v Alternative> {
-    let Some(property) = variants
-        .first()
-        .and_then(|first| first.chosen_by.as_ref())
-        .map(|chosen| chosen.property.as_str())
-    else {
+) -> Option<String> {
+    let Some(chosen) = variants.first().and_then(|first| first.chosen_by.as_ref()) else {
         return variants
             .iter()
-            .find(|variant| takes(defs, &variant.ty, value, depth));
+            .find(|variant| takes(defs, &variant.ty, value, depth))
+            .map(|variant| variant.variant.clone());
     };
-    // An object without the property, or with a value that is not a
-    // string, is none of them.
-    let sent = value.as_object()?.get(property)?.as_str()?;
+    // A value that is not a string is none of them.
+    let sent = match value.as_object()?.get(&chosen.property) {
+        None => return Some(chosen.without.clone()),
+        Some(sent) => sent.as_str()?,
+    };
     variants
         .iter()
         .find(|variant| {
@@ -62,6 +60,7 @@ fn untagged_variant<'v>(
                 .is_some_and(|chosen| chosen.values.iter().any(|value| value == sent))
         })
         .filter(|variant| takes(defs, &variant.ty, value, depth))
+        .map(|variant| variant.variant.clone())
 }
 
 fn tagged_variant(

@@ -12,7 +12,8 @@
 //! one not shortened into it), and the others get their place's hash
 //! too. The second pass asks again and gets the settled names. So a
 //! type keeps its name when an operation or a schema is added before it,
-//! unless the new one claims the very same name by a better right.
+//! unless the new one claims the very same name by a better or an equal
+//! right (then, with an equal one, both get their place's hash).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -123,6 +123,12 @@ fn chosen_by_property(
             let wires = values.iter().map(|value| value.wire.clone()).collect();
             choices.push(wires);
         }
+        // The variant that keeps an object without the property, named
+        // apart from the others.
+        let mut without = format!("Without{}", super::naming::pascal_case(&candidate.wire));
+        while variants.iter().any(|variant| variant.variant == without) {
+            without.push_str("Value");
+        }
         return Some(
             variants
                 .iter()
@@ -131,6 +137,7 @@ fn chosen_by_property(
                     chosen_by: Some(ChosenBy {
                         property: candidate.wire.clone(),
                         values,
+                        without: without.clone(),
                     }),
                     ..variant.clone()
                 })

@@ -52,6 +52,12 @@ impl<'a> OperationContext<'a> {
             };
             match node.get("in").and_then(Node::as_str) {
                 Some("query") => declared.push(input(InputLocation::Query, name)),
+                // OpenAPI ignores header parameters with these names: the
+                // request's media types and credentials say them.
+                Some("header")
+                    if ["accept", "content-type", "authorization"]
+                        .iter()
+                        .any(|ignored| name.eq_ignore_ascii_case(ignored)) => {}
                 Some("header") => declared.push(input(InputLocation::Header, name)),
                 Some("querystring") => {
                     let fields = self

@@ -64,6 +64,8 @@ paths:
         - {name: X-Currency, in: header, schema: {type: string}}
         - {name: x-currency, in: header, schema: {type: string}}
         - {name: Authorization, in: header, schema: {type: string}}
+        - {name: Accept, in: header, schema: {type: string}}
+        - {name: content-type, in: header, schema: {type: string}}
         - {name: x-signature, in: header, schema: {type: string}}
         - {name: Cookie, in: header, schema: {type: string}}
         - {name: api_key, in: query, schema: {type: string}}
@@ -80,6 +82,8 @@ components:
     query: {type: apiKey, in: query, name: api_key}
 "#;
 
+/// `Accept`, `Content-Type` and `Authorization` header parameters are
+/// ignored, as OpenAPI says.
 #[test]
 fn the_declared_headers_but_the_key_and_credentials_are_fingerprinted() {
     let workspace = Workspace::from_text(
