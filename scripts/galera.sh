@@ -83,7 +83,9 @@ wsrep_sst_method = rsync
 wsrep_sst_receive_address = 127.0.0.1:$(sst_port "$n")
 wsrep_provider_options = "gmcast.listen_addr=tcp://127.0.0.1:$(gcomm_port "$n");ist.recv_addr=127.0.0.1:$(ist_port "$n");gcache.size=64M"
 EOF
-    chown -R mysql:mysql "$(node_dir "$n")"
+    # Not recursive: the node's datadir (chowned once by `initialise`) may be
+    # in use by a server that is still going down.
+    chown mysql:mysql "$(node_dir "$n")" "$(config "$n")"
 }
 
 initialise() {

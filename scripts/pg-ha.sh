@@ -87,7 +87,13 @@ running() { pid_of "$1" >/dev/null; }
 prepare_dirs() {
     mkdir -p "$BASE_DIR/xdg/config" "$BASE_DIR/xdg/data" "$BASE_DIR/xdg/run" "$(node_dir "$1")"
     chmod 700 "$BASE_DIR/xdg/run"
-    [ "$(id -u)" = 0 ] && chown -R "$PG_USER:$PG_USER" "$BASE_DIR"
+    # Only the directories made here, never recursively: a node already
+    # running renames files in its datadir (postgresql.auto.conf.tmp) while
+    # the next one is prepared, and a recursive chown fails on them.
+    if [ "$(id -u)" = 0 ]; then
+        chown "$PG_USER:$PG_USER" "$BASE_DIR" "$BASE_DIR/xdg" "$BASE_DIR/xdg/config" \
+            "$BASE_DIR/xdg/data" "$BASE_DIR/xdg/run" "$(node_dir "$1")"
+    fi
     return 0
 }
 
