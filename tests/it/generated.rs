@@ -201,17 +201,18 @@ const LINTED: [&str; 6] = [
 /// read as RFC 3339, and a body whose value is not one is refused with
 /// the schema-mismatch problem naming the member, before any key is
 /// claimed (422, which the spec declares for a body that does not fit;
-/// 400 where a spec does not).
+/// 400 where a spec does not); so is a payment method that breaks the
+/// keywords of the branch its `type` chooses.
 const TYPED_INPUT_DATES: &str = r##"
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use tower::ServiceExt;
 
-async fn send(app: &typed_input::App, body: &'static str) -> (StatusCode, String) {
+async fn send(app: &typed_input::App, body: &str) -> (StatusCode, String) {
     let request = Request::post("/shops/1/refunds")
         .header("content-type", "application/json")
         .header("Idempotency-Key", format!("refund:{}", uuid::Uuid::new_v4()))
-        .body(Body::from(body))
+        .body(Body::from(body.to_owned()))
         .unwrap();
     let answer = app.router().oneshot(request).await.unwrap();
     let status = answer.status();
@@ -237,6 +238,24 @@ async fn a_date_time_that_is_not_rfc_3339_is_refused_naming_the_member() {
     // A valid one reaches the (unimplemented) business code.
     let (status, answer) = send(&app, r#"{"amount": 5, "refund_at": "2024-06-15T14:00:00+02:00"}"#).await;
     assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{answer}");
+    // The union chosen by `type` holds each branch's keywords where its
+    // `type` names it, and no other branch's.
+    for (method, broken) in [
+        (r#"{"type": "card", "number": "12345678901234567890"}"#, Some(("/method/number", "maxLength"))),
+        (r#"{"type": "ideal", "issuer": "12"}"#, Some(("/method/issuer", "minLength"))),
+        (r#"{"type": "scheme", "number": "1234567890123456789"}"#, None),
+        (r#"{"type": "ideal", "issuer": "1121", "number": "12345678901234567890"}"#, None),
+        (r#"{"number": "12345678901234567890"}"#, None),
+    ] {
+        let (status, answer) = send(&app, &format!(r#"{{"amount": 5, "method": {method}}}"#)).await;
+        match broken {
+            Some((pointer, keyword)) => {
+                assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{method}: {answer}");
+                assert!(answer.contains(pointer) && answer.contains(keyword), "{method}: {answer}");
+            }
+            None => assert_eq!(status, StatusCode::NOT_IMPLEMENTED, "{method}: {answer}"),
+        }
+    }
     drop(app);
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));

@@ -370,6 +370,8 @@ impl<'w> Collector<'w> {
                     self.schema(branch, at, depth + 1);
                 }
                 self.branch_at = outer;
+            } else if let Some(chosen) = self.chosen_by_property(&branches) {
+                self.chosen_branches(at, &branches, &chosen, depth);
             }
         }
         for entry in schema
@@ -419,6 +421,89 @@ impl<'w> Collector<'w> {
             .collect()
     }
 
+    /// How the objects of `branches` are told apart by one property's
+    /// value (Adyen's `paymentMethod` by `type`), as the generated union
+    /// reads them: each branch declares the property, directly or through
+    /// `allOf`, as strings (`enum` or `const`) that no other branch
+    /// allows. `None` for text, whose union is never chosen this way.
+    fn chosen_by_property(&self, branches: &[&'w Node]) -> Option<ChosenBy> {
+        if self.text || branches.len() < 2 {
+            return None;
+        }
+        let first = self.workspace.deref(branches[0])?;
+        let mut candidates = Vec::new();
+        property_names(self.workspace, first, 0, &mut candidates);
+        'property: for property in candidates {
+            let mut taken = HashSet::new();
+            let mut values = Vec::new();
+            for branch in branches {
+                let Some(listed) = self
+                    .workspace
+                    .deref(branch)
+                    .and_then(|branch| property_schema(self.workspace, branch, &property, 0))
+                    .and_then(|schema| string_values(self.workspace, schema))
+                else {
+                    continue 'property;
+                };
+                if listed.is_empty() || !listed.iter().all(|value| taken.insert(value.clone())) {
+                    continue 'property;
+                }
+                values.push(listed);
+            }
+            return Some(ChosenBy { property, values });
+        }
+        None
+    }
+
+    /// The keywords of each branch of a union chosen by a property, each
+    /// branch's as one `Check::Chosen` at the union's pointer (their own
+    /// pointers from the union's object).
+    fn chosen_branches(
+        &mut self,
+        at: &str,
+        branches: &[&'w Node],
+        chosen: &ChosenBy,
+        depth: usize,
+    ) {
+        let outer_found = std::mem::take(&mut self.found);
+        let outer_or_null = self.or_null_at.take();
+        let outer_branch = self.branch_at.take();
+        let mut checks = Vec::new();
+        for (branch, values) in branches.iter().zip(&chosen.values) {
+            self.schema(branch, "", depth + 1);
+            let inner = std::mem::take(&mut self.found);
+            if inner.is_empty() {
+                continue;
+            }
+            checks.push(format!(
+                "Check::Chosen(&Chosen {{ property: {}, values: &[{}], constraints: &[{}] }})",
+                rust_string(&chosen.property),
+                values
+                    .iter()
+                    .map(|value| rust_string(value))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                inner
+                    .iter()
+                    .map(|c| format!("Constraint {{ at: {}, check: {} }}", c.at, c.check))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        self.found = outer_found;
+        self.or_null_at = outer_or_null;
+        self.branch_at = outer_branch;
+        for check in checks {
+            let context = ConstraintContext {
+                at: rust_string(at),
+                check,
+            };
+            if !self.found.contains(&context) {
+                self.found.push(context);
+            }
+        }
+    }
+
     /// Whether `branch` declares a JSON type other than object and array.
     fn is_scalar(&self, branch: &'w Node) -> bool {
         self.workspace
@@ -459,6 +544,9 @@ impl<'w> Collector<'w> {
             }
             if !self.text && self.of_distinct_types(&branches) {
                 branches.retain(|branch| !self.is_scalar(branch));
+            } else if self.chosen_by_property(&branches).is_some() {
+                // Each branch's keywords are checked where it is chosen.
+                continue;
             }
             let mut inside = Vec::new();
             for branch in branches {
@@ -651,6 +739,79 @@ impl<'w> Collector<'w> {
             }
         }
     }
+}
+
+/// Which property tells a union's branches apart, and the values that
+/// choose each branch, in the branches' order.
+struct ChosenBy {
+    property: String,
+    values: Vec<Vec<String>>,
+}
+
+/// The names of the properties `schema` declares, directly or through
+/// `allOf`, in the order written.
+fn property_names(workspace: &Workspace, schema: &Node, depth: usize, names: &mut Vec<String>) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    for entry in schema
+        .get("properties")
+        .and_then(Node::as_map)
+        .unwrap_or_default()
+    {
+        if !names.iter().any(|name| **name == *entry.key) {
+            names.push(entry.key.to_string());
+        }
+    }
+    for part in schema
+        .get("allOf")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+    {
+        if let Some(part) = workspace.deref(part) {
+            property_names(workspace, part, depth + 1, names);
+        }
+    }
+}
+
+/// The schema of the property `name` that `schema` declares, directly or
+/// through `allOf`.
+fn property_schema<'w>(
+    workspace: &'w Workspace,
+    schema: &'w Node,
+    name: &str,
+    depth: usize,
+) -> Option<&'w Node> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    if let Some(property) = schema
+        .get("properties")
+        .and_then(|properties| properties.get(name))
+    {
+        return workspace.deref(property);
+    }
+    schema
+        .get("allOf")
+        .and_then(Node::as_seq)
+        .unwrap_or_default()
+        .iter()
+        .find_map(|part| property_schema(workspace, workspace.deref(part)?, name, depth + 1))
+}
+
+/// The strings a property's schema allows, from its `enum` or `const`;
+/// `None` where it allows anything else.
+fn string_values(workspace: &Workspace, schema: &Node) -> Option<Vec<String>> {
+    let schema = workspace.deref(schema)?;
+    if let Some(only) = schema.get("const") {
+        return Some(vec![only.as_str()?.to_string()]);
+    }
+    schema
+        .get("enum")?
+        .as_seq()?
+        .iter()
+        .map(|value| value.as_str().map(str::to_string))
+        .collect()
 }
 
 /// Validation keywords the runtime has no check for: each one a schema
@@ -1013,6 +1174,43 @@ mod tests {
             "openapi.yaml",
         );
         assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+    }
+
+    #[test]
+    fn a_union_chosen_by_a_property_checks_each_branch_where_it_is_chosen() {
+        // `type` through `allOf` in one branch, as a `const` in another.
+        let found = table(
+            &yaml(
+                "{oneOf: [\
+                 {type: object, properties: {type: {type: string, enum: [scheme, card]}, \
+                 number: {type: string, maxLength: 19}}}, \
+                 {allOf: [{type: object, properties: {type: {const: ideal}}}, \
+                 {type: object, properties: {issuer: {type: string, minLength: 4}}}]}, \
+                 {type: object, properties: {type: {enum: [paypal]}}}]}",
+            ),
+            "openapi.yaml",
+        );
+        assert_eq!(
+            checks(&found),
+            [
+                r#"Check::Chosen(&Chosen { property: "type", values: &["scheme", "card"], constraints: &[Constraint { at: "/number", check: Check::MaxLength(19) }] })"#,
+                r#"Check::Chosen(&Chosen { property: "type", values: &["ideal"], constraints: &[Constraint { at: "/issuer", check: Check::MinLength(4) }] })"#,
+            ]
+        );
+        assert!(found.body.iter().all(|c| c.at == r#""/amount""#));
+        assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
+        // A value two branches allow: which branch it is cannot be told by
+        // the property, so their keywords stay unchecked, and named.
+        let found = table(
+            &yaml(
+                "{oneOf: [\
+                 {type: object, properties: {type: {enum: [scheme, card]}, number: {maxLength: 19}}}, \
+                 {type: object, properties: {type: {enum: [card]}, issuer: {minLength: 4}}}]}",
+            ),
+            "openapi.yaml",
+        );
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+        assert_eq!(found.unchecked.len(), 1, "{:?}", found.unchecked);
     }
 
     #[test]

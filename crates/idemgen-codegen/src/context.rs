@@ -63,6 +63,9 @@ pub struct Project {
     pub any_multipart_text: bool,
     /// Whether an operation checks validation keywords (`Constraint` tables).
     pub any_constraints: bool,
+    /// Whether a table checks a branch of a union chosen by a property
+    /// (`Chosen`).
+    pub any_chosen: bool,
     /// Whether an operation holds its answers to keywords
     /// (`AnswerConstraints` tables).
     pub any_answers: bool,

@@ -709,6 +709,19 @@ fn project_context(
                 || !op.input.answers.is_empty()
         }),
         any_answers: operations.iter().any(|op| !op.input.answers.is_empty()),
+        any_chosen: operations
+            .iter()
+            .flat_map(|op| {
+                let body = op.input.body.iter().flat_map(|body| &body.constraints);
+                let params = op
+                    .input
+                    .params
+                    .iter()
+                    .flat_map(|params| &params.constraints);
+                body.chain(params)
+            })
+            .chain(answer_tables.iter().flat_map(|table| &table.constraints))
+            .any(|constraint| constraint.check.starts_with("Check::Chosen(")),
         answer_tables,
         operations,
         routes,

@@ -96,6 +96,36 @@ pub enum Check {
     Enum(&'static [&'static str]),
     /// The one allowed value, as JSON text (`5`, `true`, `{"v":1}`).
     Const(&'static str),
+    /// The keywords of one branch of a `oneOf`/`anyOf` whose branches are
+    /// told apart by one property's value (Adyen's `paymentMethod` by
+    /// `type`): held by an object whose property is one of the branch's.
+    Chosen(&'static Chosen),
+}
+
+/// One branch of a union chosen by a property, and its keywords.
+///
+/// An object whose `property` is one of `values` can only be this branch
+/// (no other branch allows those values), so it must keep the branch's
+/// keywords; any other value, an object without the property included,
+/// is not held to them.
+#[derive(Debug, Clone, Copy)]
+pub struct Chosen {
+    /// The property's name in the JSON object (`type`).
+    pub property: &'static str,
+    /// The values that choose this branch (`scheme`).
+    pub values: &'static [&'static str],
+    /// The branch's keywords, their pointers from the union's object.
+    pub constraints: &'static [Constraint],
+}
+
+impl Chosen {
+    /// Whether `value` is an object this branch is chosen for.
+    fn chooses(&self, value: &Value) -> bool {
+        value
+            .get(self.property)
+            .and_then(Value::as_str)
+            .is_some_and(|chosen| self.values.contains(&chosen))
+    }
 }
 
 impl Check {
@@ -117,6 +147,7 @@ impl Check {
             Check::MaxProperties(_) => "maxProperties",
             Check::Enum(_) => "enum",
             Check::Const(_) => "const",
+            Check::Chosen(_) => "oneOf",
         }
     }
 
@@ -187,6 +218,8 @@ impl Check {
             Check::Const(only) => {
                 fails(is_value(value, only), || format!("{value} is not {only}"))
             }
+            // Its branch's keywords are checked where the walk reaches it.
+            Check::Chosen(_) => None,
         }
     }
 }
@@ -335,6 +368,15 @@ fn visit(
     constraint: &Constraint,
 ) -> Result<(), Violation> {
     let Some((first, rest)) = segments.split_first() else {
+        if let Check::Chosen(branch) = constraint.check {
+            if branch.chooses(value) {
+                for inner in branch.constraints {
+                    let segments: Vec<&str> = inner.at.split('/').skip(1).collect();
+                    visit(value, &segments, pointer, inner)?;
+                }
+            }
+            return Ok(());
+        }
         return match constraint.check.broken_by(value) {
             Some(why) => Err(Violation {
                 pointer: pointer.clone(),
@@ -529,5 +571,44 @@ mod tests {
     fn a_violation_reads_as_pointer_keyword_and_why() {
         let violation = check(&json!({"amount": -5}), PAYMENT).unwrap_err();
         assert_eq!(violation.to_string(), "/amount breaks `minimum`: -5 is less than 1");
+    }
+    #[test]
+    fn a_chosen_branch_holds_its_keywords_only_where_it_is_chosen() {
+        const CARD: Chosen = Chosen {
+            property: "type",
+            values: &["scheme", "card"],
+            constraints: &[
+                Constraint { at: "/number", check: Check::MaxLength(4) },
+                Constraint { at: "/cvc", check: Check::Pattern("^[0-9]{3}$") },
+            ],
+        };
+        const IDEAL: Chosen = Chosen {
+            property: "type",
+            values: &["ideal"],
+            constraints: &[Constraint { at: "/issuer", check: Check::MinLength(4) }],
+        };
+        const PAYMENT: &[Constraint] = &[
+            Constraint { at: "/methods/*", check: Check::Chosen(&CARD) },
+            Constraint { at: "/methods/*", check: Check::Chosen(&IDEAL) },
+        ];
+        let broken = |value: Value| check(&value, PAYMENT).err().map(|v| (v.pointer, v.keyword));
+        let methods = |methods: Value| json!({ "methods": methods });
+        assert_eq!(broken(methods(json!([{"type": "card", "number": "1234", "cvc": "123"}]))), None);
+        assert_eq!(
+            broken(methods(json!([{"type": "ideal", "issuer": "1121"}, {"type": "card", "number": "12345"}]))),
+            Some(("/methods/1/number".into(), "maxLength")),
+            "the card's keyword, at the value's own pointer"
+        );
+        assert_eq!(
+            broken(methods(json!([{"type": "ideal", "issuer": "12"}]))),
+            Some(("/methods/0/issuer".into(), "minLength"))
+        );
+        // Another branch's keywords do not apply: an iDEAL `number` may be
+        // long, a card's `issuer` short.
+        assert_eq!(broken(methods(json!([{"type": "ideal", "issuer": "1121", "number": "123456"}]))), None);
+        assert_eq!(broken(methods(json!([{"type": "scheme", "issuer": "1"}]))), None);
+        // Chosen by no value it names: held to no branch's keywords.
+        assert_eq!(broken(methods(json!([{"number": "123456"}, {"type": 7, "number": "123456"}]))), None);
+        assert_eq!(broken(methods(json!(["scheme", null]))), None);
     }
 }

@@ -126,7 +126,7 @@ engine! {
     mod time;
     mod trace_context;
 
-    pub use constraints::{AnswerConstraints, Check, Constraint};
+    pub use constraints::{AnswerConstraints, Check, Chosen, Constraint};
     pub use contract::{ClaimMode, Contract, Fingerprint, Source};
     pub use db::{
         ConnectError, Db, Dialect, Pool, Tx, commit_durability_warning, connect,
