@@ -676,7 +676,7 @@ impl<'w> Converter<'w> {
                 continue;
             }
             variants.push(Alternative {
-                variant: variant_names.assign(&variant_word(&ty)),
+                variant: variant_names.assign(&variant_word_in(&name, &ty)),
                 ty,
                 chosen_by: None,
             });
@@ -733,7 +733,7 @@ impl<'w> Converter<'w> {
                 continue;
             }
             variants.push(TaggedVariant {
-                variant: variant_names.assign(&variant_word(&ty)),
+                variant: variant_names.assign(&variant_word_in(name, &ty)),
                 wire,
                 aliases: keys,
                 ty,
@@ -998,6 +998,20 @@ pub(crate) fn reference_name(reference: &str) -> String {
 }
 
 /// The word a union variant is named after.
+/// The word a variant of the union `union` is named by: its type's name
+/// without the union's name before it where the type was named after the
+/// union (`Card` for `PaymentMethodCard` in `PaymentMethod`), as a person
+/// would write it; else [`variant_word`].
+fn variant_word_in(union: &str, ty: &Ty) -> String {
+    if let Ty::Named(name) = ty
+        && let Some(rest) = name.strip_prefix(union)
+        && rest.starts_with(|c: char| c.is_ascii_uppercase())
+    {
+        return rest.to_string();
+    }
+    variant_word(ty)
+}
+
 fn variant_word(ty: &Ty) -> String {
     match ty {
         Ty::Named(name) => name.clone(),
