@@ -8,9 +8,11 @@
 //! `maxLength`, `minItems`, `maxItems`, `uniqueItems`, `minProperties`,
 //! `maxProperties`, enums of other values), following `$ref`s and `allOf`
 //! into properties and array items. A keyword inside one branch of a
-//! `oneOf`/`anyOf` is not collected (which branch applies is the type's
-//! business), nor one below a schema that contains itself, nor a
-//! `pattern` Rust's regex cannot read: each such pattern is a warning.
+//! `oneOf`/`anyOf` is collected only where the branch a value takes is
+//! known (the branch beside null, a scalar branch among branches of
+//! distinct types, a branch chosen by a property's value); a keyword
+//! below a schema that contains itself is not, nor a `pattern` Rust's
+//! regex cannot read: each such pattern is a warning.
 
 use std::collections::HashSet;
 
@@ -89,9 +91,15 @@ pub fn collect(
         branch_at: None,
         reported: HashSet::new(),
         text: false,
+        choosing: true,
+        chosen: HashSet::new(),
     };
-    if let Some(schema) = body_schema(workspace, operation) {
+    if let Some((schema, is_json)) = body_schema(workspace, operation) {
+        // A form's union is never read by a property's value (its values
+        // are text), so neither are its keywords.
+        collector.choosing = is_json;
         collector.schema(schema, "", 0);
+        collector.choosing = true;
     }
     let body = std::mem::take(&mut collector.found);
     collector.text = true;
@@ -246,14 +254,22 @@ fn answer_schemas<'w>(
 /// declared, as `types` picks). The pointers are the spec's property
 /// names, which are the JSON members, the form's field names and the
 /// multipart part names alike.
-fn body_schema<'w>(workspace: &'w Workspace, operation: &Operation<'w>) -> Option<&'w Node> {
+/// The schema of the body the handler reads (JSON where there is one),
+/// and whether that body is JSON.
+fn body_schema<'w>(
+    workspace: &'w Workspace,
+    operation: &Operation<'w>,
+) -> Option<(&'w Node, bool)> {
     let body = workspace.deref(operation.node.get("requestBody")?)?;
     let content = body.get("content")?.as_map()?;
     let chosen = content
         .iter()
         .find(|entry| crate::types::is_json(&entry.key))
         .or_else(|| content.first())?;
-    chosen.value.get("schema")
+    Some((
+        chosen.value.get("schema")?,
+        crate::types::is_json(&chosen.key),
+    ))
 }
 
 /// Each path, query and header parameter's name, place and schema (the
@@ -317,6 +333,12 @@ struct Collector<'w> {
     /// declared scalar type or else as strings, so keywords that depend on
     /// which branch or which type a value is are not checked there.
     text: bool,
+    /// Whether a union's branches may be told apart by a property's value
+    /// (not in a form body, whose values are text).
+    choosing: bool,
+    /// The unions whose every branch's keywords were collected as
+    /// `Check::Chosen`s, which need no warning.
+    chosen: HashSet<(u32, u32, u32)>,
 }
 
 impl<'w> Collector<'w> {
@@ -324,7 +346,7 @@ impl<'w> Collector<'w> {
         let Some(schema) = self.workspace.deref(node) else {
             return;
         };
-        let id = (schema.span.file.0, schema.span.start, schema.span.end);
+        let id = node_key(schema);
         if depth > MAX_DEPTH || schema.as_map().is_none() || !self.path.insert(id) {
             return;
         }
@@ -371,7 +393,9 @@ impl<'w> Collector<'w> {
                 }
                 self.branch_at = outer;
             } else if let Some(chosen) = self.chosen_by_property(&branches) {
-                self.chosen_branches(at, &branches, &chosen, depth);
+                if self.chosen_branches(at, &branches, &chosen, depth) {
+                    self.chosen.insert(id);
+                }
             }
         }
         for entry in schema
@@ -427,7 +451,7 @@ impl<'w> Collector<'w> {
     /// `allOf`, as strings (`enum` or `const`) that no other branch
     /// allows. `None` for text, whose union is never chosen this way.
     fn chosen_by_property(&self, branches: &[&'w Node]) -> Option<ChosenBy> {
-        if self.text || branches.len() < 2 {
+        if self.text || !self.choosing || branches.len() < 2 {
             return None;
         }
         let first = self.workspace.deref(branches[0])?;
@@ -457,19 +481,25 @@ impl<'w> Collector<'w> {
 
     /// The keywords of each branch of a union chosen by a property, each
     /// branch's as one `Check::Chosen` at the union's pointer (their own
-    /// pointers from the union's object).
+    /// pointers from the union's object). Whether every branch was read:
+    /// not one that contains the union, nor one past the deepest nesting.
     fn chosen_branches(
         &mut self,
         at: &str,
         branches: &[&'w Node],
         chosen: &ChosenBy,
         depth: usize,
-    ) {
+    ) -> bool {
         let outer_found = std::mem::take(&mut self.found);
         let outer_or_null = self.or_null_at.take();
         let outer_branch = self.branch_at.take();
         let mut checks = Vec::new();
+        let mut every_branch = depth < MAX_DEPTH;
         for (branch, values) in branches.iter().zip(&chosen.values) {
+            every_branch &= self
+                .workspace
+                .deref(branch)
+                .is_some_and(|branch| !self.path.contains(&node_key(branch)));
             self.schema(branch, "", depth + 1);
             let inner = std::mem::take(&mut self.found);
             if inner.is_empty() {
@@ -502,6 +532,7 @@ impl<'w> Collector<'w> {
                 self.found.push(context);
             }
         }
+        every_branch
     }
 
     /// Whether `branch` declares a JSON type other than object and array.
@@ -544,7 +575,7 @@ impl<'w> Collector<'w> {
             }
             if !self.text && self.of_distinct_types(&branches) {
                 branches.retain(|branch| !self.is_scalar(branch));
-            } else if self.chosen_by_property(&branches).is_some() {
+            } else if self.chosen.contains(&node_key(schema)) {
                 // Each branch's keywords are checked where it is chosen.
                 continue;
             }
@@ -739,6 +770,11 @@ impl<'w> Collector<'w> {
             }
         }
     }
+}
+
+/// A schema's place in the workspace, which tells it from every other.
+fn node_key(schema: &Node) -> (u32, u32, u32) {
+    (schema.span.file.0, schema.span.start, schema.span.end)
 }
 
 /// Which property tells a union's branches apart, and the values that
@@ -1210,6 +1246,40 @@ mod tests {
             "openapi.yaml",
         );
         assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+        assert_eq!(found.unchecked.len(), 1, "{:?}", found.unchecked);
+    }
+
+    #[test]
+    fn a_union_chosen_by_a_property_is_not_chosen_in_a_form_nor_through_itself() {
+        let union = "{anyOf: [\
+                     {type: object, properties: {kind: {enum: [a]}, n: {type: integer, maximum: 5}}}, \
+                     {type: object, properties: {kind: {enum: [b]}, m: {type: string, maxLength: 2}}}]}";
+        // An `anyOf` in JSON is chosen as a `oneOf` is.
+        let found = table(&yaml(union), "openapi.yaml");
+        assert_eq!(checks(&found).len(), 2, "{:?}", checks(&found));
+        assert!(found.unchecked.is_empty(), "{:?}", found.unchecked);
+        // In a form its values are text: not chosen, and named unchecked.
+        let form = yaml(union).replace("application/json", "application/x-www-form-urlencoded");
+        let found = table(&form, "openapi.yaml");
+        assert!(checks(&found).is_empty(), "{:?}", checks(&found));
+        assert_eq!(found.unchecked.len(), 1, "{:?}", found.unchecked);
+        // A union met inside one of its own branches: that branch is not
+        // read again there, so the union is named unchecked.
+        let spec = yaml("{$ref: '#/components/schemas/A'}").replace(
+            "responses:\n        '200': {description: ok}\n",
+            "responses:\n        '200': {description: ok}\ncomponents:\n  schemas:\n    \
+             A: {type: object, properties: {kind: {const: a}, n: {maxLength: 3}, inner: {$ref: '#/components/schemas/U'}}}\n    \
+             B: {type: object, properties: {kind: {const: b}, m: {maxLength: 2}}}\n    \
+             U: {oneOf: [{$ref: '#/components/schemas/A'}, {$ref: '#/components/schemas/B'}]}\n",
+        );
+        let found = table(&spec, "openapi.yaml");
+        assert_eq!(
+            checks(&found),
+            [
+                "Check::MaxLength(3)",
+                r#"Check::Chosen(&Chosen { property: "kind", values: &["b"], constraints: &[Constraint { at: "/m", check: Check::MaxLength(2) }] })"#,
+            ]
+        );
         assert_eq!(found.unchecked.len(), 1, "{:?}", found.unchecked);
     }
 

@@ -198,7 +198,7 @@ async fn the_generated_client_writes_every_style_the_service_reads() {
             y: Some("north".into()),
         },
     );
-    params.created = Some(models::CheckoutParamsCreated::CheckoutParamsCreatedVariant2(
+    params.created = Some(models::CheckoutParamsCreated::Variant2(
         models::CheckoutParamsCreatedVariant2 {
             gt: Some(1650000000),
             lt: Some(1700000000),

@@ -675,8 +675,12 @@ impl<'w> Converter<'w> {
             if variants.iter().any(|seen| seen.ty == ty) {
                 continue;
             }
+            let word = match alternative.get("$ref") {
+                Some(_) => variant_word(&ty),
+                None => inline_variant_word(&name, &ty),
+            };
             variants.push(Alternative {
-                variant: variant_names.assign(&variant_word_in(&name, &ty)),
+                variant: variant_names.assign(&word),
                 ty,
                 chosen_by: None,
             });
@@ -733,7 +737,7 @@ impl<'w> Converter<'w> {
                 continue;
             }
             variants.push(TaggedVariant {
-                variant: variant_names.assign(&variant_word_in(name, &ty)),
+                variant: variant_names.assign(&variant_word(&ty)),
                 wire,
                 aliases: keys,
                 ty,
@@ -997,12 +1001,13 @@ pub(crate) fn reference_name(reference: &str) -> String {
     file.split('.').next().unwrap_or(file).to_string()
 }
 
-/// The word a union variant is named after.
-/// The word a variant of the union `union` is named by: its type's name
-/// without the union's name before it where the type was named after the
-/// union (`Card` for `PaymentMethodCard` in `PaymentMethod`), as a person
-/// would write it; else [`variant_word`].
-fn variant_word_in(union: &str, ty: &Ty) -> String {
+/// The word the variant of an inline alternative of the union `union` is
+/// named by: its type's name without the union's name before it, where
+/// the type was named after the union (`Card` for `PaymentMethodCard` in
+/// `PaymentMethod`), as a person would write it; else [`variant_word`].
+/// Not for a `$ref`'s type, whose name is its schema's own (`Payment`'s
+/// `PaymentIntent` stays `PaymentIntent`).
+fn inline_variant_word(union: &str, ty: &Ty) -> String {
     if let Ty::Named(name) = ty
         && let Some(rest) = name.strip_prefix(union)
         && rest.starts_with(|c: char| c.is_ascii_uppercase())
@@ -1012,6 +1017,7 @@ fn variant_word_in(union: &str, ty: &Ty) -> String {
     variant_word(ty)
 }
 
+/// The word a union variant is named after.
 fn variant_word(ty: &Ty) -> String {
     match ty {
         Ty::Named(name) => name.clone(),

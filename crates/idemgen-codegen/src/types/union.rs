@@ -147,6 +147,9 @@ fn chosen_by_property(
     None
 }
 
+/// Why no order of `left` reads each value as itself, naming the
+/// variants by their types (the union itself becomes `serde_json::Value`,
+/// so its variant names are nowhere in the code).
 fn why_ambiguous(defs: &BTreeMap<String, TypeDef>, left: &[Alternative]) -> String {
     let advice = "give each variant a required or `const` property of its own, \
                   `additionalProperties: false`, or name it with a `discriminator`";
@@ -156,7 +159,8 @@ fn why_ambiguous(defs: &BTreeMap<String, TypeDef>, left: &[Alternative]) -> Stri
                 return format!(
                     "the union's variants `{}` and `{}` accept each other's values, so which \
                      one a value is cannot be told ({advice})",
-                    a.variant, b.variant
+                    a.ty.rust(),
+                    b.ty.rust()
                 );
             }
         }
@@ -165,7 +169,7 @@ fn why_ambiguous(defs: &BTreeMap<String, TypeDef>, left: &[Alternative]) -> Stri
         "the union's variants {} accept one another's values in a circle, so which one a \
          value is cannot be told ({advice})",
         left.iter()
-            .map(|alternative| format!("`{}`", alternative.variant))
+            .map(|alternative| format!("`{}`", alternative.ty.rust()))
             .collect::<Vec<_>>()
             .join(", ")
     )
