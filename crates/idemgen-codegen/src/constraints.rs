@@ -523,6 +523,12 @@ impl<'w> Collector<'w> {
         self.found = outer_found;
         self.or_null_at = outer_or_null;
         self.branch_at = outer_branch;
+        self.record(at, checks);
+        every_branch
+    }
+
+    /// `checks` at `at`, each once.
+    fn record(&mut self, at: &str, checks: Vec<String>) {
         for check in checks {
             let context = ConstraintContext {
                 at: rust_string(at),
@@ -532,7 +538,6 @@ impl<'w> Collector<'w> {
                 self.found.push(context);
             }
         }
-        every_branch
     }
 
     /// Whether `branch` declares a JSON type other than object and array.
@@ -760,15 +765,7 @@ impl<'w> Collector<'w> {
                 checks.push(format!("Check::Enum(&[{}])", listed.join(", ")));
             }
         }
-        for check in checks {
-            let context = ConstraintContext {
-                at: rust_string(at),
-                check,
-            };
-            if !self.found.contains(&context) {
-                self.found.push(context);
-            }
-        }
+        self.record(at, checks);
     }
 }
 
