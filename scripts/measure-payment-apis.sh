@@ -19,8 +19,9 @@
 #              warnings` (built on this checkout's runtime, in one shared
 #              CARGO_TARGET_DIR, default target/generated), else `fmt` or
 #              `fails`, with the output kept in $CLIPPY_LOGS (default
-#              /tmp/measure-payment-apis). Stripe's project takes the
-#              longest: about 10 minutes on two cores.
+#              /tmp/measure-payment-apis). All six take 11 to 12
+#              minutes on two cores once the shared target directory
+#              holds axum, sqlx and tokio.
 # A spec that cannot be generated as published gets the overlay that fixes
 # it, scripts/spec-fixes/<spec name>.overlay.yaml, where there is one.
 set -euo pipefail
