@@ -39,9 +39,14 @@ pub(crate) fn fingerprint_of(
     request: &Request,
 ) -> Result<String, CanonicalJsonError> {
     let query: Vec<&str> = security.query_credentials().collect();
-    let mut headers: Vec<&str> = security.header_credentials().collect();
-    if let Source::Header(key) = contract.key {
-        headers.push(key);
+    // Only a contract that hashes headers needs to know which to leave
+    // out: nearly none does, and this runs on every request.
+    let mut headers: Vec<&str> = Vec::new();
+    if !contract.fingerprint.headers.is_empty() {
+        headers.extend(security.header_credentials());
+        if let Source::Header(key) = contract.key {
+            headers.push(key);
+        }
     }
     fingerprint_without(
         &contract.fingerprint,
