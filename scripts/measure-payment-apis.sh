@@ -8,7 +8,8 @@
 # ../shared/corpus, or $IDEMGEN_CORPUS). Each spec is generated into a
 # temporary directory and counted there:
 #   gen        gen's exit status (0: it wrote the service)
-#   operations the business files it wrote (one per served operation)
+#   operations the business files it wrote (one per served operation); with
+#              CLIENT=1, the client's `pub async fn` methods
 #   types      `pub struct|enum|type` items of src/models.rs
 #   long_ids   distinct identifiers longer than 60 characters in src/*.rs
 #              (comments and string literals left out)
@@ -22,6 +23,8 @@
 #              /tmp/measure-payment-apis). All six take 11 to 12
 #              minutes on two cores once the shared target directory
 #              holds axum, sqlx and tokio.
+# CLIENT=1 generates each spec's client crate (`gen --client`) instead of
+# its service, and counts and checks that.
 # A spec that cannot be generated as published gets the overlay that fixes
 # it, scripts/spec-fixes/<spec name>.overlay.yaml, where there is one.
 set -euo pipefail
@@ -41,12 +44,15 @@ specs=(
 [ $# -gt 2 ] && specs=("${@:3}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+kind=()
+[ "${CLIENT:-0}" = 1 ] && kind=(--client)
 clippy=${CLIPPY:-0}
 logs=${CLIPPY_LOGS:-/tmp/measure-payment-apis}
 runtime=()
 if [ "$clippy" = 1 ]; then
     mkdir -p "$logs"
-    runtime=(--runtime-path "$PWD/crates/idemgen-runtime")
+    # A client crate depends on no runtime.
+    [ ${#kind[@]} -eq 0 ] && runtime=(--runtime-path "$PWD/crates/idemgen-runtime")
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/generated}
 fi
 
@@ -64,11 +70,15 @@ for spec in "${specs[@]}"; do
     overlay=()
     fixes="scripts/spec-fixes/${spec%.*}.overlay.yaml"
     [ -f "$fixes" ] && overlay=(--overlay "$fixes")
-    "$idemgen" gen "$path" ${overlay[@]+"${overlay[@]}"} ${runtime[@]+"${runtime[@]}"} \
+    "$idemgen" gen "$path" ${kind[@]+"${kind[@]}"} ${overlay[@]+"${overlay[@]}"} ${runtime[@]+"${runtime[@]}"} \
         -o "$out" --name svc >"$work/stdout" 2>"$work/stderr" || status=$?
     operations=0 types=0 long_ids=0 raw_bodies=0
     if [ -f "$out/src/models.rs" ]; then
-        operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)
+        if [ ${#kind[@]} -gt 0 ]; then
+            operations=$(grep -cE '^    pub async fn ' "$out/src/lib.rs" || true)
+        else
+            operations=$(find "$out/src/business" -name '*.rs' ! -name mod.rs | wc -l)
+        fi
         types=$(grep -cE '^pub (struct|enum|type) ' "$out/src/models.rs" || true)
         # One line, as a long alias is laid out over two.
         raw_bodies=$(tr '\n' ' ' <"$out/src/models.rs" \

@@ -114,7 +114,88 @@ fn the_generator_types_the_form_and_reads_each_style() {
         .unwrap()
         .split_whitespace()
         .collect();
+    // `checkout`'s form nests: brackets; `payByForm`'s is flat: a list's
+    // key repeated.
     assert!(lib.contains("bytes:serde_qs::to_string(body)"), "{lib}");
+    assert!(
+        lib.contains(
+            "bytes:serde_qs::Config::new().array_format(serde_qs::ArrayFormat::Unindexed)\
+             .serialize_string(body)"
+        ),
+        "{lib}"
+    );
+}
+
+/// A form list that is not sent or read as its `encoding` declares is
+/// named when the service and the client are generated: one joined in one
+/// text (`explode: false`), and one the client sends in brackets because
+/// its form also nests.
+#[test]
+fn a_form_list_laid_out_otherwise_than_declared_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("openapi.yaml");
+    std::fs::write(
+        &spec,
+        "openapi: 3.0.3\n\
+         info: {title: t, version: '1'}\n\
+         paths:\n  \
+           /calls:\n    \
+             post:\n      \
+               operationId: createCall\n      \
+               requestBody:\n        \
+                 content:\n          \
+                   application/x-www-form-urlencoded:\n            \
+                     schema:\n              \
+                       type: object\n              \
+                       properties:\n                \
+                         tags: {type: array, items: {type: string}}\n                \
+                         events: {type: array, items: {type: string}}\n                \
+                         metadata: {type: object, additionalProperties: {type: string}}\n            \
+                     encoding:\n              \
+                       tags: {style: form, explode: false}\n      \
+               responses:\n        \
+                 '200': {description: ok}\n",
+    )
+    .unwrap();
+    let server = dir.path().join("server");
+    let run = idemgen(&[
+        "gen",
+        spec.to_str().unwrap(),
+        "-o",
+        server.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "warning: createCall: form field `tags` is declared joined in one text (`explode: \
+             false`), which the service does not split: `tags=a,b` is the one item `a,b` (send \
+             it as `tags=a&tags=b`)"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("`events`"), "{}", run.stderr);
+    let client = dir.path().join("client");
+    let run = idemgen(&[
+        "gen",
+        spec.to_str().unwrap(),
+        "-o",
+        client.to_str().unwrap(),
+        "--client",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for expected in [
+        "warning: createCall: form field `tags` is declared joined in one text (`explode: \
+         false`); the client sends it in brackets (`tags[0]=…&tags[1]=…`)",
+        "warning: createCall: form field `events` is sent in brackets (`events[0]=…`), not as \
+         its key repeated: the form also nests, and a form is laid out one way",
+    ] {
+        assert!(
+            run.stderr.contains(expected),
+            "{expected} in {}",
+            run.stderr
+        );
+    }
 }
 
 #[test]
@@ -144,7 +225,8 @@ fn forms_and_parameter_styles_arrive_typed_or_are_refused() {
     let mut manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
     manifest.push_str(
         "\n[target.'cfg(all())'.dev-dependencies]\n\
-         forms-client = { path = \"../forms-client\", default-features = false }\n",
+         forms-client = { path = \"../forms-client\", default-features = false }\n\
+         reqwest = { version = \"0.13\", default-features = false }\n",
     );
     std::fs::write(out.join("Cargo.toml"), manifest).unwrap();
     let fixture = root().join("tests/codegen_fixtures/forms");

@@ -2177,7 +2177,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_gateway_429_is_not_in_progress_and_its_retry_after_is_a_floor() {
+    async fn a_gateway_429_is_not_in_progress_its_retry_after_a_floor() {
         const BUSY: &str = "HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
         const BUSY_IS_IN_PROGRESS: Contract = Contract {
             in_progress_status: 429,

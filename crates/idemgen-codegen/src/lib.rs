@@ -319,6 +319,15 @@ fn serve_operations(
                 ));
             }
         }
+        if let Some(body) = &operation_types.request_body {
+            for name in &body.form_layout.joined {
+                warnings.push(format!(
+                    "{display}: form field `{name}` is declared joined in one text (`explode: \
+                     false`), which the service does not split: `{name}=a,b` is the one item \
+                     `a,b` (send it as `{name}=a&{name}=b`)"
+                ));
+            }
+        }
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
         check_principal_scope(&display, analysed, &required)?;
         let security = served.schemes.security(&required, warnings);

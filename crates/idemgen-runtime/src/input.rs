@@ -1320,6 +1320,14 @@ mod tests {
                 expand: Some(vec!["x".into(), "y".into()]),
             }
         );
+        // A list's key repeated, OpenAPI's default `form` style, is the
+        // same list; not exploded, its text is one item.
+        let repeated = form("amount=5&items[0][price]=a&expand=x&expand=y", FORM);
+        let repeated: Checkout = repeated.form_as().unwrap();
+        assert_eq!(repeated.expand, Some(vec!["x".into(), "y".into()]));
+        let joined = form("amount=5&items[0][price]=a&expand=x,y", FORM);
+        let joined: Checkout = joined.form_as().unwrap();
+        assert_eq!(joined.expand, Some(vec!["x,y".into()]));
         let missing = form("amount=5&items[0][quantity]=2", FORM).form_as::<Checkout>();
         let missing = missing.err().unwrap();
         assert_eq!(missing.status, StatusCode::BAD_REQUEST);
@@ -1341,8 +1349,10 @@ mod tests {
         );
         assert_eq!(tree("note=a+b"), tree("note=a%20b"));
         assert_ne!(first, tree("amount=6&metadata[k]=v&items[0][price]=a&items[1][price]=b"));
-        // A list's order is its meaning.
+        // A list's order is its meaning, however it is laid out.
         assert_ne!(tree("expand[]=a&expand[]=b"), tree("expand[]=b&expand[]=a"));
+        assert_eq!(tree("expand[]=a&expand[]=b"), tree("expand=a&expand=b"));
+        assert_ne!(tree("expand=a&expand=b"), tree("expand=b&expand=a"));
     }
 
     #[test]

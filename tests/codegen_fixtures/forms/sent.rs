@@ -367,6 +367,16 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000001", fits).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
     assert_eq!(echoed["body"]["memo"], "12345678");
+    // The list sent as its key repeated (OpenAPI's default `form` style)
+    // is the same list, so the same request: a replay.
+    let repeated = "amount=5&currency=EUR&memo=12345678&priority=3&tags=a&tags=b";
+    let (status, replayed, echoed) =
+        pay(&app, "pay:00000000-0000-4000-8000-000000000001", repeated).await;
+    assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{echoed}");
+    assert_eq!(echoed["body"]["tags"], json!(["a", "b"]));
+    let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), "amount=5&currency=EUR&tags=a&tags=b&tags=c").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert!(problem["detail"].as_str().unwrap_or_default().starts_with("/tags breaks `maxItems`"), "{problem}");
     let largest = "amount=9007199254740990&currency=EUR";
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000002", largest).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
@@ -412,6 +422,77 @@ async fn a_suffixed_path_parameter_arrives_cut_and_a_bare_one_is_not_found() {
     let (status, _, problem) = touch(&app, "/things/abcd.json", &format!("thing:{}", uuid::Uuid::new_v4())).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{problem}");
     assert!(problem["detail"].as_str().unwrap_or_default().contains("maxLength"), "{problem}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+}
+
+/// The generated client sends a flat form (`payByForm`: scalars and a list
+/// of texts) with the list's key repeated, OpenAPI's default `form` style,
+/// and a form that nests (`checkout`) in brackets; the service reads both.
+#[tokio::test]
+async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
+    use forms_client::models;
+    let file = std::env::temp_dir().join(format!("forms-test-{}.db", uuid::Uuid::new_v4()));
+    let app = App::connect(&format!("sqlite://{}", file.display()))
+        .await
+        .expect("connect and migrate");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = app.router();
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    // The signer sees each attempt's body bytes: what went on the wire.
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = sent.clone();
+    let client = forms_client::Client::new(&format!("http://{address}"))
+        .unwrap()
+        .with_signer(move |_, _, body| {
+            seen.lock().unwrap().push(String::from_utf8_lossy(body).into_owned());
+            reqwest::header::HeaderMap::new()
+        });
+    let mut body = models::PayByFormRequest::new(5, "EUR".into());
+    body.tags = Some(vec!["a b".into(), "c".into()]);
+    let params = models::PayByFormParams {
+        idempotency_key: String::new(),
+    };
+    let answer = client
+        .pay_by_form(forms_client::Key::New, &params, &body)
+        .await
+        .expect("an answer");
+    match answer.response {
+        models::PayByFormResponse::Ok(echoed) => assert_eq!(
+            echoed,
+            json!({"body": {"amount": 5, "currency": "EUR", "tags": ["a b", "c"]}})
+        ),
+        other => panic!("not a 200: {other:?}"),
+    }
+    let form = sent.lock().unwrap().last().cloned().expect("a body sent");
+    let pairs: Vec<&str> = form.split('&').collect();
+    assert!(pairs.contains(&"tags=c"), "{form}");
+    assert_eq!(pairs.iter().filter(|pair| pair.starts_with("tags=")).count(), 2, "{form}");
+    assert!(!form.contains('[') && !form.contains("%5B"), "{form}");
+    // The nested form keeps its brackets.
+    let mut checkout = models::CheckoutRequest::new(1999);
+    checkout.expand = Some(vec!["customer".into()]);
+    checkout.items = Some(vec![models::CheckoutRequestItemsItem {
+        price: "p_1".into(),
+        quantity: None,
+    }]);
+    let params = models::CheckoutParams::new(
+        vec![1],
+        vec!["a".into()],
+        models::CheckoutParamsPoint { x: Some(5), y: None },
+    );
+    let answer = client.checkout(&params, &checkout).await.expect("an answer");
+    match answer.response {
+        models::CheckoutResponse::Ok(echoed) => {
+            assert_eq!(echoed["body"]["expand"], json!(["customer"]));
+            assert_eq!(echoed["body"]["items"], json!([{"price": "p_1"}]));
+        }
+        other => panic!("not a 200: {other:?}"),
+    }
+    let form = sent.lock().unwrap().last().cloned().expect("a body sent");
+    assert!(form.contains("expand[0]=customer") || form.contains("expand%5B0%5D=customer"), "{form}");
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }

@@ -27,6 +27,9 @@ pub struct Client {
     pub any_json_response: bool,
     /// Whether any response declares headers (the decoder's `header` is used).
     pub any_response_header: bool,
+    /// Whether any declared response header is `required` (the decoder's
+    /// `required` is used).
+    pub any_required_response_header: bool,
     /// Whether any request body is a form (the client needs `serde_qs`).
     pub any_form_body: bool,
     /// The first idempotent operation, for the README's example.
@@ -87,6 +90,9 @@ pub struct Body {
     pub is_json: bool,
     /// A form read into its type: sent as `serde_qs` writes it.
     pub is_form: bool,
+    /// A flat form, its arrays sent as the key repeated (`tags=a&tags=b`)
+    /// rather than indexed in brackets.
+    pub form_repeats_keys: bool,
     /// A multipart body: its file and JSON parts (`retry::Part::…`
     /// expressions); every other property is sent as text.
     pub parts: Option<Vec<String>>,
@@ -133,6 +139,7 @@ pub struct Variant {
 #[derive(Debug, Clone, Serialize)]
 pub struct VariantHeader {
     pub field: String,
+    pub required: bool,
     /// `required(headers, "Location")?`: a required header's absence
     /// makes the answer undeclared; an optional one is `None` (or `null`
     /// for a field of any JSON value) when absent.
@@ -382,6 +389,7 @@ pub fn typed(
         required: body.required,
         is_json: body.is_json,
         is_form: body.is_form,
+        form_repeats_keys: body.form_layout.repeats_keys,
         parts: body.multipart.as_ref().map(|multipart| {
             multipart
                 .parts
@@ -426,6 +434,7 @@ pub fn typed(
                         let name = crate::names::rust_string(&header.wire_name);
                         VariantHeader {
                             field: header.field.clone(),
+                            required: header.required,
                             read: if header.required {
                                 format!("required(headers, {name})?")
                             } else if header.rust_type.starts_with("Option<") {

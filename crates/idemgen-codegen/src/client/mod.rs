@@ -72,6 +72,9 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
             }
             context::ClientContract::new(contract, schedule.as_ref())
         });
+        if let Some(body) = &operation_types.request_body {
+            warnings.extend(sent_form_layout(&display, &body.form_layout));
+        }
         let (params, body, response) = context::typed(operation_types, contract.as_ref());
         let mut heading = vec![format!("{display}: {method} {}", operation.path)];
         if let Some(summary) = operation.node.get("summary").and_then(|node| node.as_str()) {
@@ -114,6 +117,12 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
                 .any(|variant| variant.has_body && variant.is_json)
         }),
         any_response_header: operations.iter().any(|op| op.response.any_header),
+        any_required_response_header: operations.iter().any(|op| {
+            op.response
+                .variants
+                .iter()
+                .any(|variant| variant.headers.iter().any(|header| header.required))
+        }),
         any_form_body: operations
             .iter()
             .any(|op| op.body.as_ref().is_some_and(|body| body.is_form)),
@@ -148,4 +157,26 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         owner: Owner::Idemgen,
     });
     Ok(ClientCrate { files, warnings })
+}
+
+/// What the client sends otherwise than a form's `encoding` declares.
+fn sent_form_layout(display: &str, layout: &types::FormLayout) -> Vec<String> {
+    let joined = layout.joined.iter().map(|name| {
+        let sent = if layout.repeats_keys {
+            format!("as its key repeated (`{name}=…&{name}=…`)")
+        } else {
+            format!("in brackets (`{name}[0]=…&{name}[1]=…`)")
+        };
+        format!(
+            "{display}: form field `{name}` is declared joined in one text (`explode: false`); \
+             the client sends it {sent}"
+        )
+    });
+    let bracketed = layout.bracketed.iter().map(|name| {
+        format!(
+            "{display}: form field `{name}` is sent in brackets (`{name}[0]=…`), not as its key \
+             repeated: the form also nests, and a form is laid out one way"
+        )
+    });
+    joined.chain(bracketed).collect()
 }

@@ -69,6 +69,7 @@
 mod builder;
 mod convert;
 mod emit;
+mod form_layout;
 mod form_text;
 mod graph;
 mod merge;
@@ -89,6 +90,7 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use convert::{is_null_schema, is_nullable, reference_name};
+pub use form_layout::FormLayout;
 use model::TypeDef;
 pub(crate) use operation::{is_json, media_choices, media_essence};
 
@@ -188,6 +190,8 @@ pub struct RequestBody {
     /// An `application/x-www-form-urlencoded` body with a schema, read
     /// into its type from the form (`Request::form_as`).
     pub is_form: bool,
+    /// How a form's lists are laid out (the default for other bodies).
+    pub form_layout: FormLayout,
     /// A `multipart/form-data` body with a schema, read into its type part
     /// by part (`Request::multipart_as`).
     pub multipart: Option<Multipart>,

@@ -160,6 +160,10 @@ fn request_body<'w>(
     let essence = media_essence(&media_type);
     let schema = media.get("schema");
     let is_form = !is_json && essence == "application/x-www-form-urlencoded" && schema.is_some();
+    let form_layout = match schema {
+        Some(schema) if is_form => super::form_layout::plan(workspace, schema, media),
+        _ => super::FormLayout::default(),
+    };
     let multipart = match schema {
         Some(schema) if !is_json && essence == "multipart/form-data" => Some(
             super::multipart::plan(converter, schema, media, &names.request),
@@ -197,6 +201,7 @@ fn request_body<'w>(
         media_type,
         is_json,
         is_form,
+        form_layout,
         multipart,
         required: body.get("required").and_then(Node::as_bool) == Some(true),
     })
