@@ -786,6 +786,122 @@ fn generated_comments_say_what_the_code_does() {
     assert!(committed.contains("answered 400 before its key is claimed"));
 }
 
+/// Over every fixture the generator is tested with, and the example:
+/// each handler's comments say what its code does. Only an idempotent
+/// operation's speak of its key (claimed, retried, a record left or not),
+/// and the statuses they say a refused input is answered with are the
+/// ones its readers answer: 400 for what cannot be read, and each body
+/// reader's own status for a body that does not fit.
+#[test]
+fn every_generated_handlers_comments_match_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut specs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/codegen_fixtures"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    specs.sort();
+    specs.push(root().join(EXAMPLE).join("openapi.yaml"));
+    let mut handlers = 0;
+    let mut idempotent_handlers = 0;
+    for spec in &specs {
+        let name = spec.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = dir.path().join(&name);
+        let run = gen_into(spec.to_str().unwrap(), &out, &["--db", "sqlite"]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        let operations = std::fs::read_to_string(out.join("src/operations.rs")).unwrap();
+        let routes = std::fs::read_to_string(out.join("src/routes.rs")).unwrap();
+        for handler in routes.split("\nasync fn ").skip(1) {
+            let handler = handler.split("\n}\n").next().unwrap();
+            let fn_name = handler.split('(').next().unwrap();
+            let Some(constant) = handler.split("operations::").nth(1).map(|rest| {
+                rest.split(|c: char| c != '_' && !c.is_ascii_alphanumeric())
+                    .next()
+                    .unwrap()
+            }) else {
+                continue;
+            };
+            handlers += 1;
+            let idempotent = operations.contains(&format!(
+                "pub static {constant}: Operation = Operation::idempotent("
+            ));
+            idempotent_handlers += usize::from(idempotent);
+            let comments: String = handler
+                .lines()
+                .filter_map(|line| line.trim().strip_prefix("//"))
+                .map(str::trim)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let code: String = handler
+                .lines()
+                .filter(|line| !line.trim().starts_with("//"))
+                .collect::<String>()
+                .split_whitespace()
+                .collect();
+            let place = format!("{name}: `{fn_name}`");
+            for phrase in ["key is claimed", "key can be retried", "leaves no record"] {
+                if !idempotent {
+                    assert!(
+                        !comments.contains(phrase),
+                        "{place} claims no key: {comments}"
+                    );
+                }
+            }
+            if idempotent {
+                assert!(
+                    comments.contains("the key can be retried"),
+                    "{place}: {comments}"
+                );
+            }
+            let Some(said) = comments
+                .split("does not match the spec's schemas is answered ")
+                .nth(1)
+            else {
+                continue;
+            };
+            // `400`, or `400 or 422`, then the rest of the sentence.
+            let said: BTreeSet<u16> = said
+                .split([' ', '.', ','])
+                .take_while(|word| *word == "or" || word.parse::<u16>().is_ok())
+                .filter_map(|word| word.parse().ok())
+                .collect();
+            // What the readers answer: 400 for parameters or a body that
+            // cannot be read; a body that does not fit, its reader's status.
+            let mut answered = BTreeSet::from([400]);
+            let status_after = |call: &str| -> Vec<u16> {
+                code.split(call)
+                    .skip(1)
+                    .map(|rest| {
+                        let rest = rest.trim_start_matches(|c: char| c != '(');
+                        // `multipart_checked_as(&[parts…], 422, …)`: past the table.
+                        let rest = match rest.strip_prefix("(&[") {
+                            Some(table) => &table[table.find("],").unwrap() + 2..],
+                            None => &rest[1..],
+                        };
+                        rest[..3].parse().unwrap()
+                    })
+                    .collect()
+            };
+            for call in [
+                ".body_as_or",
+                ".body_checked_as",
+                ".form_checked_as",
+                ".multipart_checked_as",
+            ] {
+                answered.extend(status_after(call));
+            }
+            if code.contains(".body_as::<") || code.contains(".body_as(") {
+                answered.insert(422);
+            }
+            assert_eq!(said, answered, "{place}: {comments}");
+        }
+    }
+    assert!(
+        handlers > 20 && idempotent_handlers > 5,
+        "{handlers} handlers read"
+    );
+}
+
 /// `responses.replayed-header` names the replay mark: the generated
 /// service sends it (or none), its tests expect it, and the generated
 /// client reads it; a name no client can read is `contract-invalid`.
