@@ -7,7 +7,7 @@
 # older build to compare), CORPUS the corpus directory (default
 # ../shared/corpus, or $IDEMGEN_CORPUS). Each spec is generated into a
 # temporary directory and counted there:
-#   gen        gen's exit status (0: it wrote the service)
+#   gen        gen's exit status (0: it wrote the service, or the client)
 #   operations the business files it wrote (one per served operation); with
 #              CLIENT=1, the client's `pub async fn` methods
 #   types      `pub struct|enum|type` items of src/models.rs
@@ -17,12 +17,12 @@
 #   warnings   lines of `warning:` gen printed
 #   clippy     with CLIPPY=1 only: `ok` when the generated project passes
 #              `cargo fmt --check` and `cargo clippy --all-targets -- -D
-#              warnings` (built on this checkout's runtime, in one shared
-#              CARGO_TARGET_DIR, default target/generated), else `fmt` or
-#              `fails`, with the output kept in $CLIPPY_LOGS (default
-#              /tmp/measure-payment-apis). All six take 11 to 12
-#              minutes on two cores once the shared target directory
-#              holds axum, sqlx and tokio.
+#              warnings` (a service built on this checkout's runtime; in
+#              one shared CARGO_TARGET_DIR, default target/generated),
+#              else `fmt` or `fails`, with the output kept in $CLIPPY_LOGS
+#              (default /tmp/measure-payment-apis). The six services take
+#              11 to 12 minutes on two cores once the shared target
+#              directory holds axum, sqlx and tokio; the six clients 8½.
 # CLIENT=1 generates each spec's client crate (`gen --client`) instead of
 # its service, and counts and checks that.
 # A spec that cannot be generated as published gets the overlay that fixes

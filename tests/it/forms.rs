@@ -168,7 +168,7 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     assert!(
         run.stderr.contains(
             "warning: createCall: form field `tags` is declared joined in one text (`explode: \
-             false`), which the service does not split: `tags=a,b` is the one item `a,b` (send \
+             false`: `tags=a,b`), which the service does not split: the text is one item (send \
              it as `tags=a&tags=b`)"
         ),
         "{}",
@@ -186,9 +186,9 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     for expected in [
         "warning: createCall: form field `tags` is declared joined in one text (`explode: \
-         false`); the client sends it in brackets (`tags[0]=…&tags[1]=…`)",
-        "warning: createCall: form field `events` is sent in brackets (`events[0]=…`), not as \
-         its key repeated: the form also nests, and a form is laid out one way",
+         false`: `tags=a,b`); the client sends it in brackets (`tags[0]=a&tags[1]=b`)",
+        "warning: createCall: form field `events` is sent in brackets (`events[0]=a`), not as \
+         its key repeated as declared: the form is laid out one way, and `metadata` nests",
     ] {
         assert!(
             run.stderr.contains(expected),

@@ -1349,10 +1349,12 @@ mod tests {
         );
         assert_eq!(tree("note=a+b"), tree("note=a%20b"));
         assert_ne!(first, tree("amount=6&metadata[k]=v&items[0][price]=a&items[1][price]=b"));
-        // A list's order is its meaning, however it is laid out.
+        // A list's order is its meaning, however it is laid out; one item
+        // sent as its key is a text, not yet a list.
         assert_ne!(tree("expand[]=a&expand[]=b"), tree("expand[]=b&expand[]=a"));
         assert_eq!(tree("expand[]=a&expand[]=b"), tree("expand=a&expand=b"));
         assert_ne!(tree("expand=a&expand=b"), tree("expand=b&expand=a"));
+        assert_ne!(tree("expand[0]=a"), tree("expand=a"));
     }
 
     #[test]

@@ -367,8 +367,8 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000001", fits).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
     assert_eq!(echoed["body"]["memo"], "12345678");
-    // The list sent as its key repeated (OpenAPI's default `form` style)
-    // is the same list, so the same request: a replay.
+    // The list of two sent as its key repeated (OpenAPI's default `form`
+    // style) is the same list, so the same request: a replay.
     let repeated = "amount=5&currency=EUR&memo=12345678&priority=3&tags=a&tags=b";
     let (status, replayed, echoed) =
         pay(&app, "pay:00000000-0000-4000-8000-000000000001", repeated).await;
@@ -471,6 +471,20 @@ async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     assert!(pairs.contains(&"tags=c"), "{form}");
     assert_eq!(pairs.iter().filter(|pair| pair.starts_with("tags=")).count(), 2, "{form}");
     assert!(!form.contains('[') && !form.contains("%5B"), "{form}");
+    // One item is its key once, read as a list of one.
+    body.tags = Some(vec!["solo".into()]);
+    let answer = client
+        .pay_by_form(forms_client::Key::New, &params, &body)
+        .await
+        .expect("an answer");
+    match answer.response {
+        models::PayByFormResponse::Ok(echoed) => {
+            assert_eq!(echoed["body"]["tags"], json!(["solo"]))
+        }
+        other => panic!("not a 200: {other:?}"),
+    }
+    let form = sent.lock().unwrap().last().cloned().expect("a body sent");
+    assert!(form.split('&').any(|pair| pair == "tags=solo"), "{form}");
     // The nested form keeps its brackets.
     let mut checkout = models::CheckoutRequest::new(1999);
     checkout.expand = Some(vec!["customer".into()]);

@@ -161,22 +161,31 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
 
 /// What the client sends otherwise than a form's `encoding` declares.
 fn sent_form_layout(display: &str, layout: &types::FormLayout) -> Vec<String> {
-    let joined = layout.joined.iter().map(|name| {
+    let joined = layout.joined.iter().map(|joined| {
+        let name = &joined.name;
         let sent = if layout.repeats_keys {
-            format!("as its key repeated (`{name}=…&{name}=…`)")
+            format!("as its key repeated (`{name}=a&{name}=b`)")
         } else {
-            format!("in brackets (`{name}[0]=…&{name}[1]=…`)")
+            format!("in brackets (`{name}[0]=a&{name}[1]=b`)")
         };
         format!(
-            "{display}: form field `{name}` is declared joined in one text (`explode: false`); \
-             the client sends it {sent}"
+            "{display}: form field `{name}` is declared joined in one text ({}); the client \
+             sends it {sent}",
+            joined.declared
         )
     });
+    let why = layout.not_flat.as_deref().unwrap_or_default();
     let bracketed = layout.bracketed.iter().map(|name| {
         format!(
-            "{display}: form field `{name}` is sent in brackets (`{name}[0]=…`), not as its key \
-             repeated: the form also nests, and a form is laid out one way"
+            "{display}: form field `{name}` is sent in brackets (`{name}[0]=a`), not as its key \
+             repeated as declared: the form is laid out one way, and {why}"
         )
     });
-    joined.chain(bracketed).collect()
+    let by_content_type = layout.by_content_type.iter().map(|(name, content_type)| {
+        format!(
+            "{display}: form field `{name}` is declared sent as `{content_type}` (its `encoding` \
+             names only a `contentType`); the client sends it as form text"
+        )
+    });
+    joined.chain(bracketed).chain(by_content_type).collect()
 }

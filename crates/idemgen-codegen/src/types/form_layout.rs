@@ -1,17 +1,17 @@
-//! How a generated client lays out the arrays of an
+//! How a generated client lays out the lists of an
 //! `application/x-www-form-urlencoded` body.
 //!
 //! OpenAPI's default for a form property is `style: form, explode: true`:
-//! an array is its key repeated (`tags=a&tags=b`), which is what Twilio
-//! and most form readers take. That style says nothing of nesting, so an
-//! object or an array of objects can only be sent in brackets
+//! a list is its key repeated (`tags=a&tags=b`), which is what Twilio and
+//! most form readers take. That style says nothing of nesting, so an
+//! object or a list of objects can only be sent in brackets
 //! (`items[0][price]=p`, as Stripe reads them, and as Stripe's spec asks
 //! with `style: deepObject`). A body is written one way throughout, so the
-//! key is repeated only in a flat form: every property a scalar or an
-//! array of scalars, none declared `deepObject`. The service reads both
-//! layouts. A list declared joined in one text (`explode: false`:
-//! `tags=a,b`) is written as the rest of its form is, and read as one
-//! item; `gen` names it.
+//! key is repeated only in a flat form: every property a scalar or a list
+//! of scalars (`null` allowed), none declared `deepObject`. The service
+//! reads both layouts. What neither side writes or reads as declared (a
+//! list joined in one text, `explode: false`; a property sent as its
+//! `encoding`'s `contentType`) is named for `gen` to warn of.
 
 use idemgen_spec::Workspace;
 use idemgen_spec::node::Node;
@@ -26,84 +26,179 @@ pub struct FormLayout {
     /// A flat form with a list: sent with a list's key repeated (a joined
     /// one too).
     pub repeats_keys: bool,
-    /// Lists of scalars declared with OpenAPI's default layout (the key
-    /// repeated) in a form that also nests, so sent in brackets.
+    /// Lists of scalars declared with the key repeated, sent in brackets
+    /// because the form is not flat.
     pub bracketed: Vec<String>,
-    /// Lists of scalars declared joined in one text (`explode: false`:
-    /// `tags=a,b`, `tags=a|b`), which neither side writes or splits.
-    pub joined: Vec<String>,
+    /// Why the form is not flat, when it is not: "`metadata` nests".
+    pub not_flat: Option<String>,
+    /// Lists of scalars declared joined in one text, which neither side
+    /// writes or splits.
+    pub joined: Vec<Joined>,
+    /// Properties whose `encoding` names only a `contentType` (other than
+    /// `text/plain`): OpenAPI sends them as that, not as form text; both
+    /// sides read and write them as form text. The name and the type.
+    pub by_content_type: Vec<(String, String)>,
+}
+
+/// A list declared joined in one text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    pub name: String,
+    /// How, for a message: "`explode: false`: `tags=a,b`".
+    pub declared: String,
 }
 
 /// The layout of a form body of `schema`, with `media`'s `encoding`.
 pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
-    let Some(schema) = workspace.deref(schema) else {
-        return FormLayout::default();
+    let mut layout = FormLayout::default();
+    let Some(schema) = unwrapped(workspace, schema) else {
+        return layout;
     };
-    let nests_at_top = [
-        "allOf",
-        "oneOf",
-        "anyOf",
-        "additionalProperties",
-        "patternProperties",
-    ]
-    .iter()
-    .any(|keyword| {
-        schema
-            .get(keyword)
-            .is_some_and(|value| value.as_bool() != Some(false))
-    });
+    let mut not_flat = |why: String| {
+        layout.not_flat.get_or_insert(why);
+    };
+    if let Some(keyword) = ["allOf", "oneOf", "anyOf"]
+        .into_iter()
+        .find(|keyword| schema.get(keyword).is_some())
+    {
+        not_flat(format!("its schema is an `{keyword}`"));
+    }
+    if let Some(keyword) = ["additionalProperties", "patternProperties"]
+        .into_iter()
+        .find(|keyword| {
+            schema
+                .get(keyword)
+                .is_some_and(|value| value.as_bool() != Some(false))
+        })
+    {
+        not_flat(format!(
+            "it takes properties it does not name (`{keyword}`)"
+        ));
+    }
+    let encoding = media.get("encoding");
+    // Lists of scalars laid out as the key repeated.
+    let mut repeated = Vec::new();
+    let mut joined = Vec::new();
+    let mut by_content_type = Vec::new();
     let properties = schema
         .get("properties")
         .and_then(Node::as_map)
         .unwrap_or_default();
-    let encoding = media.get("encoding");
-    let mut flat = !nests_at_top;
-    // Lists of scalars laid out as the key repeated.
-    let mut repeated = Vec::new();
-    let mut joined = Vec::new();
     for entry in properties {
-        let Some(property) = workspace.deref(&entry.value) else {
-            flat = false;
+        let name = entry.key.to_string();
+        let declared = encoding.and_then(|encoding| encoding.get(&entry.key));
+        let setting = |key: &str| declared.and_then(|declared| declared.get(key));
+        let style = setting("style").and_then(Node::as_str);
+        let explode = setting("explode").and_then(Node::as_bool);
+        let content_type = setting("contentType").and_then(Node::as_str);
+        if let Some(content_type) = content_type.filter(|content_type| {
+            !content_type.trim().eq_ignore_ascii_case("text/plain")
+                && ["style", "explode", "allowReserved"]
+                    .iter()
+                    .all(|key| setting(key).is_none())
+        }) {
+            by_content_type.push((name.clone(), content_type.to_string()));
+        }
+        let Some(property) = unwrapped(workspace, &entry.value) else {
+            not_flat(format!("`{name}` cannot be read"));
             continue;
         };
         if is_scalar(workspace, property, 0) {
             continue;
         }
-        let items = (property.get("type").and_then(Node::as_str) == Some("array"))
-            .then(|| {
-                property
-                    .get("items")
-                    .and_then(|items| workspace.deref(items))
-            })
-            .flatten();
-        if !items.is_some_and(|items| is_scalar(workspace, items, 0)) {
-            flat = false;
+        if !list_items(workspace, property).is_some_and(|items| is_scalar(workspace, items, 0)) {
+            not_flat(format!("`{name}` nests"));
             continue;
         }
-        let declared = encoding.and_then(|encoding| encoding.get(&entry.key));
-        let style = declared
-            .and_then(|declared| declared.get("style"))
-            .and_then(Node::as_str);
-        let explode = declared
-            .and_then(|declared| declared.get("explode"))
-            .and_then(Node::as_bool);
         // `explode` is true by default only for `form`.
         match (style.unwrap_or("form"), explode) {
-            ("deepObject", _) => flat = false,
-            ("form", None | Some(true)) | (_, Some(true)) => repeated.push(entry.key.to_string()),
-            _ => joined.push(entry.key.to_string()),
+            ("deepObject", _) => not_flat(format!("`{name}` is declared `deepObject`")),
+            ("form", None | Some(true)) | (_, Some(true)) => repeated.push(name),
+            (style, _) => {
+                let declared = match style {
+                    "form" => format!("`explode: false`: `{name}=a,b`"),
+                    "spaceDelimited" => format!("`style: spaceDelimited`: `{name}=a%20b`"),
+                    "pipeDelimited" => format!("`style: pipeDelimited`: `{name}=a|b`"),
+                    other => format!("`style: {other}`"),
+                };
+                joined.push(Joined { name, declared });
+            }
         }
     }
-    let repeats_keys = flat && !(repeated.is_empty() && joined.is_empty());
-    FormLayout {
-        repeats_keys,
-        bracketed: if repeats_keys { Vec::new() } else { repeated },
-        joined,
+    layout.repeats_keys = layout.not_flat.is_none() && !(repeated.is_empty() && joined.is_empty());
+    if !layout.repeats_keys {
+        layout.bracketed = repeated;
     }
+    layout.joined = joined;
+    layout.by_content_type = by_content_type;
+    layout
+}
+
+/// `schema` with its `$ref`s followed, and a lone `allOf` member (a `$ref`
+/// given a description of its own) taken for the schema.
+fn unwrapped<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node> {
+    let mut schema = workspace.deref(schema)?;
+    for _ in 0..MAX_DEPTH {
+        let lone = schema
+            .get("allOf")
+            .and_then(Node::as_seq)
+            .filter(|members| members.len() == 1)
+            .filter(|_| {
+                ["type", "properties", "items", "oneOf", "anyOf"]
+                    .iter()
+                    .all(|keyword| schema.get(keyword).is_none())
+            });
+        match lone {
+            Some(members) => schema = workspace.deref(&members[0])?,
+            None => return Some(schema),
+        }
+    }
+    None
+}
+
+/// The items of a list: `type: array` (or 3.1's `[array, "null"]`), or a
+/// union of one list and `null`.
+fn list_items<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node> {
+    let is_list = match schema.get("type") {
+        Some(kind) => match kind.as_str() {
+            Some(kind) => kind == "array",
+            None => kind.as_seq().is_some_and(|kinds| {
+                kinds.iter().any(|kind| kind.as_str() == Some("array"))
+                    && kinds
+                        .iter()
+                        .all(|kind| matches!(kind.as_str(), Some("array" | "null")))
+            }),
+        },
+        None => false,
+    };
+    if is_list {
+        return unwrapped(workspace, schema.get("items")?);
+    }
+    let branches = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|keyword| schema.get(keyword).and_then(Node::as_seq))?;
+    let mut lists = branches
+        .iter()
+        .filter_map(|branch| unwrapped(workspace, branch))
+        .filter(|branch| !is_null(branch));
+    let list = lists.next()?;
+    if lists.next().is_some()
+        || branches
+            .iter()
+            .any(|branch| unwrapped(workspace, branch).is_none())
+    {
+        return None;
+    }
+    list_items(workspace, list)
+}
+
+/// `{type: "null"}`.
+fn is_null(schema: &Node) -> bool {
+    schema.get("type").and_then(Node::as_str) == Some("null")
 }
 
 /// A schema whose values are each one text in a form: a string, number,
-/// integer or boolean, or a union of them.
+/// integer, boolean or `null`, or a union of them.
 fn is_scalar(workspace: &Workspace, schema: &Node, depth: usize) -> bool {
     if depth > MAX_DEPTH {
         return false;
@@ -114,8 +209,7 @@ fn is_scalar(workspace: &Workspace, schema: &Node, depth: usize) -> bool {
     if let Some(branches) = branches {
         return !branches.is_empty()
             && branches.iter().all(|branch| {
-                workspace
-                    .deref(branch)
+                unwrapped(workspace, branch)
                     .is_some_and(|branch| is_scalar(workspace, branch, depth + 1))
             });
     }
@@ -125,23 +219,30 @@ fn is_scalar(workspace: &Workspace, schema: &Node, depth: usize) -> bool {
     {
         return false;
     }
+    let scalar = |kind: Option<&str>| {
+        matches!(
+            kind,
+            Some("string" | "number" | "integer" | "boolean" | "null")
+        )
+    };
     match schema.get("type") {
         Some(kind) => match kind.as_str() {
-            Some(kind) => matches!(kind, "string" | "number" | "integer" | "boolean"),
-            // 3.1's list of types: scalars, `null` among them.
-            None => kind.as_seq().is_some_and(|kinds| {
-                kinds.iter().all(|kind| {
-                    matches!(
-                        kind.as_str(),
-                        Some("string" | "number" | "integer" | "boolean" | "null")
-                    )
-                })
-            }),
+            Some(kind) => scalar(Some(kind)),
+            // 3.1's list of types.
+            None => kind
+                .as_seq()
+                .is_some_and(|kinds| kinds.iter().all(|kind| scalar(kind.as_str()))),
         },
-        // An enum or const of texts and numbers, with no type.
-        None => ["enum", "const"]
-            .iter()
-            .any(|keyword| schema.get(keyword).is_some()),
+        // An enum or const with no type: scalar when its values are.
+        None => {
+            let enumerated = schema.get("enum").and_then(Node::as_seq);
+            let constant = schema.get("const").map(std::slice::from_ref);
+            enumerated.or(constant).is_some_and(|values| {
+                values
+                    .iter()
+                    .all(|value| value.as_seq().is_none() && value.as_map().is_none())
+            })
+        }
     }
 }
 
@@ -192,6 +293,15 @@ mod tests {
              {anyOf: [{type: integer}, {type: string, enum: ['']}]}}}}, \
              encoding: {Ids: {style: form, explode: true}}}"
         ));
+        // Lists and scalars that may be null, as 3.1 and FastAPI write
+        // them; a `$ref` wrapped in a lone `allOf` to describe it.
+        assert!(repeats(
+            "{schema: {type: object, properties: {a: {type: [array, 'null'], items: {type: string}}, \
+             b: {anyOf: [{type: array, items: {type: integer}}, {type: 'null'}]}, \
+             c: {anyOf: [{type: string}, {type: 'null'}]}, \
+             d: {allOf: [{$ref: '#/components/schemas/Event'}], description: an event}, \
+             e: {enum: [1, two]}}}}"
+        ));
     }
 
     #[test]
@@ -215,7 +325,18 @@ mod tests {
              more: {style: pipeDelimited, explode: true}}}",
         );
         assert!(joined.repeats_keys);
-        assert_eq!(joined.joined, ["tags", "ids"]);
+        let declared: Vec<(&str, &str)> = joined
+            .joined
+            .iter()
+            .map(|joined| (joined.name.as_str(), joined.declared.as_str()))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("tags", "`explode: false`: `tags=a,b`"),
+                ("ids", "`style: pipeDelimited`: `ids=a|b`")
+            ]
+        );
         assert!(joined.bracketed.is_empty());
         // An object, or a list of objects, beside the list: the list is
         // named as sent otherwise than declared.
@@ -225,6 +346,25 @@ mod tests {
         );
         assert!(!beside_an_object.repeats_keys);
         assert_eq!(beside_an_object.bracketed, ["tags"]);
+        assert_eq!(
+            beside_an_object.not_flat.as_deref(),
+            Some("`metadata` nests")
+        );
+        let beside_a_deep_object = layout(
+            "{schema: {type: object, properties: {tags: {type: array, items: {type: string}}, \
+             expand: {type: array, items: {type: string}}}}, \
+             encoding: {expand: {style: deepObject}}}",
+        );
+        assert_eq!(beside_a_deep_object.bracketed, ["tags"]);
+        assert_eq!(
+            beside_a_deep_object.not_flat.as_deref(),
+            Some("`expand` is declared `deepObject`")
+        );
+        // An enum of objects is no scalar.
+        assert!(!repeats(
+            "{schema: {type: object, properties: {tags: {type: array, items: {type: string}}, \
+             shape: {enum: [{a: 1}]}}}}"
+        ));
         assert!(!repeats(
             "{schema: {type: object, properties: {items: {type: array, items: \
              {type: object, properties: {price: {type: string}}}}}}}"
@@ -234,5 +374,17 @@ mod tests {
             "{schema: {type: object, properties: {tax_rates: {anyOf: \
              [{type: array, items: {type: string}}, {type: string, enum: ['']}]}}}}"
         ));
+    }
+
+    #[test]
+    fn a_property_declared_as_another_content_type_is_named() {
+        let layout = layout(
+            "{schema: {type: object, properties: {meta: {type: string}, note: {type: string}}}, \
+             encoding: {meta: {contentType: application/json}, note: {contentType: text/plain}}}",
+        );
+        assert_eq!(
+            layout.by_content_type,
+            [("meta".to_string(), "application/json".to_string())]
+        );
     }
 }
