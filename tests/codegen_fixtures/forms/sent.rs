@@ -175,12 +175,9 @@ async fn values_that_do_not_parse_are_400_problems_naming_them() {
     }
 }
 
-/// The generated client, over HTTP: each parameter is written in its
-/// declared style and the form as `serde_qs` writes it, and the service
-/// reads back the very values sent.
-#[tokio::test]
-async fn the_generated_client_writes_every_style_the_service_reads() {
-    use forms_client::models;
+/// The service on a database file of its own, over HTTP: its address and
+/// the file.
+async fn serve_over_http() -> (std::net::SocketAddr, std::path::PathBuf) {
     let file = std::env::temp_dir().join(format!("forms-test-{}.db", uuid::Uuid::new_v4()));
     let app = App::connect(&format!("sqlite://{}", file.display()))
         .await
@@ -189,6 +186,16 @@ async fn the_generated_client_writes_every_style_the_service_reads() {
     let address = listener.local_addr().unwrap();
     let router = app.router();
     tokio::spawn(async move { axum::serve(listener, router).await });
+    (address, file)
+}
+
+/// The generated client, over HTTP: each parameter is written in its
+/// declared style and the form as `serde_qs` writes it, and the service
+/// reads back the very values sent.
+#[tokio::test]
+async fn the_generated_client_writes_every_style_the_service_reads() {
+    use forms_client::models;
+    let (address, file) = serve_over_http().await;
     let client = forms_client::Client::new(&format!("http://{address}")).unwrap();
     let mut params = models::CheckoutParams::new(
         vec![1, 2],
@@ -433,14 +440,7 @@ async fn a_suffixed_path_parameter_arrives_cut_and_a_bare_one_is_not_found() {
 #[tokio::test]
 async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     use forms_client::models;
-    let file = std::env::temp_dir().join(format!("forms-test-{}.db", uuid::Uuid::new_v4()));
-    let app = App::connect(&format!("sqlite://{}", file.display()))
-        .await
-        .expect("connect and migrate");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    let router = app.router();
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let (address, file) = serve_over_http().await;
     // The signer sees each attempt's body bytes: what went on the wire.
     let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let seen = sent.clone();
