@@ -128,8 +128,8 @@ fn the_generator_types_the_form_and_reads_each_style() {
 
 /// A form list that is not sent or read as its `encoding` declares is
 /// named when the service and the client are generated: one joined in one
-/// text (`explode: false`), and one the client sends in brackets because
-/// its form also nests.
+/// text (`explode: false`), one the client sends in brackets because its
+/// form also nests, and a property declared as JSON text.
 #[test]
 fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -150,9 +150,11 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
                        properties:\n                \
                          tags: {type: array, items: {type: string}}\n                \
                          events: {type: array, items: {type: string}}\n                \
-                         metadata: {type: object, additionalProperties: {type: string}}\n            \
+                         metadata: {type: object, additionalProperties: {type: string}}\n                \
+                         note: {type: string}\n            \
                      encoding:\n              \
-                       tags: {style: form, explode: false}\n      \
+                       tags: {style: form, explode: false}\n              \
+                       note: {contentType: application/json}\n      \
                responses:\n        \
                  '200': {description: ok}\n",
     )
@@ -174,6 +176,14 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
         "{}",
         run.stderr
     );
+    assert!(
+        run.stderr.contains(
+            "warning: createCall: form field `note` is declared sent as `application/json` (its \
+             `encoding` names only a `contentType`); the service reads it as form text"
+        ),
+        "{}",
+        run.stderr
+    );
     assert!(!run.stderr.contains("`events`"), "{}", run.stderr);
     let client = dir.path().join("client");
     let run = idemgen(&[
@@ -189,6 +199,8 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
          false`: `tags=a,b`); the client sends it in brackets (`tags[0]=a&tags[1]=b`)",
         "warning: createCall: form field `events` is sent in brackets (`events[0]=a`), not as \
          its key repeated as declared: the form is laid out one way, and `metadata` nests",
+        "warning: createCall: form field `note` is declared sent as `application/json` (its \
+         `encoding` names only a `contentType`); the client sends it as form text",
     ] {
         assert!(
             run.stderr.contains(expected),

@@ -1117,7 +1117,7 @@ fn annotation_only(schema: &Node) -> bool {
     })
 }
 
-fn annotation_only_except_all_of(schema: &Node) -> bool {
+pub(crate) fn annotation_only_except_all_of(schema: &Node) -> bool {
     schema.as_map().is_some_and(|entries| {
         entries.iter().all(|entry| {
             &*entry.key == "allOf"

@@ -16,6 +16,9 @@
 use idemgen_spec::Workspace;
 use idemgen_spec::node::Node;
 
+use super::convert::{annotation_only_except_all_of, is_null_schema};
+use super::operation::media_essence;
+
 /// How deep a union of scalars may nest before it is taken for something
 /// else (a spec's cycles end here).
 const MAX_DEPTH: usize = 8;
@@ -61,7 +64,8 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
         .into_iter()
         .find(|keyword| schema.get(keyword).is_some())
     {
-        not_flat(format!("its schema is an `{keyword}`"));
+        let article = if keyword == "oneOf" { "a" } else { "an" };
+        not_flat(format!("its schema is {article} `{keyword}`"));
     }
     if let Some(keyword) = ["additionalProperties", "patternProperties"]
         .into_iter()
@@ -92,7 +96,7 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
         let explode = setting("explode").and_then(Node::as_bool);
         let content_type = setting("contentType").and_then(Node::as_str);
         if let Some(content_type) = content_type.filter(|content_type| {
-            !content_type.trim().eq_ignore_ascii_case("text/plain")
+            media_essence(content_type) != "text/plain"
                 && ["style", "explode", "allowReserved"]
                     .iter()
                     .all(|key| setting(key).is_none())
@@ -106,9 +110,20 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
         if is_scalar(workspace, property, 0) {
             continue;
         }
-        if !list_items(workspace, property).is_some_and(|items| is_scalar(workspace, items, 0)) {
-            not_flat(format!("`{name}` nests"));
-            continue;
+        match list_items(workspace, property, 0) {
+            Some(items) if is_scalar(workspace, items, 0) => {}
+            Some(_) => {
+                not_flat(format!("`{name}` is a list of lists or objects"));
+                continue;
+            }
+            None if nests(property) => {
+                not_flat(format!("`{name}` nests"));
+                continue;
+            }
+            None => {
+                not_flat(format!("`{name}` is neither a text nor a list of texts"));
+                continue;
+            }
         }
         // `explode` is true by default only for `form`.
         match (style.unwrap_or("form"), explode) {
@@ -134,8 +149,9 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
     layout
 }
 
-/// `schema` with its `$ref`s followed, and a lone `allOf` member (a `$ref`
-/// given a description of its own) taken for the schema.
+/// `schema` with its `$ref`s followed, and a lone `allOf` member with only
+/// annotations beside it (a `$ref` given a description of its own) taken
+/// for the schema, as the types are.
 fn unwrapped<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node> {
     let mut schema = workspace.deref(schema)?;
     for _ in 0..MAX_DEPTH {
@@ -143,11 +159,7 @@ fn unwrapped<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node>
             .get("allOf")
             .and_then(Node::as_seq)
             .filter(|members| members.len() == 1)
-            .filter(|_| {
-                ["type", "properties", "items", "oneOf", "anyOf"]
-                    .iter()
-                    .all(|keyword| schema.get(keyword).is_none())
-            });
+            .filter(|_| annotation_only_except_all_of(schema));
         match lone {
             Some(members) => schema = workspace.deref(&members[0])?,
             None => return Some(schema),
@@ -156,9 +168,15 @@ fn unwrapped<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node>
     None
 }
 
-/// The items of a list: `type: array` (or 3.1's `[array, "null"]`), or a
-/// union of one list and `null`.
-fn list_items<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node> {
+/// The items of a list: `type: array` (or 3.1's `[array, "null"]`) with no
+/// union beside it, or a union of one list and `null`.
+fn list_items<'a>(workspace: &'a Workspace, schema: &'a Node, depth: usize) -> Option<&'a Node> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    let branches = ["oneOf", "anyOf"]
+        .iter()
+        .find_map(|keyword| schema.get(keyword).and_then(Node::as_seq));
     let is_list = match schema.get("type") {
         Some(kind) => match kind.as_str() {
             Some(kind) => kind == "array",
@@ -172,15 +190,16 @@ fn list_items<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node
         None => false,
     };
     if is_list {
-        return unwrapped(workspace, schema.get("items")?);
+        return match branches {
+            Some(_) => None,
+            None => unwrapped(workspace, schema.get("items")?),
+        };
     }
-    let branches = ["oneOf", "anyOf"]
-        .iter()
-        .find_map(|keyword| schema.get(keyword).and_then(Node::as_seq))?;
+    let branches = branches?;
     let mut lists = branches
         .iter()
         .filter_map(|branch| unwrapped(workspace, branch))
-        .filter(|branch| !is_null(branch));
+        .filter(|branch| !is_null_schema(branch));
     let list = lists.next()?;
     if lists.next().is_some()
         || branches
@@ -189,12 +208,15 @@ fn list_items<'a>(workspace: &'a Workspace, schema: &'a Node) -> Option<&'a Node
     {
         return None;
     }
-    list_items(workspace, list)
+    list_items(workspace, list, depth + 1)
 }
 
-/// `{type: "null"}`.
-fn is_null(schema: &Node) -> bool {
-    schema.get("type").and_then(Node::as_str) == Some("null")
+/// An object's keywords: what no flat form holds.
+fn nests(schema: &Node) -> bool {
+    ["properties", "additionalProperties", "patternProperties"]
+        .iter()
+        .any(|keyword| schema.get(keyword).is_some())
+        || schema.get("type").and_then(Node::as_str) == Some("object")
 }
 
 /// A schema whose values are each one text in a form: a string, number,
@@ -218,6 +240,9 @@ fn is_scalar(workspace: &Workspace, schema: &Node, depth: usize) -> bool {
         .any(|keyword| schema.get(keyword).is_some())
     {
         return false;
+    }
+    if is_null_schema(schema) {
+        return true;
     }
     let scalar = |kind: Option<&str>| {
         matches!(
@@ -261,7 +286,8 @@ mod tests {
     fn layout(media: &str) -> FormLayout {
         let spec = format!(
             "openapi: 3.1.0\ninfo: {{title: t, version: '1'}}\n\
-             components: {{schemas: {{Event: {{type: string, enum: [ringing, answered]}}}}}}\n\
+             components: {{schemas: {{Event: {{type: string, enum: [ringing, answered]}}, \
+             Loop: {{anyOf: [{{$ref: '#/components/schemas/Loop'}}, {{type: 'null'}}]}}}}}}\n\
              paths: {{/calls: {{post: {{requestBody: {{content: \
              {{application/x-www-form-urlencoded: {media}}}}}, responses: {{'200': {{description: ok}}}}}}}}}}\n"
         );
@@ -385,6 +411,47 @@ mod tests {
         assert_eq!(
             layout.by_content_type,
             [("meta".to_string(), "application/json".to_string())]
+        );
+    }
+
+    #[test]
+    fn what_the_types_do_not_take_for_a_list_is_not_flat_and_says_why() {
+        // A constraint beside the lone `allOf` makes the wrapper a part of
+        // its own: not the list it wraps.
+        let constrained = layout(
+            "{schema: {type: object, properties: {tags: {type: array, items: {type: string}}, \
+             ids: {allOf: [{type: array, items: {type: integer}}], maxItems: 5}}}}",
+        );
+        assert!(!constrained.repeats_keys);
+        assert_eq!(
+            constrained.not_flat.as_deref(),
+            Some("`ids` is neither a text nor a list of texts")
+        );
+        let lists_of_lists = layout(
+            "{schema: {type: object, properties: {grid: {type: array, items: \
+             {type: array, items: {type: integer}}}}}}",
+        );
+        assert_eq!(
+            lists_of_lists.not_flat.as_deref(),
+            Some("`grid` is a list of lists or objects")
+        );
+        let combined = layout("{schema: {oneOf: [{type: object}, {type: object}]}}");
+        assert_eq!(
+            combined.not_flat.as_deref(),
+            Some("its schema is a `oneOf`")
+        );
+        // A union that names itself ends, unread.
+        let spec_cycle =
+            "{schema: {type: object, properties: {loop: {$ref: '#/components/schemas/Loop'}}}}";
+        assert!(!layout(spec_cycle).repeats_keys);
+        // `text/plain` with parameters is form text still.
+        assert!(
+            layout(
+                "{schema: {type: object, properties: {note: {type: string}}}, \
+                 encoding: {note: {contentType: 'text/plain; charset=utf-8'}}}"
+            )
+            .by_content_type
+            .is_empty()
         );
     }
 }
