@@ -73,6 +73,7 @@ pub fn lint(workspace: &Workspace, options: &LintOptions) -> DocumentLint {
             rules_off: &rules_off,
             out: &mut diagnostics,
             fix_defaults: &options.fix_defaults,
+            memo: None,
         };
         if let Some(check) = rule.check.document() {
             check(

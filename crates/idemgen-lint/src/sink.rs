@@ -18,6 +18,8 @@ pub struct Sink<'a> {
     pub(super) out: &'a mut Vec<Diagnostic>,
     /// What unsafe fixes write into a new document-level block.
     pub(super) fix_defaults: &'a crate::fix::FixDefaults,
+    /// What the rule worked out once for the document ([`Sink::once`]).
+    pub(super) memo: Option<Box<dyn std::any::Any>>,
 }
 
 impl<'a> Sink<'a> {
@@ -29,6 +31,19 @@ impl<'a> Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// `compute`'s value, worked out at the rule's first call for this
+    /// document and kept for its others: what a rule reads of the whole
+    /// document (every other operation, say) then costs one pass, not one
+    /// per operation. A rule keeps one such value.
+    pub fn once<T: Clone + 'static>(&mut self, compute: impl FnOnce() -> T) -> T {
+        if let Some(value) = self.memo.as_ref().and_then(|memo| memo.downcast_ref::<T>()) {
+            return value.clone();
+        }
+        let value = compute();
+        self.memo = Some(Box::new(value.clone()));
+        value
+    }
+
     /// Whether the rule `id` runs in this lint (it is not turned off), so a
     /// general rule can leave an operation to a more specific one.
     pub fn rule_runs(&self, id: &str) -> bool {

@@ -124,7 +124,8 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
         Some(id) => format!("{id} ({} {})", operation.method, operation.path),
         None => format!("{} {}", operation.method, operation.path),
     };
-    let api_key = api_key_elsewhere(context);
+    let keys = sink.once(|| std::sync::Arc::new(api_keys(context.workspace)));
+    let api_key = api_key_elsewhere(&keys, context);
     let fix = match api_key {
         Some(_) => None,
         None => contract_with_new_key(context, sink.fix_defaults()),
@@ -150,38 +151,48 @@ fn check(context: &OperationContext<'_>, sink: &mut Sink<'_>) {
 /// The key another operation of the document takes, when it is not an
 /// `Idempotency-Key` header (PayPal's `PayPal-Request-Id`, Square's
 /// `idempotency_key` body field): the API's own mechanism, beside which
-/// the fix must not add a second one. Parameters and top-level body
-/// fields only, so that a large spec with no key at all stays quick.
-fn api_key_elsewhere(context: &OperationContext<'_>) -> Option<String> {
+/// the fix must not add a second one. The first other operation, in the
+/// document's order, that takes a key decides.
+fn api_key_elsewhere(keys: &[(String, String)], context: &OperationContext<'_>) -> Option<String> {
+    keys.iter()
+        .find(|(pointer, _)| *pointer != context.operation.pointer)
+        .map(|(_, what)| what.clone())
+        .filter(|what| !what.eq_ignore_ascii_case("header parameter `Idempotency-Key`"))
+}
+
+/// Every operation's key, in the document's order, by its pointer: read
+/// once per document, from parameters and top-level body fields only, so
+/// that a large spec stays quick.
+fn api_keys(workspace: &idemgen_spec::Workspace) -> Vec<(String, String)> {
     let absent = ContractState::Absent;
-    idemgen_spec::operations::operations(context.workspace)
+    idemgen_spec::operations::operations(workspace)
         .iter()
-        .filter(|other| other.pointer != context.operation.pointer)
-        .find_map(|other| {
-            let other = OperationContext {
-                workspace: context.workspace,
-                operation: other,
+        .filter_map(|operation| {
+            let context = OperationContext {
+                workspace,
+                operation,
                 state: &absent,
                 contract_errors: &[],
             };
-            let parameter = other.parameters().into_iter().find_map(|parameter| {
+            let parameter = context.parameters().into_iter().find_map(|parameter| {
                 let name = parameter.get("name").and_then(Node::as_str)?;
                 let location = parameter.get("in").and_then(Node::as_str)?;
                 undeclared_key_header::looks_like_key(name, parameter)
                     .then(|| format!("{location} parameter `{name}`"))
             });
             let field = || {
-                let schema = other.request_schema()?;
-                let properties = other.workspace.deref(schema.get("properties")?)?;
+                let schema = context.request_schema()?;
+                let properties = context.workspace.deref(schema.get("properties")?)?;
                 properties
                     .as_map()?
                     .iter()
                     .find(|entry| undeclared_key_header::looks_like_key(&entry.key, &entry.value))
                     .map(|entry| format!("request-body field `{}`", entry.key))
             };
-            parameter.or_else(field)
+            let what = parameter.or_else(field)?;
+            Some((operation.pointer.clone(), what))
         })
-        .filter(|what| !what.eq_ignore_ascii_case("header parameter `Idempotency-Key`"))
+        .collect()
 }
 
 /// `missing-idempotency` → an `Idempotency-Key` header and an
