@@ -19,7 +19,7 @@ pub struct Sink<'a> {
     /// What unsafe fixes write into a new document-level block.
     pub(super) fix_defaults: &'a crate::fix::FixDefaults,
     /// What the rule worked out once for the document ([`Sink::once`]).
-    pub(super) memo: Option<Box<dyn std::any::Any>>,
+    pub(super) memo: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl<'a> Sink<'a> {
@@ -31,13 +31,23 @@ impl<'a> Sink<'a> {
 }
 
 impl Sink<'_> {
-    /// `compute`'s value, worked out at the rule's first call for this
-    /// document and kept for its others: what a rule reads of the whole
-    /// document (every other operation, say) then costs one pass, not one
-    /// per operation. A rule keeps one such value.
-    pub fn once<T: Clone + 'static>(&mut self, compute: impl FnOnce() -> T) -> T {
-        if let Some(value) = self.memo.as_ref().and_then(|memo| memo.downcast_ref::<T>()) {
-            return value.clone();
+    /// `compute`'s value, worked out at the rule's first call of `once`
+    /// for this document and kept for its others: what a rule reads of
+    /// the whole document (every other operation, say) then costs one
+    /// pass, not one per operation. A rule keeps one such value, of one
+    /// type: asking for another type is a bug in the rule (it panics in a
+    /// debug build).
+    pub fn once<T: Clone + Send + Sync + 'static>(&mut self, compute: impl FnOnce() -> T) -> T {
+        if let Some(memo) = &self.memo {
+            let kept = memo.downcast_ref::<T>();
+            debug_assert!(
+                kept.is_some(),
+                "rule {} keeps two kinds of value",
+                self.rule
+            );
+            if let Some(value) = kept {
+                return value.clone();
+            }
         }
         let value = compute();
         self.memo = Some(Box::new(value.clone()));
