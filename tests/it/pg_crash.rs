@@ -256,8 +256,12 @@ fn crash_mid_burst(cluster: &Cluster, binary: &Path, claim: &str) {
         assert_eq!(
             answer.status,
             200,
-            "payment {payment} (acknowledged before: {}) retried after the restart: {answer:?}",
-            acknowledged.contains(&payment)
+            "payment {payment} (acknowledged before: {}) retried after the restart: {answer:?}; \
+             its answers during the burst (status, replayed, before the stop): {:?}; its record \
+             now: {}",
+            acknowledged.contains(&payment),
+            seen.get(&payment),
+            db.record_of(&keys[payment]),
         );
         if acknowledged.binary_search(&payment).is_ok() {
             assert!(

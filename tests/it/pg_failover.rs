@@ -419,10 +419,15 @@ fn round(binary: &std::path::Path, fault: Fault, claim_mode: Claim) -> Figures {
             Some(body) if answer.status != 200 || !answer.replayed || answer.body != *body => {
                 violations.push(format!(
                     "payment {payment}, answered 200 during the burst, was answered {} (replayed: \
-                     {}) after it: {}",
+                     {}) after it: {}; its answers during the burst: {:?}; its record now: {}",
                     answer.status,
                     answer.replayed,
-                    String::from_utf8_lossy(&answer.body)
+                    String::from_utf8_lossy(&answer.body),
+                    answers
+                        .iter()
+                        .map(|seen| (seen.status, seen.sent, seen.answered))
+                        .collect::<Vec<_>>(),
+                    db.record_of(&keys[payment]),
                 ))
             }
             Some(_) => {}

@@ -89,6 +89,16 @@ impl Database {
     }
 
     /// Runs `sql` against the run's database; its output, trimmed.
+    /// The record of `key` as the database holds it, one line, for a
+    /// violation's message: what a retry found.
+    pub fn record_of(&self, key: &str) -> String {
+        self.query(&format!(
+            "SELECT status, claim_token, response_status, created_at, updated_at, \
+             lease_expires_at, expires_at FROM idempotent_record WHERE idem_key = '{key}'"
+        ))
+        .replace('\n', "; ")
+    }
+
     pub fn query(&self, sql: &str) -> String {
         let mut command = self.client(Some(&self.name));
         match self.dialect {
