@@ -393,9 +393,11 @@ fn round(binary: &std::path::Path, fault: Fault, claim_mode: Claim) -> Figures {
             }
         };
         // A copy still unanswered a window after the payment's first send
-        // found its key new and ran again (after its window a key may run
-        // again, which is not what is tested; paying twice is, above): the
-        // business refusal it met ("already paid") is the key's answer now.
+        // may have found its key new and run again (after its window a key
+        // may run again, which is not what is tested; paying twice is,
+        // above): the business refusal it met ("already paid") is the key's
+        // answer now. Copies are sent together, so it is when a copy was
+        // answered that tells, not when it was sent.
         let answers = &seen[&payment];
         let first_sent = answers
             .iter()
@@ -405,7 +407,7 @@ fn round(binary: &std::path::Path, fault: Fault, claim_mode: Claim) -> Figures {
         let ran_after_its_window = answers.iter().any(|seen| {
             (400..500).contains(&seen.status)
                 && seen.status != 429
-                && seen.sent >= first_sent + WINDOW
+                && seen.answered >= first_sent + WINDOW
         });
         if ran_after_its_window {
             eprintln!(
