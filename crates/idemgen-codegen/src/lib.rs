@@ -320,21 +320,10 @@ fn serve_operations(
             }
         }
         if let Some(body) = &operation_types.request_body {
-            for joined in &body.form_layout.joined {
-                let name = &joined.name;
-                warnings.push(format!(
-                    "{display}: form field `{name}` is declared joined in one text ({}), which \
-                     the service does not split: the text is one item (send it as \
-                     `{name}=a&{name}=b`)",
-                    joined.declared
-                ));
-            }
-            for (name, content_type) in &body.form_layout.by_content_type {
-                warnings.push(format!(
-                    "{display}: form field `{name}` is declared sent as `{content_type}` (its \
-                     `encoding` names only a `contentType`); the service reads it as form text"
-                ));
-            }
+            warnings.extend(
+                body.form_layout
+                    .warnings(&display, types::FormSide::Service),
+            );
         }
         let required = idemgen_spec::security::of_operation(workspace, operation)?;
         check_principal_scope(&display, analysed, &required)?;

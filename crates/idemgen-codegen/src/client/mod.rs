@@ -73,7 +73,7 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
             context::ClientContract::new(contract, schedule.as_ref())
         });
         if let Some(body) = &operation_types.request_body {
-            warnings.extend(sent_form_layout(&display, &body.form_layout));
+            warnings.extend(body.form_layout.warnings(&display, types::FormSide::Client));
         }
         let (params, body, response) = context::typed(operation_types, contract.as_ref());
         let mut heading = vec![format!("{display}: {method} {}", operation.path)];
@@ -157,35 +157,4 @@ pub fn plan(workspace: &Workspace, options: &Options) -> Result<ClientCrate, Str
         owner: Owner::Idemgen,
     });
     Ok(ClientCrate { files, warnings })
-}
-
-/// What the client sends otherwise than a form's `encoding` declares.
-fn sent_form_layout(display: &str, layout: &types::FormLayout) -> Vec<String> {
-    let joined = layout.joined.iter().map(|joined| {
-        let name = &joined.name;
-        let sent = if layout.repeats_keys {
-            format!("as its key repeated (`{name}=a&{name}=b`)")
-        } else {
-            format!("in brackets (`{name}[0]=a&{name}[1]=b`)")
-        };
-        format!(
-            "{display}: form field `{name}` is declared joined in one text ({}); the client \
-             sends it {sent}",
-            joined.declared
-        )
-    });
-    let why = layout.not_flat.as_deref().unwrap_or_default();
-    let bracketed = layout.bracketed.iter().map(|name| {
-        format!(
-            "{display}: form field `{name}` is sent in brackets (`{name}[0]=a`), not as its key \
-             repeated as declared: the form is laid out one way, and {why}"
-        )
-    });
-    let by_content_type = layout.by_content_type.iter().map(|(name, content_type)| {
-        format!(
-            "{display}: form field `{name}` is declared sent as `{content_type}` (its `encoding` \
-             names only a `contentType`); the client sends it as form text"
-        )
-    });
-    joined.chain(bracketed).chain(by_content_type).collect()
 }

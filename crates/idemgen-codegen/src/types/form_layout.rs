@@ -51,6 +51,65 @@ pub struct Joined {
     pub declared: String,
 }
 
+/// Which generated side a form's warnings are for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormSide {
+    /// The service, which reads the form.
+    Service,
+    /// The client, which writes it.
+    Client,
+}
+
+impl FormLayout {
+    /// What `side` reads or writes otherwise than the form's `encoding`
+    /// declares, one `gen` warning each, prefixed with the operation's
+    /// `display` name.
+    pub fn warnings(&self, display: &str, side: FormSide) -> Vec<String> {
+        let joined = self.joined.iter().map(|joined| {
+            let name = &joined.name;
+            let what = match side {
+                FormSide::Service => format!(
+                    ", which the service does not split: the text is one item (send it as \
+                     `{name}=a&{name}=b`)"
+                ),
+                FormSide::Client if self.repeats_keys => {
+                    format!("; the client sends it as its key repeated (`{name}=a&{name}=b`)")
+                }
+                FormSide::Client => {
+                    format!("; the client sends it in brackets (`{name}[0]=a&{name}[1]=b`)")
+                }
+            };
+            format!(
+                "{display}: form field `{name}` is declared joined in one text ({}){what}",
+                joined.declared
+            )
+        });
+        let why = self.not_flat.as_deref().unwrap_or_default();
+        // The service reads both layouts: only the client sends brackets.
+        let bracketed = self
+            .bracketed
+            .iter()
+            .filter(|_| side == FormSide::Client)
+            .map(|name| {
+                format!(
+                    "{display}: form field `{name}` is sent in brackets (`{name}[0]=a`), not as \
+                     its key repeated as declared: the form is laid out one way, and {why}"
+                )
+            });
+        let as_text = match side {
+            FormSide::Service => "the service reads it as form text",
+            FormSide::Client => "the client sends it as form text",
+        };
+        let by_content_type = self.by_content_type.iter().map(|(name, content_type)| {
+            format!(
+                "{display}: form field `{name}` is declared sent as `{content_type}` (its \
+                 `encoding` names only a `contentType`); {as_text}"
+            )
+        });
+        joined.chain(bracketed).chain(by_content_type).collect()
+    }
+}
+
 /// The layout of a form body of `schema`, with `media`'s `encoding`.
 pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
     let mut layout = FormLayout::default();

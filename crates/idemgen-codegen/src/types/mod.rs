@@ -90,7 +90,7 @@ use idemgen_spec::Workspace;
 use idemgen_spec::operations::{Operation, OperationKind, operations};
 
 pub(crate) use convert::{is_null_schema, is_nullable, reference_name};
-pub use form_layout::FormLayout;
+pub use form_layout::{FormLayout, FormSide};
 use model::TypeDef;
 pub(crate) use operation::{is_json, media_choices, media_essence};
 
