@@ -45,6 +45,7 @@ use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
 use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
+use crate::input::JoinedList;
 use crate::fingerprint::fingerprint_of;
 use crate::key;
 use crate::metrics::{
@@ -103,6 +104,9 @@ pub struct Operation {
     pub counters: Counters,
     /// Its latencies, refusals, lost races and answers (`GET /metrics`).
     pub metrics: OperationMetrics,
+    /// The lists of its form body declared joined in one text
+    /// ([`Operation::joined_form_lists`]).
+    pub form_lists: &'static [JoinedList],
     key_regex: OnceLock<Regex>,
 }
 
@@ -131,6 +135,7 @@ impl Operation {
             security: Security::OPEN,
             counters: Counters::new(),
             metrics: OperationMetrics::new(),
+            form_lists: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -145,6 +150,7 @@ impl Operation {
             security: Security::OPEN,
             counters: Counters::new(),
             metrics: OperationMetrics::new(),
+            form_lists: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -156,6 +162,15 @@ impl Operation {
     /// claims nothing.
     pub const fn secured(mut self, security: Security) -> Operation {
         self.security = security;
+        self
+    }
+
+    /// This endpoint, its form body's `lists` declared joined in one text
+    /// (`tags=a,b`): read with [`Request::joined_form_checked_as`], and
+    /// split so for the fingerprint too, so that `tags=a,b` and
+    /// `tags=a&tags=b` are one request, as they are one list.
+    pub const fn joined_form_lists(mut self, lists: &'static [JoinedList]) -> Operation {
+        self.form_lists = lists;
         self
     }
 }
@@ -1811,7 +1826,8 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             problem(ProblemKind::InvalidScope, 400, &why),
         )
     })?;
-    let fingerprint = fingerprint_of(contract, &operation.security, request).map_err(|error| {
+    let fingerprint = fingerprint_of(contract, &operation.security, operation.form_lists, request)
+        .map_err(|error| {
         refuse(
             operation,
             RefusalReason::SchemaInvalid,

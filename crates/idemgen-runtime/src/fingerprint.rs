@@ -5,6 +5,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical_json::{self, CanonicalJsonError, Reason};
 use crate::contract::{Contract, Fingerprint, Source};
+use crate::input::JoinedList;
 use crate::reply::Request;
 use crate::security::Security;
 
@@ -36,6 +37,7 @@ impl LeftOut<'_> {
 pub(crate) fn fingerprint_of(
     contract: &Contract,
     security: &Security,
+    form_lists: &[JoinedList],
     request: &Request,
 ) -> Result<String, CanonicalJsonError> {
     let query: Vec<&str> = security.query_credentials().collect();
@@ -55,6 +57,7 @@ pub(crate) fn fingerprint_of(
             query: &query,
             headers: &headers,
         },
+        form_lists,
     )
 }
 
@@ -80,11 +83,12 @@ pub(crate) fn fingerprint_of(
 /// What `left_out` names (API keys sent in the query or a header,
 /// `Authorization`, the key's own header) is left out: a credential is
 /// never hashed into a record, and a rotated key does not turn a retry
-/// into a conflict.
+/// into a conflict. A form's `form_lists` are split as they are read.
 pub(crate) fn fingerprint_without(
     include: &Fingerprint,
     request: &Request,
     left_out: &LeftOut<'_>,
+    form_lists: &[JoinedList],
 ) -> Result<String, CanonicalJsonError> {
     let mut hasher = Sha256::new();
     if include.method {
@@ -138,7 +142,7 @@ pub(crate) fn fingerprint_without(
         let form = if !include.canonical_json {
             None
         } else if crate::input::is_form(&request.headers) {
-            crate::input::canonical_form(&request.body)
+            crate::input::canonical_form(&request.body, form_lists)
         } else if crate::multipart::is_multipart(&request.headers) {
             crate::multipart::canonical_multipart(&request.headers, &request.body)
         } else {
@@ -231,7 +235,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     /// Fingerprints with nothing to leave out.
     fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
-        fingerprint_without(include, request, &LeftOut::default())
+        fingerprint_without(include, request, &LeftOut::default(), &[])
     }
 
     use super::*;
@@ -342,14 +346,14 @@ mod tests {
                 ("page".to_string(), "1".to_string()),
                 ("api_key".to_string(), key.to_string()),
             ];
-            fingerprint_without(&include, &request, &api_key).unwrap()
+            fingerprint_without(&include, &request, &api_key, &[]).unwrap()
         };
         assert_eq!(with_key("old-secret"), with_key("new-secret"));
         let mut other_page = request("POST", "/pay", "{}");
         other_page.query_pairs = vec![("page".to_string(), "2".to_string())];
         assert_ne!(
             with_key("old-secret"),
-            fingerprint_without(&include, &other_page, &api_key).unwrap()
+            fingerprint_without(&include, &other_page, &api_key, &[]).unwrap()
         );
     }
 
@@ -443,7 +447,7 @@ mod tests {
                 ("content-type", accept),
                 ("x-currency", "EUR"),
             ]);
-            fingerprint_without(&include, &sent, &left_out).unwrap()
+            fingerprint_without(&include, &sent, &left_out, &[]).unwrap()
         };
         let first = print_sent("pay:1", "Bearer old", "old", "application/json");
         assert_eq!(first, print_sent("pay:2", "Bearer new", "new", "*/*"));
@@ -461,7 +465,7 @@ mod tests {
             ..Fingerprint::DEFAULT
         };
         assert_eq!(
-            fingerprint_without(&nothing, &with_headers(&[("authorization", "t")]), &left_out)
+            fingerprint_without(&nothing, &with_headers(&[("authorization", "t")]), &left_out, &[])
                 .unwrap(),
             print(&Fingerprint::DEFAULT, &with_headers(&[]))
         );
@@ -505,7 +509,7 @@ mod tests {
                 ("idempotency-key", key),
                 ("x-currency", currency),
             ]);
-            fingerprint_of(&contract, &SECURITY, &sent).unwrap()
+            fingerprint_of(&contract, &SECURITY, &[], &sent).unwrap()
         };
         let first = print_sent("s1", "sid=a", "pay:1", "EUR");
         assert_eq!(first, print_sent("s2", "sid=b", "pay:2", "EUR"));
@@ -515,12 +519,14 @@ mod tests {
             fingerprint_of(
                 &contract,
                 &Security::OPEN,
+                &[],
                 &with_headers(&[("x-signature", "s1"), ("x-currency", "EUR")])
             )
             .unwrap(),
             fingerprint_of(
                 &contract,
                 &Security::OPEN,
+                &[],
                 &with_headers(&[("x-signature", "s2"), ("x-currency", "EUR")])
             )
             .unwrap()

@@ -493,14 +493,88 @@ pub(crate) fn is_form(headers: &axum::http::HeaderMap) -> bool {
 }
 
 /// A form body as the fingerprint hashes it: the tree [`Request::form_as`]
-/// reads, as canonical JSON. Names and nesting are decoded and the order
-/// of distinct fields and of array indexes is left out (`a=1&b=2` is
-/// `b=2&a=1`, `x%5Bk%5D=v` is `x[k]=v`); `[]` lists keep their order and
-/// values are the decoded text (`01` is not `1`). `None`: not a form this
-/// reader takes, hashed as sent (and refused by `form_as`).
-pub(crate) fn canonical_form(body: &[u8]) -> Option<Vec<u8>> {
-    let tree: Value = FORM.deserialize_bytes(body).ok()?;
+/// reads, as canonical JSON, the lists of `joined` split as
+/// [`Request::joined_form_checked_as`] splits them. Names and nesting are
+/// decoded and the order of distinct fields and of array indexes is left
+/// out (`a=1&b=2` is `b=2&a=1`, `x%5Bk%5D=v` is `x[k]=v`); `[]` lists keep
+/// their order and values are the decoded text (`01` is not `1`). `None`:
+/// not a form this reader takes, hashed as sent (and refused by
+/// `form_as`).
+pub(crate) fn canonical_form(body: &[u8], joined: &[JoinedList]) -> Option<Vec<u8>> {
+    let tree: Value = FORM.deserialize_bytes(&split_joined(body, joined)).ok()?;
     crate::canonical_json::canonicalize(&serde_json::to_vec(&tree).ok()?).ok()
+}
+
+/// A list property of a form body declared joined in one text: OpenAPI's
+/// `explode: false` (`tags=a,b`), `spaceDelimited` (`tags=a%20b`) or
+/// `pipeDelimited` (`tags=a|b`). The generated service names them with
+/// [`crate::Operation::joined_form_lists`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JoinedList {
+    /// The property's name in the form.
+    pub name: &'static str,
+    /// What separates its items once the text is decoded: `,`, ` ` or `|`.
+    pub delimiter: char,
+}
+
+/// `body` with the text of each list of `joined` split into its items,
+/// each sent as the list's key repeated (`tags=a,b` is `tags=a&tags=b`),
+/// the layout the form reader takes for a list. The split is made on the
+/// decoded text, as a query parameter's is, so `tags=a%2Cb` is two items
+/// too: a joined list has no way to send an item holding its delimiter.
+/// An empty text is left as sent (as in the repeated layout, it cannot say
+/// whether it is no item or one empty one), and so is a value that is not
+/// UTF-8 once decoded, for the reader to refuse.
+fn split_joined<'a>(body: &'a [u8], joined: &[JoinedList]) -> std::borrow::Cow<'a, [u8]> {
+    use std::borrow::Cow;
+    let list_of = |raw_name: &[u8]| {
+        let name = form_text(raw_name)?;
+        joined.iter().find(|list| list.name == name)
+    };
+    let mut pairs = body.split(|byte| *byte == b'&');
+    if joined.is_empty() || !pairs.any(|pair| list_of(pair_name(pair)).is_some()) {
+        return Cow::Borrowed(body);
+    }
+    let mut split = Vec::with_capacity(body.len() + 16);
+    for pair in body.split(|byte| *byte == b'&') {
+        let raw_name = pair_name(pair);
+        let items = list_of(raw_name).and_then(|list| {
+            let text = form_text(pair.get(raw_name.len() + 1..)?)?;
+            (!text.is_empty()).then(|| (list.delimiter, text))
+        });
+        let start = split.len();
+        match items {
+            Some((delimiter, text)) => {
+                for item in text.split(delimiter) {
+                    if split.len() > start {
+                        split.push(b'&');
+                    }
+                    split.extend_from_slice(raw_name);
+                    split.push(b'=');
+                    split.extend(form_urlencoded::byte_serialize(item.as_bytes()).flat_map(str::bytes));
+                }
+            }
+            None => split.extend_from_slice(pair),
+        }
+        split.push(b'&');
+    }
+    split.pop();
+    Cow::Owned(split)
+}
+
+/// The name of a raw `name=value` pair, still encoded.
+fn pair_name(pair: &[u8]) -> &[u8] {
+    let end = pair.iter().position(|byte| *byte == b'=').unwrap_or(pair.len());
+    &pair[..end]
+}
+
+/// Encoded form text decoded (`+` is a space); `None` when it is not UTF-8.
+fn form_text(raw: &[u8]) -> Option<String> {
+    let spaced: Vec<u8> = raw
+        .iter()
+        .map(|byte| if *byte == b'+' { b' ' } else { *byte })
+        .collect();
+    String::from_utf8(percent_encoding::percent_decode(&spaced).collect()).ok()
 }
 
 impl Request {
@@ -537,7 +611,7 @@ impl Request {
     /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
-        self.form_read(|why| Reply::invalid_body("form", why))
+        self.form_read(&[], |why| Reply::invalid_body("form", why))
     }
 
     /// [`Request::form_as`] answering as a JSON body is answered
@@ -578,8 +652,45 @@ impl Request {
         mismatch: u16,
         constraints: &[crate::Constraint],
     ) -> Result<T, Reply> {
+        self.joined_form_checked_as(mismatch, constraints, &[])
+    }
+
+    /// [`Request::form_checked_as`] for a form with lists declared joined
+    /// in one text (`explode: false`, `spaceDelimited`, `pipeDelimited`):
+    /// each text of such a list is split at its delimiter (`tags=a,b` is
+    /// the list `a`, `b`, as `tags=a&tags=b` is). The operation names the
+    /// same lists ([`crate::Operation::joined_form_lists`]), so that the
+    /// fingerprint sees the lists this reads.
+    ///
+    /// ```
+    /// use idemgen_runtime::{JoinedList, Request};
+    ///
+    /// #[derive(serde::Deserialize, serde::Serialize)]
+    /// struct Tagged {
+    ///     tags: Vec<String>,
+    ///     codes: Vec<u32>,
+    /// }
+    /// const JOINED: &[JoinedList] = &[
+    ///     JoinedList { name: "tags", delimiter: ',' },
+    ///     JoinedList { name: "codes", delimiter: '|' },
+    /// ];
+    /// let request = Request {
+    ///     body: "tags=a,b%20c&codes=1|2".into(),
+    ///     ..Request::new(axum::http::Method::POST, "/tag")
+    /// };
+    /// let tagged: Tagged = request.joined_form_checked_as(422, &[], JOINED).unwrap();
+    /// assert_eq!((tagged.tags, tagged.codes), (vec!["a".into(), "b c".into()], vec![1, 2]));
+    /// ```
+    pub fn joined_form_checked_as<T: DeserializeOwned + serde::Serialize>(
+        &self,
+        mismatch: u16,
+        constraints: &[crate::Constraint],
+        joined: &[JoinedList],
+    ) -> Result<T, Reply> {
         let unfit = Reply::schema_mismatch(mismatch);
-        let body: T = self.form_read(|why| unfit(format!("the form body does not fit its schema: {why}")))?;
+        let body: T = self.form_read(joined, |why| {
+            unfit(format!("the form body does not fit its schema: {why}"))
+        })?;
         if !constraints.is_empty() {
             // Through JSON text, not `to_value`: an `f32` is written as its
             // own shortest decimal (`0.1`), where a value would widen it to
@@ -593,8 +704,13 @@ impl Request {
         Ok(body)
     }
 
-    /// The form body as `T`; `misfit` answers a body that does not fit.
-    fn form_read<T: DeserializeOwned>(&self, misfit: impl Fn(String) -> Reply) -> Result<T, Reply> {
+    /// The form body as `T`, the lists of `joined` split; `misfit`
+    /// answers a body that does not fit.
+    fn form_read<T: DeserializeOwned>(
+        &self,
+        joined: &[JoinedList],
+        misfit: impl Fn(String) -> Reply,
+    ) -> Result<T, Reply> {
         let declared = self.headers.contains_key(axum::http::header::CONTENT_TYPE);
         let coded = content_coded(&self.headers);
         if let Some(why) = coded.or_else(|| {
@@ -608,7 +724,8 @@ impl Request {
                 &format!("{why}; send it as `application/x-www-form-urlencoded`"),
             ));
         }
-        let reader = serde_qs::Deserializer::with_config(FORM, &self.body)
+        let body = split_joined(&self.body, joined);
+        let reader = serde_qs::Deserializer::with_config(FORM, &body)
             .map_err(|error| Reply::invalid_body("form", error))?;
         serde_path_to_error::deserialize(reader).map_err(|error| {
             match error.path().to_string().as_str() {
@@ -900,7 +1017,7 @@ pub(crate) fn content_coded(headers: &axum::http::HeaderMap) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     fn request() -> Request {
         Request::new(axum::http::Method::GET, "/items")
@@ -1339,8 +1456,66 @@ mod tests {
     }
 
     #[test]
+    fn joined_form_lists_are_split_at_their_delimiter_as_read() {
+        #[derive(Deserialize, Serialize, Debug, PartialEq)]
+        struct Tagged {
+            tags: Vec<String>,
+            codes: Option<Vec<i64>>,
+            words: Option<Vec<String>>,
+            note: Option<String>,
+        }
+        const JOINED: &[JoinedList] = &[
+            JoinedList { name: "tags", delimiter: ',' },
+            JoinedList { name: "codes", delimiter: '|' },
+            JoinedList { name: "words", delimiter: ' ' },
+        ];
+        let read = |body: &str| {
+            Request {
+                body: body.to_string().into(),
+                ..Request::new(axum::http::Method::POST, "/tag")
+            }
+            .joined_form_checked_as::<Tagged>(422, &[], JOINED)
+        };
+        let tagged = read("tags=a,b&codes=1%7C-2&words=x+y%20z&note=c,d").unwrap();
+        assert_eq!(tagged.tags, ["a", "b"]);
+        assert_eq!(tagged.codes, Some(vec![1, -2]));
+        assert_eq!(tagged.words, Some(vec!["x".into(), "y".into(), "z".into()]));
+        // A field not declared joined keeps its text.
+        assert_eq!(tagged.note.as_deref(), Some("c,d"));
+        // Split on the decoded text, as a query parameter is; one item;
+        // the key repeated is the same list; an item that breaks its type
+        // is named.
+        assert_eq!(read("tags=a%2Cb").unwrap().tags, ["a", "b"]);
+        assert_eq!(read("tags=solo").unwrap().tags, ["solo"]);
+        assert_eq!(read("tags=a&tags=b,c").unwrap().tags, ["a", "b", "c"]);
+        assert_eq!(read("tags=a,,b").unwrap().tags, ["a", "", "b"]);
+        let unfit = read("tags=a&codes=1|x").err().unwrap();
+        assert_eq!(unfit.status.as_u16(), 422);
+        assert!(detail(unfit).contains("codes"));
+        // Not UTF-8 once decoded: left for the reader, which refuses it.
+        assert!(read("tags=%FF,a").is_err());
+        // Without the lists named, the text is one item.
+        let whole = Request {
+            body: "tags=a,b".into(),
+            ..Request::new(axum::http::Method::POST, "/tag")
+        };
+        assert_eq!(whole.form_checked_as::<Tagged>(422, &[]).unwrap().tags, ["a,b"]);
+        // Fingerprinted as read: joined and repeated are one request.
+        let tree = |body: &str| canonical_form(body.as_bytes(), JOINED).unwrap();
+        assert_eq!(tree("tags=a,b&note=n"), tree("note=n&tags=a&tags=b"));
+        assert_eq!(tree("codes=1|2"), tree("codes=1&codes=2"));
+        assert_ne!(tree("tags=a,b"), tree("tags=b,a"));
+        assert_ne!(tree("tags=a,b"), tree("tags=a%2Cb&note="));
+        assert_ne!(
+            canonical_form(b"tags=a,b", &[]).unwrap(),
+            tree("tags=a&tags=b"),
+            "without the lists named, the text is one item"
+        );
+    }
+
+    #[test]
     fn a_form_is_fingerprinted_as_read_not_as_spelled() {
-        let tree = |body: &str| canonical_form(body.as_bytes()).unwrap();
+        let tree = |body: &str| canonical_form(body.as_bytes(), &[]).unwrap();
         let first = tree("amount=5&metadata[k]=v&items[0][price]=a&items[1][price]=b");
         // Field order, index order, encoded brackets and `+` for a space.
         assert_eq!(

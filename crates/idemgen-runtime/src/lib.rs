@@ -136,7 +136,9 @@ engine! {
         Call, DEFAULT_COMMIT_TIMEOUT, GALERA_CLOCK_MARGIN, Idempotency, Operation, REPLAYED_HEADER,
         within_lease,
     };
-    pub use input::{Param, PathAffix, Properties, Scalar, Shape, Style, with_path_affixes};
+    pub use input::{
+        JoinedList, Param, PathAffix, Properties, Scalar, Shape, Style, with_path_affixes,
+    };
     pub use multipart::Part;
     pub use metrics::{Counter, Counters, OperationMetrics, RefusalReason, Rejection, Wait};
     pub use request_span::observe;
@@ -196,7 +198,7 @@ engine! {
             security: &Security,
             request: &Request,
         ) -> Result<String, String> {
-            crate::fingerprint::fingerprint_of(contract, security, request)
+            crate::fingerprint::fingerprint_of(contract, security, &[], request)
                 .map_err(|error| error.to_string())
         }
 
