@@ -886,6 +886,7 @@ fn every_generated_handlers_comments_match_its_code() {
                 ".body_as_or",
                 ".body_checked_as",
                 ".form_checked_as",
+                ".joined_form_checked_as",
                 ".multipart_checked_as",
             ] {
                 answered.extend(status_after(call));

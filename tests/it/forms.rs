@@ -59,8 +59,10 @@ fn the_generator_types_the_form_and_reads_each_style() {
     for expected in [
         // No 422 declared: a form that does not fit is a 400; with one, a
         // 422, keywords checked, as a JSON body is.
-        "letbody:models::CheckoutRequest=request.form_checked_as(400,&[])?;",
-        "letbody:models::PayByFormRequest=request.form_checked_as(422,PAY_BY_FORM_BODY)?;",
+        // Lists declared joined in one text (`coupons=a,b`, `codes=1|2`)
+        // split as the operation names them, for the fingerprint too.
+        "letbody:models::CheckoutRequest=request.joined_form_checked_as(400,&[],operations::CHECKOUT.form_lists)?;",
+        "letbody:models::PayByFormRequest=request.joined_form_checked_as(422,PAY_BY_FORM_BODY,operations::PAY_BY_FORM.form_lists)?;",
         r#"Constraint{at:"/amount",check:Check::Minimum("5"),},"#,
         r#"Constraint{at:"/tags/*",check:Check::MinLength(1),},"#,
         r#"Param::path("ids",Scalar::Integer).many(),"#,
@@ -83,6 +85,18 @@ fn the_generator_types_the_form_and_reads_each_style() {
         "letrequest=with_path_affixes(request,TOUCH_THING_PATH);",
     ] {
         assert!(flat.contains(expected), "{expected} in {routes}");
+    }
+    let operations = std::fs::read_to_string(server.join("src/operations.rs")).unwrap();
+    let operations: String = operations
+        .split_whitespace()
+        .collect::<String>()
+        .replace(",]", "]")
+        .replace(",)", ")");
+    for expected in [
+        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"coupons",delimiter:',',}]);"#,
+        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"codes",delimiter:'|',}]);"#,
+    ] {
+        assert!(operations.contains(expected), "{expected} in {operations}");
     }
     // A deepObject whose brackets could be either object is not read
     // from them, and the summary says so.
@@ -124,12 +138,21 @@ fn the_generator_types_the_form_and_reads_each_style() {
         ),
         "{lib}"
     );
+    // Either way, a list declared joined is joined.
+    for joined in [
+        r#".map(|form|retry::join_form_lists(&form,&[("coupons",',')]))"#,
+        r#".map(|form|retry::join_form_lists(&form,&[("codes",'|')]))"#,
+    ] {
+        assert!(lib.contains(joined), "{joined} in {lib}");
+    }
 }
 
 /// A form list that is not sent or read as its `encoding` declares is
-/// named when the service and the client are generated: one joined in one
-/// text (`explode: false`), one the client sends in brackets because its
-/// form also nests, and a property declared as JSON text.
+/// named when the service and the client are generated: one joined in a
+/// style forms do not have (`matrix`), one the client sends in brackets
+/// because its form also nests, and a property declared as JSON text; a
+/// list joined by commas (`explode: false`) is not, as both sides split
+/// and join it.
 #[test]
 fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -149,11 +172,13 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
                        type: object\n              \
                        properties:\n                \
                          tags: {type: array, items: {type: string}}\n                \
+                         odd: {type: array, items: {type: string}}\n                \
                          events: {type: array, items: {type: string}}\n                \
                          metadata: {type: object, additionalProperties: {type: string}}\n                \
                          note: {type: string}\n            \
                      encoding:\n              \
                        tags: {style: form, explode: false}\n              \
+                       odd: {style: matrix}\n              \
                        note: {contentType: application/json}\n      \
                responses:\n        \
                  '200': {description: ok}\n",
@@ -169,9 +194,9 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stderr.contains(
-            "warning: createCall: form field `tags` is declared joined in one text (`explode: \
-             false`: `tags=a,b`), which the service does not split: the text is one item (send \
-             it as `tags=a&tags=b`)"
+            "warning: createCall: form field `odd` is declared joined in one text (`style: \
+             matrix`), which the service does not split: the text is one item (send it as \
+             `odd=a&odd=b`)"
         ),
         "{}",
         run.stderr
@@ -184,7 +209,10 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
         "{}",
         run.stderr
     );
-    assert!(!run.stderr.contains("`events`"), "{}", run.stderr);
+    // `tags`, joined by commas, is split.
+    for split in ["`events`", "`tags`"] {
+        assert!(!run.stderr.contains(split), "{}", run.stderr);
+    }
     let client = dir.path().join("client");
     let run = idemgen(&[
         "gen",
@@ -195,8 +223,8 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     for expected in [
-        "warning: createCall: form field `tags` is declared joined in one text (`explode: \
-         false`: `tags=a,b`); the client sends it in brackets (`tags[0]=a&tags[1]=b`)",
+        "warning: createCall: form field `odd` is declared joined in one text (`style: \
+         matrix`); the client sends it in brackets (`odd[0]=a&odd[1]=b`)",
         "warning: createCall: form field `events` is sent in brackets (`events[0]=a`), not as \
          its key repeated as declared: the form is laid out one way, and `metadata` nests",
         "warning: createCall: form field `note` is declared sent as `application/json` (its \
@@ -208,6 +236,8 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
             run.stderr
         );
     }
+    // `tags` is joined by commas, in brackets or not.
+    assert!(!run.stderr.contains("`tags`"), "{}", run.stderr);
 }
 
 #[test]

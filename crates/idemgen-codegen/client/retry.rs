@@ -683,6 +683,65 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
     })
 }
 
+/// A form as `serde_qs` wrote it, with each list of `joined` (its name and
+/// delimiter) sent as one text, its items joined (OpenAPI's `explode:
+/// false`: `tags=a%2Cb`; `spaceDelimited`: `tags=a+b`; `pipeDelimited`:
+/// `tags=a%7Cb`) where `serde_qs` repeated its key (`tags=a&tags=b`) or
+/// indexed it (`tags[0]=a`). The delimiter is encoded as the query's is;
+/// the service splits the decoded text, so an item holding the delimiter
+/// is read as two: a joined list cannot say otherwise.
+pub fn join_form_lists(form: &str, joined: &[(&str, char)]) -> String {
+    // Each pair as written, or a list's items gathered at its first pair.
+    let mut pairs: Vec<(&str, Vec<&str>, Option<char>)> = Vec::new();
+    for pair in form.split('&').filter(|pair| !pair.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let list = joined.iter().find(|(list, _)| is_item_of(name, list));
+        match list {
+            Some(&(list, delimiter)) => {
+                match pairs
+                    .iter_mut()
+                    .find(|(name, _, joined)| joined.is_some() && *name == list)
+                {
+                    Some((_, items, _)) => items.push(value),
+                    None => pairs.push((list, vec![value], Some(delimiter))),
+                }
+            }
+            None => pairs.push((pair, Vec::new(), None)),
+        }
+    }
+    let written: Vec<String> = pairs
+        .into_iter()
+        .map(|(name, items, delimiter)| match delimiter {
+            Some(delimiter) => {
+                let delimiter = match delimiter {
+                    ' ' => "+",
+                    '|' => "%7C",
+                    _ => "%2C",
+                };
+                format!("{name}={}", items.join(delimiter))
+            }
+            None => name.to_string(),
+        })
+        .collect();
+    written.join("&")
+}
+
+/// Whether the form name `name`, as `serde_qs` writes it, is the list
+/// `list` or one of its items (`list[0]`, `list%5B0%5D`, `list[]`).
+fn is_item_of(name: &str, list: &str) -> bool {
+    let Some(rest) = name.strip_prefix(list) else {
+        return false;
+    };
+    let index = rest
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_suffix(']'))
+        .or_else(|| {
+            rest.strip_prefix("%5B")
+                .and_then(|rest| rest.strip_suffix("%5D"))
+        });
+    rest.is_empty() || index.is_some_and(|index| index.bytes().all(|byte| byte.is_ascii_digit()))
+}
+
 /// A file struct's file name, content type and bytes.
 type FileParts = (Option<String>, Option<String>, Vec<u8>);
 
@@ -1887,6 +1946,28 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::sync::mpsc::Receiver;
+
+    #[test]
+    fn a_joined_form_list_is_sent_as_one_text() {
+        let lists = &[("tags", ','), ("codes", '|'), ("words", ' ')];
+        assert_eq!(
+            join_form_lists("amount=5&tags=a&tags=b%20c&codes=1&words=x&words=y", lists),
+            "amount=5&tags=a%2Cb%20c&codes=1&words=x+y"
+        );
+        // Indexed or not (`[]`), in brackets written or encoded, among
+        // other fields.
+        assert_eq!(
+            join_form_lists("tags[0]=a&note=n&tags%5B1%5D=b&codes[]=2", lists),
+            "tags=a%2Cb&note=n&codes=2"
+        );
+        // Not items of a list: another name, a member, another form.
+        assert_eq!(
+            join_form_lists("tagsx=1&tags[a]=2", lists),
+            "tagsx=1&tags[a]=2"
+        );
+        assert_eq!(join_form_lists("note=n", &[]), "note=n");
+        assert_eq!(join_form_lists("", lists), "");
+    }
 
     #[test]
     fn undeclared_answers_show_as_text_with_status_and_headers() {

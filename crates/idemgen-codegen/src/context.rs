@@ -253,6 +253,9 @@ pub struct BodyInput {
     pub is_json: bool,
     /// A form read into its type (`Request::form_as`).
     pub is_form: bool,
+    /// The form's lists declared joined in one text, split when read:
+    /// `JoinedList { name: "tags", delimiter: ',' }` each.
+    pub joined_lists: Vec<String>,
     /// A multipart body read into its type (`Request::multipart_as`): the
     /// table of its parts, each a `Part::…` expression.
     pub parts: Option<Vec<String>>,
@@ -312,6 +315,19 @@ impl TypedInput {
                 required: body.required,
                 is_json: body.is_json,
                 is_form: body.is_form,
+                joined_lists: body
+                    .form_layout
+                    .joined
+                    .iter()
+                    .filter_map(|joined| {
+                        let delimiter = joined.delimiter?;
+                        Some(format!(
+                            "JoinedList {{ name: {}, delimiter: {} }}",
+                            crate::names::rust_string(&joined.name),
+                            crate::names::rust_char(&delimiter.to_string())
+                        ))
+                    })
+                    .collect(),
                 parts: body
                     .multipart
                     .as_ref()

@@ -384,6 +384,22 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
     let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), "amount=5&currency=EUR&tags=a&tags=b&tags=c").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
     assert!(problem["detail"].as_str().unwrap_or_default().starts_with("/tags breaks `maxItems`"), "{problem}");
+    // `codes`, declared `pipeDelimited`, is split at `|` (encoded or not),
+    // each item read and checked as the integer it is; joined or with its
+    // key repeated, it is one list, so one request: a replay.
+    let joined = "amount=5&currency=EUR&codes=1|2%7C3";
+    let (status, replayed, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000004", joined).await;
+    assert_eq!((status, replayed), (StatusCode::OK, None), "{echoed}");
+    assert_eq!(echoed["body"]["codes"], json!([1, 2, 3]));
+    let repeated = "codes=1&codes=2&codes=3&currency=EUR&amount=5";
+    let (status, replayed, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000004", repeated).await;
+    assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{echoed}");
+    let other = "amount=5&currency=EUR&codes=3|2|1";
+    let (status, _, problem) = pay(&app, "pay:00000000-0000-4000-8000-000000000004", other).await;
+    assert_eq!(status, StatusCode::CONFLICT, "another order is another request: {problem}");
+    let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), "amount=5&currency=EUR&codes=1|0").await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
+    assert!(problem["detail"].as_str().unwrap_or_default().starts_with("/codes/1 breaks `minimum`"), "{problem}");
     let largest = "amount=9007199254740990&currency=EUR";
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000002", largest).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
@@ -436,7 +452,8 @@ async fn a_suffixed_path_parameter_arrives_cut_and_a_bare_one_is_not_found() {
 
 /// The generated client sends a flat form (`payByForm`: scalars and a list
 /// of texts) with the list's key repeated, OpenAPI's default `form` style,
-/// and a form that nests (`checkout`) in brackets; the service reads both.
+/// and a form that nests (`checkout`) in brackets; a list declared joined
+/// in one text as one text in either; the service reads them all.
 #[tokio::test]
 async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     use forms_client::models;
@@ -485,9 +502,24 @@ async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     }
     let form = sent.lock().unwrap().last().cloned().expect("a body sent");
     assert!(form.split('&').any(|pair| pair == "tags=solo"), "{form}");
+    // A list declared `pipeDelimited` is one text, its items joined.
+    body.codes = Some(vec![1, 22]);
+    let answer = client
+        .pay_by_form(forms_client::Key::New, &params, &body)
+        .await
+        .expect("an answer");
+    match answer.response {
+        models::PayByFormResponse::Ok(echoed) => {
+            assert_eq!(echoed["body"]["codes"], json!([1, 22]))
+        }
+        other => panic!("not a 200: {other:?}"),
+    }
+    let form = sent.lock().unwrap().last().cloned().expect("a body sent");
+    assert!(form.split('&').any(|pair| pair == "codes=1%7C22"), "{form}");
     // The nested form keeps its brackets.
     let mut checkout = models::CheckoutRequest::new(1999);
     checkout.expand = Some(vec!["customer".into()]);
+    checkout.coupons = Some(vec!["a".into(), "b c".into()]);
     checkout.items = Some(vec![models::CheckoutRequestItemsItem {
         price: "p_1".into(),
         quantity: None,
@@ -502,11 +534,18 @@ async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
         models::CheckoutResponse::Ok(echoed) => {
             assert_eq!(echoed["body"]["expand"], json!(["customer"]));
             assert_eq!(echoed["body"]["items"], json!([{"price": "p_1"}]));
+            assert_eq!(echoed["body"]["coupons"], json!(["a", "b c"]));
         }
         other => panic!("not a 200: {other:?}"),
     }
     let form = sent.lock().unwrap().last().cloned().expect("a body sent");
     assert!(form.contains("expand[0]=customer") || form.contains("expand%5B0%5D=customer"), "{form}");
+    // Its list declared joined by commas is one text, not in brackets.
+    let coupons: Vec<&str> = form.split('&').filter(|pair| pair.starts_with("coupons")).collect();
+    assert!(
+        coupons == ["coupons=a%2Cb+c"] || coupons == ["coupons=a%2Cb%20c"],
+        "{form}"
+    );
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }

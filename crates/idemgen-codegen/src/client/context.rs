@@ -93,6 +93,9 @@ pub struct Body {
     /// A flat form, its arrays sent as the key repeated (`tags=a&tags=b`)
     /// rather than indexed in brackets.
     pub form_repeats_keys: bool,
+    /// The form's lists sent joined in one text, as
+    /// `retry::join_form_lists` takes them: `("tags", ',')` each.
+    pub form_joined: Vec<String>,
     /// A multipart body: its file and JSON parts (`retry::Part::…`
     /// expressions); every other property is sent as text.
     pub parts: Option<Vec<String>>,
@@ -390,6 +393,18 @@ pub fn typed(
         is_json: body.is_json,
         is_form: body.is_form,
         form_repeats_keys: body.form_layout.repeats_keys,
+        form_joined: body
+            .form_layout
+            .joined
+            .iter()
+            .filter_map(|joined| {
+                Some(format!(
+                    "({}, {})",
+                    crate::names::rust_string(&joined.name),
+                    crate::names::rust_char(&joined.delimiter?.to_string())
+                ))
+            })
+            .collect(),
         parts: body.multipart.as_ref().map(|multipart| {
             multipart
                 .parts

@@ -9,9 +9,12 @@
 //! with `style: deepObject`). A body is written one way throughout, so the
 //! key is repeated only in a flat form: every property a scalar or a list
 //! of scalars (`null` allowed), none declared `deepObject`. The service
-//! reads both layouts. What neither side writes or reads as declared (a
-//! list joined in one text, `explode: false`; a property sent as its
-//! `encoding`'s `contentType`) is named for `gen` to warn of.
+//! reads both layouts. A list declared joined in one text (`explode:
+//! false`: `tags=a,b`; `spaceDelimited`, `pipeDelimited`) is joined by the
+//! client and split by the service in either layout. What neither side
+//! writes or reads as declared (a joined list of a style forms do not
+//! have; a property sent as its `encoding`'s `contentType`) is named for
+//! `gen` to warn of.
 
 use idemgen_spec::Workspace;
 use idemgen_spec::node::Node;
@@ -34,8 +37,8 @@ pub struct FormLayout {
     pub bracketed: Vec<String>,
     /// Why the form is not flat, when it is not: "`metadata` nests".
     pub not_flat: Option<String>,
-    /// Lists of scalars declared joined in one text, which neither side
-    /// writes or splits.
+    /// Lists of scalars declared joined in one text: joined by the client
+    /// and split by the service where their style has a delimiter.
     pub joined: Vec<Joined>,
     /// Properties whose `encoding` names only a `contentType` (other than
     /// `text/plain`): OpenAPI sends them as that, not as form text; both
@@ -49,6 +52,9 @@ pub struct Joined {
     pub name: String,
     /// How, for a message: "`explode: false`: `tags=a,b`".
     pub declared: String,
+    /// What separates its items (`,`, ` `, `|`), where the style is one
+    /// both sides split and join; `None` for a style forms do not have.
+    pub delimiter: Option<char>,
 }
 
 /// Which generated side a form's warnings are for.
@@ -65,7 +71,13 @@ impl FormLayout {
     /// declares, one `gen` warning each, prefixed with the operation's
     /// `display` name.
     pub fn warnings(&self, display: &str, side: FormSide) -> Vec<String> {
-        let joined = self.joined.iter().map(|joined| {
+        // A joined list of a style forms have is split and joined by both
+        // sides; any other style is read and sent as if exploded.
+        let unhandled = self
+            .joined
+            .iter()
+            .filter(|joined| joined.delimiter.is_none());
+        let joined = unhandled.map(|joined| {
             let name = &joined.name;
             let what = match side {
                 FormSide::Service => format!(
@@ -189,13 +201,20 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
             ("deepObject", _) => not_flat(format!("`{name}` is declared `deepObject`")),
             ("form", None | Some(true)) | (_, Some(true)) => repeated.push(name),
             (style, _) => {
-                let declared = match style {
-                    "form" => format!("`explode: false`: `{name}=a,b`"),
-                    "spaceDelimited" => format!("`style: spaceDelimited`: `{name}=a%20b`"),
-                    "pipeDelimited" => format!("`style: pipeDelimited`: `{name}=a|b`"),
-                    other => format!("`style: {other}`"),
+                let (declared, delimiter) = match style {
+                    "form" => (format!("`explode: false`: `{name}=a,b`"), Some(',')),
+                    "spaceDelimited" => (
+                        format!("`style: spaceDelimited`: `{name}=a%20b`"),
+                        Some(' '),
+                    ),
+                    "pipeDelimited" => (format!("`style: pipeDelimited`: `{name}=a|b`"), Some('|')),
+                    other => (format!("`style: {other}`"), None),
                 };
-                joined.push(Joined { name, declared });
+                joined.push(Joined {
+                    name,
+                    declared,
+                    delimiter,
+                });
             }
         }
     }
@@ -400,8 +419,8 @@ mod tests {
             "{schema: {type: object, properties: {expand: {type: array, items: {type: string}}}}, \
              encoding: {expand: {style: deepObject, explode: true}}}"
         ));
-        // Joined in one text (`tags=a,b`, `ids=1|2`), which neither side
-        // lays out: named, and sent as the rest of the form is.
+        // Joined in one text (`tags=a,b`, `ids=1|2`): named with their
+        // delimiters; an exploded `pipeDelimited` is the key repeated.
         let joined = layout(
             "{schema: {type: object, properties: {tags: {type: array, items: {type: string}}, \
              ids: {type: array, items: {type: integer}}, \
@@ -410,18 +429,34 @@ mod tests {
              more: {style: pipeDelimited, explode: true}}}",
         );
         assert!(joined.repeats_keys);
-        let declared: Vec<(&str, &str)> = joined
+        let declared: Vec<(&str, &str, Option<char>)> = joined
             .joined
             .iter()
-            .map(|joined| (joined.name.as_str(), joined.declared.as_str()))
+            .map(|joined| {
+                (
+                    joined.name.as_str(),
+                    joined.declared.as_str(),
+                    joined.delimiter,
+                )
+            })
             .collect();
         assert_eq!(
             declared,
             [
-                ("tags", "`explode: false`: `tags=a,b`"),
-                ("ids", "`style: pipeDelimited`: `ids=a|b`")
+                ("tags", "`explode: false`: `tags=a,b`", Some(',')),
+                ("ids", "`style: pipeDelimited`: `ids=a|b`", Some('|'))
             ]
         );
+        assert!(joined.warnings("op", FormSide::Service).is_empty());
+        assert!(joined.warnings("op", FormSide::Client).is_empty());
+        let spaced = layout(
+            "{schema: {type: object, properties: {words: {type: array, items: {type: string}},              odd: {type: array, items: {type: string}}}},              encoding: {words: {style: spaceDelimited}, odd: {style: label}}}",
+        );
+        assert_eq!(spaced.joined[0].delimiter, Some(' '));
+        // A style forms do not have: read and sent as if exploded, and
+        // said so.
+        assert_eq!(spaced.joined[1].delimiter, None);
+        assert_eq!(spaced.warnings("op", FormSide::Service).len(), 1);
         assert!(joined.bracketed.is_empty());
         // An object, or a list of objects, beside the list: the list is
         // named as sent otherwise than declared.
