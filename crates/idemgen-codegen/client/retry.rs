@@ -691,29 +691,29 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
 /// the service splits the decoded text, so an item holding the delimiter
 /// is read as two: a joined list cannot say otherwise.
 pub fn join_form_lists(form: &str, joined: &[(&str, char)]) -> String {
-    // Each pair as written, or a list's items gathered at its first pair.
-    let mut pairs: Vec<(&str, Vec<&str>, Option<char>)> = Vec::new();
+    // Each pair as written, or a list's items gathered at its first pair
+    // (under its name as written, without an index), by the list's place
+    // in `joined`.
+    let mut pairs: Vec<(&str, Vec<&str>, Option<usize>)> = Vec::new();
     for pair in form.split('&').filter(|pair| !pair.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let list = joined.iter().find(|(list, _)| is_item_of(name, list));
+        let list = joined
+            .iter()
+            .enumerate()
+            .find_map(|(at, (list, _))| Some((at, list_name(name, list)?)));
         match list {
-            Some(&(list, delimiter)) => {
-                match pairs
-                    .iter_mut()
-                    .find(|(name, _, joined)| joined.is_some() && *name == list)
-                {
-                    Some((_, items, _)) => items.push(value),
-                    None => pairs.push((list, vec![value], Some(delimiter))),
-                }
-            }
+            Some((at, name)) => match pairs.iter_mut().find(|(_, _, list)| *list == Some(at)) {
+                Some((_, items, _)) => items.push(value),
+                None => pairs.push((name, vec![value], Some(at))),
+            },
             None => pairs.push((pair, Vec::new(), None)),
         }
     }
     let written: Vec<String> = pairs
         .into_iter()
-        .map(|(name, items, delimiter)| match delimiter {
-            Some(delimiter) => {
-                let delimiter = match delimiter {
+        .map(|(name, items, list)| match list {
+            Some(at) => {
+                let delimiter = match joined[at].1 {
                     ' ' => "+",
                     '|' => "%7C",
                     _ => "%2C",
@@ -726,20 +726,47 @@ pub fn join_form_lists(form: &str, joined: &[(&str, char)]) -> String {
     written.join("&")
 }
 
-/// Whether the form name `name`, as `serde_qs` writes it, is the list
-/// `list` or one of its items (`list[0]`, `list%5B0%5D`, `list[]`).
-fn is_item_of(name: &str, list: &str) -> bool {
-    let Some(rest) = name.strip_prefix(list) else {
-        return false;
+/// The name of the list `list` in `name`, a form name as `serde_qs` writes
+/// it (encoded): `name` itself, or without the index of one of its items
+/// (`list[0]`, `list%5B0%5D`, `list[]`); `None` for any other name.
+fn list_name<'a>(name: &'a str, list: &str) -> Option<&'a str> {
+    let indexed = |open: &str, close: &str| {
+        let inner = name.strip_suffix(close)?;
+        let at = inner.rfind(open)?;
+        let index = &inner[at + open.len()..];
+        index
+            .bytes()
+            .all(|byte| byte.is_ascii_digit())
+            .then(|| &name[..at])
     };
-    let index = rest
-        .strip_prefix('[')
-        .and_then(|rest| rest.strip_suffix(']'))
-        .or_else(|| {
-            rest.strip_prefix("%5B")
-                .and_then(|rest| rest.strip_suffix("%5D"))
-        });
-    rest.is_empty() || index.is_some_and(|index| index.bytes().all(|byte| byte.is_ascii_digit()))
+    let base = indexed("[", "]")
+        .or_else(|| indexed("%5B", "%5D"))
+        .unwrap_or(name);
+    (decoded(base) == list).then_some(base)
+}
+
+/// Form text decoded: `+` is a space, `%XX` its byte.
+fn decoded(text: &str) -> String {
+    let mut bytes = Vec::with_capacity(text.len());
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        let escaped = after
+            .get(..2)
+            .filter(|_| byte == b'%')
+            .and_then(|digits| std::str::from_utf8(digits).ok())
+            .and_then(|digits| u8::from_str_radix(digits, 16).ok());
+        match escaped {
+            Some(escaped) => {
+                bytes.push(escaped);
+                rest = &after[2..];
+            }
+            None => {
+                bytes.push(if byte == b'+' { b' ' } else { byte });
+                rest = after;
+            }
+        }
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A file struct's file name, content type and bytes.
@@ -1964,6 +1991,15 @@ mod tests {
         assert_eq!(
             join_form_lists("tagsx=1&tags[a]=2", lists),
             "tagsx=1&tags[a]=2"
+        );
+        // A name `serde_qs` encodes is compared decoded, written as sent.
+        assert_eq!(
+            join_form_lists("my+list=a&other=c&my%20list=b", &[("my list", ',')]),
+            "my+list=a%2Cb&other=c"
+        );
+        assert_eq!(
+            join_form_lists("x%5B0%5D=a&x%5B1%5D=b%2Bc", &[("x", '|')]),
+            "x=a%7Cb%2Bc"
         );
         assert_eq!(join_form_lists("note=n", &[]), "note=n");
         assert_eq!(join_form_lists("", lists), "");
