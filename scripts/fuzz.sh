@@ -7,6 +7,8 @@
 #
 #   scripts/fuzz.sh 30                 # CI: 30 s a target
 #   scripts/fuzz.sh 1800 yaml_json     # a long local run of one target
+#   scripts/fuzz.sh build              # only the build (CI starts it early,
+#                                      # beside the tests, at low priority)
 #
 # Stable Rust, no sanitizer (fuzz/README.md says why): cargo-fuzz 0.13 is
 # installed from crates.io when missing. The working corpus grows in
@@ -18,8 +20,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-duration="${1:?usage: scripts/fuzz.sh DURATION_SECONDS [TARGET...]}"
+duration="${1:?usage: scripts/fuzz.sh DURATION_SECONDS|build [TARGET...]}"
 shift
+case "$duration" in
+build | [0-9]*) ;;
+*)
+    echo "usage: scripts/fuzz.sh DURATION_SECONDS|build [TARGET...]" >&2
+    exit 2
+    ;;
+esac
 CARGO_FUZZ_VERSION=0.13.2
 if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
     echo "installing cargo-fuzz $CARGO_FUZZ_VERSION"
@@ -39,6 +48,7 @@ else
     (cd fuzz && nice -n 19 "${build[@]}")
 fi
 echo "fuzz targets built in $((SECONDS - build_started)) s"
+[ "$duration" = build ] && exit 0
 
 # The seed directories each target reads besides its own corpus.
 seeds_of() {
