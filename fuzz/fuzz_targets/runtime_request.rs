@@ -2,15 +2,20 @@
 //! (header, query, body field), the scope values, the credentials of each
 //! security scheme, and the fingerprint. Arbitrary requests, read as the
 //! service reads them, never panic; a key that is read holds no control
-//! character; a scope is a hash; Basic credentials round-trip.
+//! character; a scope is a hash; Basic credentials round-trip. A form's
+//! lists declared joined in one text (`tags=a,b`) are split within a
+//! bounded size, and fingerprint as the same items sent with the key
+//! repeated (`tags=a&tags=b`).
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
 use idemgen_runtime::axum::body::Body;
 use idemgen_runtime::axum::http;
-use idemgen_runtime::fuzzing::{credential, fingerprint, read, read_key, scope, validate_key};
+use idemgen_runtime::fuzzing::{
+    credential, form_fingerprint, read, read_key, scope, split_joined, validate_key,
+};
 use idemgen_runtime::{
-    ApiKeyIn, Contract, Credential, Fingerprint, Scheme, SchemeKind, Security, Source,
+    ApiKeyIn, Contract, Credential, Fingerprint, JoinedList, Scheme, SchemeKind, Security, Source,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -29,6 +34,23 @@ const HEADERS: &[&str] = &[
     "cookie",
     "x-api-key",
     "content-type",
+];
+
+/// A form's lists joined in one text, one per delimiter OpenAPI has; one
+/// name that needs encoding.
+static FORM_LISTS: [JoinedList; 3] = [
+    JoinedList {
+        name: "tags",
+        delimiter: ',',
+    },
+    JoinedList {
+        name: "codes",
+        delimiter: '|',
+    },
+    JoinedList {
+        name: "my list",
+        delimiter: ' ',
+    },
 ];
 
 static TENANT: [Source; 1] = [Source::Header("X-Tenant")];
@@ -144,6 +166,20 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// Every byte but ASCII letters and digits as `%XX`: an encoder apart
+/// from the runtime's, so the two cannot share a mistake.
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
+
 #[derive(Arbitrary, Debug)]
 struct Input<'a> {
     post: bool,
@@ -152,6 +188,94 @@ struct Input<'a> {
     headers: Vec<(u8, &'a [u8])>,
     body: &'a [u8],
     basic: Option<(String, String)>,
+    joined: JoinedInput<'a>,
+}
+
+/// One list of [`FORM_LISTS`] sent joined, beside another field.
+#[derive(Arbitrary, Debug)]
+struct JoinedInput<'a> {
+    list: u8,
+    items: Vec<&'a str>,
+    /// The delimiter sent encoded (`%2C`) rather than as itself.
+    encoded_delimiter: bool,
+    other: &'a str,
+}
+
+fn form_request(body: String) -> idemgen_runtime::Request {
+    let request = http::Request::builder()
+        .method("POST")
+        .uri("/pay")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("idempotency-key", "pay:0")
+        .body(Body::from(body))
+        .expect("a well-formed request");
+    read(request).expect("a small form is read")
+}
+
+/// The lists of a form body: however an arbitrary one is spelt, the split
+/// writes at most three bytes a byte (an item encoded again) and one name
+/// and two bytes an item; and a list sent
+/// joined is the same request, by its fingerprint, as its items sent with
+/// the key repeated.
+fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
+    let split = split_joined(body, &FORM_LISTS);
+    let longest_name = FORM_LISTS
+        .iter()
+        .map(|list| percent_encoded(list.name).len())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        split.len() <= 3 * body.len() + (body.len() + 1) * (longest_name + 2),
+        "splitting {} bytes wrote {}",
+        body.len(),
+        split.len()
+    );
+
+    let list = &FORM_LISTS[usize::from(joined.list) % FORM_LISTS.len()];
+    let items: Vec<&str> = joined
+        .items
+        .iter()
+        .copied()
+        .filter(|item| !item.contains(list.delimiter))
+        .collect();
+    if items.is_empty() {
+        // No items is no pair at all when repeated, an empty text joined.
+        return;
+    }
+    let name = percent_encoded(list.name);
+    let other = format!("note={}", percent_encoded(joined.other));
+    let delimiter = if joined.encoded_delimiter {
+        percent_encoded(&list.delimiter.to_string())
+    } else if list.delimiter == ' ' {
+        "+".to_string()
+    } else {
+        list.delimiter.to_string()
+    };
+    let joined_text: Vec<String> = items.iter().map(|item| percent_encoded(item)).collect();
+    let joined_body = format!("{other}&{name}={}", joined_text.join(&delimiter));
+    let repeated: Vec<String> = joined_text
+        .iter()
+        .map(|item| format!("{name}={item}"))
+        .collect();
+    let repeated_body = format!("{other}&{}", repeated.join("&"));
+    let as_joined = form_fingerprint(
+        &CONTRACTS[0],
+        &SECURITY,
+        &FORM_LISTS,
+        &form_request(joined_body),
+    );
+    let as_repeated = form_fingerprint(
+        &CONTRACTS[0],
+        &SECURITY,
+        &FORM_LISTS,
+        &form_request(repeated_body),
+    );
+    assert!(as_joined.is_ok(), "{as_joined:?}");
+    assert_eq!(
+        as_joined, as_repeated,
+        "{items:?} joined by {:?} and repeated fingerprint apart",
+        list.delimiter
+    );
 }
 
 fuzz_target!(|bytes: &[u8]| {
@@ -172,6 +296,7 @@ fuzz_target!(|bytes: &[u8]| {
             format!("Basic {}", base64(format!("{user}:{password}").as_bytes())),
         );
     }
+    check_joined_lists(input.body, &input.joined);
     let Ok(request) = builder.body(Body::from(input.body.to_vec())) else {
         return;
     };
@@ -195,10 +320,10 @@ fuzz_target!(|bytes: &[u8]| {
                 "scope {hash:?}"
             );
         }
-        let first = fingerprint(contract, &SECURITY, &request);
+        let first = form_fingerprint(contract, &SECURITY, &FORM_LISTS, &request);
         assert_eq!(
             first,
-            fingerprint(contract, &SECURITY, &request),
+            form_fingerprint(contract, &SECURITY, &FORM_LISTS, &request),
             "the fingerprint is not a function of the request"
         );
     }

@@ -525,7 +525,7 @@ pub struct JoinedList {
 /// An empty text is left as sent (as in the repeated layout, it cannot say
 /// whether it is no item or one empty one), and so is a value that is not
 /// UTF-8 once decoded or holds a malformed escape, read as it was before.
-fn split_joined<'a>(body: &'a [u8], joined: &[JoinedList]) -> std::borrow::Cow<'a, [u8]> {
+pub(crate) fn split_joined<'a>(body: &'a [u8], joined: &[JoinedList]) -> std::borrow::Cow<'a, [u8]> {
     use std::borrow::Cow;
     let list_of = |raw_name: &[u8]| {
         let name = form_text(raw_name)?;

@@ -198,8 +198,25 @@ engine! {
             security: &Security,
             request: &Request,
         ) -> Result<String, String> {
-            crate::fingerprint::fingerprint_of(contract, security, &[], request)
+            form_fingerprint(contract, security, &[], request)
+        }
+
+        /// [`fingerprint`] for an operation whose form body declares the
+        /// lists `form_lists` joined in one text.
+        pub fn form_fingerprint(
+            contract: &Contract,
+            security: &Security,
+            form_lists: &[crate::JoinedList],
+            request: &Request,
+        ) -> Result<String, String> {
+            crate::fingerprint::fingerprint_of(contract, security, form_lists, request)
                 .map_err(|error| error.to_string())
+        }
+
+        /// The form `body` as the reader takes it once the lists of
+        /// `joined` are split into their items.
+        pub fn split_joined(body: &[u8], joined: &[crate::JoinedList]) -> Vec<u8> {
+            crate::input::split_joined(body, joined).into_owned()
         }
 
         /// The key `source` reads: `Ok(None)` when absent, `Err` when
