@@ -22,13 +22,10 @@ cd "$(dirname "$0")/.."
 
 duration="${1:?usage: scripts/fuzz.sh DURATION_SECONDS|build [TARGET...]}"
 shift
-case "$duration" in
-build | [0-9]*) ;;
-*)
+if [ "$duration" != build ] && ! [[ "$duration" =~ ^[0-9]+$ ]]; then
     echo "usage: scripts/fuzz.sh DURATION_SECONDS|build [TARGET...]" >&2
     exit 2
-    ;;
-esac
+fi
 CARGO_FUZZ_VERSION=0.13.2
 if [ "$(cargo fuzz --version 2>/dev/null)" != "cargo-fuzz $CARGO_FUZZ_VERSION" ]; then
     echo "installing cargo-fuzz $CARGO_FUZZ_VERSION"

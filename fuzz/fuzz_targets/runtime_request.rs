@@ -201,15 +201,16 @@ struct JoinedInput<'a> {
     other: &'a str,
 }
 
+/// A form POST with `body`, built directly: a request read from the wire
+/// would be refused past the body limit, and needs a runtime to read.
 fn form_request(body: String) -> idemgen_runtime::Request {
-    let request = http::Request::builder()
-        .method("POST")
-        .uri("/pay")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .header("idempotency-key", "pay:0")
-        .body(Body::from(body))
-        .expect("a well-formed request");
-    read(request).expect("a small form is read")
+    let mut request = idemgen_runtime::Request::new(http::Method::POST, "/pay");
+    request.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    request.body = body.into();
+    request
 }
 
 /// The lists of a form body: however an arbitrary one is spelt, the split
