@@ -215,9 +215,8 @@ fn form_request(body: String) -> idemgen_runtime::Request {
 
 /// The lists of a form body: however an arbitrary one is spelt, the split
 /// writes at most three bytes a byte (an item encoded again) and one name
-/// and two bytes an item; and a list sent
-/// joined is the same request, by its fingerprint, as its items sent with
-/// the key repeated.
+/// and two bytes an item; and a list sent joined is the same request, by
+/// its fingerprint, as its items sent with the key repeated.
 fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
     let split = split_joined(body, &FORM_LISTS);
     let longest_name = FORM_LISTS
@@ -259,18 +258,10 @@ fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
         .map(|item| format!("{name}={item}"))
         .collect();
     let repeated_body = format!("{other}&{}", repeated.join("&"));
-    let as_joined = form_fingerprint(
-        &CONTRACTS[0],
-        &SECURITY,
-        &FORM_LISTS,
-        &form_request(joined_body),
-    );
-    let as_repeated = form_fingerprint(
-        &CONTRACTS[0],
-        &SECURITY,
-        &FORM_LISTS,
-        &form_request(repeated_body),
-    );
+    let fingerprint_of =
+        |body| form_fingerprint(&CONTRACTS[0], &SECURITY, &FORM_LISTS, &form_request(body));
+    let as_joined = fingerprint_of(joined_body);
+    let as_repeated = fingerprint_of(repeated_body);
     assert!(as_joined.is_ok(), "{as_joined:?}");
     assert_eq!(
         as_joined, as_repeated,
