@@ -43,7 +43,7 @@ use tokio::time::Instant;
 
 use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
-use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
+use crate::db::{self, Db, Dialect, Failure, Kept, Lent, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
 use crate::input::JoinedList;
 use crate::fingerprint::fingerprint_of;
@@ -527,30 +527,8 @@ impl Idempotency {
         };
         // One connection for the read, the claim and the business
         // transaction: one kept after a replay's read if there is one.
-        let acquired = match self.kept.take(&self.pool) {
-            Some(lent) => Ok(Ok(lent)),
-            None => {
-                let moves = self.kept.moves();
-                tokio::time::timeout_at(deadline, db::acquire(&self.pool))
-                    .await
-                    .map(|acquired| acquired.map(|connection| self.kept.lend(connection, moves)))
-            }
-        };
-        let mut lent = match acquired {
-            Ok(Ok(lent)) => lent,
-            // No connection in time: busy, or no host that takes writes
-            // (a demoted primary refuses new connections): the probe tells.
-            Ok(Err(sqlx::Error::PoolTimedOut)) => {
-                return Err(self.pool_timed_out(operation, contract).await);
-            }
-            Ok(Err(error)) => {
-                return Err(self.stopped(
-                    operation,
-                    Some(contract),
-                    stop_for(&error),
-                    Some(&error),
-                ));
-            }
+        let mut lent = match tokio::time::timeout_at(deadline, self.lend(operation, contract)).await {
+            Ok(lent) => lent?,
             // The pool's own wait, cut short by the lease.
             Err(_) => return Err(self.pool_timed_out(operation, contract).await),
         };
@@ -654,6 +632,28 @@ impl Idempotency {
                 }
                 Err(self.timed_out(operation, contract).await)
             }
+        }
+    }
+
+    /// A connection for a keyed request: one kept after a replay's read if
+    /// there is one, else one from the pool; `Err` the answer when none
+    /// comes (the caller bounds the wait).
+    async fn lend(&self, operation: &'static Operation, contract: &Contract) -> Result<Lent, Response> {
+        if let Some(lent) = self.kept.take(&self.pool) {
+            return Ok(lent);
+        }
+        let moves = self.kept.moves();
+        match db::acquire(&self.pool).await {
+            Ok(connection) => Ok(self.kept.lend(connection, moves)),
+            // No connection in time: busy, or no host that takes writes
+            // (a demoted primary refuses new connections): the probe tells.
+            Err(sqlx::Error::PoolTimedOut) => Err(self.pool_timed_out(operation, contract).await),
+            Err(error) => Err(self.stopped(
+                operation,
+                Some(contract),
+                stop_for(&error),
+                Some(&error),
+            )),
         }
     }
 
@@ -876,6 +876,60 @@ impl Idempotency {
         connection: PoolConnection,
         deadline: Instant,
     ) -> Result<(Claim, Tx), Response> {
+        let wait = Duration::from_secs(contract.retry_after_secs)
+            .max(SHORTEST_CLAIM_WAIT)
+            .min(deadline.saturating_duration_since(Instant::now()));
+        let savepoint = (!contract.retry_failed).then_some(CLAIM_SAVEPOINT);
+        // First, `BEGIN`, the claim and the savepoint in one round trip.
+        let token = new_token();
+        let claim = NewClaim {
+            scope: &admitted.scope,
+            key: &admitted.key,
+            fingerprint: &admitted.fingerprint,
+            token: &token,
+            lease_ms: contract.lease_ms,
+            window_ms: contract.window_ms,
+        };
+        let connection = match self.records.begin_and_claim(&claim, wait, savepoint) {
+            None => connection,
+            Some(text) => match db::begin_with(connection, text).await {
+                Ok(tx) => {
+                    operation.counters.first_attempts.inc();
+                    let Admitted {
+                        key,
+                        scope,
+                        fingerprint,
+                    } = admitted;
+                    let claim = Claim {
+                        scope,
+                        key,
+                        fingerprint,
+                        token,
+                        taken_over: false,
+                        in_transaction: true,
+                        inserted: true,
+                    };
+                    return Ok((claim, tx));
+                }
+                // The key is taken: the claim below reads its record, on
+                // a connection of its own (the failed text's went back to
+                // the pool, with no transaction open).
+                Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
+                    self.lend(operation, contract).await?.connection
+                }
+                Err(error) if classify(&error) == Failure::LostRace => {
+                    return Err(self.lost_claim_in_transaction(operation, contract, &error));
+                }
+                Err(error) => {
+                    return Err(self.stopped(
+                        operation,
+                        Some(contract),
+                        stop_for(&error),
+                        Some(&error),
+                    ));
+                }
+            },
+        };
         let mut tx = match db::begin_on(connection).await {
             Ok(tx) => tx,
             // SQLite: another writer held the database for the whole busy
@@ -889,9 +943,6 @@ impl Idempotency {
                 return Err(self.stopped(operation, Some(contract), stop_for(&error), Some(&error)));
             }
         };
-        let wait = Duration::from_secs(contract.retry_after_secs)
-            .max(SHORTEST_CLAIM_WAIT)
-            .min(deadline.saturating_duration_since(Instant::now()));
         let claimed = self
             .claim_on(operation, contract, admitted, &mut tx, Some(wait))
             .await;
@@ -902,13 +953,12 @@ impl Idempotency {
                 } else {
                     self.records.end_claim_wait(&mut tx).await
                 };
-                match ended {
-                    Ok(()) if contract.retry_failed => Ok(()),
-                    Ok(()) => sqlx::raw_sql(CLAIM_SAVEPOINT)
-                        .execute(&mut *tx)
-                        .await
-                        .map(drop),
-                    Err(error) => Err(error),
+                match (ended, savepoint) {
+                    (Ok(()), None) => Ok(()),
+                    (Ok(()), Some(savepoint)) => {
+                        sqlx::raw_sql(savepoint).execute(&mut *tx).await.map(drop)
+                    }
+                    (Err(error), _) => Err(error),
                 }
             }
             Err(_) => Ok(()),
@@ -924,6 +974,20 @@ impl Idempotency {
                 Err(answer)
             }
         }
+    }
+
+    /// The answer to a claim in the business transaction that lost a race
+    /// (a wait that ran out, a deadlock): in progress.
+    fn lost_claim_in_transaction(
+        &self,
+        operation: &'static Operation,
+        contract: &Contract,
+        error: &sqlx::Error,
+    ) -> Response {
+        operation.metrics.lost_race(LostRace::Claim);
+        tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race");
+        operation.counters.in_progress.inc();
+        in_progress(contract)
     }
 
     /// The answer when one read settles the request: a replay (or a key
@@ -975,12 +1039,8 @@ impl Idempotency {
         // In a transaction, a lost race (a wait that ran out, a deadlock)
         // may have ended it (PostgreSQL aborts it, InnoDB rolls a deadlock
         // victim back): nothing more can run in it, and the key is held.
-        let lost_in_transaction = |error: &sqlx::Error| {
-            operation.metrics.lost_race(LostRace::Claim);
-            tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race");
-            counters.in_progress.inc();
-            in_progress(contract)
-        };
+        let lost_in_transaction =
+            |error: &sqlx::Error| self.lost_claim_in_transaction(operation, contract, error);
         // Every token this request wrote: a claim whose read-back failed is
         // still recognised as ours on the next attempt.
         let mut written: Vec<String> = Vec::new();

@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::support::{self, Table, key, pay, post_json};
+use crate::support::{self, NO_MIGRATIONS, Table, key, pay, post_json};
 use axum::http::StatusCode;
 use axum::response::Response;
 use idemgen_runtime::{Call, ClaimMode, Contract, Dialect, Idempotency, Operation, Reply};
@@ -228,6 +228,70 @@ async fn a_duplicate_past_its_wait_is_in_progress() {
     let again = engine.begin(&PAY, pay(&key)).await.err().unwrap();
     assert!(is_replay(&again), "got {}", again.status());
     assert_eq!(effects(&table, &key).await, 1);
+    drop_effects(&table).await;
+}
+
+/// MariaDB and PostgreSQL begin the transaction and claim the key in one
+/// statement text; when the claim fails (the key taken, a wait that ran
+/// out) the text must leave no transaction open, or the connection would
+/// go back to the pool inside it. On a pool of one connection, each
+/// failure is followed by a look at that connection.
+#[tokio::test]
+async fn a_failed_claim_leaves_no_transaction_open() {
+    if Dialect::BUILT == Dialect::Sqlite {
+        support::skipped("SQLite begins with `BEGIN IMMEDIATE` alone");
+        return;
+    }
+    let Some((table, engine)) = arena().await else {
+        return;
+    };
+    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
+        .await
+        .unwrap();
+    let other = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let no_transaction_open = || async {
+        let sql = match Dialect::BUILT {
+            Dialect::Mysql => "SELECT @@in_transaction = 0",
+            // A simple query outside a transaction is its own, begun when
+            // the query came; an aborted transaction would refuse it.
+            _ => "SELECT transaction_timestamp() = statement_timestamp()",
+        };
+        let row = sqlx::raw_sql(sql).fetch_one(&pool).await.unwrap();
+        let outside: bool = sqlx::Row::get(&row, 0);
+        assert!(
+            outside,
+            "the connection was given back inside a transaction"
+        );
+    };
+
+    // The key taken while the duplicate waits on it.
+    let key = key();
+    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
+    effect(&table, &mut first, &key).await;
+    let duplicate = tokio::spawn({
+        let (other, key) = (other.clone(), key.clone());
+        async move { other.begin(&PAY, pay(&key)).await.err() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
+    let answer = duplicate.await.unwrap().expect("the key is taken");
+    assert!(is_replay(&answer), "got {}", answer.status());
+    no_transaction_open().await;
+
+    // A wait that runs out.
+    let key = support::key();
+    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
+    effect(&table, &mut first, &key).await;
+    let answer = other
+        .begin(&PAY, pay(&key))
+        .await
+        .err()
+        .expect("the key is held");
+    assert!(is_in_progress(&answer), "got {}", answer.status());
+    no_transaction_open().await;
+    assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
+    assert_eq!(effects(&table, &key).await, 1);
+    pool.close().await;
     drop_effects(&table).await;
 }
 
