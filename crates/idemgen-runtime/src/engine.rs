@@ -867,7 +867,9 @@ impl Idempotency {
     /// `Retry-After`, at least [`SHORTEST_CLAIM_WAIT`], never past
     /// `deadline`), then replays its answer, or claims the key if it
     /// rolled back; a wait that runs out, or a deadlock between waiters,
-    /// is answered "in progress".
+    /// is answered "in progress". MariaDB and PostgreSQL begin and claim
+    /// in one round trip ([`RecordStore::begin_and_claim`]); a key found
+    /// taken there goes on to the full claim, which reads its record.
     async fn claim_in_transaction(
         &self,
         operation: &'static Operation,

@@ -915,6 +915,34 @@ mod tests {
     }
 
     #[test]
+    fn the_one_round_trip_claim_writes_its_values_as_hexadecimal() {
+        let store = RecordStore::unchecked("idempotent_record").unwrap();
+        let key = "pay:'\\\"; DROP TABLE orders; -- {1}";
+        let claim = NewClaim {
+            scope: "POST /pay",
+            key,
+            fingerprint: "f00d",
+            token: "token",
+            lease_ms: 5_000,
+            window_ms: 60_000,
+        };
+        let text = store.begin_and_claim(&claim, Duration::from_millis(1_500), Some("SAVEPOINT s"));
+        let Some(text) = text else {
+            assert_eq!(Dialect::BUILT, Dialect::Sqlite, "only SQLite has no such text");
+            return;
+        };
+        assert!(!text.contains("DROP"), "{text}");
+        assert!(!text.contains('{'), "every placeholder written in: {text}");
+        assert!(text.contains(&crate::fingerprint::hex(key.as_bytes())), "{text}");
+        assert!(text.contains("SAVEPOINT s"), "{text}");
+        let wait = match Dialect::BUILT {
+            Dialect::Mysql => "innodb_lock_wait_timeout = 2 ",
+            _ => "'1500ms'",
+        };
+        assert!(text.contains(wait), "{text}");
+    }
+
+    #[test]
     fn placeholders_follow_the_dialect() {
         let template = "a = {1} AND b = {12}";
         assert_eq!(
