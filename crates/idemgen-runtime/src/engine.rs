@@ -535,17 +535,19 @@ impl Idempotency {
         // A replay is answered from one read, before the input is decoded
         // and before any transaction begins (on MySQL a transaction's first
         // read would fix the snapshot the claim's read-back sees).
+        let mut record_seen = false;
         if let Some(admitted) = &admitted {
             let read =
                 self.answer_from_one_read(operation, contract, admitted, &mut lent.connection);
             match tokio::time::timeout_at(deadline, read).await {
-                Ok(Ok(Some(answer))) => {
+                Ok(Ok(OneRead::Answered(answer))) => {
                     // The read finished and nothing is open on the
                     // connection: the next keyed request may take it.
                     self.kept.keep(&self.pool, lent);
                     return Err(answer);
                 }
-                Ok(Ok(None)) => {}
+                Ok(Ok(OneRead::NoRecord)) => {}
+                Ok(Ok(OneRead::Unsettled)) => record_seen = true,
                 Ok(Err(stopped)) => return Err(stopped),
                 Err(_) => return Err(self.timed_out(operation, contract).await),
             }
@@ -554,8 +556,14 @@ impl Idempotency {
         let input = input.decode(operation, &request)?;
         let admitted = match (contract.claim, admitted) {
             (ClaimMode::InTransaction, Some(admitted)) => {
-                let claimed =
-                    self.claim_in_transaction(operation, contract, admitted, connection, deadline);
+                let claimed = self.claim_in_transaction(
+                    operation,
+                    contract,
+                    admitted,
+                    connection,
+                    deadline,
+                    record_seen,
+                );
                 let (claim, tx) = match tokio::time::timeout_at(deadline, claimed).await {
                     Ok(claimed) => claimed?,
                     Err(_) => return Err(self.timed_out(operation, contract).await),
@@ -877,12 +885,15 @@ impl Idempotency {
         admitted: Admitted,
         connection: PoolConnection,
         deadline: Instant,
+        record_seen: bool,
     ) -> Result<(Claim, Tx), Response> {
         let wait = Duration::from_secs(contract.retry_after_secs)
             .max(SHORTEST_CLAIM_WAIT)
             .min(deadline.saturating_duration_since(Instant::now()));
         let savepoint = (!contract.retry_failed).then_some(CLAIM_SAVEPOINT);
-        // First, `BEGIN`, the claim and the savepoint in one round trip.
+        // First, `BEGIN`, the claim and the savepoint in one round trip,
+        // unless the read found a record: then the INSERT cannot succeed,
+        // and the full claim reads and reclaims it.
         let token = new_token();
         let claim = NewClaim {
             scope: &admitted.scope,
@@ -892,7 +903,12 @@ impl Idempotency {
             lease_ms: contract.lease_ms,
             window_ms: contract.window_ms,
         };
-        let connection = match self.records.begin_and_claim(&claim, wait, savepoint) {
+        let text = if record_seen {
+            None
+        } else {
+            self.records.begin_and_claim(&claim, wait, savepoint)
+        };
+        let connection = match text {
             None => connection,
             Some(text) => match db::begin_with(connection, text).await {
                 Ok(tx) => {
@@ -1004,20 +1020,22 @@ impl Idempotency {
         contract: &Contract,
         admitted: &Admitted,
         connection: &mut <Db as sqlx::Database>::Connection,
-    ) -> Result<Option<Response>, Response> {
+    ) -> Result<OneRead, Response> {
         let Admitted {
             key,
             scope,
             fingerprint,
         } = admitted;
-        if let Some(record) = self.read(&mut *connection, operation, scope, key).await?
-            && settled(&record, fingerprint, self.clock_margin_ms)
+        let Some(record) = self.read(&mut *connection, operation, scope, key).await? else {
+            return Ok(OneRead::NoRecord);
+        };
+        if settled(&record, fingerprint, self.clock_margin_ms)
             && let Decision::Answer(answer) =
                 decide(operation, contract, &record, fingerprint, self.clock_margin_ms)
         {
-            return Ok(Some(answer));
+            return Ok(OneRead::Answered(answer));
         }
-        Ok(None)
+        Ok(OneRead::Unsettled)
     }
 
     /// The atomic claim on `connection`: committed on its own (`wait` is
@@ -1814,6 +1832,17 @@ impl Call {
             engine.release(operation, claim).await;
         }
     }
+}
+
+/// What the read before the claim found ([`Idempotency::answer_from_one_read`]).
+enum OneRead {
+    /// A record that answers the request.
+    Answered(Response),
+    /// No record: the claim may well insert one.
+    NoRecord,
+    /// A record the claim must read again and decide on (in progress,
+    /// failed, expired).
+    Unsettled,
 }
 
 /// A key that passed its contract's checks, and what it is claimed under.
