@@ -13,7 +13,7 @@ mod kept;
 mod primary;
 mod unanswered;
 
-pub(crate) use kept::{Kept, Lent};
+pub(crate) use kept::Kept;
 pub(crate) use unanswered::within;
 
 #[cfg(not(any(feature = "sqlite", feature = "mysql", feature = "postgres")))]
@@ -425,24 +425,6 @@ pub(crate) async fn begin_on(connection: PoolConnection) -> Result<Tx, sqlx::Err
         Dialect::Sqlite => Some("BEGIN IMMEDIATE".into_sql_str()),
         Dialect::Mysql | Dialect::Postgres => None,
     };
-    begin_in_task(connection, statement).await
-}
-
-/// [`begin_on`] with `statement`, a text that begins the transaction and
-/// writes in it, in place of `BEGIN` (MySQL, PostgreSQL: sqlx sends it as
-/// text, in one round trip). When it fails it must leave no transaction
-/// open: sqlx then gives the connection back to the pool.
-pub(crate) async fn begin_with(connection: PoolConnection, statement: String) -> Result<Tx, sqlx::Error> {
-    use sqlx::SqlSafeStr;
-    let statement = sqlx::AssertSqlSafe(statement).into_sql_str();
-    begin_in_task(connection, Some(statement)).await
-}
-
-/// Begins in a task of its own, never cut off halfway ([`begin`]).
-async fn begin_in_task(
-    connection: PoolConnection,
-    statement: Option<sqlx::SqlStr>,
-) -> Result<Tx, sqlx::Error> {
     tokio::spawn(sqlx::Transaction::begin(connection, statement))
         .await
         .unwrap_or_else(|_| Err(sqlx::Error::WorkerCrashed))

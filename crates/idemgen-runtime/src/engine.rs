@@ -43,7 +43,7 @@ use tokio::time::Instant;
 
 use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
-use crate::db::{self, Db, Dialect, Failure, Kept, Lent, Pool, PoolConnection, Tx, classify};
+use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
 use crate::input::JoinedList;
 use crate::fingerprint::fingerprint_of;
@@ -527,27 +527,47 @@ impl Idempotency {
         };
         // One connection for the read, the claim and the business
         // transaction: one kept after a replay's read if there is one.
-        let mut lent = match tokio::time::timeout_at(deadline, self.lend(operation, contract)).await {
-            Ok(lent) => lent?,
+        let acquired = match self.kept.take(&self.pool) {
+            Some(lent) => Ok(Ok(lent)),
+            None => {
+                let moves = self.kept.moves();
+                tokio::time::timeout_at(deadline, db::acquire(&self.pool))
+                    .await
+                    .map(|acquired| acquired.map(|connection| self.kept.lend(connection, moves)))
+            }
+        };
+        let mut lent = match acquired {
+            Ok(Ok(lent)) => lent,
+            // No connection in time: busy, or no host that takes writes
+            // (a demoted primary refuses new connections): the probe tells.
+            Ok(Err(sqlx::Error::PoolTimedOut)) => {
+                return Err(self.pool_timed_out(operation, contract).await);
+            }
+            Ok(Err(error)) => {
+                return Err(self.stopped(
+                    operation,
+                    Some(contract),
+                    stop_for(&error),
+                    Some(&error),
+                ));
+            }
             // The pool's own wait, cut short by the lease.
             Err(_) => return Err(self.pool_timed_out(operation, contract).await),
         };
         // A replay is answered from one read, before the input is decoded
         // and before any transaction begins (on MySQL a transaction's first
         // read would fix the snapshot the claim's read-back sees).
-        let mut record_seen = false;
         if let Some(admitted) = &admitted {
             let read =
                 self.answer_from_one_read(operation, contract, admitted, &mut lent.connection);
             match tokio::time::timeout_at(deadline, read).await {
-                Ok(Ok(OneRead::Answered(answer))) => {
+                Ok(Ok(Some(answer))) => {
                     // The read finished and nothing is open on the
                     // connection: the next keyed request may take it.
                     self.kept.keep(&self.pool, lent);
                     return Err(answer);
                 }
-                Ok(Ok(OneRead::NoRecord)) => {}
-                Ok(Ok(OneRead::Unsettled)) => record_seen = true,
+                Ok(Ok(None)) => {}
                 Ok(Err(stopped)) => return Err(stopped),
                 Err(_) => return Err(self.timed_out(operation, contract).await),
             }
@@ -556,14 +576,8 @@ impl Idempotency {
         let input = input.decode(operation, &request)?;
         let admitted = match (contract.claim, admitted) {
             (ClaimMode::InTransaction, Some(admitted)) => {
-                let claimed = self.claim_in_transaction(
-                    operation,
-                    contract,
-                    admitted,
-                    connection,
-                    deadline,
-                    record_seen,
-                );
+                let claimed =
+                    self.claim_in_transaction(operation, contract, admitted, connection, deadline);
                 let (claim, tx) = match tokio::time::timeout_at(deadline, claimed).await {
                     Ok(claimed) => claimed?,
                     Err(_) => return Err(self.timed_out(operation, contract).await),
@@ -640,28 +654,6 @@ impl Idempotency {
                 }
                 Err(self.timed_out(operation, contract).await)
             }
-        }
-    }
-
-    /// A connection for a keyed request: one kept after a replay's read if
-    /// there is one, else one from the pool; `Err` the answer when none
-    /// comes (the caller bounds the wait).
-    async fn lend(&self, operation: &'static Operation, contract: &Contract) -> Result<Lent, Response> {
-        if let Some(lent) = self.kept.take(&self.pool) {
-            return Ok(lent);
-        }
-        let moves = self.kept.moves();
-        match db::acquire(&self.pool).await {
-            Ok(connection) => Ok(self.kept.lend(connection, moves)),
-            // No connection in time: busy, or no host that takes writes
-            // (a demoted primary refuses new connections): the probe tells.
-            Err(sqlx::Error::PoolTimedOut) => Err(self.pool_timed_out(operation, contract).await),
-            Err(error) => Err(self.stopped(
-                operation,
-                Some(contract),
-                stop_for(&error),
-                Some(&error),
-            )),
         }
     }
 
@@ -875,9 +867,7 @@ impl Idempotency {
     /// `Retry-After`, at least [`SHORTEST_CLAIM_WAIT`], never past
     /// `deadline`), then replays its answer, or claims the key if it
     /// rolled back; a wait that runs out, or a deadlock between waiters,
-    /// is answered "in progress". MariaDB and PostgreSQL begin and claim
-    /// in one round trip ([`RecordStore::begin_and_claim`]); a key found
-    /// taken there goes on to the full claim, which reads its record.
+    /// is answered "in progress".
     async fn claim_in_transaction(
         &self,
         operation: &'static Operation,
@@ -885,69 +875,7 @@ impl Idempotency {
         admitted: Admitted,
         connection: PoolConnection,
         deadline: Instant,
-        record_seen: bool,
     ) -> Result<(Claim, Tx), Response> {
-        let wait = Duration::from_secs(contract.retry_after_secs)
-            .max(SHORTEST_CLAIM_WAIT)
-            .min(deadline.saturating_duration_since(Instant::now()));
-        let savepoint = (!contract.retry_failed).then_some(CLAIM_SAVEPOINT);
-        // First, `BEGIN`, the claim and the savepoint in one round trip,
-        // unless the read found a record: then the INSERT cannot succeed,
-        // and the full claim reads and reclaims it.
-        let token = new_token();
-        let claim = NewClaim {
-            scope: &admitted.scope,
-            key: &admitted.key,
-            fingerprint: &admitted.fingerprint,
-            token: &token,
-            lease_ms: contract.lease_ms,
-            window_ms: contract.window_ms,
-        };
-        let text = if record_seen {
-            None
-        } else {
-            self.records.begin_and_claim(&claim, wait, savepoint)
-        };
-        let connection = match text {
-            None => connection,
-            Some(text) => match db::begin_with(connection, text).await {
-                Ok(tx) => {
-                    operation.counters.first_attempts.inc();
-                    let Admitted {
-                        key,
-                        scope,
-                        fingerprint,
-                    } = admitted;
-                    let claim = Claim {
-                        scope,
-                        key,
-                        fingerprint,
-                        token,
-                        taken_over: false,
-                        in_transaction: true,
-                        inserted: true,
-                    };
-                    return Ok((claim, tx));
-                }
-                // The key is taken: the claim below reads its record, on
-                // a connection of its own (the failed text's went back to
-                // the pool, with no transaction open).
-                Err(sqlx::Error::Database(error)) if error.is_unique_violation() => {
-                    self.lend(operation, contract).await?.connection
-                }
-                Err(error) if classify(&error) == Failure::LostRace => {
-                    return Err(self.lost_claim_in_transaction(operation, contract, &error));
-                }
-                Err(error) => {
-                    return Err(self.stopped(
-                        operation,
-                        Some(contract),
-                        stop_for(&error),
-                        Some(&error),
-                    ));
-                }
-            },
-        };
         let mut tx = match db::begin_on(connection).await {
             Ok(tx) => tx,
             // SQLite: another writer held the database for the whole busy
@@ -961,6 +889,9 @@ impl Idempotency {
                 return Err(self.stopped(operation, Some(contract), stop_for(&error), Some(&error)));
             }
         };
+        let wait = Duration::from_secs(contract.retry_after_secs)
+            .max(SHORTEST_CLAIM_WAIT)
+            .min(deadline.saturating_duration_since(Instant::now()));
         let claimed = self
             .claim_on(operation, contract, admitted, &mut tx, Some(wait))
             .await;
@@ -971,12 +902,13 @@ impl Idempotency {
                 } else {
                     self.records.end_claim_wait(&mut tx).await
                 };
-                match (ended, savepoint) {
-                    (Ok(()), None) => Ok(()),
-                    (Ok(()), Some(savepoint)) => {
-                        sqlx::raw_sql(savepoint).execute(&mut *tx).await.map(drop)
-                    }
-                    (Err(error), _) => Err(error),
+                match ended {
+                    Ok(()) if contract.retry_failed => Ok(()),
+                    Ok(()) => sqlx::raw_sql(CLAIM_SAVEPOINT)
+                        .execute(&mut *tx)
+                        .await
+                        .map(drop),
+                    Err(error) => Err(error),
                 }
             }
             Err(_) => Ok(()),
@@ -994,20 +926,6 @@ impl Idempotency {
         }
     }
 
-    /// The answer to a claim in the business transaction that lost a race
-    /// (a wait that ran out, a deadlock): in progress.
-    fn lost_claim_in_transaction(
-        &self,
-        operation: &'static Operation,
-        contract: &Contract,
-        error: &sqlx::Error,
-    ) -> Response {
-        operation.metrics.lost_race(LostRace::Claim);
-        tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race");
-        operation.counters.in_progress.inc();
-        in_progress(contract)
-    }
-
     /// The answer when one read settles the request: a replay (or a key
     /// reused with another request) is answered with no write and no
     /// commit. Reading first is not "check, then write": nothing is
@@ -1020,22 +938,20 @@ impl Idempotency {
         contract: &Contract,
         admitted: &Admitted,
         connection: &mut <Db as sqlx::Database>::Connection,
-    ) -> Result<OneRead, Response> {
+    ) -> Result<Option<Response>, Response> {
         let Admitted {
             key,
             scope,
             fingerprint,
         } = admitted;
-        let Some(record) = self.read(&mut *connection, operation, scope, key).await? else {
-            return Ok(OneRead::NoRecord);
-        };
-        if settled(&record, fingerprint, self.clock_margin_ms)
+        if let Some(record) = self.read(&mut *connection, operation, scope, key).await?
+            && settled(&record, fingerprint, self.clock_margin_ms)
             && let Decision::Answer(answer) =
                 decide(operation, contract, &record, fingerprint, self.clock_margin_ms)
         {
-            return Ok(OneRead::Answered(answer));
+            return Ok(Some(answer));
         }
-        Ok(OneRead::Unsettled)
+        Ok(None)
     }
 
     /// The atomic claim on `connection`: committed on its own (`wait` is
@@ -1059,8 +975,12 @@ impl Idempotency {
         // In a transaction, a lost race (a wait that ran out, a deadlock)
         // may have ended it (PostgreSQL aborts it, InnoDB rolls a deadlock
         // victim back): nothing more can run in it, and the key is held.
-        let lost_in_transaction =
-            |error: &sqlx::Error| self.lost_claim_in_transaction(operation, contract, error);
+        let lost_in_transaction = |error: &sqlx::Error| {
+            operation.metrics.lost_race(LostRace::Claim);
+            tracing::debug!(operation = operation.name, %error, "claim in transaction lost a race");
+            counters.in_progress.inc();
+            in_progress(contract)
+        };
         // Every token this request wrote: a claim whose read-back failed is
         // still recognised as ours on the next attempt.
         let mut written: Vec<String> = Vec::new();
@@ -1832,17 +1752,6 @@ impl Call {
             engine.release(operation, claim).await;
         }
     }
-}
-
-/// What the read before the claim found ([`Idempotency::answer_from_one_read`]).
-enum OneRead {
-    /// A record that answers the request.
-    Answered(Response),
-    /// No record: the claim may well insert one.
-    NoRecord,
-    /// A record the claim must read again and decide on (in progress,
-    /// failed, expired).
-    Unsettled,
 }
 
 /// A key that passed its contract's checks, and what it is claimed under.

@@ -5,9 +5,7 @@
 //! a literal at compile time, so it cannot take a name chosen by each
 //! service; instead the text is built once per store from a name that must
 //! be a plain SQL identifier (nothing a request can influence is ever
-//! formatted into SQL: every value is bound, except in
-//! [`RecordStore::begin_and_claim`]'s text, which writes them as
-//! hexadecimal), and [`RecordStore::new`] has
+//! formatted into SQL: every value is bound), and [`RecordStore::new`] has
 //! the database prepare every statement before the first request, so a
 //! table that lacks a column or has one of another type stops the service
 //! at start with the table's name, not at the first duplicate. This
@@ -122,17 +120,6 @@ struct Statements {
     complete: Arc<str>,
     release: Arc<str>,
     purge: Arc<str>,
-    /// `BEGIN` and the claim in one statement text (MySQL, PostgreSQL),
-    /// its values still to be written in: [`RecordStore::begin_and_claim`].
-    begin_and_claim: Option<BeginAndClaim>,
-}
-
-/// The text of [`RecordStore::begin_and_claim`]: `head`, with `{1}` to
-/// `{7}` written in, then the savepoint if one is asked for, then `tail`.
-#[derive(Debug)]
-struct BeginAndClaim {
-    head: String,
-    tail: &'static str,
 }
 
 /// Why [`crate::Idempotency::new`] could not open the record table.
@@ -224,7 +211,9 @@ impl RecordStore {
             // sqlx always sets CLIENT_FOUND_ROWS).
             Dialect::Mysql => "",
             // The token comes back only when this statement inserted.
-            Dialect::Sqlite | Dialect::Postgres => " ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token",
+            Dialect::Sqlite | Dialect::Postgres => {
+                " ON CONFLICT (scope, idem_key) DO NOTHING RETURNING claim_token"
+            }
         };
         // The expiry test is the DELETE's own, never only a subquery's: a
         // record a reclaim or finish makes live again while the purge
@@ -342,42 +331,6 @@ impl RecordStore {
                  FROM session LEFT JOIN claimed ON true"
             ),
         };
-        // The claim in the business transaction, begun by the same text:
-        // one round trip. Sent as text, so a plain INSERT (a duplicate is
-        // a unique violation), and built so that when it fails no
-        // transaction is left open: MariaDB runs it as one compound
-        // statement whose handler rolls back and re-raises the error;
-        // PostgreSQL runs the INSERT first, in the implicit transaction of
-        // a multi-statement query, which its `BEGIN` then turns into the
-        // business transaction (an error rolls the implicit one back).
-        let inline = |template: &str| {
-            template
-                .replace("{t}", table)
-                .replace("{now}", db_now(Dialect::BUILT))
-        };
-        let plain_claim = "INSERT INTO {t} (scope, idem_key, fingerprint, status, claim_token, \
-                           lease_expires_at, expires_at, created_at, updated_at) \
-                           VALUES ({1}, {2}, {3}, 'in_progress', {4}, {now} + {5}, \
-                           {now} + {6}, {now}, {now})";
-        let begin_and_claim = match Dialect::BUILT {
-            Dialect::Sqlite => None,
-            Dialect::Mysql => Some(BeginAndClaim {
-                head: inline(&format!(
-                    "BEGIN NOT ATOMIC \
-                     DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END; \
-                     START TRANSACTION; \
-                     SET STATEMENT innodb_lock_wait_timeout = {{7}} FOR {plain_claim}"
-                )),
-                tail: "; END",
-            }),
-            Dialect::Postgres => Some(BeginAndClaim {
-                head: inline(&format!(
-                    "{}; BEGIN",
-                    claim_in_transaction.replace(on_conflict, " RETURNING claim_token")
-                )),
-                tail: "",
-            }),
-        };
         Ok(RecordStore {
             table: table.into(),
             sql: Arc::new(Statements {
@@ -401,7 +354,6 @@ impl RecordStore {
                 complete: sql(&format!("{finish}{in_transaction}")),
                 release: sql(release),
                 purge: sql(purge),
-                begin_and_claim,
             }),
         })
     }
@@ -468,44 +420,6 @@ impl RecordStore {
                 self.insert_claim(executor, sql, None, claim).await
             }
         }
-    }
-
-    /// The statement text that begins the business transaction and claims
-    /// the key in it ([`RecordStore::claim_in_transaction`]'s claim, with
-    /// the same bounded wait), then sets `savepoint` if given: one round
-    /// trip where `BEGIN` and the claim would take two. `None` on SQLite,
-    /// whose `BEGIN IMMEDIATE` has no round trip to save. Begun with it,
-    /// the transaction holds the claim; an error (a duplicate is a unique
-    /// violation) leaves no transaction open on the connection. The values
-    /// are written into the text as hexadecimal, which no quoting or
-    /// escaping setting of the server reads as anything but the bytes.
-    pub(crate) fn begin_and_claim(
-        &self,
-        claim: &NewClaim<'_>,
-        wait: Duration,
-        savepoint: Option<&str>,
-    ) -> Option<String> {
-        let text = self.sql.begin_and_claim.as_ref()?;
-        let wait = match Dialect::BUILT {
-            Dialect::Mysql => wait.as_secs_f64().ceil().max(1.0).to_string(),
-            _ => format!("'{}ms'", wait.as_millis().max(1)),
-        };
-        let values = [
-            text_literal(claim.scope),
-            text_literal(claim.key),
-            text_literal(claim.fingerprint),
-            text_literal(claim.token),
-            claim.lease_ms.to_string(),
-            claim.window_ms.to_string(),
-            wait,
-        ];
-        let mut out = fill(&text.head, &values);
-        if let Some(savepoint) = savepoint {
-            out.push_str("; ");
-            out.push_str(savepoint);
-        }
-        out.push_str(text.tail);
-        Some(out)
     }
 
     /// Ends the bounded wait [`RecordStore::claim_in_transaction`] set for
@@ -843,31 +757,6 @@ fn placeholders(dialect: Dialect, template: &str) -> String {
     out
 }
 
-/// `text` as an SQL string literal of hexadecimal digits, read as UTF-8.
-fn text_literal(text: &str) -> String {
-    let digits = crate::fingerprint::hex(text.as_bytes());
-    match Dialect::BUILT {
-        Dialect::Mysql => format!("_utf8mb4 X'{digits}'"),
-        Dialect::Sqlite => format!("CAST(X'{digits}' AS TEXT)"),
-        Dialect::Postgres => format!("convert_from(decode('{digits}', 'hex'), 'UTF8')"),
-    }
-}
-
-/// Replaces `{n}` with `values[n - 1]`.
-fn fill(template: &str, values: &[String]) -> String {
-    let mut out = String::with_capacity(template.len() + values.iter().map(String::len).sum::<usize>());
-    let mut rest = template;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let close = open + rest[open..].find('}').expect("placeholders are closed");
-        let number: usize = rest[open + 1..close].parse().expect("placeholders are numbered");
-        out.push_str(&values[number - 1]);
-        rest = &rest[close + 1..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -912,34 +801,6 @@ mod tests {
             outer.contains("expires_at <") && outer.contains("lease_expires_at <"),
             "{purge}"
         );
-    }
-
-    #[test]
-    fn the_one_round_trip_claim_writes_its_values_as_hexadecimal() {
-        let store = RecordStore::unchecked("idempotent_record").unwrap();
-        let key = "pay:'\\\"; DROP TABLE orders; -- {1}";
-        let claim = NewClaim {
-            scope: "POST /pay",
-            key,
-            fingerprint: "f00d",
-            token: "token",
-            lease_ms: 5_000,
-            window_ms: 60_000,
-        };
-        let text = store.begin_and_claim(&claim, Duration::from_millis(1_500), Some("SAVEPOINT s"));
-        let Some(text) = text else {
-            assert_eq!(Dialect::BUILT, Dialect::Sqlite, "only SQLite has no such text");
-            return;
-        };
-        assert!(!text.contains("DROP"), "{text}");
-        assert!(!text.contains('{'), "every placeholder written in: {text}");
-        assert!(text.contains(&crate::fingerprint::hex(key.as_bytes())), "{text}");
-        assert!(text.contains("SAVEPOINT s"), "{text}");
-        let wait = match Dialect::BUILT {
-            Dialect::Mysql => "innodb_lock_wait_timeout = 2 ",
-            _ => "'1500ms'",
-        };
-        assert!(text.contains(wait), "{text}");
     }
 
     #[test]

@@ -16,9 +16,9 @@
 
 use std::time::Duration;
 
-use crate::support::{self, Table, key, pay};
+use crate::support::{self, NO_MIGRATIONS, Table, key, pay};
 use axum::http::StatusCode;
-use idemgen_runtime::{Call, Contract, Idempotency, Operation, Reply};
+use idemgen_runtime::{Call, Contract, Dialect, Idempotency, Operation, Reply};
 use serde_json::json;
 
 static PAY: Operation = Operation::idempotent(
@@ -446,4 +446,54 @@ async fn a_lost_race_at_the_fenced_finish_releases_the_claim_at_once() {
         .await;
     assert_eq!(done.status(), StatusCode::CREATED);
     table.sql("DROP TABLE {t}_rows").await;
+}
+
+/// A committed claim that finds its key taken by a record committed while
+/// it waited begins nothing: on a pool of one connection, the request is
+/// answered "in progress" and that connection is outside any transaction
+/// after it.
+#[tokio::test]
+async fn a_claim_that_finds_its_key_taken_begins_nothing() {
+    if Dialect::BUILT == Dialect::Sqlite {
+        support::skipped("SQLite: the held record would hold the whole database");
+        return;
+    }
+    let Some(table) = Table::new().await else {
+        return;
+    };
+    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
+        .await
+        .unwrap();
+    let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    // A record of this operation, for its scope.
+    let paid = key();
+    let call = claim(&engine, &paid).await;
+    let created = Ok::<_, sqlx::Error>(Reply::json(StatusCode::CREATED, &json!({"paid": true})));
+    assert_eq!(call.finish(created).await.status(), StatusCode::CREATED);
+    // Another transaction inserts the key the request will claim, with a
+    // lease that has not ended, and commits it while the claim waits on
+    // its lock: the read before the claim saw no record.
+    let held = key();
+    let mut holder = table.pool.begin().await.unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO {t} (scope, idem_key, fingerprint, status, claim_token, \
+         lease_expires_at, expires_at, created_at, updated_at) \
+         SELECT scope, '{held}', fingerprint, 'in_progress', 'held', \
+         4000000000000, 4000000000000, 0, 0 FROM {t} WHERE idem_key = '{paid}'",
+        t = table.name
+    )))
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+    let waiting = tokio::spawn({
+        let (engine, held) = (engine.clone(), held.clone());
+        async move { engine.begin(&PAY, pay(&held)).await.err() }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.commit().await.unwrap();
+    let answer = waiting.await.unwrap().expect("the key is taken");
+    assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);
+
+    support::assert_outside_transaction(&pool).await;
+    pool.close().await;
 }

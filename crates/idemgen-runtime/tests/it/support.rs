@@ -107,6 +107,23 @@ pub async fn complete(operation: &'static Operation, engine: &Idempotency, key: 
 }
 
 /// The body of an answer, as text.
+/// Asserts that the connection `pool` lends next is outside any
+/// transaction (on a pool of one, the one its requests used).
+pub async fn assert_outside_transaction(pool: &Pool) {
+    let sql = match Dialect::BUILT {
+        Dialect::Mysql => "SELECT @@in_transaction = 0",
+        // A simple query outside a transaction is its own, begun when the
+        // query came; an aborted transaction would refuse it.
+        _ => "SELECT transaction_timestamp() = statement_timestamp()",
+    };
+    let row = sqlx::raw_sql(sql).fetch_one(pool).await.unwrap();
+    let outside: bool = sqlx::Row::get(&row, 0);
+    assert!(
+        outside,
+        "the connection was given back inside a transaction"
+    );
+}
+
 pub async fn body_text(response: Response) -> String {
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
