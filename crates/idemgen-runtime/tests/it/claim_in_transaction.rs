@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use crate::support::{self, NO_MIGRATIONS, Table, key, pay, post_json};
+use crate::support::{self, Table, key, pay, post_json};
 use axum::http::StatusCode;
 use axum::response::Response;
 use idemgen_runtime::{Call, ClaimMode, Contract, Dialect, Idempotency, Operation, Reply};
@@ -245,10 +245,7 @@ async fn a_failed_claim_leaves_no_transaction_open() {
     let Some((table, engine)) = arena().await else {
         return;
     };
-    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
-        .await
-        .unwrap();
-    let other = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let (pool, other) = table.engine_on_one_connection().await;
 
     // The key taken while the duplicate waits on it.
     let key = key();

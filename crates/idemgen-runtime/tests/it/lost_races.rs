@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use crate::support::{self, NO_MIGRATIONS, Table, key, pay};
+use crate::support::{self, Table, key, pay};
 use axum::http::StatusCode;
 use idemgen_runtime::{Call, Contract, Dialect, Idempotency, Operation, Reply};
 use serde_json::json;
@@ -461,10 +461,7 @@ async fn a_claim_that_finds_its_key_taken_begins_nothing() {
     let Some(table) = Table::new().await else {
         return;
     };
-    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
-        .await
-        .unwrap();
-    let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let (pool, engine) = table.engine_on_one_connection().await;
     // A record of this operation, for its scope.
     let paid = key();
     let call = claim(&engine, &paid).await;

@@ -90,10 +90,7 @@ async fn a_replay_is_one_read_on_mariadb() {
         return;
     };
     // One connection: the engine's statements and the counters' session.
-    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
-        .await
-        .unwrap();
-    let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let (pool, engine) = table.engine_on_one_connection().await;
     let key = key();
     support::complete(&PAY, &engine, &key).await;
     // A first attempt that holds its key (on a pool of its own) while a

@@ -10,7 +10,7 @@ use axum::response::Response;
 use idemgen_runtime::{ClaimMode, Contract, Dialect, Idempotency, Operation, Reply};
 use serde_json::json;
 
-use crate::support::{self, NO_MIGRATIONS, Table, key, pay};
+use crate::support::{self, Table, key, pay};
 
 const KEY_PATTERN: &str =
     "^pay:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$";
@@ -208,10 +208,7 @@ async fn a_joined_burst_reads_the_record_once_on_mariadb() {
     let Some(table) = Table::new().await else {
         return;
     };
-    let pool = idemgen_runtime::connect_with_pool_size(&table.url, &NO_MIGRATIONS, Some(1))
-        .await
-        .unwrap();
-    let engine = Idempotency::new(pool.clone(), &table.name).await.unwrap();
+    let (pool, engine) = table.engine_on_one_connection().await;
     let selects = || async {
         let (_, value): (String, String) =
             sqlx::query_as("SHOW SESSION STATUS WHERE Variable_name = 'Com_select'")

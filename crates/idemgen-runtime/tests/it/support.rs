@@ -244,6 +244,19 @@ impl Table {
             .expect("the table fits the statements")
     }
 
+    /// An engine on a pool of its own with one connection, and that pool:
+    /// every statement of the engine's requests runs on the connection the
+    /// pool lends next.
+    pub async fn engine_on_one_connection(&self) -> (Pool, Idempotency) {
+        let pool = idemgen_runtime::connect_with_pool_size(&self.url, &NO_MIGRATIONS, Some(1))
+            .await
+            .expect("a pool of one connection");
+        let engine = Idempotency::new(pool.clone(), &self.name)
+            .await
+            .expect("the table fits the statements");
+        (pool, engine)
+    }
+
     /// `count` engines on this table, as on as many instances: duplicates
     /// sent through one engine would wait in its memory for its first
     /// attempt of their key, never racing on the database.
