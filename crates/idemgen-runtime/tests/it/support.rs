@@ -106,24 +106,48 @@ pub async fn complete(operation: &'static Operation, engine: &Idempotency, key: 
     assert_eq!(first.status(), axum::http::StatusCode::CREATED);
 }
 
-/// The body of an answer, as text.
-/// Asserts that the connection `pool` lends next is outside any
-/// transaction (on a pool of one, the one its requests used).
-pub async fn assert_outside_transaction(pool: &Pool) {
+/// Which connection `pool` lends next, and whether it is outside any
+/// transaction: `(outside, connection id)`.
+async fn transaction_state(pool: &Pool) -> (bool, i64) {
     let sql = match Dialect::BUILT {
-        Dialect::Mysql => "SELECT @@in_transaction = 0",
+        Dialect::Mysql => "SELECT @@in_transaction = 0, CAST(CONNECTION_ID() AS SIGNED)",
         // A simple query outside a transaction is its own, begun when the
         // query came; an aborted transaction would refuse it.
-        _ => "SELECT transaction_timestamp() = statement_timestamp()",
+        Dialect::Postgres => {
+            "SELECT transaction_timestamp() = statement_timestamp(), pg_backend_pid()::bigint"
+        }
+        Dialect::Sqlite => unreachable!("no query tells an SQLite connection's transaction"),
     };
-    let row = sqlx::raw_sql(sql).fetch_one(pool).await.unwrap();
-    let outside: bool = sqlx::Row::get(&row, 0);
-    assert!(
-        outside,
-        "the connection was given back inside a transaction"
+    let row = sqlx::raw_sql(sql)
+        .fetch_one(pool)
+        .await
+        .expect("the connection takes a query (an aborted transaction refuses it)");
+    (sqlx::Row::get(&row, 0), sqlx::Row::get(&row, 1))
+}
+
+/// The id of the one connection of `pool` ([`Table::engine_on_one_connection`]),
+/// for [`assert_outside_transaction`].
+pub async fn connection_id(pool: &Pool) -> i64 {
+    transaction_state(pool).await.1
+}
+
+/// Asserts that the one connection of `pool`, the one with id
+/// `connection`, is outside any transaction. On failure the pool is closed
+/// first, which ends the transaction left open: the table's drop would
+/// otherwise wait on its locks.
+pub async fn assert_outside_transaction(pool: &Pool, connection: i64) {
+    let (outside, id) = transaction_state(pool).await;
+    if !outside {
+        pool.close().await;
+        panic!("the connection was given back inside a transaction");
+    }
+    assert_eq!(
+        id, connection,
+        "the pool's connection was replaced: nothing was checked"
     );
 }
 
+/// The body of an answer, as text.
 pub async fn body_text(response: Response) -> String {
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
@@ -244,9 +268,9 @@ impl Table {
             .expect("the table fits the statements")
     }
 
-    /// An engine on a pool of its own with one connection, and that pool:
-    /// every statement of the engine's requests runs on the connection the
-    /// pool lends next.
+    /// A pool of its own with one connection, and an engine on it: every
+    /// statement of the engine's requests runs on the pool's only
+    /// connection.
     pub async fn engine_on_one_connection(&self) -> (Pool, Idempotency) {
         let pool = idemgen_runtime::connect_with_pool_size(&self.url, &NO_MIGRATIONS, Some(1))
             .await
