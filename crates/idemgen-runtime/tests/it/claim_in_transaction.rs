@@ -79,6 +79,18 @@ async fn effect(table: &Table, call: &mut Call, key: &str) {
         .expect("the business write");
 }
 
+/// The first attempt of `key`: claimed, its effect written, not finished.
+async fn first_attempt(
+    operation: &'static Operation,
+    table: &Table,
+    engine: &Idempotency,
+    key: &str,
+) -> Call {
+    let mut call = support::claim(operation, engine, pay(key)).await;
+    effect(table, &mut call, key).await;
+    call
+}
+
 async fn effects(table: &Table, key: &str) -> i64 {
     let sql = format!(
         "SELECT COUNT(*) FROM {}_effects WHERE idem_key = '{key}'",
@@ -173,7 +185,12 @@ async fn concurrent_first_writes_of_one_key_run_it_once() {
 }
 
 /// A duplicate waits on the first attempt's uncommitted claim: it gets the
-/// first's answer once that commits within its wait.
+/// first's answer once that commits within its wait. Its connection (the
+/// only one of its pool) is outside any transaction after it: a claim that
+/// found the key taken left none open, which would otherwise go back to
+/// the pool holding the locks the claim took. (The engine reads the record
+/// on that connection after the failed claim, so the look comes after
+/// statements of its own.)
 #[tokio::test]
 async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
     let Some((table, engine)) = arena().await else {
@@ -181,9 +198,14 @@ async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
     };
     let key = key();
     // From another instance: it waits on the key in the database.
-    let other = table.engine().await;
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
+    let (pool, other) = table.engine_on_one_connection().await;
+    // SQLite has no query that tells whether a connection is inside a
+    // transaction.
+    let connection = match Dialect::BUILT {
+        Dialect::Sqlite => None,
+        Dialect::Mysql | Dialect::Postgres => Some(support::connection_id(&pool).await),
+    };
+    let first = first_attempt(&PAY, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await.err() }
@@ -195,12 +217,17 @@ async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
         .unwrap()
         .expect("the duplicate must not claim the key");
     assert!(is_replay(&answer), "got {}", answer.status());
+    if let Some(connection) = connection {
+        support::assert_outside_transaction(&pool, connection).await;
+    }
     assert_eq!(effects(&table, &key).await, 1);
+    pool.close().await;
     drop_effects(&table).await;
 }
 
 /// A duplicate whose wait runs out while the first attempt still runs is
-/// answered "in progress", and replayed once the first commits.
+/// answered "in progress", leaves no transaction open on its connection,
+/// and is replayed once the first commits.
 #[tokio::test]
 async fn a_duplicate_past_its_wait_is_in_progress() {
     if Dialect::BUILT == Dialect::Sqlite {
@@ -215,9 +242,9 @@ async fn a_duplicate_past_its_wait_is_in_progress() {
     };
     let key = key();
     // From another instance: it waits on the key in the database.
-    let other = table.engine().await;
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
+    let (pool, other) = table.engine_on_one_connection().await;
+    let connection = support::connection_id(&pool).await;
+    let first = first_attempt(&PAY, &table, &engine, &key).await;
     let answer = other
         .begin(&PAY, pay(&key))
         .await
@@ -225,60 +252,13 @@ async fn a_duplicate_past_its_wait_is_in_progress() {
         .expect("the duplicate must not claim the key");
     assert!(is_in_progress(&answer), "got {}", answer.status());
     assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
+    // The claim whose wait ran out left no transaction open on its
+    // connection (the pool's only one), the last to use it.
+    support::assert_outside_transaction(&pool, connection).await;
+    pool.close().await;
     let again = engine.begin(&PAY, pay(&key)).await.err().unwrap();
     assert!(is_replay(&again), "got {}", again.status());
     assert_eq!(effects(&table, &key).await, 1);
-    drop_effects(&table).await;
-}
-
-/// A claim in the business transaction that fails (the key taken, a wait
-/// that ran out) leaves no transaction open on its connection, which would
-/// otherwise go back to the pool inside it, holding the locks the failed
-/// claim took. On a pool of one connection, each failure is followed by a
-/// look at that connection. (After the key was found taken the engine goes
-/// on to read the record on the same connection, so that look comes after
-/// statements of the engine's own; after a wait that ran out it comes
-/// straight after the failed claim.)
-#[tokio::test]
-async fn a_failed_claim_leaves_no_transaction_open() {
-    if Dialect::BUILT == Dialect::Sqlite {
-        support::skipped("SQLite: a duplicate waits for the writer lock, not on the key");
-        return;
-    }
-    let Some((table, engine)) = arena().await else {
-        return;
-    };
-    let (pool, other) = table.engine_on_one_connection().await;
-    let connection = support::connection_id(&pool).await;
-
-    // The key taken while the duplicate waits on it.
-    let key = support::key();
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
-    let duplicate = tokio::spawn({
-        let (other, key) = (other.clone(), key.clone());
-        async move { other.begin(&PAY, pay(&key)).await.err() }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
-    let answer = duplicate.await.unwrap().expect("the key is taken");
-    assert!(is_replay(&answer), "got {}", answer.status());
-    support::assert_outside_transaction(&pool, connection).await;
-
-    // A wait that runs out.
-    let key = support::key();
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
-    let answer = other
-        .begin(&PAY, pay(&key))
-        .await
-        .err()
-        .expect("the key is held");
-    assert!(is_in_progress(&answer), "got {}", answer.status());
-    assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
-    support::assert_outside_transaction(&pool, connection).await;
-    assert_eq!(effects(&table, &key).await, 1);
-    pool.close().await;
     drop_effects(&table).await;
 }
 
@@ -290,8 +270,7 @@ async fn a_crash_takes_the_claim_away_with_the_work() {
         return;
     };
     let key = key();
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
+    let first = first_attempt(&PAY, &table, &engine, &key).await;
     drop(first);
     let (answer, ran) = request(&PAY, &table, &engine, &key, Duration::ZERO).await;
     assert!(ran, "the retry claims the key, got {}", answer.status());
@@ -310,8 +289,7 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
     let key = key();
     // From another instance: it waits on the key in the database.
     let other = table.engine().await;
-    let mut first = support::claim(&PAY, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
+    let first = first_attempt(&PAY, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await }
@@ -349,8 +327,7 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
     let key = key();
     // From another instance: it waits on the key in the database.
     let other = table.engine().await;
-    let mut first = support::claim(&PAY_ONCE, &engine, pay(&key)).await;
-    effect(&table, &mut first, &key).await;
+    let first = first_attempt(&PAY_ONCE, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY_ONCE, pay(&key)).await.err() }
