@@ -30,8 +30,12 @@
 //! (MariaDB's `Questions`, server-wide; PostgreSQL's `pg_stat_statements`
 //! where the server has it), commits (PostgreSQL's `xact_commit`, which
 //! counts a read outside a transaction as one), log flushes
-//! (`pg_stat_wal.wal_sync`; MariaDB's redo log writes) and the service's
-//! CPU time.
+//! (`pg_stat_wal.wal_sync`; MariaDB's redo log writes), and CPU time: the
+//! service's, the database server's (every process of it, background
+//! work included; where the server runs on this machine) and the load
+//! generator's (this bench's own threads). The three share the machine's
+//! cores, so when they are busy their sum per request is what bounds a
+//! scenario's throughput.
 //!
 //! `IDEMGEN_BENCH_CLIENTS` (default 16) and `IDEMGEN_BENCH_SECS` (default
 //! 10) tune it; a dialect whose URL is unset is skipped.
@@ -44,7 +48,7 @@
 //! each ratio taken to the (a) of its own round, with the profile behind
 //! it per request: statements (PostgreSQL's `pg_stat_statements`, where
 //! the server has it), commits, WAL flushes (`pg_stat_wal.wal_sync`), and
-//! CPU time of the service process and of its database sessions (the
+//! CPU time of the service process and of the database server (the
 //! MariaDB figures as above).
 
 #[path = "../tests/support/exactly_once.rs"]
@@ -116,9 +120,9 @@ fn main() {
         duration.as_secs()
     );
     println!(
-        "| database | scenario | requests | req/s | × (a) | p50 ms | p99 ms | p50 × (a) | p99 × (a) | answers | statements/request | commits/request | log flushes/request | service CPU µs/request |"
+        "| database | scenario | requests | req/s | × (a) | p50 ms | p99 ms | p50 × (a) | p99 × (a) | answers | statements/request | commits/request | log flushes/request | service CPU µs/request | database CPU µs/request | load generator CPU µs/request |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|");
     for table in &tables {
         print!("{table}");
     }
@@ -279,7 +283,7 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
         ),
     ] {
         rows.push_str(&format!(
-            "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} |\n",
+            "| {database} | {name} | {} | {:.0} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} | {} | {} | {} |\n",
             run.latencies.len(),
             run.throughput(),
             run.throughput() / plain_run.throughput(),
@@ -292,6 +296,8 @@ fn bench(db: &Database, clients: usize, duration: Duration) -> String {
             figure(run.profile.commits, 1),
             figure(run.profile.wal_syncs, 2),
             figure(run.profile.service_cpu_us, 0),
+            figure(run.profile.database_cpu_us, 0),
+            figure(run.profile.load_generator_cpu_us, 0),
         ));
     }
     eprint!("{rows}");
@@ -454,6 +460,8 @@ struct PerRequest {
     wal_syncs: Option<f64>,
     service_cpu_us: Option<f64>,
     database_cpu_us: Option<f64>,
+    /// The bench's own threads, sending the requests and reading answers.
+    load_generator_cpu_us: Option<f64>,
 }
 
 /// What the counters read at the start of a run.
@@ -469,8 +477,10 @@ struct Counters {
     commits: Option<i64>,
     wal_syncs: Option<i64>,
     service_ticks: Option<u64>,
-    /// Database session (backend process) → CPU ticks.
-    sessions: BTreeMap<u32, u64>,
+    load_generator_ticks: Option<u64>,
+    /// The database server's processes (MariaDB's one, PostgreSQL's
+    /// postmaster and every process it started) → CPU ticks.
+    server: BTreeMap<u32, u64>,
 }
 
 impl<'a> Profiler<'a> {
@@ -485,6 +495,11 @@ impl<'a> Profiler<'a> {
     fn read(db: &Database, service: u32) -> Counters {
         let mut counters = Counters {
             service_ticks: cpu_ticks(service),
+            load_generator_ticks: cpu_ticks(std::process::id()),
+            server: server_processes(db)
+                .into_iter()
+                .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
+                .collect(),
             ..Counters::default()
         };
         if db.dialect == Dialect::Mysql {
@@ -525,15 +540,6 @@ impl<'a> Profiler<'a> {
             "SELECT COALESCE(SUM(calls), 0) FROM pg_stat_statements \
              WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '{name}')"
         ));
-        counters.sessions = db
-            .try_server_query(&format!(
-                "SELECT pid FROM pg_stat_activity WHERE datname = '{name}'"
-            ))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|pid| pid.parse().ok())
-            .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
-            .collect();
         counters
     }
 
@@ -545,12 +551,18 @@ impl<'a> Profiler<'a> {
             Some((after? - before? - own) as f64 / requests)
         };
         let tick_us = 1_000_000.0 / ticks_per_second();
-        // Sessions that ended during the run are missed; the pool keeps its
-        // connections, so there are none in practice.
+        let cpu_us = |after: Option<u64>, before: Option<u64>| {
+            after
+                .zip(before)
+                .map(|(after, before)| after.saturating_sub(before) as f64 * tick_us / requests)
+        };
+        // A server process that ended during the run (a PostgreSQL
+        // autovacuum worker, the session that read the counters) is
+        // missed; one that started is counted whole.
         let database_ticks: u64 = after
-            .sessions
+            .server
             .iter()
-            .map(|(pid, ticks)| ticks - before.sessions.get(pid).copied().unwrap_or(0))
+            .map(|(pid, ticks)| ticks.saturating_sub(before.server.get(pid).copied().unwrap_or(0)))
             .sum();
         PerRequest {
             // The reading query itself is one statement and one commit in
@@ -568,24 +580,70 @@ impl<'a> Profiler<'a> {
             ),
             commits: per(after.commits, before.commits, 0),
             wal_syncs: per(after.wal_syncs, before.wal_syncs, 0),
-            service_cpu_us: after
-                .service_ticks
-                .zip(before.service_ticks)
-                .map(|(after, before)| (after - before) as f64 * tick_us / requests),
-            database_cpu_us: (self.db.dialect == Dialect::Postgres)
+            service_cpu_us: cpu_us(after.service_ticks, before.service_ticks),
+            // Both readings found the server, or a process read at the
+            // end only would count its whole life.
+            database_cpu_us: (!before.server.is_empty() && !after.server.is_empty())
                 .then(|| database_ticks as f64 * tick_us / requests),
+            load_generator_cpu_us: cpu_us(after.load_generator_ticks, before.load_generator_ticks),
         }
     }
 }
 
 /// User plus system CPU time of process `pid`, in clock ticks.
 fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let fields = stat_fields(pid)?;
     let user: u64 = fields.get(11)?.parse().ok()?;
     let system: u64 = fields.get(12)?.parse().ok()?;
     Some(user + system)
+}
+
+/// The fields of `/proc/PID/stat` after the command name (which is in
+/// parentheses and may hold spaces): the state first, the parent's pid
+/// second.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields = stat.rsplit_once(')')?.1.split_whitespace();
+    Some(fields.map(str::to_string).collect())
+}
+
+/// The database server's processes on this machine, none where they
+/// cannot be found (a server elsewhere, SQLite): MariaDB's one process,
+/// by its pid file; PostgreSQL's postmaster and every process it started
+/// (sessions, the WAL writer, the checkpointer, autovacuum).
+fn server_processes(db: &Database) -> Vec<u32> {
+    match db.dialect {
+        Dialect::Sqlite => Vec::new(),
+        Dialect::Mysql => db
+            .try_server_query("SELECT @@pid_file")
+            .and_then(|file| std::fs::read_to_string(file.trim()).ok())
+            .and_then(|pid| pid.trim().parse().ok())
+            .into_iter()
+            .collect(),
+        Dialect::Postgres => {
+            // The checkpointer, whose parent is the postmaster, lives as
+            // long as the server (the query's own session would be gone).
+            let Some(postmaster) = db
+                .try_server_query(
+                    "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
+                )
+                .and_then(|pid| pid.trim().parse().ok())
+                .and_then(stat_fields)
+                .and_then(|fields| fields.get(1)?.parse::<u32>().ok())
+            else {
+                return Vec::new();
+            };
+            let children = std::fs::read_dir("/proc")
+                .into_iter()
+                .flatten()
+                .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|pid| {
+                    stat_fields(*pid).and_then(|fields| fields.get(1)?.parse::<u32>().ok())
+                        == Some(postmaster)
+                });
+            std::iter::once(postmaster).chain(children).collect()
+        }
+    }
 }
 
 /// `getconf CLK_TCK`: 100 on Linux.
