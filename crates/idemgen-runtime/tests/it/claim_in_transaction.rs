@@ -199,18 +199,13 @@ async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
     let key = key();
     // From another instance: it waits on the key in the database.
     let (pool, other) = table.engine_on_one_connection().await;
-    // SQLite has no query that tells whether a connection is inside a
-    // transaction.
-    let connection = match Dialect::BUILT {
-        Dialect::Sqlite => None,
-        Dialect::Mysql | Dialect::Postgres => Some(support::connection_id(&pool).await),
-    };
+    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await.err() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until_waiting_on_a_lock(&table.pool, connection).await;
     assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
     let answer = duplicate
         .await
@@ -288,13 +283,14 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
     };
     let key = key();
     // From another instance: it waits on the key in the database.
-    let other = table.engine().await;
+    let (pool, other) = table.engine_on_one_connection().await;
+    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY, pay(&key)).await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until_waiting_on_a_lock(&table.pool, connection).await;
     let failure = first.finish(declined()).await;
     assert_eq!(failure.status(), StatusCode::PAYMENT_REQUIRED);
     let mut retry = match duplicate.await.unwrap() {
@@ -313,6 +309,7 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
     );
     let replay = engine.begin(&PAY, pay(&key)).await.err().unwrap();
     assert!(is_replay(&replay), "got {}", replay.status());
+    pool.close().await;
     drop_effects(&table).await;
 }
 
@@ -326,13 +323,14 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
     };
     let key = key();
     // From another instance: it waits on the key in the database.
-    let other = table.engine().await;
+    let (pool, other) = table.engine_on_one_connection().await;
+    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY_ONCE, &table, &engine, &key).await;
     let duplicate = tokio::spawn({
         let (engine, key) = (other.clone(), key.clone());
         async move { engine.begin(&PAY_ONCE, pay(&key)).await.err() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until_waiting_on_a_lock(&table.pool, connection).await;
     let failure = first.finish(declined()).await;
     assert_eq!(failure.status(), StatusCode::PAYMENT_REQUIRED);
     let answer = duplicate
@@ -355,6 +353,7 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
     .await
     .unwrap();
     assert_eq!(status, "failed");
+    pool.close().await;
     drop_effects(&table).await;
 }
 

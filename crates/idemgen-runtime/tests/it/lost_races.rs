@@ -470,8 +470,7 @@ async fn a_claim_that_finds_its_key_taken_begins_nothing() {
     assert_eq!(call.finish(created).await.status(), StatusCode::CREATED);
     // Another transaction inserts the key the request will claim, with a
     // lease that has not ended, and commits it while the claim waits on
-    // its lock (300 ms after the request went in: time enough here for the
-    // read before the claim, which sees no record, and the claim to start).
+    // its lock.
     let held = key();
     let mut holder = table.pool.begin().await.unwrap();
     sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -488,7 +487,7 @@ async fn a_claim_that_finds_its_key_taken_begins_nothing() {
         let (engine, held) = (engine.clone(), held.clone());
         async move { engine.begin(&PAY, pay(&held)).await.err() }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    support::until_waiting_on_a_lock(&table.pool, Some(connection)).await;
     holder.commit().await.unwrap();
     let answer = waiting.await.unwrap().expect("the key is taken");
     assert_eq!(answer.status(), StatusCode::TOO_MANY_REQUESTS);

@@ -5,6 +5,7 @@
 //! migrations), under the test's own table name.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::Request;
@@ -145,6 +146,55 @@ pub async fn assert_outside_transaction(pool: &Pool, connection: i64) {
         id, connection,
         "the pool's connection was replaced: nothing was checked"
     );
+}
+
+/// Returns once the connection with id `connection` waits on a lock,
+/// as `observer` (another pool) sees it. PostgreSQL: its wait event is a
+/// `Lock`. MySQL: it runs an `INSERT` (state `Update`), which a claim of
+/// a key another transaction holds waits in; not `INNODB_TRX`'s `LOCK
+/// WAIT`, as InnoDB refreshes that table only when nobody has read it
+/// for 100 ms, so polling it sees the past. Panics after 5 s. `None`
+/// (SQLite, where no query tells): waits 300 ms, time enough here for a
+/// duplicate to reach its `BEGIN IMMEDIATE`.
+pub async fn until_waiting_on_a_lock(observer: &Pool, connection: Option<i64>) {
+    let Some(connection) = connection else {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        return;
+    };
+    let sql = match Dialect::BUILT {
+        Dialect::Mysql => {
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE id = ? AND state = 'Update'"
+        }
+        Dialect::Postgres => {
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'"
+        }
+        Dialect::Sqlite => unreachable!("no query tells an SQLite connection's waits"),
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let waiting: i64 = sqlx::query_scalar(sql)
+            .bind(connection)
+            .fetch_one(observer)
+            .await
+            .expect("the lock waits can be read");
+        if waiting > 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "connection {connection} never waited on a lock"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The id of `pool`'s one connection, `None` on SQLite (no query tells
+/// its transaction or its waits).
+pub async fn connection_to_watch(pool: &Pool) -> Option<i64> {
+    match Dialect::BUILT {
+        Dialect::Sqlite => None,
+        Dialect::Mysql | Dialect::Postgres => Some(connection_id(pool).await),
+    }
 }
 
 /// The body of an answer, as text.
@@ -311,8 +361,17 @@ impl Drop for Table {
                     let _ = std::fs::remove_file(path);
                 }
             }
+            // The wait for the table's locks is bounded: a test that
+            // failed with a transaction open on it would otherwise hang
+            // here, as the runtime that would roll it back is blocked in
+            // this drop. A table left behind has a name of its own.
             None => {
-                run_detached(&self.url, format!("DROP TABLE IF EXISTS {}", self.name));
+                let drop = format!("DROP TABLE IF EXISTS {}", self.name);
+                let bounded = match Dialect::BUILT {
+                    Dialect::Mysql => format!("SET STATEMENT lock_wait_timeout = 10 FOR {drop}"),
+                    _ => format!("SET lock_timeout = '10s'; {drop}"),
+                };
+                run_detached(&self.url, bounded);
             }
         }
     }
