@@ -81,7 +81,7 @@ fn main() {
         .filter(|path| !path.is_empty())
         .collect();
     for dialect in [Dialect::Sqlite, Dialect::Mysql, Dialect::Postgres] {
-        // Comparing builds profiles the database server's sessions and
+        // Comparing builds profiles the database server and its
         // statements: SQLite has none.
         if dialect == Dialect::Sqlite && !compared.is_empty() {
             continue;
@@ -478,9 +478,8 @@ struct Counters {
     wal_syncs: Option<i64>,
     service_ticks: Option<u64>,
     load_generator_ticks: Option<u64>,
-    /// The database server's processes (MariaDB's one, PostgreSQL's
-    /// postmaster and every process it started) → CPU ticks.
-    server: BTreeMap<u32, u64>,
+    /// The database server's CPU ticks ([`server_ticks`]).
+    server_ticks: Option<u64>,
 }
 
 impl<'a> Profiler<'a> {
@@ -496,10 +495,7 @@ impl<'a> Profiler<'a> {
         let mut counters = Counters {
             service_ticks: cpu_ticks(service),
             load_generator_ticks: cpu_ticks(std::process::id()),
-            server: server_processes(db)
-                .into_iter()
-                .filter_map(|pid| Some((pid, cpu_ticks(pid)?)))
-                .collect(),
+            server_ticks: server_ticks(db),
             ..Counters::default()
         };
         if db.dialect == Dialect::Mysql {
@@ -552,18 +548,8 @@ impl<'a> Profiler<'a> {
         };
         let tick_us = 1_000_000.0 / ticks_per_second();
         let cpu_us = |after: Option<u64>, before: Option<u64>| {
-            after
-                .zip(before)
-                .map(|(after, before)| after.saturating_sub(before) as f64 * tick_us / requests)
+            Some(after?.checked_sub(before?)? as f64 * tick_us / requests)
         };
-        // A server process that ended during the run (a PostgreSQL
-        // autovacuum worker, the session that read the counters) is
-        // missed; one that started is counted whole.
-        let database_ticks: u64 = after
-            .server
-            .iter()
-            .map(|(pid, ticks)| ticks.saturating_sub(before.server.get(pid).copied().unwrap_or(0)))
-            .sum();
         PerRequest {
             // The reading query itself is one statement and one commit in
             // another database, or (commits) one in this run's count.
@@ -581,10 +567,7 @@ impl<'a> Profiler<'a> {
             commits: per(after.commits, before.commits, 0),
             wal_syncs: per(after.wal_syncs, before.wal_syncs, 0),
             service_cpu_us: cpu_us(after.service_ticks, before.service_ticks),
-            // Both readings found the server, or a process read at the
-            // end only would count its whole life.
-            database_cpu_us: (!before.server.is_empty() && !after.server.is_empty())
-                .then(|| database_ticks as f64 * tick_us / requests),
+            database_cpu_us: cpu_us(after.server_ticks, before.server_ticks),
             load_generator_cpu_us: cpu_us(after.load_generator_ticks, before.load_generator_ticks),
         }
     }
@@ -598,6 +581,15 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(user + system)
 }
 
+/// [`cpu_ticks`] of `pid` and of its children that have ended (and that
+/// it waited for).
+fn cpu_ticks_with_ended_children(pid: u32) -> Option<u64> {
+    let fields = stat_fields(pid)?;
+    let children_user: u64 = fields.get(13)?.parse().ok()?;
+    let children_system: u64 = fields.get(14)?.parse().ok()?;
+    Some(cpu_ticks(pid)? + children_user + children_system)
+}
+
 /// The fields of `/proc/PID/stat` after the command name (which is in
 /// parentheses and may hold spaces): the state first, the parent's pid
 /// second.
@@ -607,41 +599,55 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(fields.map(str::to_string).collect())
 }
 
-/// The database server's processes on this machine, none where they
-/// cannot be found (a server elsewhere, SQLite): MariaDB's one process,
-/// by its pid file; PostgreSQL's postmaster and every process it started
-/// (sessions, the WAL writer, the checkpointer, autovacuum).
-fn server_processes(db: &Database) -> Vec<u32> {
+/// Whether process `pid` on this machine runs one of `programs`: a pid
+/// the server reports is another machine's, or another namespace's,
+/// when the server runs elsewhere.
+fn runs(pid: u32, programs: &[&str]) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| programs.contains(&comm.trim()))
+}
+
+/// The CPU ticks the database server has used, where it runs on this
+/// machine (`None` otherwise, and for SQLite): MariaDB's one process,
+/// found by its pid file; PostgreSQL's postmaster (the checkpointer's
+/// parent: the session of the query that asks would be gone), with the
+/// processes it started, those still running (sessions, the WAL writer,
+/// the checkpointer) and those that ended (autovacuum workers, the
+/// sessions that read the counters).
+fn server_ticks(db: &Database) -> Option<u64> {
     match db.dialect {
-        Dialect::Sqlite => Vec::new(),
-        Dialect::Mysql => db
-            .try_server_query("SELECT @@pid_file")
-            .and_then(|file| std::fs::read_to_string(file.trim()).ok())
-            .and_then(|pid| pid.trim().parse().ok())
-            .into_iter()
-            .collect(),
+        Dialect::Sqlite => None,
+        Dialect::Mysql => {
+            let file = db.try_server_query("SELECT @@pid_file")?;
+            let pid: u32 = std::fs::read_to_string(file.trim())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            runs(pid, &["mariadbd", "mysqld"])
+                .then(|| cpu_ticks(pid))
+                .flatten()
+        }
         Dialect::Postgres => {
-            // The checkpointer, whose parent is the postmaster, lives as
-            // long as the server (the query's own session would be gone).
-            let Some(postmaster) = db
+            let parent = |pid: u32| stat_fields(pid)?.get(1)?.parse::<u32>().ok();
+            let checkpointer: u32 = db
                 .try_server_query(
                     "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
-                )
-                .and_then(|pid| pid.trim().parse().ok())
-                .and_then(stat_fields)
-                .and_then(|fields| fields.get(1)?.parse::<u32>().ok())
-            else {
-                return Vec::new();
-            };
-            let children = std::fs::read_dir("/proc")
-                .into_iter()
-                .flatten()
+                )?
+                .trim()
+                .parse()
+                .ok()?;
+            let postmaster = parent(checkpointer)?;
+            if !runs(checkpointer, &["postgres"]) || !runs(postmaster, &["postgres"]) {
+                return None;
+            }
+            let running: u64 = std::fs::read_dir("/proc")
+                .ok()?
                 .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|pid| {
-                    stat_fields(*pid).and_then(|fields| fields.get(1)?.parse::<u32>().ok())
-                        == Some(postmaster)
-                });
-            std::iter::once(postmaster).chain(children).collect()
+                .filter(|pid| parent(*pid) == Some(postmaster))
+                .filter_map(cpu_ticks)
+                .sum();
+            Some(cpu_ticks_with_ended_children(postmaster)? + running)
         }
     }
 }

@@ -148,14 +148,14 @@ pub async fn assert_outside_transaction(pool: &Pool, connection: i64) {
     );
 }
 
-/// Returns once the connection with id `connection` waits on a lock,
-/// as `observer` (another pool) sees it. PostgreSQL: its wait event is a
-/// `Lock`. MySQL: it runs an `INSERT` (state `Update`), which a claim of
-/// a key another transaction holds waits in; not `INNODB_TRX`'s `LOCK
-/// WAIT`, as InnoDB refreshes that table only when nobody has read it
-/// for 100 ms, so polling it sees the past. Panics after 5 s. `None`
-/// (SQLite, where no query tells): waits 300 ms, time enough here for a
-/// duplicate to reach its `BEGIN IMMEDIATE`.
+/// Returns once the connection with id `connection` waits on a lock, as
+/// `observer` (another pool) sees it. PostgreSQL: its wait event is a
+/// `Lock`. MySQL: it is inside an `INSERT` (state `Update`), which here
+/// is only the claim, just before or in its wait (`INNODB_TRX` would say
+/// `LOCK WAIT`, but InnoDB refreshes it only once unread for 100 ms, so
+/// a poll sees the past). Panics after 5 s. `None` (SQLite, where no
+/// query tells): waits 300 ms, time enough here for a duplicate to reach
+/// its `BEGIN IMMEDIATE`.
 pub async fn until_waiting_on_a_lock(observer: &Pool, connection: Option<i64>) {
     let Some(connection) = connection else {
         tokio::time::sleep(Duration::from_millis(300)).await;
@@ -364,14 +364,17 @@ impl Drop for Table {
             // The wait for the table's locks is bounded: a test that
             // failed with a transaction open on it would otherwise hang
             // here, as the runtime that would roll it back is blocked in
-            // this drop. A table left behind has a name of its own.
+            // this drop. A table left behind has a unique name, so it
+            // harms no later run.
             None => {
-                let drop = format!("DROP TABLE IF EXISTS {}", self.name);
-                let bounded = match Dialect::BUILT {
-                    Dialect::Mysql => format!("SET STATEMENT lock_wait_timeout = 10 FOR {drop}"),
-                    _ => format!("SET lock_timeout = '10s'; {drop}"),
+                let timeout = match Dialect::BUILT {
+                    Dialect::Mysql => "SET SESSION lock_wait_timeout = 10",
+                    _ => "SET lock_timeout = '10s'",
                 };
-                run_detached(&self.url, bounded);
+                run_detached(
+                    &self.url,
+                    format!("{timeout}; DROP TABLE IF EXISTS {}", self.name),
+                );
             }
         }
     }
