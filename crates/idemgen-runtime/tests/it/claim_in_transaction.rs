@@ -91,6 +91,29 @@ async fn first_attempt(
     call
 }
 
+/// A duplicate of `key` from another instance, on a pool of one
+/// connection: begun once the first attempt holds the key, and returned
+/// once it waits on the key in the database, with that pool and its
+/// connection's id (`None` on SQLite).
+async fn waiting_duplicate(
+    operation: &'static Operation,
+    table: &Table,
+    key: &str,
+) -> (
+    idemgen_runtime::Pool,
+    Option<i64>,
+    tokio::task::JoinHandle<Result<Call, Response>>,
+) {
+    let (pool, other) = table.engine_on_one_connection().await;
+    let connection = support::connection_to_watch(&pool).await;
+    let duplicate = tokio::spawn({
+        let key = key.to_string();
+        async move { other.begin(operation, pay(&key)).await }
+    });
+    support::until_waiting_on_a_lock(&table.pool, connection).await;
+    (pool, connection, duplicate)
+}
+
 async fn effects(table: &Table, key: &str) -> i64 {
     let sql = format!(
         "SELECT COUNT(*) FROM {}_effects WHERE idem_key = '{key}'",
@@ -197,19 +220,13 @@ async fn a_duplicate_waiting_on_the_claim_replays_the_first_answer() {
         return;
     };
     let key = key();
-    // From another instance: it waits on the key in the database.
-    let (pool, other) = table.engine_on_one_connection().await;
-    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY, &table, &engine, &key).await;
-    let duplicate = tokio::spawn({
-        let (engine, key) = (other.clone(), key.clone());
-        async move { engine.begin(&PAY, pay(&key)).await.err() }
-    });
-    support::until_waiting_on_a_lock(&table.pool, connection).await;
+    let (pool, connection, duplicate) = waiting_duplicate(&PAY, &table, &key).await;
     assert_eq!(first.finish(paid()).await.status(), StatusCode::CREATED);
     let answer = duplicate
         .await
         .unwrap()
+        .err()
         .expect("the duplicate must not claim the key");
     assert!(is_replay(&answer), "got {}", answer.status());
     if let Some(connection) = connection {
@@ -282,15 +299,8 @@ async fn a_failure_rolled_back_lets_the_waiting_duplicate_run() {
         return;
     };
     let key = key();
-    // From another instance: it waits on the key in the database.
-    let (pool, other) = table.engine_on_one_connection().await;
-    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY, &table, &engine, &key).await;
-    let duplicate = tokio::spawn({
-        let (engine, key) = (other.clone(), key.clone());
-        async move { engine.begin(&PAY, pay(&key)).await }
-    });
-    support::until_waiting_on_a_lock(&table.pool, connection).await;
+    let (pool, _, duplicate) = waiting_duplicate(&PAY, &table, &key).await;
     let failure = first.finish(declined()).await;
     assert_eq!(failure.status(), StatusCode::PAYMENT_REQUIRED);
     let mut retry = match duplicate.await.unwrap() {
@@ -322,20 +332,14 @@ async fn a_rejected_failure_is_recorded_with_the_claim() {
         return;
     };
     let key = key();
-    // From another instance: it waits on the key in the database.
-    let (pool, other) = table.engine_on_one_connection().await;
-    let connection = support::connection_to_watch(&pool).await;
     let first = first_attempt(&PAY_ONCE, &table, &engine, &key).await;
-    let duplicate = tokio::spawn({
-        let (engine, key) = (other.clone(), key.clone());
-        async move { engine.begin(&PAY_ONCE, pay(&key)).await.err() }
-    });
-    support::until_waiting_on_a_lock(&table.pool, connection).await;
+    let (pool, _, duplicate) = waiting_duplicate(&PAY_ONCE, &table, &key).await;
     let failure = first.finish(declined()).await;
     assert_eq!(failure.status(), StatusCode::PAYMENT_REQUIRED);
     let answer = duplicate
         .await
         .unwrap()
+        .err()
         .expect("the duplicate must not claim a rejected key");
     assert_eq!(answer.status(), StatusCode::CONFLICT);
     let later = engine.begin(&PAY_ONCE, pay(&key)).await.err().unwrap();
