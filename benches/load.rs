@@ -575,19 +575,16 @@ impl<'a> Profiler<'a> {
 
 /// User plus system CPU time of process `pid`, in clock ticks.
 fn cpu_ticks(pid: u32) -> Option<u64> {
-    let fields = stat_fields(pid)?;
-    let user: u64 = fields.get(11)?.parse().ok()?;
-    let system: u64 = fields.get(12)?.parse().ok()?;
-    Some(user + system)
+    ticks_at(&stat_fields(pid)?, 11)
 }
 
-/// [`cpu_ticks`] of `pid` and of its children that have ended (and that
-/// it waited for).
-fn cpu_ticks_with_ended_children(pid: u32) -> Option<u64> {
-    let fields = stat_fields(pid)?;
-    let children_user: u64 = fields.get(13)?.parse().ok()?;
-    let children_system: u64 = fields.get(14)?.parse().ok()?;
-    Some(cpu_ticks(pid)? + children_user + children_system)
+/// The sum of the two tick counts (user, then system) at `at` in
+/// [`stat_fields`]: 11 for the process's own, 13 for its children's that
+/// have ended (and that it waited for).
+fn ticks_at(fields: &[String], at: usize) -> Option<u64> {
+    let user: u64 = fields.get(at)?.parse().ok()?;
+    let system: u64 = fields.get(at + 1)?.parse().ok()?;
+    Some(user + system)
 }
 
 /// The fields of `/proc/PID/stat` after the command name (which is in
@@ -629,7 +626,7 @@ fn server_ticks(db: &Database) -> Option<u64> {
                 .flatten()
         }
         Dialect::Postgres => {
-            let parent = |pid: u32| stat_fields(pid)?.get(1)?.parse::<u32>().ok();
+            let parent = |fields: &[String]| fields.get(1)?.parse::<u32>().ok();
             let checkpointer: u32 = db
                 .try_server_query(
                     "SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'",
@@ -637,17 +634,19 @@ fn server_ticks(db: &Database) -> Option<u64> {
                 .trim()
                 .parse()
                 .ok()?;
-            let postmaster = parent(checkpointer)?;
+            let postmaster = parent(&stat_fields(checkpointer)?)?;
             if !runs(checkpointer, &["postgres"]) || !runs(postmaster, &["postgres"]) {
                 return None;
             }
             let running: u64 = std::fs::read_dir("/proc")
                 .ok()?
                 .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-                .filter(|pid| parent(*pid) == Some(postmaster))
-                .filter_map(cpu_ticks)
+                .filter_map(stat_fields)
+                .filter(|fields| parent(fields) == Some(postmaster))
+                .filter_map(|fields| ticks_at(&fields, 11))
                 .sum();
-            Some(cpu_ticks_with_ended_children(postmaster)? + running)
+            let postmaster = stat_fields(postmaster)?;
+            Some(ticks_at(&postmaster, 11)? + ticks_at(&postmaster, 13)? + running)
         }
     }
 }
