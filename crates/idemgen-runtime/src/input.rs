@@ -14,6 +14,7 @@ use crate::{Reply, Request};
 mod deep;
 
 pub use deep::Shape;
+pub(crate) use deep::{Misfit, bracketed_value};
 
 /// Where a parameter is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

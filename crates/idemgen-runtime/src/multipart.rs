@@ -14,7 +14,7 @@ use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
-use crate::input::Scalar;
+use crate::input::{Misfit, Scalar, Shape};
 use crate::problem::ProblemKind;
 use crate::{Reply, Request};
 
@@ -42,6 +42,10 @@ pub struct Part {
     reading: Reading,
     /// An array: the part repeated, named `name`, `name[]` or `name[0]`.
     many: bool,
+    /// An object or array also taken as text parts in brackets
+    /// (`file_link_data[create]`, `items[0][price]`), as Stripe reads
+    /// them, each leaf's text read as this shape says.
+    brackets: Option<&'static Shape>,
 }
 
 impl Part {
@@ -50,6 +54,7 @@ impl Part {
             name,
             reading: Reading::Text(value),
             many: false,
+            brackets: None,
         }
     }
 
@@ -58,6 +63,7 @@ impl Part {
             name,
             reading: Reading::Json,
             many: false,
+            brackets: None,
         }
     }
 
@@ -66,12 +72,24 @@ impl Part {
             name,
             reading: Reading::File,
             many: false,
+            brackets: None,
         }
     }
 
     /// This part as an array: each part sent under its name is an item.
     pub const fn many(self) -> Part {
         Part { many: true, ..self }
+    }
+
+    /// This JSON part also sent as text parts in brackets, one a leaf
+    /// (`file_link_data[create]=true`, `file_link_data[metadata][k]=v`),
+    /// read into `shape` as a form body's brackets are. A value is sent
+    /// one way: a JSON part and brackets together are refused.
+    pub const fn brackets(self, shape: &'static Shape) -> Part {
+        Part {
+            brackets: Some(shape),
+            ..self
+        }
     }
 
     /// Whether a part sent as `sent` is this one (or one of its items).
@@ -89,6 +107,11 @@ impl Part {
             }
             _ => false,
         }
+    }
+
+    /// Whether a part sent as `sent` is one of this part's brackets.
+    fn takes_bracket(&self, sent: &str) -> bool {
+        self.brackets.is_some() && sent.strip_prefix(self.name).is_some_and(|rest| rest.starts_with('['))
     }
 }
 
@@ -236,7 +259,10 @@ impl Request {
     /// assert_eq!((upload.file.file_name.as_deref(), upload.file.bytes.as_slice()), (Some("a.png"), &b"PNG"[..]));
     /// ```
     pub fn multipart_as<T: DeserializeOwned>(&self, parts: &[Part]) -> Result<T, Reply> {
-        self.multipart_read(parts, &[], |why| Reply::invalid_body("multipart", why))
+        // `multipart_read` says the body does not fit its schema.
+        self.multipart_read(parts, &[], |why| {
+            Reply::refusal(ProblemKind::InvalidBody, StatusCode::BAD_REQUEST, &why)
+        })
     }
 
     /// [`Request::multipart_as`] answering as a JSON body is answered
@@ -343,15 +369,32 @@ fn checked_view(members: &[(String, Member)], constraints: &[crate::Constraint])
 /// `parts` says (in the table's order), then the others as strings.
 fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, String> {
     let mut taken: Vec<Vec<Sent>> = vec![Vec::new(); parts.len()];
+    let mut bracketed: Vec<Vec<Sent>> = vec![Vec::new(); parts.len()];
     let mut others: Vec<Sent> = Vec::new();
     for part in sent {
-        match parts.iter().position(|declared| declared.takes(&part.name)) {
-            Some(at) => taken[at].push(part),
-            None => others.push(part),
+        if let Some(at) = parts.iter().position(|declared| declared.takes(&part.name)) {
+            taken[at].push(part);
+        } else if let Some(at) = parts
+            .iter()
+            .position(|declared| declared.takes_bracket(&part.name))
+        {
+            bracketed[at].push(part);
+        } else {
+            others.push(part);
         }
     }
     let mut members = Vec::new();
-    for (part, sent) in parts.iter().zip(taken) {
+    for ((part, sent), bracketed) in parts.iter().zip(taken).zip(bracketed) {
+        if let Some(shape) = part.brackets.filter(|_| !bracketed.is_empty()) {
+            if !sent.is_empty() {
+                return Err(format!(
+                    "the part `{}` is sent both whole and in brackets (`{}`); send it one way",
+                    part.name, bracketed[0].name
+                ));
+            }
+            members.push((part.name.to_string(), Member::Json(from_brackets(part.name, shape, &bracketed)?)));
+            continue;
+        }
         if sent.is_empty() {
             continue;
         }
@@ -382,6 +425,28 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
         members.push((part.name, Member::Json(text)));
     }
     Ok(members)
+}
+
+/// The value of `name` sent as text parts in brackets, read into `shape`
+/// as a form body's brackets are (`%5B` is `[`, items in index order, a
+/// leaf named twice refused).
+fn from_brackets(name: &str, shape: &Shape, sent: &[Sent]) -> Result<Value, String> {
+    let texts = sent
+        .iter()
+        .map(|part| {
+            std::str::from_utf8(&part.bytes)
+                .map(|text| (part.name.as_str(), text))
+                .map_err(|_| format!("the part `{}` is not UTF-8 text", part.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    match crate::input::bracketed_value(name, shape, texts) {
+        Ok(value) => Ok(value.unwrap_or(Value::Null)),
+        Err(Misfit::Unreadable(error)) => Err(format!(
+            "the parts `{name}[…]` cannot be read as nested brackets: {error}"
+        )),
+        Err(Misfit::Leaf { at, what, text }) => Err(format!("the part `{at}` {what}, not `{text}`")),
+        Err(Misfit::SentTwice(at)) => Err(format!("the part `{at}` is sent more than once")),
+    }
 }
 
 /// The JSON value of a text or JSON part.
@@ -664,6 +729,98 @@ mod tests {
                 scans: Some(vec![scan("1.pdf", b"one"), scan("2.pdf", b"two")]),
             }
         );
+    }
+
+    /// Stripe's `file_link_data`: an object of scalars and a map of
+    /// texts, which Stripe's clients send as parts in brackets.
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct FileLink {
+        create: bool,
+        expires_at: Option<i64>,
+        metadata: Option<std::collections::BTreeMap<String, String>>,
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    #[serde(deny_unknown_fields)]
+    struct LinkedUpload {
+        purpose: String,
+        file_link_data: Option<FileLink>,
+    }
+
+    const FILE_LINK: Shape = Shape::Members(&[
+        ("create", Shape::Scalar(Scalar::Boolean)),
+        ("expires_at", Shape::Scalar(Scalar::Integer)),
+        ("metadata", Shape::Members(&[])),
+    ]);
+    const LINKED: &[Part] = &[Part::json("file_link_data").brackets(&FILE_LINK)];
+
+    fn linked(parts: &[(&str, &[u8])]) -> Result<LinkedUpload, String> {
+        let mut sent: Vec<(String, &str, &[u8])> = vec![("name=\"purpose\"".into(), "", b"logo")];
+        sent.extend(parts.iter().map(|(name, text)| (format!("name=\"{name}\""), "", *text)));
+        let sent: Vec<(&str, &str, &[u8])> = sent.iter().map(|(a, b, c)| (a.as_str(), *b, *c)).collect();
+        body("b", &sent)
+            .multipart_as::<LinkedUpload>(LINKED)
+            .map_err(detail)
+    }
+
+    #[test]
+    fn an_object_sent_as_parts_in_brackets_is_read_as_its_type() {
+        let read = linked(&[
+            ("file_link_data[create]", b"true"),
+            ("file_link_data[expires_at]", b"1700000000"),
+            ("file_link_data[metadata][order]", b"6735"),
+        ])
+        .unwrap();
+        let metadata = [("order".to_string(), "6735".to_string())].into();
+        assert_eq!(
+            read.file_link_data,
+            Some(FileLink {
+                create: true,
+                expires_at: Some(1_700_000_000),
+                metadata: Some(metadata),
+            })
+        );
+        // The same value as one JSON part.
+        let json = body(
+            "b",
+            &[
+                ("name=\"purpose\"", "", b"logo"),
+                (
+                    "name=\"file_link_data\"",
+                    "Content-Type: application/json\r\n",
+                    br#"{"create":true,"expires_at":1700000000,"metadata":{"order":"6735"}}"#,
+                ),
+            ],
+        );
+        assert_eq!(json.multipart_as::<LinkedUpload>(LINKED).unwrap(), read);
+    }
+
+    #[test]
+    fn a_bracketed_part_that_does_not_fit_is_refused_by_where_it_was_sent() {
+        let refused = linked(&[("file_link_data[create]", b"yes")]).unwrap_err();
+        assert!(
+            refused.contains("the part `file_link_data[create]` must be `true` or `false`, not `yes`"),
+            "{refused}"
+        );
+        let twice = linked(&[("file_link_data[create]", b"true"), ("file_link_data[create]", b"false")])
+            .unwrap_err();
+        assert!(twice.contains("the part `file_link_data[create]` is sent more than once"), "{twice}");
+        let both = linked(&[("file_link_data", b"{}"), ("file_link_data[create]", b"true")]).unwrap_err();
+        assert!(both.contains("sent both whole and in brackets"), "{both}");
+        // A member the schema does not name is refused by the type.
+        let unknown = linked(&[("file_link_data[create]", b"true"), ("file_link_data[colour]", b"red")])
+            .unwrap_err();
+        assert!(unknown.contains("colour"), "{unknown}");
+        // Without a shape, brackets are parts the schema does not declare.
+        let undeclared = body(
+            "b",
+            &[("name=\"purpose\"", "", b"logo"), ("name=\"file_link_data[create]\"", "", b"true")],
+        )
+        .multipart_as::<LinkedUpload>(&[Part::json("file_link_data")])
+        .map_err(detail)
+        .unwrap_err();
+        assert!(undeclared.contains("file_link_data[create]"), "{undeclared}");
     }
 
     #[test]

@@ -39,23 +39,63 @@ pub(super) fn nested_value(
     shape: &Shape,
     pairs: &[(String, String)],
 ) -> Result<Option<Value>, Reply> {
+    let own = pairs
+        .iter()
+        .filter(|(name, _)| belongs_to(name, param.name))
+        .map(|(name, value)| (name.as_str(), value.as_str()));
+    bracketed_value(param.name, shape, own).map_err(|misfit| match misfit {
+        Misfit::Unreadable(error) => refusal(&format!(
+            "query parameter `{}` cannot be read as nested brackets: {error}",
+            param.name
+        )),
+        Misfit::Leaf { at, what, text } => {
+            refusal(&format!("query parameter `{at}` {what}, not `{text}`"))
+        }
+        Misfit::SentTwice(at) => super::sent_twice(&at),
+    })
+}
+
+/// Why a bracketed value could not be read into its shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Misfit {
+    /// The reader refused the brackets (too deep, an index out of range).
+    Unreadable(String),
+    /// A leaf's text is not its scalar: sent at `at`, it `what`
+    /// ("must be an integer").
+    Leaf {
+        at: String,
+        what: &'static str,
+        text: String,
+    },
+    /// A leaf that takes one value was sent twice, at `at`.
+    SentTwice(String),
+}
+
+/// The value `name` stands for in `pairs` (each its name as sent,
+/// `name[…]`, and its decoded text), every leaf read as `shape` says;
+/// `None` when `pairs` is empty. Shared by nested query parameters and
+/// the bracketed parts of a multipart body
+/// (`file_link_data[create]=true`), so both read brackets as a form
+/// body does.
+pub(crate) fn bracketed_value<'a>(
+    name: &str,
+    shape: &Shape,
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<Option<Value>, Misfit> {
     let mut own = form_urlencoded::Serializer::new(String::new());
     let mut sent = false;
-    for (name, value) in pairs.iter().filter(|(name, _)| belongs_to(name, param.name)) {
-        own.append_pair(name, value);
+    for (sent_name, value) in pairs {
+        own.append_pair(sent_name, value);
         sent = true;
     }
     if !sent {
         return Ok(None);
     }
-    let mut tree: Map<String, Value> = super::FORM.deserialize_str(&own.finish()).map_err(|error| {
-        refusal(&format!(
-            "query parameter `{}` cannot be read as nested brackets: {error}",
-            param.name
-        ))
-    })?;
-    let value = tree.remove(param.name).unwrap_or(Value::Null);
-    typed(shape, value, &mut param.name.to_string()).map(Some)
+    let mut tree: Map<String, Value> = super::FORM
+        .deserialize_str(&own.finish())
+        .map_err(|error| Misfit::Unreadable(error.to_string()))?;
+    let value = tree.remove(name).unwrap_or(Value::Null);
+    typed(shape, value, &mut name.to_string()).map(Some)
 }
 
 /// `name` is `parameter` itself or one of its brackets (`parameter[…]`).
@@ -65,19 +105,24 @@ fn belongs_to(name: &str, parameter: &str) -> bool {
 }
 
 /// `value`, every leaf read as `shape` says; `at` is where it was sent
-/// (`items[0][quantity]`), for the refusal to name.
-fn typed(shape: &Shape, value: Value, at: &mut String) -> Result<Value, Reply> {
+/// (`items[0][quantity]`), for the misfit to name.
+fn typed(shape: &Shape, value: Value, at: &mut String) -> Result<Value, Misfit> {
     match (shape, value) {
         (Shape::Scalar(scalar) | Shape::OrScalar(_, scalar), Value::String(text)) => {
-            scalar_text(*scalar, &text)
-                .map_err(|what| refusal(&format!("query parameter `{at}` {what}, not `{text}`")))
+            scalar_text(*scalar, &text).map_err(|what| Misfit::Leaf {
+                at: at.clone(),
+                what,
+                text,
+            })
         }
         (Shape::ScalarOrString(scalar), Value::String(text)) => {
             Ok(scalar_text(*scalar, &text).unwrap_or(Value::String(text)))
         }
         (Shape::OrScalar(shape, _), value) => typed(shape, value, at),
         // The reader gathers a name sent twice into a list.
-        (Shape::Scalar(_) | Shape::ScalarOrString(_), Value::Array(_)) => Err(super::sent_twice(at)),
+        (Shape::Scalar(_) | Shape::ScalarOrString(_), Value::Array(_)) => {
+            Err(Misfit::SentTwice(at.clone()))
+        }
         (Shape::Items(item), Value::Array(items)) => {
             let mut read = Vec::with_capacity(items.len());
             for (index, value) in items.into_iter().enumerate() {
