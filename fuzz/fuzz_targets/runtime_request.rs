@@ -53,6 +53,9 @@ static FORM_LISTS: [JoinedList; 3] = [
     },
 ];
 
+/// The form's lists of scalars: the joined ones, all of them lists.
+static LIST_FIELDS: [&str; 3] = ["tags", "codes", "my list"];
+
 static TENANT: [Source; 1] = [Source::Header("X-Tenant")];
 static SCOPE: [Source; 3] = [
     Source::Header("X-Tenant"),
@@ -216,7 +219,8 @@ fn form_request(body: String) -> idemgen_runtime::Request {
 /// The lists of a form body: however an arbitrary one is spelt, the split
 /// writes at most three bytes a byte (an item encoded again) and one name
 /// and two bytes an item; and a list sent joined is the same request, by
-/// its fingerprint, as its items sent with the key repeated.
+/// its fingerprint, as its items sent with the key repeated or in
+/// brackets (`tags[0]=a`), one item included.
 fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
     let split = split_joined(body, &FORM_LISTS);
     let longest_name = FORM_LISTS
@@ -258,8 +262,21 @@ fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
         .map(|item| format!("{name}={item}"))
         .collect();
     let repeated_body = format!("{other}&{}", repeated.join("&"));
-    let fingerprint_of =
-        |body| form_fingerprint(&CONTRACTS[0], &SECURITY, &FORM_LISTS, &form_request(body));
+    let indexed: Vec<String> = joined_text
+        .iter()
+        .enumerate()
+        .map(|(index, item)| format!("{name}[{index}]={item}"))
+        .collect();
+    let indexed_body = format!("{other}&{}", indexed.join("&"));
+    let fingerprint_of = |body| {
+        form_fingerprint(
+            &CONTRACTS[0],
+            &SECURITY,
+            &FORM_LISTS,
+            &LIST_FIELDS,
+            &form_request(body),
+        )
+    };
     let as_joined = fingerprint_of(joined_body);
     let as_repeated = fingerprint_of(repeated_body);
     assert!(as_joined.is_ok(), "{as_joined:?}");
@@ -267,6 +284,11 @@ fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
         as_joined, as_repeated,
         "{items:?} joined by {:?} and repeated fingerprint apart",
         list.delimiter
+    );
+    assert_eq!(
+        as_repeated,
+        fingerprint_of(indexed_body),
+        "{items:?} repeated and in brackets fingerprint apart"
     );
 }
 
@@ -312,10 +334,10 @@ fuzz_target!(|bytes: &[u8]| {
                 "scope {hash:?}"
             );
         }
-        let first = form_fingerprint(contract, &SECURITY, &FORM_LISTS, &request);
+        let first = form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &request);
         assert_eq!(
             first,
-            form_fingerprint(contract, &SECURITY, &FORM_LISTS, &request),
+            form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &request),
             "the fingerprint is not a function of the request"
         );
     }

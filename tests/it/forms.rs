@@ -94,7 +94,9 @@ fn the_generator_types_the_form_and_reads_each_style() {
         .replace(",)", ")");
     for expected in [
         r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"coupons",delimiter:',',}]);"#,
-        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"codes",delimiter:'|',}]);"#,
+        // Where a key is fingerprinted, its form's lists of scalars are
+        // named, so that a list of one is one however laid out.
+        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"codes",delimiter:'|',}]).form_list_fields(&["tags","codes"]);"#,
     ] {
         assert!(operations.contains(expected), "{expected} in {operations}");
     }

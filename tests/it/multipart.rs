@@ -53,7 +53,7 @@ fn the_generator_types_the_parts() {
         .replace(",)", ")");
     assert!(
         flat.contains(
-            r#"letbody:models::UploadFileRequest=request.multipart_checked_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::text("expand",Scalar::String).many(),Part::file("pages").many()],400,UPLOAD_FILE_BODY)?;"#
+            r#"letbody:models::UploadFileRequest=request.multipart_checked_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::json("link_options").brackets(&Shape::Members(&[("notify",Shape::Scalar(Scalar::Boolean)),("expires_in",Shape::Scalar(Scalar::Integer)),("metadata",Shape::Members(&[]))])),Part::text("expand",Scalar::String).many(),Part::file("pages").many()],400,UPLOAD_FILE_BODY)?;"#
         ),
         "{flat}"
     );
@@ -62,6 +62,7 @@ fn the_generator_types_the_parts() {
         r#"Constraint{at:"/copies",check:Check::Minimum("1"),}"#,
         r#"Constraint{at:"/file_link_data/expires_at",check:Check::ExclusiveMinimum("0"),}"#,
         r#"Constraint{at:"/expand",check:Check::MaxItems(3),}"#,
+        r#"Constraint{at:"/link_options/expires_in",check:Check::Minimum("60"),}"#,
     ] {
         assert!(flat.contains(expected), "{expected} in {flat}");
     }
@@ -75,7 +76,7 @@ fn the_generator_types_the_parts() {
         .replace(",]", "]")
         .replace(",)", ")");
     assert!(
-        lib.contains(r#"retry::multipart(body,&[retry::Part::file("file"),retry::Part::json("file_link_data"),retry::Part::file("pages")])?"#),
+        lib.contains(r#"retry::multipart(body,&[retry::Part::file("file"),retry::Part::json("file_link_data"),retry::Part::brackets("link_options"),retry::Part::file("pages")])?"#),
         "{lib}"
     );
 }

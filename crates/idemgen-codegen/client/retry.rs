@@ -583,6 +583,13 @@ pub enum PartIs {
     /// The models' file struct: its bytes, with its file name and content
     /// type.
     File,
+    /// An object or list as text parts in brackets, one a leaf
+    /// (`file_link_data[create]=true`, `expand[0]=data`), as the spec's
+    /// `style: deepObject` declares.
+    Brackets,
+    /// A list of scalars as one text part, its items joined by this
+    /// delimiter (`explode: false`: `tags=a,b`; `pipeDelimited`: `a|b`).
+    Joined(char),
 }
 
 /// A declared part of a multipart body; a property not declared is text.
@@ -613,6 +620,49 @@ impl Part {
             is: PartIs::File,
         }
     }
+
+    pub const fn joined(name: &'static str, delimiter: char) -> Part {
+        Part {
+            name,
+            is: PartIs::Joined(delimiter),
+        }
+    }
+
+    pub const fn brackets(name: &'static str) -> Part {
+        Part {
+            name,
+            is: PartIs::Brackets,
+        }
+    }
+}
+
+/// The leaves of `value` as text parts named in brackets under `name`
+/// (`name[key]`, `name[0]`, nested); a `null`, an empty list and an empty
+/// object have no leaf, so nothing is sent for them.
+fn bracketed_leaves(name: &str, value: &serde_json::Value, out: &mut Vec<(String, Vec<u8>)>) {
+    match value {
+        serde_json::Value::Null => {}
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                bracketed_leaves(&format!("{name}[{index}]"), item, out);
+            }
+        }
+        serde_json::Value::Object(members) => {
+            for (key, member) in members {
+                bracketed_leaves(&format!("{name}[{key}]"), member, out);
+            }
+        }
+        leaf => out.push((name.to_string(), text_of(leaf))),
+    }
+}
+
+/// A scalar's text: a string as itself, a number or boolean as JSON
+/// writes it.
+fn text_of(value: &serde_json::Value) -> Vec<u8> {
+    match value {
+        serde_json::Value::String(text) => text.clone().into_bytes(),
+        other => other.to_string().into_bytes(),
+    }
 }
 
 /// `body` as a `multipart/form-data` body: one part per property (an
@@ -635,6 +685,20 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
             .map_or(PartIs::Text, |part| part.is);
         let items = match (is, value) {
             (_, serde_json::Value::Null) => continue,
+            (PartIs::Joined(delimiter), serde_json::Value::Array(items)) => {
+                let texts: Vec<Vec<u8>> = items.iter().map(text_of).collect();
+                let text = texts.join(delimiter.to_string().as_bytes());
+                write_part(&mut bytes, &boundary, name, None, None, &text);
+                continue;
+            }
+            (PartIs::Brackets, _) => {
+                let mut leaves = Vec::new();
+                bracketed_leaves(name, value, &mut leaves);
+                for (name, content) in leaves {
+                    write_part(&mut bytes, &boundary, &name, None, None, &content);
+                }
+                continue;
+            }
             (PartIs::Text | PartIs::File, serde_json::Value::Array(items)) => {
                 items.iter().collect()
             }
@@ -642,6 +706,9 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
         };
         for item in items {
             let (file_name, content_type, content) = match is {
+                PartIs::Brackets => unreachable!("written above"),
+                // Not an array: its one value as text.
+                PartIs::Joined(_) => (None, None, text_of(item)),
                 PartIs::File => {
                     file_part(item).map_err(|why| refused(format!("`{name}`: {why}")))?
                 }
@@ -660,20 +727,14 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
                     other => (None, None, other.to_string().into_bytes()),
                 },
             };
-            bytes.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
-            let mut disposition =
-                format!("Content-Disposition: form-data; name=\"{}\"", quoted(name));
-            if let Some(file_name) = file_name {
-                disposition.push_str(&format!("; filename=\"{}\"", quoted(&file_name)));
-            }
-            bytes.extend_from_slice(disposition.as_bytes());
-            bytes.extend_from_slice(b"\r\n");
-            if let Some(content_type) = content_type {
-                bytes.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
-            }
-            bytes.extend_from_slice(b"\r\n");
-            bytes.extend_from_slice(&content);
-            bytes.extend_from_slice(b"\r\n");
+            write_part(
+                &mut bytes,
+                &boundary,
+                name,
+                file_name.as_deref(),
+                content_type.as_deref(),
+                &content,
+            );
         }
     }
     bytes.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
@@ -681,6 +742,30 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
         boundary,
         bytes: bytes.into(),
     })
+}
+
+/// One part of a multipart body, its boundary line first.
+fn write_part(
+    bytes: &mut Vec<u8>,
+    boundary: &str,
+    name: &str,
+    file_name: Option<&str>,
+    content_type: Option<&str>,
+    content: &[u8],
+) {
+    bytes.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+    let mut disposition = format!("Content-Disposition: form-data; name=\"{}\"", quoted(name));
+    if let Some(file_name) = file_name {
+        disposition.push_str(&format!("; filename=\"{}\"", quoted(file_name)));
+    }
+    bytes.extend_from_slice(disposition.as_bytes());
+    bytes.extend_from_slice(b"\r\n");
+    if let Some(content_type) = content_type {
+        bytes.extend_from_slice(format!("Content-Type: {content_type}\r\n").as_bytes());
+    }
+    bytes.extend_from_slice(b"\r\n");
+    bytes.extend_from_slice(content);
+    bytes.extend_from_slice(b"\r\n");
 }
 
 /// A form as `serde_qs` wrote it, with each list of `joined` (its name and

@@ -52,13 +52,15 @@ pub struct Project {
     /// Whether any operation has parameters (the routes then name
     /// `Param` and `Scalar`).
     pub any_params: bool,
-    /// Whether a parameter nests (the routes then name `Shape`).
+    /// Whether a parameter nests, or a multipart part is also read from
+    /// brackets (the routes then name `Shape`).
     pub any_nested_params: bool,
     /// Whether an operation's path has a segment with text around its
     /// parameter (`PathAffix` tables).
     pub any_path_affixes: bool,
     /// Whether any operation reads a multipart body (`Part`), and whether
-    /// one of its parts is text (`Scalar`).
+    /// one of its parts names a scalar (`Scalar`: a text part, or a leaf of
+    /// one read from brackets).
     pub any_multipart: bool,
     pub any_multipart_text: bool,
     /// Whether an operation checks validation keywords (`Constraint` tables).
@@ -256,6 +258,9 @@ pub struct BodyInput {
     /// The form's lists declared joined in one text, split when read:
     /// `JoinedList { name: "tags", delimiter: ',' }` each.
     pub joined_lists: Vec<String>,
+    /// The form's properties that are lists of scalars, as Rust string
+    /// literals: the fingerprint reads one item sent as its key as a list.
+    pub list_fields: Vec<String>,
     /// A multipart body read into its type (`Request::multipart_as`): the
     /// table of its parts, each a `Part::…` expression.
     pub parts: Option<Vec<String>>,
@@ -327,6 +332,12 @@ impl TypedInput {
                             crate::names::rust_char(&delimiter.to_string())
                         ))
                     })
+                    .collect(),
+                list_fields: body
+                    .form_layout
+                    .lists
+                    .iter()
+                    .map(|name| crate::names::rust_string(name))
                     .collect(),
                 parts: body
                     .multipart
@@ -489,9 +500,17 @@ fn part_expression(part: &PartField) -> String {
         PartReading::Json => format!("Part::json({name})"),
         PartReading::File => format!("Part::file({name})"),
     };
-    match part.many {
-        true => format!("{read}.many()"),
-        false => read,
+    let read = match (part.many, part.delimiter) {
+        (true, Some(delimiter)) => format!(
+            "{read}.joined({})",
+            crate::names::rust_char(&delimiter.to_string())
+        ),
+        (true, None) => format!("{read}.many()"),
+        (false, _) => read,
+    };
+    match &part.brackets {
+        Some(shape) => format!("{read}.brackets(&{})", shape_expression(shape)),
+        None => read,
     }
 }
 

@@ -687,6 +687,12 @@ fn project_context(
                 .params
                 .as_ref()
                 .is_some_and(|params| params.table.iter().any(|param| param.nested))
+                || op
+                    .input
+                    .body
+                    .as_ref()
+                    .and_then(|body| body.parts.as_ref())
+                    .is_some_and(|parts| parts.iter().any(|part| part.contains(".brackets(")))
         }),
         any_path_affixes: operations.iter().any(|op| !op.path_affixes.is_empty()),
         any_multipart: operations.iter().any(|op| {
@@ -700,7 +706,7 @@ fn project_context(
                 .body
                 .as_ref()
                 .and_then(|body| body.parts.as_ref())
-                .is_some_and(|parts| parts.iter().any(|part| part.starts_with("Part::text(")))
+                .is_some_and(|parts| parts.iter().any(|part| part.contains("Scalar::")))
         }),
         any_constraints: operations.iter().any(|op| {
             op.input

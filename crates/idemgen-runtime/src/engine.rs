@@ -45,7 +45,7 @@ use crate::NotImplemented;
 use crate::contract::{ClaimMode, Contract};
 use crate::db::{self, Db, Dialect, Failure, Kept, Pool, PoolConnection, Tx, classify};
 use crate::in_place::in_place;
-use crate::input::JoinedList;
+use crate::input::{FormLists, JoinedList};
 use crate::fingerprint::fingerprint_of;
 use crate::key;
 use crate::metrics::{
@@ -107,6 +107,9 @@ pub struct Operation {
     /// The lists of its form body declared joined in one text
     /// ([`Operation::joined_form_lists`]).
     pub form_lists: &'static [JoinedList],
+    /// The properties of its form body that are lists of scalars
+    /// ([`Operation::form_list_fields`]).
+    pub form_list_fields: &'static [&'static str],
     key_regex: OnceLock<Regex>,
 }
 
@@ -136,6 +139,7 @@ impl Operation {
             counters: Counters::new(),
             metrics: OperationMetrics::new(),
             form_lists: &[],
+            form_list_fields: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -151,6 +155,7 @@ impl Operation {
             counters: Counters::new(),
             metrics: OperationMetrics::new(),
             form_lists: &[],
+            form_list_fields: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -171,6 +176,15 @@ impl Operation {
     /// `tags=a&tags=b` are one request, as they are one list.
     pub const fn joined_form_lists(mut self, lists: &'static [JoinedList]) -> Operation {
         self.form_lists = lists;
+        self
+    }
+
+    /// This endpoint, the `fields` of its form body lists of scalars: one
+    /// item sent as its key (`tags=a`) is fingerprinted as the list of one
+    /// the business code reads, as `tags[0]=a` is, so the two layouts are
+    /// one request.
+    pub const fn form_list_fields(mut self, fields: &'static [&'static str]) -> Operation {
+        self.form_list_fields = fields;
         self
     }
 }
@@ -1826,7 +1840,15 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
             problem(ProblemKind::InvalidScope, 400, &why),
         )
     })?;
-    let fingerprint = fingerprint_of(contract, &operation.security, operation.form_lists, request)
+    let fingerprint = fingerprint_of(
+        contract,
+        &operation.security,
+        FormLists {
+            joined: operation.form_lists,
+            fields: operation.form_list_fields,
+        },
+        request,
+    )
         .map_err(|error| {
         refuse(
             operation,

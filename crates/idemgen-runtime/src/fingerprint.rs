@@ -5,7 +5,7 @@ use sha2::{Digest, Sha256};
 
 use crate::canonical_json::{self, CanonicalJsonError, Reason};
 use crate::contract::{Contract, Fingerprint, Source};
-use crate::input::JoinedList;
+use crate::input::FormLists;
 use crate::reply::Request;
 use crate::security::Security;
 
@@ -37,7 +37,7 @@ impl LeftOut<'_> {
 pub(crate) fn fingerprint_of(
     contract: &Contract,
     security: &Security,
-    form_lists: &[JoinedList],
+    form_lists: FormLists<'_>,
     request: &Request,
 ) -> Result<String, CanonicalJsonError> {
     let query: Vec<&str> = security.query_credentials().collect();
@@ -83,12 +83,13 @@ pub(crate) fn fingerprint_of(
 /// What `left_out` names (API keys sent in the query or a header,
 /// `Authorization`, the key's own header) is left out: a credential is
 /// never hashed into a record, and a rotated key does not turn a retry
-/// into a conflict. A form's `form_lists` are split as they are read.
+/// into a conflict. A form's `form_lists` are hashed as they are read
+/// (split where joined, a list of one however sent).
 pub(crate) fn fingerprint_without(
     include: &Fingerprint,
     request: &Request,
     left_out: &LeftOut<'_>,
-    form_lists: &[JoinedList],
+    form_lists: FormLists<'_>,
 ) -> Result<String, CanonicalJsonError> {
     let mut hasher = Sha256::new();
     if include.method {
@@ -235,7 +236,7 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     /// Fingerprints with nothing to leave out.
     fn fingerprint(include: &Fingerprint, request: &Request) -> Result<String, CanonicalJsonError> {
-        fingerprint_without(include, request, &LeftOut::default(), &[])
+        fingerprint_without(include, request, &LeftOut::default(), FormLists::default())
     }
 
     use super::*;
@@ -346,14 +347,14 @@ mod tests {
                 ("page".to_string(), "1".to_string()),
                 ("api_key".to_string(), key.to_string()),
             ];
-            fingerprint_without(&include, &request, &api_key, &[]).unwrap()
+            fingerprint_without(&include, &request, &api_key, FormLists::default()).unwrap()
         };
         assert_eq!(with_key("old-secret"), with_key("new-secret"));
         let mut other_page = request("POST", "/pay", "{}");
         other_page.query_pairs = vec![("page".to_string(), "2".to_string())];
         assert_ne!(
             with_key("old-secret"),
-            fingerprint_without(&include, &other_page, &api_key, &[]).unwrap()
+            fingerprint_without(&include, &other_page, &api_key, FormLists::default()).unwrap()
         );
     }
 
@@ -447,7 +448,7 @@ mod tests {
                 ("content-type", accept),
                 ("x-currency", "EUR"),
             ]);
-            fingerprint_without(&include, &sent, &left_out, &[]).unwrap()
+            fingerprint_without(&include, &sent, &left_out, FormLists::default()).unwrap()
         };
         let first = print_sent("pay:1", "Bearer old", "old", "application/json");
         assert_eq!(first, print_sent("pay:2", "Bearer new", "new", "*/*"));
@@ -465,7 +466,7 @@ mod tests {
             ..Fingerprint::DEFAULT
         };
         assert_eq!(
-            fingerprint_without(&nothing, &with_headers(&[("authorization", "t")]), &left_out, &[])
+            fingerprint_without(&nothing, &with_headers(&[("authorization", "t")]), &left_out, FormLists::default())
                 .unwrap(),
             print(&Fingerprint::DEFAULT, &with_headers(&[]))
         );
@@ -509,7 +510,7 @@ mod tests {
                 ("idempotency-key", key),
                 ("x-currency", currency),
             ]);
-            fingerprint_of(&contract, &SECURITY, &[], &sent).unwrap()
+            fingerprint_of(&contract, &SECURITY, FormLists::default(), &sent).unwrap()
         };
         let first = print_sent("s1", "sid=a", "pay:1", "EUR");
         assert_eq!(first, print_sent("s2", "sid=b", "pay:2", "EUR"));
@@ -519,14 +520,14 @@ mod tests {
             fingerprint_of(
                 &contract,
                 &Security::OPEN,
-                &[],
+                FormLists::default(),
                 &with_headers(&[("x-signature", "s1"), ("x-currency", "EUR")])
             )
             .unwrap(),
             fingerprint_of(
                 &contract,
                 &Security::OPEN,
-                &[],
+                FormLists::default(),
                 &with_headers(&[("x-signature", "s2"), ("x-currency", "EUR")])
             )
             .unwrap()

@@ -494,16 +494,38 @@ pub(crate) fn is_form(headers: &axum::http::HeaderMap) -> bool {
 }
 
 /// A form body as the fingerprint hashes it: the tree [`Request::form_as`]
-/// reads, as canonical JSON, the lists of `joined` split as
+/// reads, as canonical JSON, the lists of `lists.joined` split as
 /// [`Request::joined_form_checked_as`] splits them. Names and nesting are
 /// decoded and the order of distinct fields and of array indexes is left
 /// out (`a=1&b=2` is `b=2&a=1`, `x%5Bk%5D=v` is `x[k]=v`); `[]` lists keep
-/// their order and values are the decoded text (`01` is not `1`). `None`:
+/// their order and values are the decoded text (`01` is not `1`). A field
+/// `lists.fields` names sent once as its key (`tags=a`) is a list of one,
+/// as `tags[0]=a` is, since that is what the business code gets. `None`:
 /// not a form this reader takes, hashed as sent (and refused by
 /// `form_as`).
-pub(crate) fn canonical_form(body: &[u8], joined: &[JoinedList]) -> Option<Vec<u8>> {
-    let tree: Value = FORM.deserialize_bytes(&split_joined(body, joined)).ok()?;
+pub(crate) fn canonical_form(body: &[u8], lists: FormLists<'_>) -> Option<Vec<u8>> {
+    let mut tree: Value = FORM.deserialize_bytes(&split_joined(body, lists.joined)).ok()?;
+    if let Value::Object(fields) = &mut tree {
+        for name in lists.fields {
+            if let Some(one) = fields.get_mut(*name).filter(|value| value.is_string()) {
+                *one = Value::Array(vec![one.take()]);
+            }
+        }
+    }
     crate::canonical_json::canonicalize(&serde_json::to_vec(&tree).ok()?).ok()
+}
+
+/// What the fingerprint knows of a form body's lists, to hash a list as
+/// the business code reads it whichever layout it was sent in
+/// ([`crate::Operation::joined_form_lists`],
+/// [`crate::Operation::form_list_fields`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct FormLists<'a> {
+    /// The lists declared joined in one text: split as read.
+    pub(crate) joined: &'a [JoinedList],
+    /// Every property of the form that is a list of scalars: one item
+    /// sent as its key (`tags=a`) is a list of one, as `tags[0]=a` is.
+    pub(crate) fields: &'a [&'a str],
 }
 
 /// A list property of a form body declared joined in one text: OpenAPI's
@@ -1516,7 +1538,8 @@ mod tests {
         };
         assert_eq!(whole.form_checked_as::<Tagged>(422, &[]).unwrap().tags, ["a,b"]);
         // Fingerprinted as read: joined and repeated are one request.
-        let tree = |body: &str| canonical_form(body.as_bytes(), JOINED).unwrap();
+        let lists = FormLists { joined: JOINED, fields: &[] };
+        let tree = |body: &str| canonical_form(body.as_bytes(), lists).unwrap();
         assert_eq!(tree("tags=a,b&note=n"), tree("note=n&tags=a&tags=b"));
         assert_eq!(tree("codes=1|2"), tree("codes=1&codes=2"));
         assert_ne!(tree("tags=a,b"), tree("tags=b,a"));
@@ -1526,11 +1549,11 @@ mod tests {
         // A form without the lists is fingerprinted as it was before them,
         // as is a value with a malformed escape (left as sent), read or not.
         for body in ["note=c,d", "tagsx=a,b&note=", "tags[0]=a,b", "=a,b&&note", "tags=%4%41,b"] {
-            let (split, whole) = (canonical_form(body.as_bytes(), JOINED), canonical_form(body.as_bytes(), &[]));
+            let (split, whole) = (canonical_form(body.as_bytes(), lists), canonical_form(body.as_bytes(), FormLists::default()));
             assert_eq!(split, whole, "{body}");
         }
         assert_ne!(
-            canonical_form(b"tags=a,b", &[]).unwrap(),
+            canonical_form(b"tags=a,b", FormLists::default()).unwrap(),
             tree("tags=a&tags=b"),
             "without the lists named, the text is one item"
         );
@@ -1538,7 +1561,7 @@ mod tests {
 
     #[test]
     fn a_form_is_fingerprinted_as_read_not_as_spelled() {
-        let tree = |body: &str| canonical_form(body.as_bytes(), &[]).unwrap();
+        let tree = |body: &str| canonical_form(body.as_bytes(), FormLists::default()).unwrap();
         let first = tree("amount=5&metadata[k]=v&items[0][price]=a&items[1][price]=b");
         // Field order, index order, encoded brackets and `+` for a space.
         assert_eq!(
@@ -1553,6 +1576,29 @@ mod tests {
         assert_eq!(tree("expand[]=a&expand[]=b"), tree("expand=a&expand=b"));
         assert_ne!(tree("expand=a&expand=b"), tree("expand=b&expand=a"));
         assert_ne!(tree("expand[0]=a"), tree("expand=a"));
+    }
+
+    #[test]
+    fn a_list_of_one_is_fingerprinted_as_a_list_however_laid_out() {
+        let lists = FormLists {
+            joined: &[JoinedList { name: "tags", delimiter: ',' }],
+            fields: &["expand", "tags"],
+        };
+        let tree = |body: &str| canonical_form(body.as_bytes(), lists).unwrap();
+        // One item, in every layout a list is read from.
+        for layout in ["expand=a", "expand[]=a", "expand[0]=a", "expand%5B0%5D=a"] {
+            assert_eq!(tree(layout), tree("expand=a"), "{layout}");
+        }
+        // A list declared joined, of one item.
+        assert_eq!(tree("tags=a"), tree("tags[0]=a"));
+        assert_eq!(tree("tags=a,b"), tree("tags[0]=a&tags[1]=b"));
+        // Another item, another order, another request; a field that is
+        // not a list keeps its text.
+        assert_ne!(tree("expand=a"), tree("expand=b"));
+        assert_ne!(tree("expand=a&expand=b"), tree("expand=b&expand=a"));
+        assert_ne!(tree("note=a"), tree("note[0]=a"));
+        // An empty text is a list of one empty text in both layouts.
+        assert_eq!(tree("expand="), tree("expand[0]="));
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub struct Part {
     /// (`file_link_data[create]`, `items[0][price]`), as Stripe reads
     /// them, each leaf's text read as this shape says.
     brackets: Option<&'static Shape>,
+    /// An array declared joined in one text (`tags=a,b`): each part's
+    /// text is split at this delimiter.
+    delimiter: Option<char>,
 }
 
 impl Part {
@@ -55,6 +58,7 @@ impl Part {
             reading: Reading::Text(value),
             many: false,
             brackets: None,
+            delimiter: None,
         }
     }
 
@@ -64,6 +68,7 @@ impl Part {
             reading: Reading::Json,
             many: false,
             brackets: None,
+            delimiter: None,
         }
     }
 
@@ -73,12 +78,26 @@ impl Part {
             reading: Reading::File,
             many: false,
             brackets: None,
+            delimiter: None,
         }
     }
 
     /// This part as an array: each part sent under its name is an item.
     pub const fn many(self) -> Part {
         Part { many: true, ..self }
+    }
+
+    /// This array's items also sent joined in one part's text, separated
+    /// by `delimiter` (OpenAPI's `explode: false`: `,`; `spaceDelimited`:
+    /// ` `; `pipeDelimited`: `|`): each part sent is split there, so
+    /// `tags=a,b` and two parts `tags` are one list. An item cannot hold
+    /// the delimiter, and an empty text is one empty item.
+    pub const fn joined(self, delimiter: char) -> Part {
+        Part {
+            many: true,
+            delimiter: Some(delimiter),
+            ..self
+        }
     }
 
     /// This JSON part also sent as text parts in brackets, one a leaf
@@ -407,7 +426,8 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
             reading => {
                 let values = sent
                     .iter()
-                    .map(|one| value(part.name, reading, one))
+                    .flat_map(|one| items(part, one))
+                    .map(|one| value(part.name, reading, &one))
                     .collect::<Result<Vec<_>, _>>()?;
                 match part.many {
                     true => Member::Json(Value::Array(values)),
@@ -425,6 +445,23 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
         members.push((part.name, Member::Json(text)));
     }
     Ok(members)
+}
+
+/// The items `sent` holds of `part`: itself, or its text split at the
+/// part's delimiter (a text that is not UTF-8 is left whole, for
+/// [`value`] to refuse).
+fn items(part: &Part, sent: &Sent) -> Vec<Sent> {
+    let text = std::str::from_utf8(&sent.bytes).ok();
+    match part.delimiter.zip(text) {
+        Some((delimiter, text)) if text.contains(delimiter) => text
+            .split(delimiter)
+            .map(|item| Sent {
+                bytes: Bytes::copy_from_slice(item.as_bytes()),
+                ..sent.clone()
+            })
+            .collect(),
+        _ => vec![sent.clone()],
+    }
 }
 
 /// The value of `name` sent as text parts in brackets, read into `shape`
@@ -821,6 +858,39 @@ mod tests {
         .map_err(detail)
         .unwrap_err();
         assert!(undeclared.contains("file_link_data[create]"), "{undeclared}");
+    }
+
+    #[test]
+    fn a_list_declared_joined_is_split_at_its_delimiter() {
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Tagged {
+            tags: Vec<String>,
+            codes: Option<Vec<u32>>,
+        }
+        const JOINED: &[Part] = &[
+            Part::text("tags", Scalar::String).joined(','),
+            Part::text("codes", Scalar::Integer).joined('|'),
+        ];
+        let tagged = |parts: &[(&str, &[u8])]| {
+            let names: Vec<String> = parts.iter().map(|(name, _)| format!("name=\"{name}\"")).collect();
+            let sent: Vec<(&str, &str, &[u8])> = names
+                .iter()
+                .zip(parts)
+                .map(|(name, (_, text))| (name.as_str(), "", *text))
+                .collect();
+            body("b", &sent).multipart_as::<Tagged>(JOINED).map_err(detail)
+        };
+        let joined = tagged(&[("tags", b"a,b"), ("codes", b"1|2")]).unwrap();
+        assert_eq!(joined, Tagged { tags: vec!["a".into(), "b".into()], codes: Some(vec![1, 2]) });
+        // The part repeated, or some of it joined, is the same list.
+        assert_eq!(tagged(&[("tags", b"a"), ("tags", b"b"), ("codes", b"1"), ("codes", b"2")]).unwrap(), joined);
+        assert_eq!(tagged(&[("tags[]", b"a,b"), ("codes", b"1|2")]).unwrap(), joined);
+        // One item, and an empty text (one empty item).
+        assert_eq!(tagged(&[("tags", b"a")]).unwrap().tags, ["a"]);
+        assert_eq!(tagged(&[("tags", b"")]).unwrap().tags, [""]);
+        // Each item is read as its type.
+        let refused = tagged(&[("tags", b"a"), ("codes", b"1|x")]).unwrap_err();
+        assert!(refused.contains("the part `codes` must be an integer, not `x`"), "{refused}");
     }
 
     #[test]

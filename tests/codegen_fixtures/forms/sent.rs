@@ -381,6 +381,24 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
         pay(&app, "pay:00000000-0000-4000-8000-000000000001", repeated).await;
     assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{echoed}");
     assert_eq!(echoed["body"]["tags"], json!(["a", "b"]));
+    // A list of one is a list however laid out: `tags=a` (its key), then
+    // `tags[0]=a` and `tags[]=a` under the same key, are one request.
+    let one = "amount=5&currency=EUR&tags=a";
+    let (status, replayed, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000005", one).await;
+    assert_eq!((status, replayed), (StatusCode::OK, None), "{echoed}");
+    assert_eq!(echoed["body"]["tags"], json!(["a"]));
+    for layout in ["amount=5&currency=EUR&tags[0]=a", "tags%5B%5D=a&currency=EUR&amount=5"] {
+        let (status, replayed, again) = pay(&app, "pay:00000000-0000-4000-8000-000000000005", layout).await;
+        assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{layout}: {again}");
+        assert_eq!(again, echoed);
+    }
+    // So is a joined list of one: `codes=7`, then `codes[0]=7`.
+    let (status, replayed, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000006", "amount=5&currency=EUR&codes=7").await;
+    assert_eq!((status, replayed), (StatusCode::OK, None), "{echoed}");
+    let (status, replayed, _) = pay(&app, "pay:00000000-0000-4000-8000-000000000006", "amount=5&currency=EUR&codes[0]=7").await;
+    assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")));
+    let (status, _, problem) = pay(&app, "pay:00000000-0000-4000-8000-000000000005", "amount=5&currency=EUR&tags=b").await;
+    assert_eq!(status, StatusCode::CONFLICT, "another item is another request: {problem}");
     let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), "amount=5&currency=EUR&tags=a&tags=b&tags=c").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
     assert!(problem["detail"].as_str().unwrap_or_default().starts_with("/tags breaks `maxItems`"), "{problem}");

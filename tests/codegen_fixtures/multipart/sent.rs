@@ -67,6 +67,9 @@ fn upload() -> Vec<Part<'static>> {
         ("name=\"copies\"", "", b"2"),
         ("name=\"public\"", "", b"true"),
         ("name=\"file_link_data\"", "Content-Type: application/json\r\n", br#"{"create": true, "expires_at": 1700000000}"#),
+        ("name=\"link_options[notify]\"", "", b"true"),
+        ("name=\"link_options[expires_in]\"", "", b"3600"),
+        ("name=\"link_options[metadata][order]\"", "", b"6735"),
         ("name=\"expand[]\"", "", b"file_link"),
         ("name=\"expand[]\"", "", b"links"),
         ("name=\"pages\"; filename=\"1.txt\"", "", b"one"),
@@ -82,6 +85,7 @@ fn echoed_upload() -> Value {
             "copies": 2,
             "public": true,
             "file_link_data": {"create": true, "expires_at": 1700000000},
+            "link_options": {"notify": true, "expires_in": 3600, "metadata": {"order": "6735"}},
             "expand": ["file_link", "links"],
             "pages": [
                 {"file_name": "1.txt", "bytes": b"one"},
@@ -119,6 +123,11 @@ async fn a_part_that_does_not_fit_is_a_400_naming_it() {
     refused(vec![FILE, PURPOSE, ("name=\"file_link_data\"", "", b"create=true")], "the part `file_link_data` is not a JSON document").await;
     refused(vec![FILE, PURPOSE, ("name=\"file_link_data\"", "", br#"{"expires_at": 1}"#)], "`file_link_data`: missing field `create`").await;
     refused(vec![FILE, PURPOSE, PURPOSE], "the part `purpose` is sent more than once").await;
+    let notify: Part = ("name=\"link_options[notify]\"", "", b"maybe");
+    refused(vec![FILE, PURPOSE, notify], "the part `link_options[notify]` must be `true` or `false`, not `maybe`").await;
+    refused(vec![FILE, PURPOSE, ("name=\"link_options[metadata][a][b]\"", "", b"c")], "`link_options.metadata.a`: invalid type: map").await;
+    let both: Part = ("name=\"link_options\"", "Content-Type: application/json\r\n", br#"{"notify": true}"#);
+    refused(vec![FILE, PURPOSE, both, notify], "the part `link_options` is sent both whole and in brackets").await;
     refused(vec![FILE, PURPOSE, ("name=\"note\"", "", b"hi")], "unknown field `note`").await;
 }
 
@@ -136,6 +145,7 @@ async fn a_part_breaking_a_keyword_is_refused_before_the_key_is_claimed() {
         (vec![("name=\"copies\"", "", &b"11"[..])], "/copies breaks `maximum`"),
         (vec![link(br#"{"create": true, "expires_at": 0}"#)], "/file_link_data/expires_at breaks `exclusiveMinimum`"),
         (vec![expand, expand, expand, expand], "/expand breaks `maxItems`"),
+        (vec![("name=\"link_options[expires_in]\"", "", &b"59"[..])], "/link_options/expires_in breaks `minimum`"),
     ] {
         let key = new_key();
         let mut parts = vec![FILE, PURPOSE];
@@ -218,6 +228,12 @@ async fn the_generated_client_sends_the_body_as_multipart() {
     body.file_link_data = Some(models::UploadFileRequestFileLinkData {
         create: true,
         expires_at: Some(1700000000),
+    });
+    // Declared `deepObject`: the client sends it in brackets.
+    body.link_options = Some(models::UploadFileRequestLinkOptions {
+        notify: Some(true),
+        expires_in: Some(3600),
+        metadata: Some([("order".to_string(), "6735".to_string())].into()),
     });
     body.expand = Some(vec!["file_link".into(), "links".into()]);
     body.pages = Some(vec![

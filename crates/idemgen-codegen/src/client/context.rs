@@ -411,6 +411,14 @@ pub fn typed(
                 .iter()
                 .filter_map(|part| {
                     let name = crate::names::rust_string(&part.wire_name);
+                    if multipart.deep.contains(&part.wire_name) && part.reading != PartReading::File
+                    {
+                        return Some(format!("retry::Part::brackets({name})"));
+                    }
+                    if let Some(delimiter) = part.delimiter {
+                        let delimiter = crate::names::rust_char(&delimiter.to_string());
+                        return Some(format!("retry::Part::joined({name}, {delimiter})"));
+                    }
                     match part.reading {
                         PartReading::File => Some(format!("retry::Part::file({name})")),
                         PartReading::Json => Some(format!("retry::Part::json({name})")),

@@ -44,6 +44,9 @@ pub struct FormLayout {
     /// `text/plain`): OpenAPI sends them as that, not as form text; both
     /// sides read and write them as form text. The name and the type.
     pub by_content_type: Vec<(String, String)>,
+    /// Every property that is a list of scalars, however laid out: one
+    /// item sent as its key (`tags=a`) is fingerprinted as a list of one.
+    pub lists: Vec<String>,
 }
 
 /// A list declared joined in one text.
@@ -182,7 +185,7 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
             continue;
         }
         match list_items(workspace, property, 0) {
-            Some(items) if is_scalar(workspace, items, 0) => {}
+            Some(items) if is_scalar(workspace, items, 0) => layout.lists.push(name.clone()),
             Some(_) => {
                 not_flat(format!("`{name}` is a list of lists or objects"));
                 continue;

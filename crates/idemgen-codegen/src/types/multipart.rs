@@ -10,7 +10,7 @@ use idemgen_spec::node::Node;
 use super::convert::Converter;
 use super::model::{Field, Kind, Struct, Ty, TypeDef};
 use super::operation::{is_json, scalar, strip_option};
-use super::{OperationTypes, Scalar};
+use super::{OperationTypes, Scalar, Shape, param_shape};
 
 /// A multipart body's parts, as the schema and its `encoding` declare them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,14 @@ pub struct Multipart {
     files: BTreeSet<String>,
     /// The properties whose `encoding` names a JSON `contentType`.
     json: BTreeSet<String>,
+    /// The properties whose `encoding` declares `style: deepObject`: the
+    /// client sends them as text parts in brackets (`file_link_data[create]`).
+    pub deep: BTreeSet<String>,
+    /// The properties whose `encoding` declares them joined in one text
+    /// (`explode: false`, `spaceDelimited`, `pipeDelimited`), with the
+    /// delimiter: an array of scalars is then one part, split by the
+    /// service and joined by the client.
+    joined: BTreeMap<String, char>,
     /// The models' file struct.
     file_type: String,
     /// The name the operation reserved for its body's type: the body's
@@ -36,6 +44,13 @@ pub struct PartField {
     pub reading: PartReading,
     /// An array: the part is sent once per item.
     pub many: bool,
+    /// An array of scalars declared joined in one part's text, split and
+    /// joined at this delimiter (`tags=a,b`).
+    pub delimiter: Option<char>,
+    /// A JSON part whose value the service also reads from text parts in
+    /// brackets (`file_link_data[create]=true`), as Stripe's clients send
+    /// it, each leaf read as this shape says.
+    pub brackets: Option<Shape>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,19 +92,43 @@ pub fn plan(
             files.insert(entry.key.to_string());
         }
     }
-    let json = media
+    let encoding = media
         .get("encoding")
         .and_then(Node::as_map)
-        .unwrap_or_default()
+        .unwrap_or_default();
+    let declared = |keep: &dyn Fn(&Node) -> bool| {
+        encoding
+            .iter()
+            .filter(|entry| keep(&entry.value))
+            .map(|entry| entry.key.to_string())
+            .collect::<BTreeSet<String>>()
+    };
+    let json = declared(&|encoding| {
+        encoding
+            .get("contentType")
+            .and_then(Node::as_str)
+            .is_some_and(is_json)
+    });
+    // OpenAPI 3.0 says to ignore `style` in a multipart body, but Stripe
+    // declares `deepObject` there and reads the brackets: the spec's word
+    // for how its server reads the part.
+    let deep =
+        declared(&|encoding| encoding.get("style").and_then(Node::as_str) == Some("deepObject"));
+    let joined = encoding
         .iter()
-        .filter(|entry| {
-            entry
-                .value
-                .get("contentType")
-                .and_then(Node::as_str)
-                .is_some_and(is_json)
+        .filter_map(|entry| {
+            let style = entry.value.get("style").and_then(Node::as_str);
+            let explode = entry.value.get("explode").and_then(Node::as_bool);
+            // `explode` is true by default only for `form`.
+            let delimiter = match (style.unwrap_or("form"), explode) {
+                (_, Some(true)) | ("form", None) => None,
+                ("form", Some(false)) => Some(','),
+                ("spaceDelimited", _) => Some(' '),
+                ("pipeDelimited", _) => Some('|'),
+                _ => None,
+            }?;
+            Some((entry.key.to_string(), delimiter))
         })
-        .map(|entry| entry.key.to_string())
         .collect();
     let file_type = if files.is_empty() {
         String::new()
@@ -100,6 +139,8 @@ pub fn plan(
         parts: Vec::new(),
         files,
         json,
+        deep,
+        joined,
         file_type,
         own_name: own_name.to_string(),
     }
@@ -269,10 +310,23 @@ pub fn fill(
                     _ => (PartReading::Json, false),
                 }
             };
+            // An object (or a list of them) sent without a declared JSON
+            // type is also read from brackets, where its type has a shape
+            // brackets can say.
+            let brackets = (reading == PartReading::Json && !multipart.json.contains(&field.wire))
+                .then(|| param_shape::of(&field.ty, defs))
+                .flatten()
+                .filter(|shape| !matches!(shape, Shape::Scalar(_) | Shape::ScalarOrString(_)));
+            let delimiter = matches!(reading, PartReading::Text(_))
+                .then(|| multipart.joined.get(&field.wire).copied())
+                .flatten()
+                .filter(|_| many);
             PartField {
                 wire_name: field.wire.clone(),
                 reading,
                 many,
+                delimiter,
+                brackets,
             }
         })
         .collect();
