@@ -53,7 +53,7 @@ fn the_generator_types_the_parts() {
         .replace(",)", ")");
     assert!(
         flat.contains(
-            r#"letbody:models::UploadFileRequest=request.multipart_checked_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::json("link_options").brackets(&Shape::Members(&[("notify",Shape::Scalar(Scalar::Boolean)),("expires_in",Shape::Scalar(Scalar::Integer)),("metadata",Shape::Members(&[]))])),Part::text("expand",Scalar::String).many(),Part::file("pages").many()],400,UPLOAD_FILE_BODY)?;"#
+            r#"letbody:models::UploadFileRequest=request.multipart_checked_as(&[Part::file("file"),Part::text("purpose",Scalar::String),Part::text("copies",Scalar::Integer),Part::text("public",Scalar::Boolean),Part::json("file_link_data"),Part::json("link_options").brackets(&Shape::Members(&[("notify",Shape::Scalar(Scalar::Boolean)),("expires_in",Shape::Scalar(Scalar::Integer)),("metadata",Shape::Members(&[]))])),Part::text("labels",Scalar::String).joined('|'),Part::text("expand",Scalar::String).many(),Part::file("pages").many()],400,UPLOAD_FILE_BODY)?;"#
         ),
         "{flat}"
     );
@@ -66,6 +66,18 @@ fn the_generator_types_the_parts() {
     ] {
         assert!(flat.contains(expected), "{expected} in {flat}");
     }
+    // The list joined in one part is named for the fingerprint, which
+    // splits it as it is read.
+    let operations: String = std::fs::read_to_string(server.join("src/operations.rs"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert!(
+        operations.contains(
+            r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"labels",delimiter:'|',},],);"#
+        ),
+        "{operations}"
+    );
     let client = dir.path().join("client");
     let run = idemgen(&["gen", SPEC, "-o", client.to_str().unwrap(), "--client"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -76,7 +88,7 @@ fn the_generator_types_the_parts() {
         .replace(",]", "]")
         .replace(",)", ")");
     assert!(
-        lib.contains(r#"retry::multipart(body,&[retry::Part::file("file"),retry::Part::json("file_link_data"),retry::Part::brackets("link_options"),retry::Part::file("pages")])?"#),
+        lib.contains(r#"retry::multipart(body,&[retry::Part::file("file"),retry::Part::json("file_link_data"),retry::Part::brackets("link_options"),retry::Part::joined("labels",'|'),retry::Part::file("pages")])?"#),
         "{lib}"
     );
 }

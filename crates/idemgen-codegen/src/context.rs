@@ -255,7 +255,8 @@ pub struct BodyInput {
     pub is_json: bool,
     /// A form read into its type (`Request::form_as`).
     pub is_form: bool,
-    /// The form's lists declared joined in one text, split when read:
+    /// The form's lists declared joined in one text (a multipart body's in
+    /// one part), split when read and for the fingerprint:
     /// `JoinedList { name: "tags", delimiter: ',' }` each.
     pub joined_lists: Vec<String>,
     /// The form's properties that are lists of scalars, as Rust string
@@ -320,17 +321,25 @@ impl TypedInput {
                 required: body.required,
                 is_json: body.is_json,
                 is_form: body.is_form,
+                // A form's lists joined in one text, or a multipart
+                // body's joined in one part.
                 joined_lists: body
                     .form_layout
                     .joined
                     .iter()
-                    .filter_map(|joined| {
-                        let delimiter = joined.delimiter?;
-                        Some(format!(
+                    .filter_map(|joined| Some((&joined.name, joined.delimiter?)))
+                    .chain(body.multipart.iter().flat_map(|multipart| {
+                        multipart
+                            .parts
+                            .iter()
+                            .filter_map(|part| Some((&part.wire_name, part.delimiter?)))
+                    }))
+                    .map(|(name, delimiter)| {
+                        format!(
                             "JoinedList {{ name: {}, delimiter: {} }}",
-                            crate::names::rust_string(&joined.name),
+                            crate::names::rust_string(name),
                             crate::names::rust_char(&delimiter.to_string())
-                        ))
+                        )
                     })
                     .collect(),
                 list_fields: body

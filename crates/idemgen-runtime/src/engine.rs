@@ -173,7 +173,9 @@ impl Operation {
     /// This endpoint, its form body's `lists` declared joined in one text
     /// (`tags=a,b`): read with [`Request::joined_form_checked_as`], and
     /// split so for the fingerprint too, so that `tags=a,b` and
-    /// `tags=a&tags=b` are one request, as they are one list.
+    /// `tags=a&tags=b` are one request, as they are one list. A
+    /// `multipart/form-data` body's lists joined in one part
+    /// ([`crate::Part::joined`]) are named here too, for the fingerprint.
     pub const fn joined_form_lists(mut self, lists: &'static [JoinedList]) -> Operation {
         self.form_lists = lists;
         self

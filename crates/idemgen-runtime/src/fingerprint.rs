@@ -145,7 +145,7 @@ pub(crate) fn fingerprint_without(
         } else if crate::input::is_form(&request.headers) {
             crate::input::canonical_form(&request.body, form_lists)
         } else if crate::multipart::is_multipart(&request.headers) {
-            crate::multipart::canonical_multipart(&request.headers, &request.body)
+            crate::multipart::canonical_multipart(&request.headers, &request.body, form_lists.joined)
         } else {
             None
         };

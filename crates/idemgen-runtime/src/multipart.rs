@@ -201,11 +201,27 @@ fn is_json_type(content_type: &str) -> bool {
 /// the boundary and the order of distinct parts are left out. A part with
 /// a file name, or a content type other than text or JSON, is its file
 /// name, content type and the SHA-256 of its bytes; a JSON part is its
-/// canonical JSON; any other is its text. `None`: not a multipart body
-/// this reader takes, hashed as sent (and refused by `multipart_as`).
-pub(crate) fn canonical_multipart(headers: &HeaderMap, body: &Bytes) -> Option<Vec<u8>> {
+/// canonical JSON; any other is its text, split at its delimiter where
+/// `joined` names its list (`labels=a|b` is two parts `labels`, as
+/// [`Part::joined`] reads it). `None`: not a multipart body this reader
+/// takes, hashed as sent (and refused by `multipart_as`).
+pub(crate) fn canonical_multipart(
+    headers: &HeaderMap,
+    body: &Bytes,
+    joined: &[crate::JoinedList],
+) -> Option<Vec<u8>> {
     let mut tree: Map<String, Value> = Map::new();
-    for part in parts(headers, body).ok()? {
+    let split = |part: Sent| {
+        let delimiter = joined
+            .iter()
+            .find(|list| list.name == part.name && part.file_name.is_none())
+            .map(|list| list.delimiter);
+        match delimiter {
+            Some(delimiter) => items(Some(delimiter), &part),
+            None => vec![part],
+        }
+    };
+    for part in parts(headers, body).ok()?.into_iter().flat_map(split) {
         let text = std::str::from_utf8(&part.bytes).ok();
         let content_type = part.content_type.as_deref();
         let json = content_type
@@ -426,7 +442,7 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
             reading => {
                 let values = sent
                     .iter()
-                    .flat_map(|one| items(part, one))
+                    .flat_map(|one| items(part.delimiter, one))
                     .map(|one| value(part.name, reading, &one))
                     .collect::<Result<Vec<_>, _>>()?;
                 match part.many {
@@ -447,12 +463,11 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
     Ok(members)
 }
 
-/// The items `sent` holds of `part`: itself, or its text split at the
-/// part's delimiter (a text that is not UTF-8 is left whole, for
-/// [`value`] to refuse).
-fn items(part: &Part, sent: &Sent) -> Vec<Sent> {
+/// The items `sent` holds: itself, or its text split at `delimiter` (a
+/// text that is not UTF-8 is left whole, for [`value`] to refuse).
+fn items(delimiter: Option<char>, sent: &Sent) -> Vec<Sent> {
     let text = std::str::from_utf8(&sent.bytes).ok();
-    match part.delimiter.zip(text) {
+    match delimiter.zip(text) {
         Some((delimiter, text)) if text.contains(delimiter) => text
             .split(delimiter)
             .map(|item| Sent {
@@ -929,7 +944,7 @@ mod tests {
 
     #[test]
     fn the_fingerprint_tree_leaves_out_the_boundary_and_the_order_of_names() {
-        let tree = |request: &Request| canonical_multipart(&request.headers, &request.body).unwrap();
+        let tree = |request: &Request| canonical_multipart(&request.headers, &request.body, &[]).unwrap();
         let first = tree(&upload("xyz"));
         assert_eq!(first, tree(&upload("another-boundary-0123")));
         let reordered = body(
@@ -959,5 +974,25 @@ mod tests {
         let text = body("b", &[("name=\"f\"", "", b"a")]);
         let file = body("b", &[("name=\"f\"; filename=\"f\"", "", b"a")]);
         assert_ne!(tree(&text), tree(&file));
+    }
+
+    #[test]
+    fn a_list_joined_in_one_part_is_fingerprinted_as_its_items() {
+        let joined = [crate::JoinedList { name: "labels", delimiter: '|' }];
+        let tree = |parts: &[(&str, &str, &[u8])]| {
+            let request = body("b", parts);
+            canonical_multipart(&request.headers, &request.body, &joined).unwrap()
+        };
+        let one_part = tree(&[("name=\"labels\"", "", b"q3|tax")]);
+        assert_eq!(one_part, tree(&[("name=\"labels\"", "", b"q3"), ("name=\"labels\"", "", b"tax")]));
+        assert_ne!(one_part, tree(&[("name=\"labels\"", "", b"tax|q3")]));
+        // A file is never split, nor is a list not named.
+        let file: (&str, &str, &[u8]) = ("name=\"labels\"; filename=\"l\"", "", b"q3|tax");
+        let request = body("b", &[file]);
+        assert_eq!(
+            canonical_multipart(&request.headers, &request.body, &joined),
+            canonical_multipart(&request.headers, &request.body, &[])
+        );
+        assert_ne!(tree(&[("name=\"other\"", "", b"q3|tax")]), tree(&[("name=\"other\"", "", b"q3"), ("name=\"other\"", "", b"tax")]));
     }
 }

@@ -70,6 +70,7 @@ fn upload() -> Vec<Part<'static>> {
         ("name=\"link_options[notify]\"", "", b"true"),
         ("name=\"link_options[expires_in]\"", "", b"3600"),
         ("name=\"link_options[metadata][order]\"", "", b"6735"),
+        ("name=\"labels\"", "", b"q3|tax"),
         ("name=\"expand[]\"", "", b"file_link"),
         ("name=\"expand[]\"", "", b"links"),
         ("name=\"pages\"; filename=\"1.txt\"", "", b"one"),
@@ -86,6 +87,7 @@ fn echoed_upload() -> Value {
             "public": true,
             "file_link_data": {"create": true, "expires_at": 1700000000},
             "link_options": {"notify": true, "expires_in": 3600, "metadata": {"order": "6735"}},
+            "labels": ["q3", "tax"],
             "expand": ["file_link", "links"],
             "pages": [
                 {"file_name": "1.txt", "bytes": b"one"},
@@ -99,6 +101,12 @@ fn echoed_upload() -> Value {
 async fn every_part_arrives_as_its_type() {
     let app = app().await;
     let (status, _, echoed) = send(&app, &new_key(), "b0undary", &upload()).await;
+    assert_eq!(status, StatusCode::OK, "{echoed}");
+    assert_eq!(echoed, echoed_upload());
+    // `labels`, declared joined, is also read as its part repeated.
+    let mut repeated: Vec<Part> = upload().into_iter().filter(|part| !part.0.contains("labels")).collect();
+    repeated.extend([("name=\"labels\"", "", &b"q3"[..]), ("name=\"labels\"", "", b"tax")]);
+    let (status, _, echoed) = send(&app, &new_key(), "b0undary", &repeated).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
     assert_eq!(echoed, echoed_upload());
 }
@@ -199,6 +207,12 @@ async fn a_retry_with_another_boundary_and_order_is_a_replay() {
     assert_eq!(status, StatusCode::OK, "{replay}");
     assert_eq!(headers["idempotent-replayed"], "true");
     assert_eq!(replay, first);
+    // `labels` joined in one part or as its part repeated: one list, one
+    // request.
+    let mut repeated: Vec<Part> = upload().into_iter().filter(|part| !part.0.contains("labels")).collect();
+    repeated.extend([("name=\"labels\"", "", &b"q3"[..]), ("name=\"labels\"", "", b"tax")]);
+    let (status, headers, replay) = send(&app, &key, "b", &repeated).await;
+    assert_eq!((status, &headers["idempotent-replayed"]), (StatusCode::OK, &"true".parse::<axum::http::HeaderValue>().unwrap()), "{replay}");
     // Another file under the same key is another request.
     let mut changed = upload();
     changed[0] = ("name=\"file\"; filename=\"logo.png\"", "Content-Type: image/png\r\n", b"GIF89a");
@@ -235,6 +249,8 @@ async fn the_generated_client_sends_the_body_as_multipart() {
         expires_in: Some(3600),
         metadata: Some([("order".to_string(), "6735".to_string())].into()),
     });
+    // Declared `pipeDelimited`: the client joins it in one part.
+    body.labels = Some(vec!["q3".into(), "tax".into()]);
     body.expand = Some(vec!["file_link".into(), "links".into()]);
     body.pages = Some(vec![
         models::FilePart {
