@@ -56,6 +56,9 @@ static FORM_LISTS: [JoinedList; 3] = [
 /// The form's lists of scalars: the joined ones, all of them lists.
 static LIST_FIELDS: [&str; 3] = ["tags", "codes", "my list"];
 
+/// Form fields sent as JSON text, read as the JSON they hold.
+static JSON_FIELDS: [&str; 2] = ["metadata", "tags"];
+
 static TENANT: [Source; 1] = [Source::Header("X-Tenant")];
 static SCOPE: [Source; 3] = [
     Source::Header("X-Tenant"),
@@ -274,6 +277,7 @@ fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
             &SECURITY,
             &FORM_LISTS,
             &LIST_FIELDS,
+            &[],
             &form_request(body),
         )
     };
@@ -334,10 +338,10 @@ fuzz_target!(|bytes: &[u8]| {
                 "scope {hash:?}"
             );
         }
-        let first = form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &request);
+        let first = form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &JSON_FIELDS, &request);
         assert_eq!(
             first,
-            form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &request),
+            form_fingerprint(contract, &SECURITY, &FORM_LISTS, &LIST_FIELDS, &JSON_FIELDS, &request),
             "the fingerprint is not a function of the request"
         );
     }

@@ -62,7 +62,8 @@ fn the_generator_types_the_form_and_reads_each_style() {
         // Lists declared joined in one text (`coupons=a,b`, `codes=1|2`)
         // split as the operation names them, for the fingerprint too.
         "letbody:models::CheckoutRequest=request.joined_form_checked_as(400,&[],operations::CHECKOUT.form_lists)?;",
-        "letbody:models::PayByFormRequest=request.joined_form_checked_as(422,PAY_BY_FORM_BODY,operations::PAY_BY_FORM.form_lists)?;",
+        // A field declared JSON text, read as JSON as the operation names it.
+        "letbody:models::PayByFormRequest=request.encoded_form_checked_as(422,PAY_BY_FORM_BODY,operations::PAY_BY_FORM.form_lists,operations::PAY_BY_FORM.form_json_fields)?;",
         r#"Constraint{at:"/amount",check:Check::Minimum("5"),},"#,
         r#"Constraint{at:"/tags/*",check:Check::MinLength(1),},"#,
         r#"Param::path("ids",Scalar::Integer).many(),"#,
@@ -96,7 +97,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"coupons",delimiter:',',}]);"#,
         // Where a key is fingerprinted, its form's lists of scalars are
         // named, so that a list of one is one however laid out.
-        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"codes",delimiter:'|',}]).form_list_fields(&["tags","codes"]);"#,
+        r#".joined_form_lists(&[idemgen_runtime::JoinedList{name:"codes",delimiter:'|',}]).form_list_fields(&["tags","codes"]).form_json_fields(&["details"]);"#,
     ] {
         assert!(operations.contains(expected), "{expected} in {operations}");
     }
@@ -135,7 +136,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
     assert!(lib.contains("bytes:serde_qs::to_string(body)"), "{lib}");
     assert!(
         lib.contains(
-            "bytes:serde_qs::Config::new().array_format(serde_qs::ArrayFormat::Unindexed)\
+            "letform=serde_qs::Config::new().array_format(serde_qs::ArrayFormat::Unindexed)\
              .serialize_string(body)"
         ),
         "{lib}"
@@ -144,6 +145,8 @@ fn the_generator_types_the_form_and_reads_each_style() {
     for joined in [
         r#".map(|form|retry::join_form_lists(&form,&[("coupons",',')]))"#,
         r#".map(|form|retry::join_form_lists(&form,&[("codes",'|')]))"#,
+        // A field declared JSON text is sent as its JSON.
+        r#"retry::json_form_fields(&form,&json,&["details"]).into()"#,
     ] {
         assert!(lib.contains(joined), "{joined} in {lib}");
     }
@@ -152,9 +155,10 @@ fn the_generator_types_the_form_and_reads_each_style() {
 /// A form list that is not sent or read as its `encoding` declares is
 /// named when the service and the client are generated: one joined in a
 /// style forms do not have (`matrix`), one the client sends in brackets
-/// because its form also nests, and a property declared as JSON text; a
+/// because its form also nests, and a property declared as XML text; a
 /// list joined by commas (`explode: false`) is not, as both sides split
-/// and join it.
+/// and join it, nor is a property declared as JSON text, which both sides
+/// read and write as JSON.
 #[test]
 fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -177,11 +181,13 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
                          odd: {type: array, items: {type: string}}\n                \
                          events: {type: array, items: {type: string}}\n                \
                          metadata: {type: object, additionalProperties: {type: string}}\n                \
-                         note: {type: string}\n            \
+                         note: {type: string}\n                \
+                         extra: {type: object, properties: {n: {type: integer}}}\n            \
                      encoding:\n              \
                        tags: {style: form, explode: false}\n              \
                        odd: {style: matrix}\n              \
-                       note: {contentType: application/json}\n      \
+                       note: {contentType: application/xml}\n              \
+                       extra: {contentType: application/json}\n      \
                responses:\n        \
                  '200': {description: ok}\n",
     )
@@ -205,14 +211,14 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
     );
     assert!(
         run.stderr.contains(
-            "warning: createCall: form field `note` is declared sent as `application/json` (its \
+            "warning: createCall: form field `note` is declared sent as `application/xml` (its \
              `encoding` names only a `contentType`); the service reads it as form text"
         ),
         "{}",
         run.stderr
     );
-    // `tags`, joined by commas, is split.
-    for split in ["`events`", "`tags`"] {
+    // `tags`, joined by commas, is split; `extra` is read as JSON.
+    for split in ["`events`", "`tags`", "`extra`"] {
         assert!(!run.stderr.contains(split), "{}", run.stderr);
     }
     let client = dir.path().join("client");
@@ -229,7 +235,7 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
          matrix`); the client sends it in brackets (`odd[0]=a&odd[1]=b`)",
         "warning: createCall: form field `events` is sent in brackets (`events[0]=a`), not as \
          its key repeated as declared: the form is laid out one way, and `metadata` nests",
-        "warning: createCall: form field `note` is declared sent as `application/json` (its \
+        "warning: createCall: form field `note` is declared sent as `application/xml` (its \
          `encoding` names only a `contentType`); the client sends it as form text",
     ] {
         assert!(
@@ -238,8 +244,9 @@ fn a_form_list_laid_out_otherwise_than_declared_is_named() {
             run.stderr
         );
     }
-    // `tags` is joined by commas, in brackets or not.
+    // `tags` is joined by commas, in brackets or not; `extra` is JSON.
     assert!(!run.stderr.contains("`tags`"), "{}", run.stderr);
+    assert!(!run.stderr.contains("`extra`"), "{}", run.stderr);
 }
 
 #[test]

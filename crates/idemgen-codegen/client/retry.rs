@@ -768,6 +768,35 @@ fn write_part(
     bytes.extend_from_slice(b"\r\n");
 }
 
+/// A form as `serde_qs` wrote it, each field of `fields` sent instead as
+/// the JSON text of its value in `body` (`metadata=%7B%22order%22%3A6735%7D`),
+/// as its `encoding`'s JSON `contentType` declares; an absent or `null`
+/// field is left out.
+pub fn json_form_fields(form: &str, body: &serde_json::Value, fields: &[&str]) -> String {
+    let of_field = |pair: &str| {
+        let name = decoded(pair.split_once('=').map_or(pair, |(name, _)| name));
+        fields.iter().any(|field| {
+            name.strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('['))
+        })
+    };
+    let mut pairs: Vec<String> = form
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !of_field(pair))
+        .map(str::to_string)
+        .collect();
+    for field in fields {
+        if let Some(value) = body.get(*field).filter(|value| !value.is_null()) {
+            pairs.push(format!(
+                "{}={}",
+                percent_encode(field),
+                percent_encode(&value.to_string())
+            ));
+        }
+    }
+    pairs.join("&")
+}
+
 /// A form as `serde_qs` wrote it, with each list of `joined` (its name and
 /// delimiter) sent as one text, its items joined (OpenAPI's `explode:
 /// false`: `tags=a%2Cb`; `spaceDelimited`: `tags=a+b`; `pipeDelimited`:

@@ -262,6 +262,8 @@ pub struct BodyInput {
     /// The form's properties that are lists of scalars, as Rust string
     /// literals: the fingerprint reads one item sent as its key as a list.
     pub list_fields: Vec<String>,
+    /// The form's properties sent as JSON text, as Rust string literals.
+    pub json_fields: Vec<String>,
     /// A multipart body read into its type (`Request::multipart_as`): the
     /// table of its parts, each a `Part::…` expression.
     pub parts: Option<Vec<String>>,
@@ -345,6 +347,12 @@ impl TypedInput {
                 list_fields: body
                     .form_layout
                     .lists
+                    .iter()
+                    .map(|name| crate::names::rust_string(name))
+                    .collect(),
+                json_fields: body
+                    .form_layout
+                    .json
                     .iter()
                     .map(|name| crate::names::rust_string(name))
                     .collect(),

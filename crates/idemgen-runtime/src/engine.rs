@@ -110,6 +110,9 @@ pub struct Operation {
     /// The properties of its form body that are lists of scalars
     /// ([`Operation::form_list_fields`]).
     pub form_list_fields: &'static [&'static str],
+    /// The properties of its form body sent as JSON text
+    /// ([`Operation::form_json_fields`]).
+    pub form_json_fields: &'static [&'static str],
     key_regex: OnceLock<Regex>,
 }
 
@@ -140,6 +143,7 @@ impl Operation {
             metrics: OperationMetrics::new(),
             form_lists: &[],
             form_list_fields: &[],
+            form_json_fields: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -156,6 +160,7 @@ impl Operation {
             metrics: OperationMetrics::new(),
             form_lists: &[],
             form_list_fields: &[],
+            form_json_fields: &[],
             key_regex: OnceLock::new(),
         }
     }
@@ -187,6 +192,16 @@ impl Operation {
     /// one request.
     pub const fn form_list_fields(mut self, fields: &'static [&'static str]) -> Operation {
         self.form_list_fields = fields;
+        self
+    }
+
+    /// This endpoint, the `fields` of its form body sent as JSON text (a
+    /// JSON `contentType` in its `encoding`): read with
+    /// [`Request::encoded_form_checked_as`], and read as JSON for the
+    /// fingerprint too, so that two spellings of one document are one
+    /// request.
+    pub const fn form_json_fields(mut self, fields: &'static [&'static str]) -> Operation {
+        self.form_json_fields = fields;
         self
     }
 }
@@ -1848,6 +1863,7 @@ fn admit(operation: &Operation, request: &Request) -> Result<Option<Admitted>, R
         FormLists {
             joined: operation.form_lists,
             fields: operation.form_list_fields,
+            json: operation.form_json_fields,
         },
         request,
     )

@@ -12,6 +12,7 @@ use crate::problem::ProblemKind;
 use crate::{Reply, Request};
 
 mod deep;
+mod json_fields;
 
 pub use deep::Shape;
 pub(crate) use deep::{Misfit, bracketed_value};
@@ -499,12 +500,15 @@ pub(crate) fn is_form(headers: &axum::http::HeaderMap) -> bool {
 /// decoded and the order of distinct fields and of array indexes is left
 /// out (`a=1&b=2` is `b=2&a=1`, `x%5Bk%5D=v` is `x[k]=v`); `[]` lists keep
 /// their order and values are the decoded text (`01` is not `1`). A field
+/// of `lists.json` is its JSON document's value, however spelt. A field
 /// `lists.fields` names sent once as its key (`tags=a`) is a list of one,
 /// as `tags[0]=a` is, since that is what the business code gets. `None`:
 /// not a form this reader takes, hashed as sent (and refused by
 /// `form_as`).
 pub(crate) fn canonical_form(body: &[u8], lists: FormLists<'_>) -> Option<Vec<u8>> {
-    let mut tree: Value = FORM.deserialize_bytes(&split_joined(body, lists.joined)).ok()?;
+    let split = split_joined(body, lists.joined);
+    let expanded = json_fields::expand(&split, lists.json).ok()?;
+    let mut tree: Value = FORM.deserialize_bytes(&expanded).ok()?;
     if let Value::Object(fields) = &mut tree {
         for name in lists.fields {
             if let Some(one) = fields.get_mut(*name).filter(|value| value.is_string()) {
@@ -526,6 +530,9 @@ pub(crate) struct FormLists<'a> {
     /// Every property of the form that is a list of scalars: one item
     /// sent as its key (`tags=a`) is a list of one, as `tags[0]=a` is.
     pub(crate) fields: &'a [&'a str],
+    /// The properties sent as JSON text (a JSON `contentType` in the
+    /// body's `encoding`): read as the JSON they hold.
+    pub(crate) json: &'a [&'a str],
 }
 
 /// A list property of a form body declared joined in one text: OpenAPI's
@@ -648,7 +655,7 @@ impl Request {
     /// assert!(String::from_utf8_lossy(&problem.body).contains("items[0].quantity"));
     /// ```
     pub fn form_as<T: DeserializeOwned>(&self) -> Result<T, Reply> {
-        self.form_read(&[], |why| Reply::invalid_body("form", why))
+        self.form_read(&[], &[], |why| Reply::invalid_body("form", why))
     }
 
     /// [`Request::form_as`] answering as a JSON body is answered
@@ -724,8 +731,42 @@ impl Request {
         constraints: &[crate::Constraint],
         joined: &[JoinedList],
     ) -> Result<T, Reply> {
+        self.encoded_form_checked_as(mismatch, constraints, joined, &[])
+    }
+
+    /// [`Request::joined_form_checked_as`] for a form whose `encoding`
+    /// also declares the fields `json` sent as JSON text (a JSON
+    /// `contentType`: `metadata=%7B%22order%22%3A6735%7D`): each is read
+    /// as the JSON it holds into its field's type, its values checked
+    /// against the keywords as a JSON body's are. A text that is not one
+    /// JSON document is refused, naming the field. The operation names
+    /// the same fields ([`crate::Operation::form_json_fields`]), so that
+    /// the fingerprint hashes the value, not its spelling.
+    ///
+    /// ```
+    /// use idemgen_runtime::Request;
+    ///
+    /// #[derive(serde::Deserialize, serde::Serialize)]
+    /// struct Order {
+    ///     amount: u32,
+    ///     metadata: std::collections::BTreeMap<String, u32>,
+    /// }
+    /// let request = Request {
+    ///     body: "amount=5&metadata=%7B%22order%22%3A6735%7D".into(),
+    ///     ..Request::new(axum::http::Method::POST, "/orders")
+    /// };
+    /// let order: Order = request.encoded_form_checked_as(422, &[], &[], &["metadata"]).unwrap();
+    /// assert_eq!(order.metadata["order"], 6735);
+    /// ```
+    pub fn encoded_form_checked_as<T: DeserializeOwned + serde::Serialize>(
+        &self,
+        mismatch: u16,
+        constraints: &[crate::Constraint],
+        joined: &[JoinedList],
+        json: &[&str],
+    ) -> Result<T, Reply> {
         let unfit = Reply::schema_mismatch(mismatch);
-        let body: T = self.form_read(joined, |why| {
+        let body: T = self.form_read(joined, json, |why| {
             unfit(format!("the form body does not fit its schema: {why}"))
         })?;
         if !constraints.is_empty() {
@@ -741,11 +782,12 @@ impl Request {
         Ok(body)
     }
 
-    /// The form body as `T`, the lists of `joined` split; `misfit`
-    /// answers a body that does not fit.
+    /// The form body as `T`, the lists of `joined` split and the fields of
+    /// `json` read as JSON; `misfit` answers a body that does not fit.
     fn form_read<T: DeserializeOwned>(
         &self,
         joined: &[JoinedList],
+        json: &[&str],
         misfit: impl Fn(String) -> Reply,
     ) -> Result<T, Reply> {
         let declared = self.headers.contains_key(axum::http::header::CONTENT_TYPE);
@@ -761,7 +803,8 @@ impl Request {
                 &format!("{why}; send it as `application/x-www-form-urlencoded`"),
             ));
         }
-        let body = split_joined(&self.body, joined);
+        let split = split_joined(&self.body, joined);
+        let body = json_fields::expand(&split, json).map_err(&misfit)?;
         let reader = serde_qs::Deserializer::with_config(FORM, &body)
             .map_err(|error| Reply::invalid_body("form", error))?;
         serde_path_to_error::deserialize(reader).map_err(|error| {
@@ -1538,7 +1581,7 @@ mod tests {
         };
         assert_eq!(whole.form_checked_as::<Tagged>(422, &[]).unwrap().tags, ["a,b"]);
         // Fingerprinted as read: joined and repeated are one request.
-        let lists = FormLists { joined: JOINED, fields: &[] };
+        let lists = FormLists { joined: JOINED, ..FormLists::default() };
         let tree = |body: &str| canonical_form(body.as_bytes(), lists).unwrap();
         assert_eq!(tree("tags=a,b&note=n"), tree("note=n&tags=a&tags=b"));
         assert_eq!(tree("codes=1|2"), tree("codes=1&codes=2"));
@@ -1579,10 +1622,23 @@ mod tests {
     }
 
     #[test]
+    fn a_json_field_is_fingerprinted_as_its_value_not_its_spelling() {
+        let lists = FormLists { json: &["metadata"], ..FormLists::default() };
+        let tree = |body: &str| canonical_form(body.as_bytes(), lists).unwrap();
+        let first = tree("amount=5&metadata=%7B%22a%22%3A1%2C%22b%22%3A%22x%22%7D");
+        // Other member order, whitespace, `1.0` for `1`: the same value.
+        assert_eq!(first, tree("metadata=%7B+%22b%22%3A%22x%22%2C%22a%22%3A1.0%7D&amount=5"));
+        assert_ne!(first, tree("amount=5&metadata=%7B%22a%22%3A2%2C%22b%22%3A%22x%22%7D"));
+        // Not JSON: hashed as sent (and refused when read).
+        assert!(canonical_form(b"metadata=%7Bnope", lists).is_none());
+    }
+
+    #[test]
     fn a_list_of_one_is_fingerprinted_as_a_list_however_laid_out() {
         let lists = FormLists {
             joined: &[JoinedList { name: "tags", delimiter: ',' }],
             fields: &["expand", "tags"],
+            json: &[],
         };
         let tree = |body: &str| canonical_form(body.as_bytes(), lists).unwrap();
         // One item, in every layout a list is read from.

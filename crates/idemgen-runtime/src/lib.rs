@@ -198,22 +198,24 @@ engine! {
             security: &Security,
             request: &Request,
         ) -> Result<String, String> {
-            form_fingerprint(contract, security, &[], &[], request)
+            form_fingerprint(contract, security, &[], &[], &[], request)
         }
 
         /// [`fingerprint`] for an operation whose form body declares the
-        /// lists `form_lists` joined in one text, and whose properties
-        /// `list_fields` are lists of scalars.
+        /// lists `form_lists` joined in one text, whose properties
+        /// `list_fields` are lists of scalars and `json_fields` JSON text.
         pub fn form_fingerprint(
             contract: &Contract,
             security: &Security,
             form_lists: &[crate::JoinedList],
             list_fields: &[&str],
+            json_fields: &[&str],
             request: &Request,
         ) -> Result<String, String> {
             let lists = crate::input::FormLists {
                 joined: form_lists,
                 fields: list_fields,
+                json: json_fields,
             };
             crate::fingerprint::fingerprint_of(contract, security, lists, request)
                 .map_err(|error| error.to_string())

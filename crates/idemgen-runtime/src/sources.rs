@@ -29,6 +29,10 @@ pub const FILES: &[(&str, &str)] = &[
     ("src/in_place.rs", include_str!("../src/in_place.rs")),
     ("src/input.rs", include_str!("../src/input.rs")),
     ("src/input/deep.rs", include_str!("../src/input/deep.rs")),
+    (
+        "src/input/json_fields.rs",
+        include_str!("../src/input/json_fields.rs"),
+    ),
     ("src/key.rs", include_str!("../src/key.rs")),
     ("src/lib.rs", include_str!("../src/lib.rs")),
     ("src/metrics.rs", include_str!("../src/metrics.rs")),

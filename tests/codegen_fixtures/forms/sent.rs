@@ -418,6 +418,27 @@ async fn a_form_value_breaking_a_keyword_is_a_422_before_the_key_is_claimed() {
     let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), "amount=5&currency=EUR&codes=1|0").await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{problem}");
     assert!(problem["detail"].as_str().unwrap_or_default().starts_with("/codes/1 breaks `minimum`"), "{problem}");
+    // `details`, declared JSON text, is read as the JSON it holds, its
+    // values checked; another spelling of that document is a replay.
+    let details = "amount=5&currency=EUR&details=%7B%22order%22%3A7%2C%22lines%22%3A%5B%22a%22%5D%7D";
+    let key = "pay:00000000-0000-4000-8000-000000000007";
+    let (status, replayed, echoed) = pay(&app, key, details).await;
+    assert_eq!((status, replayed), (StatusCode::OK, None), "{echoed}");
+    assert_eq!(echoed["body"]["details"], json!({"order": 7, "lines": ["a"]}));
+    let respelt = "details=%7B+%22lines%22%3A+%5B%22a%22%5D%2C+%22order%22%3A+7.0+%7D&currency=EUR&amount=5";
+    let (status, replayed, again) = pay(&app, key, respelt).await;
+    assert_eq!((status, replayed.as_deref()), (StatusCode::OK, Some("true")), "{again}");
+    let (status, _, problem) = pay(&app, key, "amount=5&currency=EUR&details=%7B%22order%22%3A8%7D").await;
+    assert_eq!(status, StatusCode::CONFLICT, "another document is another request: {problem}");
+    for (form, expected) in [
+        ("amount=5&currency=EUR&details=%7B%22order%22%3A0%7D", "/details/order breaks `minimum`"),
+        ("amount=5&currency=EUR&details=order%3D7", "`details` must be a JSON document"),
+        ("amount=5&currency=EUR&details=%7B%22lines%22%3A%5B%22a%22%5D%7D", "missing field `order`"),
+    ] {
+        let (status, _, problem) = pay(&app, &format!("pay:{}", uuid::Uuid::new_v4()), form).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{form}: {problem}");
+        assert!(problem["detail"].as_str().unwrap_or_default().contains(expected), "{form}: {expected} in {problem}");
+    }
     let largest = "amount=9007199254740990&currency=EUR";
     let (status, _, echoed) = pay(&app, "pay:00000000-0000-4000-8000-000000000002", largest).await;
     assert_eq!(status, StatusCode::OK, "{echoed}");
@@ -521,6 +542,20 @@ async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     let (echoed, form) = pay(&body).await;
     assert_eq!(echoed["body"]["codes"], json!([1, 22]));
     assert!(form.split('&').any(|pair| pair == "codes=1%7C22"), "{form}");
+    // A field declared JSON text is sent as its JSON document, in a form
+    // that stays flat.
+    body.details = Some(models::PayByFormRequestDetails {
+        order: 7,
+        lines: Some(vec!["a&b".into()]),
+    });
+    let (echoed, form) = pay(&body).await;
+    assert_eq!(echoed["body"]["details"], json!({"order": 7, "lines": ["a&b"]}));
+    let details: Vec<&str> = form.split('&').filter(|pair| pair.starts_with("details")).collect();
+    assert_eq!(details.len(), 1, "{form}");
+    let text = details[0].strip_prefix("details=").unwrap();
+    let document: Value = serde_json::from_slice(&percent_decoded(text)).expect("JSON text");
+    assert_eq!(document, json!({"order": 7, "lines": ["a&b"]}), "{form}");
+    assert!(form.split('&').any(|pair| pair == "tags=solo"), "{form}");
     // The nested form keeps its brackets.
     let mut checkout = models::CheckoutRequest::new(1999);
     checkout.expand = Some(vec!["customer".into()]);
@@ -556,4 +591,27 @@ async fn the_client_repeats_a_flat_forms_keys_and_brackets_a_nested_one() {
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
+}
+
+/// Form text decoded: `+` is a space, `%XX` its byte.
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    let mut rest = text.as_bytes();
+    while let Some((&byte, after)) = rest.split_first() {
+        match (byte, after.get(..2)) {
+            (b'%', Some(hex)) => {
+                bytes.push(u8::from_str_radix(std::str::from_utf8(hex).unwrap(), 16).unwrap());
+                rest = &after[2..];
+            }
+            (b'+', _) => {
+                bytes.push(b' ');
+                rest = after;
+            }
+            _ => {
+                bytes.push(byte);
+                rest = after;
+            }
+        }
+    }
+    bytes
 }

@@ -96,6 +96,9 @@ pub struct Body {
     /// The form's lists sent joined in one text, as
     /// `retry::join_form_lists` takes them: `("tags", ',')` each.
     pub form_joined: Vec<String>,
+    /// The form's properties sent as JSON text, as Rust string literals
+    /// (`retry::json_form_fields`).
+    pub form_json: Vec<String>,
     /// A multipart body: its file and JSON parts (`retry::Part::…`
     /// expressions); every other property is sent as text.
     pub parts: Option<Vec<String>>,
@@ -393,6 +396,12 @@ pub fn typed(
         is_json: body.is_json,
         is_form: body.is_form,
         form_repeats_keys: body.form_layout.repeats_keys,
+        form_json: body
+            .form_layout
+            .json
+            .iter()
+            .map(|name| crate::names::rust_string(name))
+            .collect(),
         form_joined: body
             .form_layout
             .joined

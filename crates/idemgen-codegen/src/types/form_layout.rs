@@ -11,16 +11,17 @@
 //! of scalars (`null` allowed), none declared `deepObject`. The service
 //! reads both layouts. A list declared joined in one text (`explode:
 //! false`: `tags=a,b`; `spaceDelimited`, `pipeDelimited`) is joined by the
-//! client and split by the service in either layout. What neither side
-//! writes or reads as declared (a joined list of a style forms do not
-//! have; a property sent as its `encoding`'s `contentType`) is named for
-//! `gen` to warn of.
+//! client and split by the service in either layout, and a property whose
+//! `encoding` names a JSON `contentType` is sent as JSON text. What
+//! neither side writes or reads as declared (a joined list of a style
+//! forms do not have; a property sent as another `contentType`) is named
+//! for `gen` to warn of.
 
 use idemgen_spec::Workspace;
 use idemgen_spec::node::Node;
 
 use super::convert::{annotation_only_except_all_of, is_null_schema};
-use super::operation::media_essence;
+use super::operation::{is_json, media_essence};
 
 /// How deep a union of scalars may nest before it is taken for something
 /// else (a spec's cycles end here).
@@ -40,10 +41,14 @@ pub struct FormLayout {
     /// Lists of scalars declared joined in one text: joined by the client
     /// and split by the service where their style has a delimiter.
     pub joined: Vec<Joined>,
-    /// Properties whose `encoding` names only a `contentType` (other than
-    /// `text/plain`): OpenAPI sends them as that, not as form text; both
-    /// sides read and write them as form text. The name and the type.
+    /// Properties whose `encoding` names only a `contentType` other than
+    /// `text/plain` or JSON: OpenAPI sends them as that, not as form
+    /// text; both sides read and write them as form text. The name and
+    /// the type.
     pub by_content_type: Vec<(String, String)>,
+    /// Properties whose `encoding` names only a JSON `contentType`: sent
+    /// as JSON text (`metadata=%7B…%7D`), read as the JSON they hold.
+    pub json: Vec<String>,
     /// Every property that is a list of scalars, however laid out: one
     /// item sent as its key (`tags=a`) is fingerprinted as a list of one.
     pub lists: Vec<String>,
@@ -175,6 +180,12 @@ pub fn plan(workspace: &Workspace, schema: &Node, media: &Node) -> FormLayout {
                     .iter()
                     .all(|key| setting(key).is_none())
         }) {
+            // A JSON document is one text: it neither nests the form nor
+            // is a list.
+            if is_json(content_type) {
+                layout.json.push(name);
+                continue;
+            }
             by_content_type.push((name.clone(), content_type.to_string()));
         }
         let Some(property) = unwrapped(workspace, &entry.value) else {
