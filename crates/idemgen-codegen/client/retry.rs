@@ -501,7 +501,6 @@ impl Request {
     }
 }
 
-/// A parameter value as text: strings as they are, anything else as JSON.
 /// A `deepObject` value as bracketed pairs, nested as the service's form
 /// reader takes them: `expand[]=a`, `created[gt]=1`,
 /// `items[0][price]=p`, `tax[liability][type]=self`.
@@ -535,6 +534,7 @@ fn push_deep(pairs: &mut Vec<(String, String)>, name: String, value: &serde_json
     }
 }
 
+/// A parameter value as text: strings as they are, anything else as JSON.
 fn wire_text(value: &serde_json::Value) -> String {
     match value {
         serde_json::Value::String(text) => text.clone(),
@@ -584,7 +584,7 @@ pub enum PartIs {
     /// type.
     File,
     /// An object or list as text parts in brackets, one a leaf
-    /// (`file_link_data[create]=true`, `expand[0]=data`), as the spec's
+    /// (`file_link_data[create]=true`, `expand[]=data`), as the spec's
     /// `style: deepObject` declares.
     Brackets,
     /// A list of scalars as one text part, its items joined by this
@@ -636,35 +636,6 @@ impl Part {
     }
 }
 
-/// The leaves of `value` as text parts named in brackets under `name`
-/// (`name[key]`, `name[0]`, nested); a `null`, an empty list and an empty
-/// object have no leaf, so nothing is sent for them.
-fn bracketed_leaves(name: &str, value: &serde_json::Value, out: &mut Vec<(String, Vec<u8>)>) {
-    match value {
-        serde_json::Value::Null => {}
-        serde_json::Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                bracketed_leaves(&format!("{name}[{index}]"), item, out);
-            }
-        }
-        serde_json::Value::Object(members) => {
-            for (key, member) in members {
-                bracketed_leaves(&format!("{name}[{key}]"), member, out);
-            }
-        }
-        leaf => out.push((name.to_string(), text_of(leaf))),
-    }
-}
-
-/// A scalar's text: a string as itself, a number or boolean as JSON
-/// writes it.
-fn text_of(value: &serde_json::Value) -> Vec<u8> {
-    match value {
-        serde_json::Value::String(text) => text.clone().into_bytes(),
-        other => other.to_string().into_bytes(),
-    }
-}
-
 /// `body` as a `multipart/form-data` body: one part per property (an
 /// array's text or file items one part each, under the property's name),
 /// absent and `null` properties left out.
@@ -686,16 +657,15 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
         let items = match (is, value) {
             (_, serde_json::Value::Null) => continue,
             (PartIs::Joined(delimiter), serde_json::Value::Array(items)) => {
-                let texts: Vec<Vec<u8>> = items.iter().map(text_of).collect();
-                let text = texts.join(delimiter.to_string().as_bytes());
-                write_part(&mut bytes, &boundary, name, None, None, &text);
+                let texts: Vec<String> = items.iter().map(wire_text).collect();
+                let text = texts.join(&delimiter.to_string());
+                write_part(&mut bytes, &boundary, name, None, None, text.as_bytes());
                 continue;
             }
+            // Each leaf a text part, as a `deepObject` parameter's pairs.
             (PartIs::Brackets, _) => {
-                let mut leaves = Vec::new();
-                bracketed_leaves(name, value, &mut leaves);
-                for (name, content) in leaves {
-                    write_part(&mut bytes, &boundary, &name, None, None, &content);
+                for (name, text) in deep_pairs(name.clone(), value) {
+                    write_part(&mut bytes, &boundary, &name, None, None, text.as_bytes());
                 }
                 continue;
             }
@@ -708,7 +678,7 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
             let (file_name, content_type, content) = match is {
                 PartIs::Brackets => unreachable!("written above"),
                 // Not an array: its one value as text.
-                PartIs::Joined(_) => (None, None, text_of(item)),
+                PartIs::Joined(_) => (None, None, wire_text(item).into_bytes()),
                 PartIs::File => {
                     file_part(item).map_err(|why| refused(format!("`{name}`: {why}")))?
                 }
