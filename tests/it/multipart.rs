@@ -211,7 +211,8 @@ fn parts_arrive_typed_are_refused_by_name_and_replay_across_boundaries() {
     let mut manifest = std::fs::read_to_string(out.join("Cargo.toml")).unwrap();
     manifest.push_str(
         "\n[target.'cfg(all())'.dev-dependencies]\n\
-         multipart-client = { path = \"../multipart-client\", default-features = false }\n",
+         multipart-client = { path = \"../multipart-client\", default-features = false }\n\
+         reqwest = { version = \"0.13\", default-features = false }\n",
     );
     std::fs::write(out.join("Cargo.toml"), manifest).unwrap();
     cargo_ok(&out, &["test", "--test", "sent"]);

@@ -656,6 +656,8 @@ pub fn multipart<T: serde::Serialize, R>(body: &T, parts: &[Part]) -> Result<Bod
             .map_or(PartIs::Text, |part| part.is);
         let items = match (is, value) {
             (_, serde_json::Value::Null) => continue,
+            // No item: no part, as the service reads no part as no list.
+            (PartIs::Joined(_), serde_json::Value::Array(items)) if items.is_empty() => continue,
             (PartIs::Joined(delimiter), serde_json::Value::Array(items)) => {
                 let texts: Vec<String> = items.iter().map(wire_text).collect();
                 let text = texts.join(&delimiter.to_string());
@@ -738,33 +740,36 @@ fn write_part(
     bytes.extend_from_slice(b"\r\n");
 }
 
-/// A form as `serde_qs` wrote it, each field of `fields` sent instead as
-/// the JSON text of its value in `body` (`metadata=%7B%22order%22%3A6735%7D`),
-/// as its `encoding`'s JSON `contentType` declares; an absent or `null`
-/// field is left out.
-pub fn json_form_fields(form: &str, body: &serde_json::Value, fields: &[&str]) -> String {
-    let of_field = |pair: &str| {
-        let name = decoded(pair.split_once('=').map_or(pair, |(name, _)| name));
-        fields.iter().any(|field| {
-            name.strip_prefix(field)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('['))
-        })
-    };
-    let mut pairs: Vec<String> = form
-        .split('&')
-        .filter(|pair| !pair.is_empty() && !of_field(pair))
-        .map(str::to_string)
-        .collect();
-    for field in fields {
-        if let Some(value) = body.get(*field).filter(|value| !value.is_null()) {
-            pairs.push(format!(
-                "{}={}",
-                percent_encode(field),
-                percent_encode(&value.to_string())
-            ));
+/// `body` without its `fields` whose `encoding` declares JSON, for the
+/// form writer, and those fields as form pairs of their JSON text
+/// (`details=%7B%22order%22%3A7%7D`); an absent or `null` one is left out.
+pub fn json_form_fields(
+    mut body: serde_json::Value,
+    fields: &[&str],
+) -> (serde_json::Value, Vec<String>) {
+    let mut pairs = Vec::new();
+    if let serde_json::Value::Object(members) = &mut body {
+        for field in fields {
+            if let Some(value) = members.remove(*field).filter(|value| !value.is_null()) {
+                let text = value.to_string();
+                pairs.push(format!(
+                    "{}={}",
+                    percent_encode(field),
+                    percent_encode(&text)
+                ));
+            }
         }
     }
-    pairs.join("&")
+    (body, pairs)
+}
+
+/// `form` with `pairs` after its own.
+pub fn with_pairs(form: String, pairs: Vec<String>) -> String {
+    std::iter::once(form)
+        .chain(pairs)
+        .filter(|pair| !pair.is_empty())
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// A form as `serde_qs` wrote it, with each list of `joined` (its name and

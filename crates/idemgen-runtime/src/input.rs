@@ -502,17 +502,23 @@ pub(crate) fn is_form(headers: &axum::http::HeaderMap) -> bool {
 /// their order and values are the decoded text (`01` is not `1`). A field
 /// of `lists.json` is its JSON document's value, however spelt. A field
 /// `lists.fields` names sent once as its key (`tags=a`) is a list of one,
-/// as `tags[0]=a` is, since that is what the business code gets. `None`:
+/// as `tags[0]=a` is, and `tags=` an empty list, since that is what the
+/// business code gets. `None`:
 /// not a form this reader takes, hashed as sent (and refused by
 /// `form_as`).
 pub(crate) fn canonical_form(body: &[u8], lists: FormLists<'_>) -> Option<Vec<u8>> {
-    let split = split_joined(body, lists.joined);
-    let expanded = json_fields::expand(&split, lists.json).ok()?;
-    let mut tree: Value = FORM.deserialize_bytes(&expanded).ok()?;
+    let tree: Value = FORM.deserialize_bytes(&split_joined(body, lists.joined)).ok()?;
+    let mut tree = json_fields::with_documents(tree, lists.json)?;
     if let Value::Object(fields) = &mut tree {
         for name in lists.fields {
-            if let Some(one) = fields.get_mut(*name).filter(|value| value.is_string()) {
-                *one = Value::Array(vec![one.take()]);
+            // As the reader reads a list sent once as its key: an empty
+            // text is no item, any other text one item.
+            match fields.get_mut(*name) {
+                Some(Value::String(text)) if text.is_empty() => {
+                    fields.insert(name.to_string(), Value::Array(Vec::new()));
+                }
+                Some(one @ Value::String(_)) => *one = Value::Array(vec![one.take()]),
+                _ => {}
             }
         }
     }
@@ -803,15 +809,16 @@ impl Request {
                 &format!("{why}; send it as `application/x-www-form-urlencoded`"),
             ));
         }
-        let split = split_joined(&self.body, joined);
-        let body = json_fields::expand(&split, json).map_err(&misfit)?;
-        let reader = serde_qs::Deserializer::with_config(FORM, &body)
+        let body = split_joined(&self.body, joined);
+        let form = serde_qs::Deserializer::with_config(FORM, &body)
             .map_err(|error| Reply::invalid_body("form", error))?;
-        serde_path_to_error::deserialize(reader).map_err(|error| {
-            match error.path().to_string().as_str() {
-                "." => misfit(error.inner().to_string()),
-                path => misfit(format!("`{path}`: {}", error.inner())),
-            }
+        let read = match json {
+            [] => serde_path_to_error::deserialize(form),
+            json => serde_path_to_error::deserialize(json_fields::WithJsonFields { form, json }),
+        };
+        read.map_err(|error| match error.path().to_string().as_str() {
+            "." => misfit(error.inner().to_string()),
+            path => misfit(format!("`{path}`: {}", error.inner())),
         })
     }
 }
@@ -1653,8 +1660,17 @@ mod tests {
         assert_ne!(tree("expand=a"), tree("expand=b"));
         assert_ne!(tree("expand=a&expand=b"), tree("expand=b&expand=a"));
         assert_ne!(tree("note=a"), tree("note[0]=a"));
-        // An empty text is a list of one empty text in both layouts.
-        assert_eq!(tree("expand="), tree("expand[0]="));
+        // An empty text sent as the key is no item, as the reader reads
+        // it; in brackets it is one empty item.
+        #[derive(Deserialize)]
+        struct Listed {
+            expand: Vec<String>,
+        }
+        let read = |body: &str| FORM.deserialize_str::<Listed>(body).unwrap().expand;
+        assert_eq!(read("expand="), Vec::<String>::new());
+        assert_eq!(tree("expand="), br#"{"expand":[]}"#.to_vec());
+        assert_eq!(read("expand[0]="), [""]);
+        assert_ne!(tree("expand="), tree("expand[0]="));
     }
 
     #[test]

@@ -211,47 +211,50 @@ pub(crate) fn canonical_multipart(
     joined: &[crate::JoinedList],
 ) -> Option<Vec<u8>> {
     let mut tree: Map<String, Value> = Map::new();
-    let split = |part: Sent| {
+    for part in parts(headers, body).ok()? {
+        // Split as `Part::joined` reads it: under its name, `name[]` or
+        // `name[0]`.
         let delimiter = joined
             .iter()
-            .find(|list| list.name == part.name && part.file_name.is_none())
+            .filter(|_| part.file_name.is_none())
+            .find(|list| Part::text(list.name, Scalar::String).many().takes(&part.name))
             .map(|list| list.delimiter);
-        match delimiter {
-            Some(delimiter) => items(Some(delimiter), &part),
-            None => vec![part],
-        }
-    };
-    for part in parts(headers, body).ok()?.into_iter().flat_map(split) {
-        let text = std::str::from_utf8(&part.bytes).ok();
         let content_type = part.content_type.as_deref();
-        let json = content_type
-            .filter(|content_type| is_json_type(content_type))
-            .and_then(|_| crate::input::exact_json(&part.bytes).ok())
-            .and_then(|canonical| serde_json::from_slice::<Value>(&canonical).ok());
         let plain = content_type.is_none_or(|content_type| {
             content_type
                 .split(';')
                 .next()
                 .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("text/plain"))
         });
-        let value = match (json, text) {
-            (Some(json), _) if part.file_name.is_none() => serde_json::json!({ "json": json }),
-            (None, Some(text)) if plain && part.file_name.is_none() => {
-                serde_json::json!({ "text": text })
+        let hashed = |bytes: &[u8]| {
+            let text = std::str::from_utf8(bytes).ok();
+            let json = content_type
+                .filter(|content_type| is_json_type(content_type))
+                .and_then(|_| crate::input::exact_json(bytes).ok())
+                .and_then(|canonical| serde_json::from_slice::<Value>(&canonical).ok());
+            match (json, text) {
+                (Some(json), _) if part.file_name.is_none() => serde_json::json!({ "json": json }),
+                (None, Some(text)) if plain && part.file_name.is_none() => {
+                    serde_json::json!({ "text": text })
+                }
+                _ => serde_json::json!({
+                    "file_name": part.file_name,
+                    "content_type": part.content_type,
+                    // Lower-case hex, as the fingerprint's own digests.
+                    "sha256": format!("{:x}", Sha256::digest(bytes)),
+                }),
             }
-            _ => serde_json::json!({
-                "file_name": part.file_name,
-                "content_type": part.content_type,
-                // Lower-case hex, as the fingerprint's own digests.
-                "sha256": format!("{:x}", Sha256::digest(&part.bytes)),
-            }),
         };
+        let values: Vec<Value> = items(delimiter, &part.bytes)
+            .iter()
+            .map(|item| hashed(item))
+            .collect();
         // Every name is an array, so one part is never taken for two.
-        if let Value::Array(items) = tree
-            .entry(part.name)
+        if let Value::Array(listed) = tree
+            .entry(part.name.clone())
             .or_insert_with(|| Value::Array(Vec::new()))
         {
-            items.push(value);
+            listed.extend(values);
         }
     }
     crate::canonical_json::canonicalize(&serde_json::to_vec(&Value::Object(tree)).ok()?).ok()
@@ -442,7 +445,7 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
             reading => {
                 let values = sent
                     .iter()
-                    .flat_map(|one| items(part.delimiter, one))
+                    .flat_map(|one| items(part.delimiter, &one.bytes))
                     .map(|one| value(part.name, reading, &one))
                     .collect::<Result<Vec<_>, _>>()?;
                 match part.many {
@@ -457,31 +460,29 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
         if members.iter().any(|(name, _)| *name == part.name) {
             return Err(format!("the part `{}` is sent more than once", part.name));
         }
-        let text = value(&part.name, Reading::Text(Scalar::String), &part)?;
+        let text = value(&part.name, Reading::Text(Scalar::String), &part.bytes)?;
         members.push((part.name, Member::Json(text)));
     }
     Ok(members)
 }
 
-/// The items `sent` holds: itself, or its text split at `delimiter` (a
-/// text that is not UTF-8 is left whole, for [`value`] to refuse).
-fn items(delimiter: Option<char>, sent: &Sent) -> Vec<Sent> {
-    let text = std::str::from_utf8(&sent.bytes).ok();
+/// The items `bytes` holds: itself, or its text split at `delimiter`,
+/// each item a slice of it (a text that is not UTF-8 is left whole, for
+/// [`value`] to refuse).
+fn items(delimiter: Option<char>, bytes: &Bytes) -> Vec<Bytes> {
+    let text = std::str::from_utf8(bytes).ok();
     match delimiter.zip(text) {
-        Some((delimiter, text)) if text.contains(delimiter) => text
+        Some((delimiter, text)) => text
             .split(delimiter)
-            .map(|item| Sent {
-                bytes: Bytes::copy_from_slice(item.as_bytes()),
-                ..sent.clone()
-            })
+            .map(|item| bytes.slice_ref(item.as_bytes()))
             .collect(),
-        _ => vec![sent.clone()],
+        None => vec![bytes.clone()],
     }
 }
 
 /// The value of `name` sent as text parts in brackets, read into `shape`
-/// as a form body's brackets are (`%5B` is `[`, items in index order, a
-/// leaf named twice refused).
+/// as a form body's brackets are (items in index order, a leaf named
+/// twice refused); a part's name is read as sent, so `%5B` is not `[`.
 fn from_brackets(name: &str, shape: &Shape, sent: &[Sent]) -> Result<Value, String> {
     let texts = sent
         .iter()
@@ -501,9 +502,9 @@ fn from_brackets(name: &str, shape: &Shape, sent: &[Sent]) -> Result<Value, Stri
     }
 }
 
-/// The JSON value of a text or JSON part.
-fn value(name: &str, reading: Reading, part: &Sent) -> Result<Value, String> {
-    let text = std::str::from_utf8(&part.bytes)
+/// The JSON value of a text or JSON part's `bytes`.
+fn value(name: &str, reading: Reading, bytes: &[u8]) -> Result<Value, String> {
+    let text = std::str::from_utf8(bytes)
         .map_err(|_| format!("the part `{name}` is not UTF-8 text"))?;
     let wrong = |what: &str| format!("the part `{name}` must be {what}, not `{text}`");
     match reading {
@@ -985,6 +986,11 @@ mod tests {
         };
         let one_part = tree(&[("name=\"labels\"", "", b"q3|tax")]);
         assert_eq!(one_part, tree(&[("name=\"labels\"", "", b"q3"), ("name=\"labels\"", "", b"tax")]));
+        // Under `name[]` too, as it is read.
+        assert_eq!(
+            tree(&[("name=\"labels[]\"", "", b"q3|tax")]),
+            tree(&[("name=\"labels[]\"", "", b"q3"), ("name=\"labels[]\"", "", b"tax")])
+        );
         assert_ne!(one_part, tree(&[("name=\"labels\"", "", b"tax|q3")]));
         // A file is never split, nor is a list not named.
         let file: (&str, &str, &[u8]) = ("name=\"labels\"; filename=\"l\"", "", b"q3|tax");

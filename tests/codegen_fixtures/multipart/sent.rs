@@ -228,7 +228,15 @@ async fn the_generated_client_sends_the_body_as_multipart() {
     let address = listener.local_addr().unwrap();
     let router = app.router();
     tokio::spawn(async move { axum::serve(listener, router).await });
-    let client = multipart_client::Client::new(&format!("http://{address}")).unwrap();
+    // The signer sees each attempt's body bytes: what went on the wire.
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let seen = sent.clone();
+    let client = multipart_client::Client::new(&format!("http://{address}"))
+        .unwrap()
+        .with_signer(move |_, _, body| {
+            *seen.lock().unwrap() = body.to_vec();
+            reqwest::header::HeaderMap::new()
+        });
     let mut body = models::UploadFileRequest::new(
         models::FilePart {
             file_name: Some("logo.png".into()),
@@ -279,4 +287,16 @@ async fn the_generated_client_sends_the_body_as_multipart() {
     // `application/octet-stream`.
     expected["body"]["pages"][0]["content_type"] = json!("application/octet-stream");
     assert_eq!(echoed, expected);
+    // On the wire: `link_options` in brackets, `labels` in one part.
+    let wire = String::from_utf8_lossy(&sent.lock().unwrap()).into_owned();
+    for part in [
+        "name=\"link_options[notify]\"\r\n\r\ntrue\r\n",
+        "name=\"link_options[expires_in]\"\r\n\r\n3600\r\n",
+        "name=\"link_options[metadata][order]\"\r\n\r\n6735\r\n",
+        "name=\"labels\"\r\n\r\nq3|tax\r\n",
+    ] {
+        assert!(wire.contains(part), "{part:?} in {wire}");
+    }
+    assert_eq!(wire.matches("name=\"labels\"").count(), 1, "{wire}");
+    assert!(!wire.contains("name=\"link_options\""), "{wire}");
 }

@@ -420,8 +420,7 @@ pub fn typed(
                 .iter()
                 .filter_map(|part| {
                     let name = crate::names::rust_string(&part.wire_name);
-                    if multipart.deep.contains(&part.wire_name) && part.reading != PartReading::File
-                    {
+                    if part.sent_in_brackets {
                         return Some(format!("retry::Part::brackets({name})"));
                     }
                     if let Some(delimiter) = part.delimiter {

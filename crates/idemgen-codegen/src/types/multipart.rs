@@ -23,8 +23,9 @@ pub struct Multipart {
     /// The properties whose `encoding` names a JSON `contentType`.
     json: BTreeSet<String>,
     /// The properties whose `encoding` declares `style: deepObject`: the
-    /// client sends them as text parts in brackets (`file_link_data[create]`).
-    pub deep: BTreeSet<String>,
+    /// client sends them as text parts in brackets (`file_link_data[create]`)
+    /// where the service reads them so.
+    deep: BTreeSet<String>,
     /// The properties whose `encoding` declares them joined in one text
     /// (`explode: false`, `spaceDelimited`, `pipeDelimited`), with the
     /// delimiter: an array of scalars is then one part, split by the
@@ -51,6 +52,10 @@ pub struct PartField {
     /// brackets (`file_link_data[create]=true`), as Stripe's clients send
     /// it, each leaf read as this shape says.
     pub brackets: Option<Shape>,
+    /// Declared `style: deepObject`, and read by the service from
+    /// brackets: the client sends it so (`file_link_data[create]=true`,
+    /// `expand[]=x`).
+    pub sent_in_brackets: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,11 +108,16 @@ pub fn plan(
             .map(|entry| entry.key.to_string())
             .collect::<BTreeSet<String>>()
     };
+    // A `style` or `explode` said outright wins over `contentType`, as
+    // OpenAPI 3.1 has it.
     let json = declared(&|encoding| {
         encoding
             .get("contentType")
             .and_then(Node::as_str)
             .is_some_and(is_json)
+            && ["style", "explode", "allowReserved"]
+                .iter()
+                .all(|key| encoding.get(key).is_none())
     });
     // OpenAPI 3.0 says to ignore `style` in a multipart body, but Stripe
     // declares `deepObject` there and reads the brackets: the spec's word
@@ -321,12 +331,20 @@ pub fn fill(
                 .then(|| multipart.joined.get(&field.wire).copied())
                 .flatten()
                 .filter(|_| many);
+            // A JSON part without a shape is read whole: it is sent so.
+            let sent_in_brackets = multipart.deep.contains(&field.wire)
+                && match reading {
+                    PartReading::File => false,
+                    PartReading::Json => brackets.is_some(),
+                    PartReading::Text(_) => true,
+                };
             PartField {
                 wire_name: field.wire.clone(),
                 reading,
                 many,
                 delimiter,
                 brackets,
+                sent_in_brackets,
             }
         })
         .collect();

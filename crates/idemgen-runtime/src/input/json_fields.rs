@@ -1,117 +1,229 @@
 //! Form fields whose `encoding` declares a JSON `contentType`
-//! (`metadata=%7B%22order%22%3A6735%7D`): OpenAPI sends such a value as
-//! JSON text inside the form. The text is read as JSON and laid out as
-//! the form's own brackets (`metadata[order]=6735`), so the form reader
-//! takes it into its type, the validation keywords see its values and
-//! the fingerprint hashes the value, not its spelling.
+//! (`details=%7B%22order%22%3A7%7D`): OpenAPI sends such a value as JSON
+//! text inside the form. The form reader hands each such field's text to
+//! a JSON reader, so the field gets the document's value with its JSON
+//! types (`"7"` is not `7`), and the fingerprint hashes that value, not
+//! its spelling. The document is read where it lies: nothing is copied
+//! or laid out again, so a hostile one costs what a JSON body of its size
+//! costs.
 
-use std::borrow::Cow;
-
+use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
 use serde_json::Value;
 
-use super::{form_text, pair_name};
-
-/// `body` with the value of each field of `json` (sent under its bare
-/// name) read as JSON and written as its leaves in brackets: `null`, an
-/// empty array and an empty object have no leaf and leave the field
-/// absent. `Err` names a field whose text is not one JSON document.
-pub(crate) fn expand<'a>(body: &'a [u8], json: &[&str]) -> Result<Cow<'a, [u8]>, String> {
-    let field_of = |pair: &[u8]| {
-        let name = form_text(pair_name(pair))?;
-        json.iter().find(|field| **field == name).copied()
-    };
-    if json.is_empty() || !body.split(|byte| *byte == b'&').any(|pair| field_of(pair).is_some()) {
-        return Ok(Cow::Borrowed(body));
-    }
-    let mut expanded: Vec<u8> = Vec::with_capacity(body.len() + 32);
-    for pair in body.split(|byte| *byte == b'&') {
-        let Some(field) = field_of(pair) else {
-            push_pair(&mut expanded, pair);
-            continue;
-        };
-        let not_json = || {
+/// The value of a JSON field's text: its document, canonical (members
+/// named once, numbers by their exact decimal value), as a JSON body is
+/// read; `Err` says why it is not one.
+fn document(field: &str, text: &str) -> Result<Value, String> {
+    crate::input::exact_json(text.as_bytes())
+        .ok()
+        .and_then(|canonical| serde_json::from_slice(&canonical).ok())
+        .ok_or_else(|| {
             format!(
                 "`{field}` must be a JSON document, as its `encoding` declares (a JSON \
                  `contentType`)"
             )
+        })
+}
+
+/// `tree` (a form as its reader reads it) with the text of each field of
+/// `json` replaced by its document's value, for the fingerprint; `None`
+/// when one is not a JSON document (the request is hashed as sent, and
+/// refused when read).
+pub(crate) fn with_documents(mut tree: Value, json: &[&str]) -> Option<Value> {
+    if let Value::Object(fields) = &mut tree {
+        for field in json {
+            if let Some(value) = fields.get_mut(*field)
+                && let Value::String(text) = value
+            {
+                *value = document(field, text).ok()?;
+            }
+        }
+    }
+    Some(tree)
+}
+
+/// A form's deserializer whose top-level fields named in `json` are read
+/// from their text as JSON documents.
+pub(crate) struct WithJsonFields<'j, D> {
+    pub(crate) form: D,
+    pub(crate) json: &'j [&'j str],
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for WithJsonFields<'_, D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.form.deserialize_any(Fields {
+            visitor,
+            json: self.json,
+        })
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.form.deserialize_map(Fields {
+            visitor,
+            json: self.json,
+        })
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, D::Error> {
+        self.form.deserialize_struct(
+            name,
+            fields,
+            Fields {
+                visitor,
+                json: self.json,
+            },
+        )
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct enum identifier ignored_any
+    }
+}
+
+/// The visitor of the form's top level: its map's JSON fields are read as
+/// JSON; anything else goes to `visitor` as the form reader gave it.
+struct Fields<'j, V> {
+    visitor: V,
+    json: &'j [&'j str],
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Fields<'_, V> {
+    type Value = V::Value;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.visitor.expecting(formatter)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_map(JsonFieldsMap {
+            map,
+            json: self.json,
+            at: None,
+        })
+    }
+}
+
+/// The form's fields, each JSON one's text read as its document.
+struct JsonFieldsMap<'j, A> {
+    map: A,
+    json: &'j [&'j str],
+    /// The JSON field whose value comes next, if the next is one.
+    at: Option<&'j str>,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for JsonFieldsMap<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, A::Error> {
+        // The form's names are text: read one to know whether its value
+        // is JSON, then hand it on.
+        let Some(name) = self.map.next_key::<String>()? else {
+            return Ok(None);
         };
-        let raw_value = pair.get(pair_name(pair).len() + 1..).unwrap_or_default();
-        let text = form_text(raw_value).ok_or_else(not_json)?;
-        let value: Value = crate::input::exact_json(text.as_bytes())
-            .ok()
-            .and_then(|canonical| serde_json::from_slice(&canonical).ok())
-            .ok_or_else(not_json)?;
-        let mut leaves = Vec::new();
-        leaves_of(field.to_string(), &value, &mut leaves);
-        for (name, text) in leaves {
-            let mut leaf = Vec::new();
-            leaf.extend(form_urlencoded::byte_serialize(name.as_bytes()).flat_map(str::bytes));
-            leaf.push(b'=');
-            leaf.extend(form_urlencoded::byte_serialize(text.as_bytes()).flat_map(str::bytes));
-            push_pair(&mut expanded, &leaf);
-        }
+        self.at = self.json.iter().find(|field| **field == name).copied();
+        seed.deserialize(name.into_deserializer()).map(Some)
     }
-    Ok(Cow::Owned(expanded))
-}
 
-fn push_pair(body: &mut Vec<u8>, pair: &[u8]) {
-    if !body.is_empty() {
-        body.push(b'&');
-    }
-    body.extend_from_slice(pair);
-}
-
-/// Each leaf of `value` under `name`, in brackets (`name[key]`,
-/// `name[0]`): a string as itself, a number or boolean as JSON writes it.
-fn leaves_of(name: String, value: &Value, out: &mut Vec<(String, String)>) {
-    match value {
-        Value::Null => {}
-        Value::Array(items) => {
-            for (index, item) in items.iter().enumerate() {
-                leaves_of(format!("{name}[{index}]"), item, out);
-            }
-        }
-        Value::Object(members) => {
-            for (key, member) in members {
-                leaves_of(format!("{name}[{key}]"), member, out);
-            }
-        }
-        Value::String(text) => out.push((name, text.clone())),
-        other => out.push((name, other.to_string())),
+    fn next_value_seed<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        let Some(field) = self.at.take() else {
+            return self.map.next_value_seed(seed);
+        };
+        let text: String = self.map.next_value().map_err(|_| {
+            de::Error::custom(format!(
+                "`{field}` must be one JSON text, as its `encoding` declares (a JSON \
+                 `contentType`), not brackets or a list"
+            ))
+        })?;
+        let value = document(field, &text).map_err(de::Error::custom)?;
+        seed.deserialize(value).map_err(de::Error::custom)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
-    fn expanded(body: &str, json: &[&str]) -> Result<String, String> {
-        expand(body.as_bytes(), json).map(|body| String::from_utf8(body.into_owned()).unwrap())
+    #[derive(Deserialize, Debug, PartialEq)]
+    struct Details {
+        order: u32,
+        lines: Option<Vec<String>>,
+    }
+
+    #[derive(Deserialize, Debug, PartialEq)]
+    struct Order {
+        amount: u32,
+        details: Option<Details>,
+    }
+
+    fn read(body: &str) -> Result<Order, String> {
+        let form = serde_qs::Deserializer::with_config(super::super::FORM, body.as_bytes())
+            .map_err(|error| error.to_string())?;
+        Order::deserialize(WithJsonFields {
+            form,
+            json: &["details"],
+        })
+        .map_err(|error| error.to_string())
     }
 
     #[test]
-    fn a_json_field_is_laid_out_in_brackets() {
-        let body = "amount=5&metadata=%7B%22order%22%3A%226735%22%2C%22n%22%3A%5B1%2Ctrue%5D%7D";
+    fn a_json_field_is_read_as_its_document() {
+        let order = read("amount=5&details=%7B%22order%22%3A7%2C%22lines%22%3A%5B%22a%5Bb%5D%22%5D%7D")
+            .unwrap();
         assert_eq!(
-            expanded(body, &["metadata"]).unwrap(),
-            "amount=5&metadata%5Bn%5D%5B0%5D=1&metadata%5Bn%5D%5B1%5D=true&metadata%5Border%5D=6735"
+            order,
+            Order {
+                amount: 5,
+                details: Some(Details {
+                    order: 7,
+                    lines: Some(vec!["a[b]".into()]),
+                }),
+            }
         );
-        // Not named: left as sent, borrowed.
-        assert!(matches!(expand(body.as_bytes(), &[]).unwrap(), Cow::Borrowed(_)));
-        assert!(matches!(expand(body.as_bytes(), &["other"]).unwrap(), Cow::Borrowed(_)));
-        // A scalar document is the field's own text; `null` leaves it out.
-        assert_eq!(expanded("count=5", &["count"]).unwrap(), "count=5");
-        assert_eq!(expanded("label=%22a+b%22", &["label"]).unwrap(), "label=a+b");
-        assert_eq!(expanded("a=1&metadata=null", &["metadata"]).unwrap(), "a=1");
-        // Sent in brackets already: read as brackets.
-        assert_eq!(expanded("metadata[k]=v", &["metadata"]).unwrap(), "metadata[k]=v");
+        // The other fields are read as form text, as without JSON fields.
+        assert_eq!(read("amount=5").unwrap().details, None);
+        // Numbers by their exact value, as a JSON body's.
+        assert_eq!(read("amount=5&details=%7B%22order%22%3A7.0%7D").unwrap().details.unwrap().order, 7);
     }
 
     #[test]
-    fn a_json_field_that_is_not_json_is_refused_by_name() {
-        for body in ["metadata=%7Bnope", "metadata=", "metadata=%7B%22a%22%3A1%2C%22a%22%3A2%7D"] {
-            let refused = expanded(body, &["metadata"]).unwrap_err();
-            assert!(refused.starts_with("`metadata` must be a JSON document"), "{body}: {refused}");
+    fn a_json_field_keeps_its_json_types_and_is_refused_by_name() {
+        for (body, expected) in [
+            // A string is not the integer it spells, as in a JSON body.
+            ("amount=5&details=%7B%22order%22%3A%227%22%7D", "invalid type: string \"7\""),
+            ("amount=5&details=%7Bnope", "`details` must be a JSON document"),
+            ("amount=5&details=", "`details` must be a JSON document"),
+            ("amount=5&details=%7B%22order%22%3A1%2C%22order%22%3A2%7D", "`details` must be a JSON document"),
+            ("amount=5&details[order]=7", "`details` must be one JSON text"),
+            ("amount=5&details=%7B%7D", "missing field `order`"),
+        ] {
+            let refused = read(body).unwrap_err();
+            assert!(refused.contains(expected), "{body}: {expected} in {refused}");
         }
+    }
+
+    #[test]
+    fn the_fingerprint_tree_holds_the_document_not_its_spelling() {
+        let tree = |text: &str| with_documents(serde_json::json!({ "details": text, "n": "1" }), &["details"]);
+        assert_eq!(tree(r#"{"a":1,"b":[true]}"#), tree(r#"{ "b": [true], "a": 1.0 }"#));
+        assert_ne!(tree(r#"{"a":1}"#), tree(r#"{"a":"1"}"#));
+        assert_eq!(tree("nope"), None);
+        // Not a JSON field, or not text: left as it is.
+        assert_eq!(
+            with_documents(serde_json::json!({ "n": "{}" }), &["details"]),
+            Some(serde_json::json!({ "n": "{}" }))
+        );
     }
 }
