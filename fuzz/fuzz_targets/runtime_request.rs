@@ -315,6 +315,14 @@ fuzz_target!(|bytes: &[u8]| {
         );
     }
     check_joined_lists(input.body, &input.joined);
+    // A form with JSON fields is read, whatever it holds, without a panic.
+    let _ = form_request(String::from_utf8_lossy(input.body).into_owned())
+        .encoded_form_checked_as::<std::collections::BTreeMap<String, serde_json::Value>>(
+            422,
+            &[],
+            &FORM_LISTS,
+            &JSON_FIELDS,
+        );
     let Ok(request) = builder.body(Body::from(input.body.to_vec())) else {
         return;
     };
