@@ -289,11 +289,15 @@ fn check_joined_lists(body: &[u8], joined: &JoinedInput) {
         "{items:?} joined by {:?} and repeated fingerprint apart",
         list.delimiter
     );
-    assert_eq!(
-        as_repeated,
-        fingerprint_of(indexed_body),
-        "{items:?} repeated and in brackets fingerprint apart"
-    );
+    // One empty item sent as its key (`tags=`) is read as no item, in
+    // brackets (`tags[0]=`) as one: two requests, rightly apart.
+    if items != [""] {
+        assert_eq!(
+            as_repeated,
+            fingerprint_of(indexed_body),
+            "{items:?} repeated and in brackets fingerprint apart"
+        );
+    }
 }
 
 fuzz_target!(|bytes: &[u8]| {
