@@ -873,12 +873,29 @@ fn every_generated_handlers_comments_match_its_code() {
                     .skip(1)
                     .map(|rest| {
                         let rest = rest.trim_start_matches(|c: char| c != '(');
-                        // `multipart_checked_as(&[parts…], 422, …)`: past the table.
+                        // `multipart_checked_as(&[parts…], 422, …)`: past the
+                        // table, whose parts may hold tables of their own.
                         let rest = match rest.strip_prefix("(&[") {
-                            Some(table) => &table[table.find("],").unwrap() + 2..],
+                            Some(table) => {
+                                let mut depth = 1;
+                                let end = table
+                                    .char_indices()
+                                    .find(|(_, c)| {
+                                        depth += match c {
+                                            '[' => 1,
+                                            ']' => -1,
+                                            _ => 0,
+                                        };
+                                        depth == 0
+                                    })
+                                    .map(|(at, _)| at)
+                                    .unwrap();
+                                table[end + 1..].trim_start_matches(',')
+                            }
                             None => &rest[1..],
                         };
-                        rest[..3].parse().unwrap()
+                        // A call broken over lines starts with its status on the next.
+                        rest.trim_start()[..3].parse().unwrap()
                     })
                     .collect()
             };
@@ -887,6 +904,7 @@ fn every_generated_handlers_comments_match_its_code() {
                 ".body_checked_as",
                 ".form_checked_as",
                 ".joined_form_checked_as",
+                ".encoded_form_checked_as",
                 ".multipart_checked_as",
             ] {
                 answered.extend(status_after(call));

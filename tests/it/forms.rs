@@ -146,9 +146,7 @@ fn the_generator_types_the_form_and_reads_each_style() {
         r#".map(|form|retry::join_form_lists(&form,&[("coupons",',')]))"#,
         r#".map(|form|retry::join_form_lists(&form,&[("codes",'|')]))"#,
         // A field declared JSON text is sent as its JSON.
-        r#"let(others,documents)=retry::json_form_fields(retry::to_json(body)?,&["details"]"#,
-        "letbody=&others;",
-        "retry::with_pairs(form,documents).into()",
+        r#"retry::json_form_fields(&form,&retry::to_json(body)?,&["details"]"#,
     ] {
         assert!(lib.contains(joined), "{joined} in {lib}");
     }

@@ -740,36 +740,35 @@ fn write_part(
     bytes.extend_from_slice(b"\r\n");
 }
 
-/// `body` without its `fields` whose `encoding` declares JSON, for the
-/// form writer, and those fields as form pairs of their JSON text
-/// (`details=%7B%22order%22%3A7%7D`); an absent or `null` one is left out.
-pub fn json_form_fields(
-    mut body: serde_json::Value,
-    fields: &[&str],
-) -> (serde_json::Value, Vec<String>) {
-    let mut pairs = Vec::new();
-    if let serde_json::Value::Object(members) = &mut body {
-        for field in fields {
-            if let Some(value) = members.remove(*field).filter(|value| !value.is_null()) {
-                let text = value.to_string();
-                pairs.push(format!(
-                    "{}={}",
-                    percent_encode(field),
-                    percent_encode(&text)
-                ));
-            }
+/// A form as `serde_qs` wrote it from the typed body, each field of
+/// `fields` (whose `encoding` declares JSON) sent instead as the JSON text
+/// of its value in `body` (`details=%7B%22order%22%3A7%7D`; a required
+/// nullable field without a value as `details=null`); a field the body
+/// leaves out stays out.
+pub fn json_form_fields(form: &str, body: &serde_json::Value, fields: &[&str]) -> String {
+    let of_field = |pair: &str| {
+        let name = decoded(pair.split_once('=').map_or(pair, |(name, _)| name));
+        fields.iter().any(|field| {
+            name.strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('['))
+        })
+    };
+    let mut pairs: Vec<String> = form
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !of_field(pair))
+        .map(str::to_string)
+        .collect();
+    for field in fields {
+        if let Some(value) = body.get(*field) {
+            let text = value.to_string();
+            pairs.push(format!(
+                "{}={}",
+                percent_encode(field),
+                percent_encode(&text)
+            ));
         }
     }
-    (body, pairs)
-}
-
-/// `form` with `pairs` after its own.
-pub fn with_pairs(form: String, pairs: Vec<String>) -> String {
-    std::iter::once(form)
-        .chain(pairs)
-        .filter(|pair| !pair.is_empty())
-        .collect::<Vec<_>>()
-        .join("&")
+    pairs.join("&")
 }
 
 /// A form as `serde_qs` wrote it, with each list of `joined` (its name and

@@ -245,13 +245,24 @@ pub(crate) fn canonical_multipart(
                 }),
             }
         };
-        let values: Vec<Value> = items(delimiter, &part.bytes)
-            .iter()
-            .map(|item| hashed(item))
-            .collect();
+        // An item of a list (`labels[]`, `labels[0]`) is listed under the
+        // list's name with the name it was sent as, in the order sent, as
+        // the reader gathers `labels`, `labels[]` and `labels[0]` into one
+        // list; any other part under its own name, as before.
+        let (listed_as, sent_as) = match list_of(&part.name) {
+            Some(list) => (list.to_string(), Some(part.name.as_str())),
+            None => (part.name.clone(), None),
+        };
+        let values = items(delimiter, &part.bytes).into_iter().map(|item| {
+            let mut value = hashed(&item);
+            if let (Some(sent_as), Value::Object(fields)) = (sent_as, &mut value) {
+                fields.insert("sent_as".into(), sent_as.into());
+            }
+            value
+        });
         // Every name is an array, so one part is never taken for two.
         if let Value::Array(listed) = tree
-            .entry(part.name.clone())
+            .entry(listed_as)
             .or_insert_with(|| Value::Array(Vec::new()))
         {
             listed.extend(values);
@@ -464,6 +475,12 @@ fn members(parts: &[Part], sent: Vec<Sent>) -> Result<Vec<(String, Member)>, Str
         members.push((part.name, Member::Json(text)));
     }
     Ok(members)
+}
+
+/// The list `name` is an item of (`labels` for `labels[]` or `labels[0]`).
+fn list_of(name: &str) -> Option<&str> {
+    let (list, index) = name.strip_suffix(']')?.rsplit_once('[')?;
+    (!list.is_empty() && index.bytes().all(|byte| byte.is_ascii_digit())).then_some(list)
 }
 
 /// The items `bytes` holds: itself, or its text split at `delimiter`,
@@ -991,6 +1008,14 @@ mod tests {
             tree(&[("name=\"labels[]\"", "", b"q3|tax")]),
             tree(&[("name=\"labels[]\"", "", b"q3"), ("name=\"labels[]\"", "", b"tax")])
         );
+        // The reader gathers `labels`, `labels[]` and `labels[0]` into one
+        // list in the order sent: another order is another list.
+        let plain: (&str, &str, &[u8]) = ("name=\"labels\"", "", b"a");
+        let empty: (&str, &str, &[u8]) = ("name=\"labels[]\"", "", b"b");
+        assert_ne!(tree(&[plain, empty]), tree(&[empty, plain]));
+        let first: (&str, &str, &[u8]) = ("name=\"labels[1]\"", "", b"a");
+        let second: (&str, &str, &[u8]) = ("name=\"labels[0]\"", "", b"b");
+        assert_ne!(tree(&[first, second]), tree(&[second, first]));
         assert_ne!(one_part, tree(&[("name=\"labels\"", "", b"tax|q3")]));
         // A file is never split, nor is a list not named.
         let file: (&str, &str, &[u8]) = ("name=\"labels\"; filename=\"l\"", "", b"q3|tax");

@@ -108,16 +108,18 @@ pub fn plan(
             .map(|entry| entry.key.to_string())
             .collect::<BTreeSet<String>>()
     };
-    // A `style` or `explode` said outright wins over `contentType`, as
-    // OpenAPI 3.1 has it.
+    // From OpenAPI 3.1 on, a `style` or `explode` said outright wins over
+    // `contentType`; 3.0 ignores them in a multipart body.
+    let styles_win = workspace.version != idemgen_spec::OpenApiVersion::V3_0;
     let json = declared(&|encoding| {
         encoding
             .get("contentType")
             .and_then(Node::as_str)
             .is_some_and(is_json)
-            && ["style", "explode", "allowReserved"]
-                .iter()
-                .all(|key| encoding.get(key).is_none())
+            && !(styles_win
+                && ["style", "explode", "allowReserved"]
+                    .iter()
+                    .any(|key| encoding.get(key).is_some()))
     });
     // OpenAPI 3.0 says to ignore `style` in a multipart body, but Stripe
     // declares `deepObject` there and reads the brackets: the spec's word

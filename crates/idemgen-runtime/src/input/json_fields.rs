@@ -27,14 +27,16 @@ fn document(field: &str, text: &str) -> Result<Value, String> {
 
 /// `tree` (a form as its reader reads it) with the text of each field of
 /// `json` replaced by its document's value, for the fingerprint; `None`
-/// when one is not a JSON document (the request is hashed as sent, and
-/// refused when read).
+/// when one is not one JSON text (a document, not brackets, a list or a
+/// name without a value): the request is hashed as sent, and refused
+/// when read.
 pub(crate) fn with_documents(mut tree: Value, json: &[&str]) -> Option<Value> {
     if let Value::Object(fields) = &mut tree {
         for field in json {
-            if let Some(value) = fields.get_mut(*field)
-                && let Value::String(text) = value
-            {
+            if let Some(value) = fields.get_mut(*field) {
+                let Value::String(text) = value else {
+                    return None;
+                };
                 *value = document(field, text).ok()?;
             }
         }
@@ -110,6 +112,35 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Fields<'_, V> {
             at: None,
         })
     }
+
+    // What is not a map has no fields: as the form reader gave it.
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_seq(seq)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<V::Value, E> {
+        self.visitor.visit_str(text)
+    }
+
+    fn visit_string<E: de::Error>(self, text: String) -> Result<V::Value, E> {
+        self.visitor.visit_string(text)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_unit()
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_none()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, inner: D) -> Result<V::Value, D::Error> {
+        self.visitor.visit_some(inner)
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, inner: D) -> Result<V::Value, D::Error> {
+        self.visitor.visit_newtype_struct(inner)
+    }
 }
 
 /// The form's fields, each JSON one's text read as its document.
@@ -140,12 +171,15 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for JsonFieldsMap<'_, A> {
         let Some(field) = self.at.take() else {
             return self.map.next_value_seed(seed);
         };
-        let text: String = self.map.next_value().map_err(|_| {
-            de::Error::custom(format!(
+        // Read as the fingerprint's tree holds it, so that only one text
+        // is taken: the form reader would also give a string for the last
+        // item of `details[]=…` or for `details` without a value.
+        let Value::String(text) = self.map.next_value::<Value>()? else {
+            return Err(de::Error::custom(format!(
                 "`{field}` must be one JSON text, as its `encoding` declares (a JSON \
-                 `contentType`), not brackets or a list"
-            ))
-        })?;
+                 `contentType`), not brackets, a list or a name without a value"
+            )));
+        };
         let value = document(field, &text).map_err(de::Error::custom)?;
         seed.deserialize(value).map_err(de::Error::custom)
     }
@@ -207,6 +241,8 @@ mod tests {
             ("amount=5&details=", "`details` must be a JSON document"),
             ("amount=5&details=%7B%22order%22%3A1%2C%22order%22%3A2%7D", "`details` must be a JSON document"),
             ("amount=5&details[order]=7", "`details` must be one JSON text"),
+            ("amount=5&details[]=%7B%22order%22%3A7%7D", "`details` must be one JSON text"),
+            ("amount=5&details", "`details` must be one JSON text"),
             ("amount=5&details=%7B%7D", "missing field `order`"),
         ] {
             let refused = read(body).unwrap_err();
@@ -220,6 +256,10 @@ mod tests {
         assert_eq!(tree(r#"{"a":1,"b":[true]}"#), tree(r#"{ "b": [true], "a": 1.0 }"#));
         assert_ne!(tree(r#"{"a":1}"#), tree(r#"{"a":"1"}"#));
         assert_eq!(tree("nope"), None);
+        // Not one text: hashed as sent, as the reader refuses it.
+        for sent in [serde_json::json!(["{}"]), serde_json::json!({"order": "7"}), Value::Null] {
+            assert_eq!(with_documents(serde_json::json!({ "details": sent }), &["details"]), None);
+        }
         // Not a JSON field, or not text: left as it is.
         assert_eq!(
             with_documents(serde_json::json!({ "n": "{}" }), &["details"]),
