@@ -513,13 +513,17 @@ mod tests {
     #[test]
     fn a_property_declared_as_another_content_type_is_named() {
         let layout = layout(
-            "{schema: {type: object, properties: {meta: {type: string}, note: {type: string}}}, \
-             encoding: {meta: {contentType: application/json}, note: {contentType: text/plain}}}",
+            "{schema: {type: object, properties: {meta: {type: object}, doc: {type: string}, \
+             note: {type: string}}}, encoding: {meta: {contentType: application/json}, \
+             doc: {contentType: application/xml}, note: {contentType: text/plain}}}",
         );
         assert_eq!(
             layout.by_content_type,
-            [("meta".to_string(), "application/json".to_string())]
+            [("doc".to_string(), "application/xml".to_string())]
         );
+        // JSON text is read and sent as JSON, and nests nothing.
+        assert_eq!(layout.json, ["meta"]);
+        assert!(layout.not_flat.is_none());
     }
 
     #[test]
