@@ -824,7 +824,7 @@ impl Request {
 }
 
 /// `name`, `name[]` or `name[3]`: an item of the array `array`.
-fn is_item_of(name: &str, array: &str) -> bool {
+pub(crate) fn is_item_of(name: &str, array: &str) -> bool {
     match name.strip_prefix(array) {
         Some("" | "[]") => true,
         Some(rest) => rest
@@ -1033,6 +1033,13 @@ pub(crate) enum Unread {
 /// through floats means JSON Schema's `integer` is a value, not a
 /// spelling, that an integer field is never given a rounded number, and
 /// that the business code sees the very value the fingerprint covers.
+/// The value of the JSON document `bytes` as [`exact_json`] reads it
+/// (members named once, numbers by their exact decimal value); `None`
+/// when it is not one.
+pub(crate) fn exact_json_value(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice(&exact_json(bytes).ok()?).ok()
+}
+
 pub(crate) fn exact_json(body: &[u8]) -> Result<Vec<u8>, Unread> {
     use crate::canonical_json::{Reason, canonicalize};
     let refused = match canonicalize(body) {

@@ -52,34 +52,27 @@ pub struct Part {
 }
 
 impl Part {
-    pub const fn text(name: &'static str, value: Scalar) -> Part {
+    /// A part read as `reading`, sent once, under its own name only.
+    const fn read_as(name: &'static str, reading: Reading) -> Part {
         Part {
             name,
-            reading: Reading::Text(value),
+            reading,
             many: false,
             brackets: None,
             delimiter: None,
         }
+    }
+
+    pub const fn text(name: &'static str, value: Scalar) -> Part {
+        Part::read_as(name, Reading::Text(value))
     }
 
     pub const fn json(name: &'static str) -> Part {
-        Part {
-            name,
-            reading: Reading::Json,
-            many: false,
-            brackets: None,
-            delimiter: None,
-        }
+        Part::read_as(name, Reading::Json)
     }
 
     pub const fn file(name: &'static str) -> Part {
-        Part {
-            name,
-            reading: Reading::File,
-            many: false,
-            brackets: None,
-            delimiter: None,
-        }
+        Part::read_as(name, Reading::File)
     }
 
     /// This part as an array: each part sent under its name is an item.
@@ -113,19 +106,7 @@ impl Part {
 
     /// Whether a part sent as `sent` is this one (or one of its items).
     fn takes(&self, sent: &str) -> bool {
-        match sent.strip_prefix(self.name) {
-            Some("") => true,
-            Some(rest) if self.many => {
-                rest == "[]"
-                    || rest
-                        .strip_prefix('[')
-                        .and_then(|rest| rest.strip_suffix(']'))
-                        .is_some_and(|index| {
-                            !index.is_empty() && index.bytes().all(|byte| byte.is_ascii_digit())
-                        })
-            }
-            _ => false,
-        }
+        sent == self.name || (self.many && crate::input::is_item_of(sent, self.name))
     }
 
     /// Whether a part sent as `sent` is one of this part's brackets.
@@ -217,7 +198,7 @@ pub(crate) fn canonical_multipart(
         let delimiter = joined
             .iter()
             .filter(|_| part.file_name.is_none())
-            .find(|list| Part::text(list.name, Scalar::String).many().takes(&part.name))
+            .find(|list| crate::input::is_item_of(&part.name, list.name))
             .map(|list| list.delimiter);
         let content_type = part.content_type.as_deref();
         let plain = content_type.is_none_or(|content_type| {
@@ -230,8 +211,7 @@ pub(crate) fn canonical_multipart(
             let text = std::str::from_utf8(bytes).ok();
             let json = content_type
                 .filter(|content_type| is_json_type(content_type))
-                .and_then(|_| crate::input::exact_json(bytes).ok())
-                .and_then(|canonical| serde_json::from_slice::<Value>(&canonical).ok());
+                .and_then(|_| crate::input::exact_json_value(bytes));
             match (json, text) {
                 (Some(json), _) if part.file_name.is_none() => serde_json::json!({ "json": json }),
                 (None, Some(text)) if plain && part.file_name.is_none() => {
@@ -538,9 +518,7 @@ fn value(name: &str, reading: Reading, bytes: &[u8]) -> Result<Value, String> {
         Reading::Text(Scalar::Number) => serde_json::from_str::<Number>(text)
             .map(Value::Number)
             .map_err(|_| wrong("a number")),
-        Reading::Json => crate::input::exact_json(text.as_bytes())
-            .ok()
-            .and_then(|canonical| serde_json::from_slice(&canonical).ok())
+        Reading::Json => crate::input::exact_json_value(text.as_bytes())
             .ok_or_else(|| format!("the part `{name}` is not a JSON document")),
     }
 }

@@ -14,10 +14,7 @@ use serde_json::Value;
 /// named once, numbers by their exact decimal value), as a JSON body is
 /// read; `Err` says why it is not one.
 fn document(field: &str, text: &str) -> Result<Value, String> {
-    crate::input::exact_json(text.as_bytes())
-        .ok()
-        .and_then(|canonical| serde_json::from_slice(&canonical).ok())
-        .ok_or_else(|| {
+    crate::input::exact_json_value(text.as_bytes()).ok_or_else(|| {
             format!(
                 "`{field}` must be a JSON document, as its `encoding` declares (a JSON \
                  `contentType`)"
